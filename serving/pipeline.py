@@ -1,0 +1,208 @@
+"""A running pipeline: op stages wired by the DAG, admission control,
+deadlines, warm-up, and draining shutdown.
+
+    pipeline = Pipeline(load_config("configs/ocr.yml"))
+    pipeline.start()                       # loads + warms every predictor
+    handle = pipeline.submit(image)        # a RequestState
+    lines = handle.result()                # raises ServingError on failure
+    pipeline.shutdown()                    # drain, then stop
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from serving.errors import Overloaded, ShuttingDown
+from serving.metrics import Metrics
+from serving.op import Op, OpContext
+from serving.registry import resolve_op_class
+from serving.request import RequestState
+from serving.stage import OpStage
+from serving.tracer import Tracer
+
+log = logging.getLogger(__name__)
+
+
+class Pipeline:
+    def __init__(self, config: Any, *, metrics: Metrics | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.config = config
+        self.name = config.name
+        self.dag = config.dag_graph
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        dag_conf = config.dag
+        self.stages: dict[str, OpStage] = {}
+        for name in self.dag.order:
+            op_conf = config.op[name]
+            op = self._make_op(op_conf)
+            self.stages[name] = OpStage(
+                op, conf=op_conf, pipeline_name=self.name, metrics=self.metrics,
+                deliver=self._deliver_fn(name), channel_size=dag_conf.channel_size,
+                priority_levels=dag_conf.priority_levels,
+                priority_max_wait_s=dag_conf.priority_max_wait_ms / 1000.0, clock=clock)
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight = 0
+        self._accepting = False
+        self._ready = False
+        self._sink_parts: dict[int, dict[str, Any]] = {}
+        self._active: dict[int, RequestState] = {}
+        self._tracer = Tracer(self, dag_conf.tracer.interval_s)
+
+    @staticmethod
+    def _make_op(op_conf: Any) -> Op:
+        cls = resolve_op_class(op_conf.cls)
+        params = getattr(op_conf, "params_model", None) or cls.Params(**(op_conf.params or {}))
+        return cls(OpContext(name=op_conf.name, conf=op_conf, params=params))
+
+    # ---- life cycle ------------------------------------------------------------------
+    def start(self, *, warmup: bool = True) -> None:
+        for name, stage in self.stages.items():
+            began = time.monotonic()
+            stage.op.load()
+            runners = stage.op.create_runners(stage.conf.local_service_conf.instance_num)
+            if warmup:
+                self._warm(stage, runners)
+            stage.start(runners)
+            log.info("op %s ready: %d instance(s), %.1fs", name, len(runners), time.monotonic() - began)
+        with self._lock:
+            self._accepting = True
+            self._ready = True
+        self.metrics.ready.labels(self.name).set(1)
+        self._tracer.start()
+
+    @staticmethod
+    def _warm(stage: OpStage, runners: list[Any]) -> None:
+        """Run every warm-up shape once per instance, then seed the batcher's
+        cost model with the first shape at batch 1 and at max_batch_size."""
+        items = list(stage.op.warmup_items())
+        if not items:
+            return
+        for runner in runners:
+            for item in items:
+                stage.run_batch(runner, [item], record=False)
+        max_batch = stage.conf.local_service_conf.max_batch_size
+        for size in sorted({1, max_batch}):
+            for _ in range(2):  # the second run is the warm one
+                began = time.monotonic()
+                stage.run_batch(runners[0], [items[0]] * size, record=False)
+                elapsed = time.monotonic() - began
+            stage.batcher.record_run(size, elapsed)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def shutdown(self, timeout: float | None = None) -> bool:
+        """Refuse new requests, wait for accepted ones to finish (up to
+        ``timeout``, default ``dag.shutdown_timeout_s``), then stop the ops.
+        Returns True when everything accepted was answered."""
+        timeout = self.config.dag.shutdown_timeout_s if timeout is None else timeout
+        end = time.monotonic() + timeout
+        with self._idle:
+            self._accepting = False
+            self._ready = False
+            while self._in_flight and time.monotonic() < end:
+                self._idle.wait(max(0.0, end - time.monotonic()))
+            drained = self._in_flight == 0
+            left = list(self._active.values())
+        for request in left:  # nothing accepted is lost silently
+            request.fail(ShuttingDown("server shut down before this request finished"))
+        self.metrics.ready.labels(self.name).set(0)
+        self._tracer.stop()
+        for stage in self.stages.values():
+            stage.stop(timeout=max(0.0, end - time.monotonic()) or 1.0)
+        log.info("pipeline %s stopped (%s)", self.name, "drained" if drained else "timed out while draining")
+        return drained
+
+    # ---- requests ------------------------------------------------------------------------
+    def submit(self, value: Any, *, priority: int = 0, timeout_ms: int | None = None,
+               logid: Any = None) -> RequestState:
+        """Admit one request (one image or text) and start it; never blocks on
+        a full server: beyond ``max_queue_size`` it raises Overloaded (503)."""
+        dag_conf = self.config.dag
+        limit_ms = dag_conf.request_timeout_ms if timeout_ms is None else min(timeout_ms, dag_conf.request_timeout_ms)
+        with self._lock:
+            if not self._accepting:
+                raise ShuttingDown()
+            if self._in_flight >= dag_conf.max_queue_size:
+                raise Overloaded(f"{self._in_flight} requests in flight (max_queue_size)",
+                                 retry_after=self._retry_after())
+            self._in_flight += 1
+        self.metrics.in_flight.labels(self.name).inc()
+        request = RequestState(next(self._ids), value, deadline=self.clock() + limit_ms / 1000.0,
+                               priority=priority, logid=logid, clock=self.clock)
+        with self._lock:
+            self._active[request.id] = request
+        request.add_done_callback(self._on_done)
+        for source in self.dag.sources:
+            self.stages[source].accept("input", request, value)
+        return request
+
+    def _retry_after(self) -> float:
+        return 1.0
+
+    def _deliver_fn(self, name: str) -> Callable[[RequestState, Any], None]:
+        consumers = self.dag.consumers(name)
+        if consumers:
+            def deliver(request: RequestState, output: Any) -> None:
+                for consumer in consumers:
+                    self.stages[consumer].accept(name, request, output)
+        else:
+            def deliver(request: RequestState, output: Any) -> None:
+                self._sink_output(name, request, output)
+        return deliver
+
+    def _sink_output(self, sink: str, request: RequestState, output: Any) -> None:
+        sinks = self.dag.sinks
+        if len(sinks) == 1:
+            request.finish(output)
+            return
+        with self._lock:
+            parts = self._sink_parts.setdefault(request.id, {})
+            parts[sink] = output
+            complete = len(parts) == len(sinks)
+            if complete:
+                del self._sink_parts[request.id]
+        if complete:
+            request.finish({s: parts[s] for s in sinks})
+
+    def _on_done(self, request: RequestState) -> None:
+        status = 200 if request.error is None else request.error.status
+        with self._idle:
+            self._in_flight -= 1
+            self._sink_parts.pop(request.id, None)
+            self._active.pop(request.id, None)
+            if self._in_flight == 0:
+                self._idle.notify_all()
+        m = self.metrics
+        m.in_flight.labels(self.name).dec()
+        m.requests.labels(self.name, str(status)).inc()
+        m.request_time.labels(self.name).observe(max(0.0, (request.finished_at or 0) - request.created))
+        if self.config.dag.use_profile:
+            self._log_profile(request, status)
+
+    def _log_profile(self, request: RequestState, status: int) -> None:
+        summary = request.timing_summary()
+        parts = [f"{op}[wait={v['queue_wait_ms']:.1f}ms batch={','.join(map(str, v['batch_sizes']))} "
+                 f"run={v['run_ms']:.1f}ms]" for op, v in summary["ops"].items()]
+        log.info("profile pipeline=%s request=%s logid=%s status=%s total=%.1fms %s", self.name, request.id,
+                 request.logid, status, summary["total_ms"], " ".join(parts))
+
+    # ---- introspection -------------------------------------------------------------------------
+    def op_table(self) -> list[dict[str, Any]]:
+        return self.config.op_table()
+
+    def input_kind(self) -> str | None:
+        """How request values are decoded: the source ops' ``input_kind``."""
+        kinds = {self.stages[s].op.input_kind for s in self.dag.sources}
+        return kinds.pop() if len(kinds) == 1 else None

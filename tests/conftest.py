@@ -1,0 +1,7 @@
+"""Shared pytest setup: make the checkout importable without installing it."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)

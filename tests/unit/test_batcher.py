@@ -1,0 +1,284 @@
+"""Batcher decisions, driven by a fake clock (no sleeps)."""
+import threading
+
+import pytest
+
+from serving.batch_stats import ArrivalEstimator, CostModel
+from serving.batcher import Batcher
+
+
+class FakeClock:
+    def __init__(self, t=100.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+    def advance(self, dt):
+        self.t += dt
+
+
+def make(clock, **kw):
+    args = dict(max_batch_size=4, max_queue_delay_s=0.010, policy="fixed", clock=clock)
+    args.update(kw)
+    return Batcher(**args)
+
+
+def payloads(d):
+    return [q.payload for q in d.batch]
+
+
+def test_waits_until_delay_then_dispatches_what_is_queued():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(["a", "b"])
+    d = b.poll()
+    assert d.batch == [] and d.wait == pytest.approx(0.010)
+    clock.advance(0.004)
+    assert b.poll().wait == pytest.approx(0.006)
+    clock.advance(0.006)
+    d = b.poll()
+    assert payloads(d) == ["a", "b"] and d.reason == "max_queue_delay"
+    assert b.depth == 0
+
+
+def test_full_batch_dispatches_immediately_and_rest_waits():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(list("abcdef"))  # one request with more items than max_batch_size is split
+    d = b.poll()
+    assert payloads(d) == list("abcd") and d.reason == "max_batch_size"
+    d = b.poll()
+    assert d.batch == [] and d.wait == pytest.approx(0.010)
+
+
+def test_preferred_batch_size_largest_first():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=16, preferred_sizes=[2, 8])
+    b.put(["x"])
+    assert b.poll().batch == []
+    b.put(list("abcdefghij"))  # 11 queued -> largest preferred <= 11 is 8
+    d = b.poll()
+    assert len(d.batch) == 8 and d.reason == "preferred"
+    d = b.poll()  # 3 left -> preferred 2
+    assert len(d.batch) == 2 and d.reason == "preferred"
+    d = b.poll()  # 1 left -> waits for the delay
+    assert d.batch == []
+
+
+def test_fifo_across_requests():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=3)
+    b.put(["a1", "a2"])
+    clock.advance(0.001)
+    b.put(["b1", "b2"])
+    assert payloads(b.poll()) == ["a1", "a2", "b1"]
+    clock.advance(0.02)
+    assert payloads(b.poll()) == ["b2"]
+
+
+def test_expired_items_never_dispatched():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(["late"], deadline=clock.t + 0.005)
+    b.put(["ok"], deadline=clock.t + 1.0)
+    clock.advance(0.011)
+    d = b.poll()
+    assert payloads(d) == ["ok"]
+    assert [q.payload for q in d.expired] == ["late"]
+
+
+def test_dead_items_dropped_silently():
+    clock = FakeClock()
+    dead = {"x"}
+    b = make(clock, is_dead=lambda p: p in dead)
+    b.put(["x", "y"])
+    clock.advance(0.02)
+    d = b.poll()
+    assert payloads(d) == ["y"] and d.expired == []
+
+
+def test_priorities_high_first_fifo_within_level():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=3, priority_levels=3, priority_max_wait_s=10)
+    b.put(["low1"], priority=0)
+    b.put(["high1"], priority=2)
+    b.put(["mid1"], priority=1)
+    b.put(["high2"], priority=2)
+    assert payloads(b.poll()) == ["high1", "high2", "mid1"]
+
+
+def test_low_priority_not_starved():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=2, priority_levels=2, priority_max_wait_s=0.5)
+    b.put(["low"], priority=0)
+    for i in range(3):
+        clock.advance(0.2)
+        b.put([f"h{i}a", f"h{i}b"], priority=1)
+        d = b.poll()
+        if "low" in payloads(d):
+            break
+    else:
+        pytest.fail("low-priority item starved")
+    assert i == 2  # taken once it waited past priority_max_wait (0.6 s > 0.5 s)
+    assert payloads(d)[0] == "low"
+
+
+def test_priority_out_of_range_is_clamped():
+    clock = FakeClock()
+    b = make(clock, priority_levels=2)
+    b.put(["a"], priority=99)
+    b.put(["b"], priority=-5)
+    clock.advance(1)
+    assert payloads(b.poll()) == ["a", "b"]
+
+
+def test_close_drains_without_waiting():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(["a"])
+    b.close()
+    d = b.poll()
+    assert payloads(d) == ["a"] and d.reason == "drain"
+    assert b.put(["b"]) is False
+
+
+def seeded_cost(fixed, per_item):
+    cost = CostModel()
+    cost.observe(1, fixed + per_item)
+    cost.observe(32, fixed + 32 * per_item)
+    return cost
+
+
+def test_adaptive_lone_request_dispatches_at_once():
+    clock = FakeClock()
+    b = make(clock, policy="adaptive", max_queue_delay_s=0.010, cost_model=seeded_cost(0.005, 0.001))
+    b.put(["only"])  # first arrival: no rate known -> no reason to wait
+    d = b.poll()
+    assert payloads(d) == ["only"] and d.reason == "adaptive"
+
+
+def test_adaptive_sparse_arrivals_dispatch_at_once():
+    clock = FakeClock()
+    b = make(clock, policy="adaptive", cost_model=seeded_cost(0.005, 0.001))
+    for _ in range(5):  # arrivals every 50 ms: far slower than the 5 ms fixed cost
+        b.put(["r"])
+        assert len(b.poll().batch) == 1
+        clock.advance(0.050)
+
+
+def test_adaptive_dense_arrivals_wait_for_more():
+    clock = FakeClock()
+    b = make(clock, policy="adaptive", max_batch_size=8, max_queue_delay_s=0.010,
+             cost_model=seeded_cost(0.005, 0.001))
+    for _ in range(4):  # arrivals every 1 ms, fixed cost 5 ms: batching pays off
+        b.put(["r"])
+        clock.advance(0.001)
+    b.poll(clock.t)  # history only
+    d = b.poll()
+    assert d.batch == [] and 0 < d.wait <= 0.010
+    clock.advance(0.0021)  # silence for > 2 gaps: the stream stalled -> go now
+    d = b.poll()
+    assert len(d.batch) == 4 and d.reason == "adaptive"
+
+
+def test_adaptive_never_waits_past_delay():
+    clock = FakeClock()
+    b = make(clock, policy="adaptive", max_batch_size=64, max_queue_delay_s=0.004,
+             cost_model=seeded_cost(0.050, 0.001))
+    for _ in range(3):  # a dense stream: every 0.5 ms against a 50 ms fixed cost
+        b.put(["r"])
+        clock.advance(0.0005)
+    for _ in range(10):
+        d = b.poll()
+        if d.batch:
+            break
+        b.put(["r"])
+        clock.advance(0.0005)
+    assert d.batch and d.reason == "max_queue_delay"
+    assert clock.t - 100.0 == pytest.approx(0.004)
+
+
+def test_adaptive_without_cost_model_is_greedy():
+    clock = FakeClock()
+    b = make(clock, policy="adaptive")
+    b.put(["a"])
+    clock.advance(0.0001)
+    b.put(["b"])
+    assert len(b.poll().batch) == 2
+
+
+def test_cost_model_fit():
+    cost = CostModel()
+    for n in (1, 4, 16, 32):
+        cost.observe(n, 0.010 + 0.002 * n)
+    fixed, per_item = cost.fit()
+    assert fixed == pytest.approx(0.010) and per_item == pytest.approx(0.002)
+    assert CostModel().fit() is None
+
+
+def test_arrival_estimator():
+    est = ArrivalEstimator(alpha=0.5)
+    est.observe(0.0)
+    assert est.expected_gap() is None
+    est.observe(1.0)
+    est.observe(1.5)
+    assert est.expected_gap() == pytest.approx(0.75)
+
+
+def test_put_blocks_when_full_until_consumed():
+    b = Batcher(max_batch_size=2, max_queue_delay_s=0, policy="fixed", capacity=2)
+    b.put(["a", "b"])
+    done = threading.Event()
+
+    def producer():
+        b.put(["c"])
+        done.set()
+
+    t = threading.Thread(target=producer)
+    t.start()
+    assert not done.wait(0.1)  # backpressure: full
+    assert [q.payload for q in b.next_batch(timeout=5)] == ["a", "b"]
+    assert done.wait(5)
+    t.join()
+    assert [q.payload for q in b.next_batch(timeout=5)] == ["c"]
+
+
+def test_put_timeout_when_full():
+    b = Batcher(max_batch_size=2, max_queue_delay_s=0, policy="fixed", capacity=1)
+    b.put(["a"])
+    assert b.put(["b"], timeout=0.01) is False
+
+
+def test_group_larger_than_capacity_admitted_when_empty():
+    b = Batcher(max_batch_size=2, max_queue_delay_s=0, policy="fixed", capacity=2)
+    assert b.put(list("abcde"), timeout=0.1)
+    assert b.depth == 5
+
+
+def test_next_batch_wakes_on_put_and_returns_none_when_closed():
+    b = Batcher(max_batch_size=2, max_queue_delay_s=0, policy="fixed")
+    got = []
+
+    def consumer():
+        while (batch := b.next_batch()) is not None:
+            got.append([q.payload for q in batch])
+
+    t = threading.Thread(target=consumer)
+    t.start()
+    b.put(["a", "b"])
+    b.close()
+    t.join(5)
+    assert not t.is_alive()
+    assert got == [["a", "b"]]
+
+
+def test_next_batch_reports_expired():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(["x"], deadline=clock.t - 1)
+    b.put(["y"])
+    b.close()
+    expired = []
+    batch = b.next_batch(timeout=1, on_expired=lambda items: expired.extend(q.payload for q in items))
+    assert [q.payload for q in batch] == ["y"] and expired == ["x"]
