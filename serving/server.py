@@ -68,8 +68,9 @@ class Server:
 
     def run(self) -> int:
         self.start_listening()
-        for line in _format_table(self.pipeline.op_table()):
-            log.info("%s", line)
+        from serving.cli import format_op_table
+
+        log.info("pipeline %s:\n%s", self.pipeline.name, format_op_table(self.pipeline.op_table()))
         serve_thread = threading.Thread(target=self._waitress.run, name="waitress", daemon=True)
         serve_thread.start()
         log.info("loading and warming predictors ...")
@@ -106,18 +107,6 @@ class Server:
             if all(not ch.requests and not ch.total_outbufs_len for ch in channels):
                 return
             time.sleep(0.02)
-
-
-def _format_table(rows: list[dict[str, Any]]) -> list[str]:
-    if not rows:
-        return []
-    cols = list(rows[0])
-    cells = [[str(r[c]) if not isinstance(r[c], list) else ",".join(map(str, r[c])) or "-" for c in cols]
-             for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    out = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-    return out
 
 
 def main(args: argparse.Namespace) -> int:
