@@ -1,0 +1,163 @@
+"""``batchline predict``: send images (and/or texts) to a server and print the results.
+
+    batchline predict --url http://127.0.0.1:9999 photos/ card.jpg
+    batchline predict --url ... --pipeline ernie --text "这个产品很好"
+    batchline predict --url ... --draw out/ card.jpg
+
+One request per image (a directory means every image in it, sorted) and one
+per ``--text``. Output per input: ``== <path or text>`` then, for OCR, one
+``text<TAB>score`` line per recognised line, for classification
+``label<TAB>score``; ``--json`` prints each result as JSON instead. Exit
+status 1 if any request failed (the error, with its HTTP status, goes to
+stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+from typing import Any, Iterable, List, Optional, TextIO
+
+from .pipeline_client import PipelineClient, PipelineError
+
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
+
+
+def expand_images(specs: Iterable[str]) -> List[str]:
+    """Image paths from files, directories (their images, sorted) and glob patterns.
+
+    A plain file is kept whatever its extension; a spec matching nothing
+    raises ``FileNotFoundError``.
+    """
+    out: List[str] = []
+    for spec in specs:
+        if os.path.isdir(spec):
+            out.extend(sorted(os.path.join(spec, n) for n in os.listdir(spec)
+                              if n.lower().endswith(IMAGE_EXTS)
+                              and os.path.isfile(os.path.join(spec, n))))
+        elif os.path.isfile(spec):
+            out.append(spec)
+        else:
+            matches = sorted(p for p in glob.glob(spec) if os.path.isfile(p)
+                             and p.lower().endswith(IMAGE_EXTS))
+            if not matches:
+                raise FileNotFoundError(f"no image found at {spec!r}")
+            out.extend(matches)
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="*", metavar="IMAGE|DIR",
+                        help="image files or directories of images")
+    parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:9999")
+    parser.add_argument("--pipeline", default="ocr", help="pipeline name (default: ocr)")
+    parser.add_argument("--text", action="append", default=[],
+                        help="text input (repeatable), e.g. for an ERNIE pipeline")
+    parser.add_argument("--json", action="store_true", help="print results as JSON")
+    parser.add_argument("--draw", metavar="OUT_DIR",
+                        help="save each image with its boxes and text drawn into OUT_DIR")
+    parser.add_argument("--token", default=os.environ.get("BATCHLINE_TOKEN"),
+                        help="bearer token (default: $BATCHLINE_TOKEN)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    parser.add_argument("--protocol", choices=("paddle", "native"), default="paddle",
+                        help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict")
+
+
+def format_result(result: Any) -> List[str]:
+    """Human-readable lines for one result: OCR lines, a classification, or JSON."""
+    if isinstance(result, list):
+        lines = []
+        for item in result:
+            if isinstance(item, dict) and "text" in item:
+                lines.append(f"{item['text']}\t{_score(item.get('score'))}")
+            else:
+                lines.append(json.dumps(item, ensure_ascii=False))
+        return lines
+    if isinstance(result, dict) and "label" in result:
+        return [f"{result['label']}\t{_score(result.get('score'))}"]
+    return [json.dumps(result, ensure_ascii=False)]
+
+
+def _score(score: Any) -> str:
+    return f"{score:.4f}" if isinstance(score, (int, float)) else str(score)
+
+
+def _draw(path: str, data: bytes, result: Any, out_dir: str) -> str:
+    from .draw import draw_ocr  # lazy: PIL drawing only when asked
+
+    os.makedirs(out_dir, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    out = os.path.join(out_dir, f"{stem}.png")
+    draw_ocr(data, result if isinstance(result, list) else []).save(out)
+    return out
+
+
+def _report(label: str, result: Any, as_json: bool, out: TextIO) -> None:
+    out.write(f"== {label}\n")
+    if as_json:
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+    else:
+        for line in format_result(result):
+            out.write(line + "\n")
+
+
+def main(args: argparse.Namespace, out: Optional[TextIO] = None,
+         err: Optional[TextIO] = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        images = expand_images(args.inputs)
+    except FileNotFoundError as e:
+        err.write(f"error: {e}\n")
+        return 1
+    if not images and not args.text:
+        err.write("error: nothing to send: give IMAGE|DIR arguments or --text\n")
+        return 1
+    failed = 0
+    with PipelineClient(args.url, timeout=args.timeout, token=args.token) as client:
+        for path in images:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                result = client.predict(args.pipeline, image=data, protocol=args.protocol)[0]
+            except (PipelineError, OSError, IndexError) as e:
+                failed += 1
+                err.write(f"error: {path}: {_describe(e)}\n")
+                continue
+            _report(path, result, args.json, out)
+            if args.draw:
+                try:
+                    saved = _draw(path, data, result, args.draw)
+                    err.write(f"drew {saved}\n")
+                except OSError as e:
+                    failed += 1
+                    err.write(f"error: {path}: cannot draw: {e}\n")
+        for text in args.text:
+            try:
+                result = client.predict(args.pipeline, text=text, protocol=args.protocol)[0]
+            except (PipelineError, IndexError) as e:
+                failed += 1
+                err.write(f"error: text {text[:40]!r}: {_describe(e)}\n")
+                continue
+            _report(text, result, args.json, out)
+    return 1 if failed else 0
+
+
+def _describe(e: Exception) -> str:
+    if isinstance(e, PipelineError):
+        return str(e) if e.status else f"no answer (status 0): {e.message}"
+    if isinstance(e, IndexError):
+        return "server returned no result"
+    return str(e)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="batchline predict", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main(build_parser().parse_args()))

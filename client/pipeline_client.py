@@ -1,0 +1,255 @@
+"""Python client for a batchline server (and Paddle Serving pipeline servers).
+
+    from client.pipeline_client import PipelineClient, PipelineError
+
+    with PipelineClient("http://127.0.0.1:9999") as c:
+        lines = c.predict("ocr", image="card.jpg")[0]   # [{"text", "score", "box"}, ...]
+        label = c.predict("ernie", text="很好")[0]       # {"label", "score", "probs"}
+
+Every failure raises :class:`PipelineError` carrying the HTTP status (``0``
+when no HTTP answer arrived: connection refused, reset or client timeout), the
+server's message and ``Retry-After`` (seconds) when the server sent one.
+
+Thread-safety: requests does not guarantee that a ``Session`` is thread-safe.
+Sharing one client between a few threads works in practice (its connection pool
+is sized by ``pool_size``), but for load tests create one client per thread,
+as ``batchline bench`` does.
+"""
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import requests
+from requests.adapters import HTTPAdapter
+
+ImageLike = Union[bytes, bytearray, str, "os.PathLike[str]", Any]  # Any: numpy array / PIL image
+PROTOCOLS = ("paddle", "native")
+
+
+class PipelineError(Exception):
+    """A request failed: ``status`` (HTTP code, 0 = no answer), ``message``,
+    ``retry_after`` (seconds or None) and the raw response ``body`` (str)."""
+
+    def __init__(self, status: int, message: str, *, retry_after: Optional[float] = None,
+                 body: str = ""):
+        super().__init__(f"HTTP {status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+        self.body = body
+
+
+def image_bytes(image: ImageLike) -> bytes:
+    """Encoded image bytes from bytes, a file path, a numpy BGR array or a PIL image.
+
+    Arrays and PIL images are encoded to PNG (lossless, so the server sees the
+    same pixels).
+    """
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        return bytes(image)
+    if isinstance(image, (str, os.PathLike)):
+        with open(image, "rb") as f:
+            return f.read()
+    if hasattr(image, "shape") and hasattr(image, "dtype"):
+        import cv2  # lazy: only needed for arrays
+
+        ok, buf = cv2.imencode(".png", image)
+        if not ok:
+            raise ValueError(f"could not encode array of shape {image.shape} as PNG")
+        return buf.tobytes()
+    if hasattr(image, "save") and hasattr(image, "mode"):
+        import io
+
+        out = io.BytesIO()
+        image.save(out, format="PNG")
+        return out.getvalue()
+    raise TypeError(f"unsupported image type {type(image).__name__}: "
+                    "pass bytes, a path, a numpy BGR array or a PIL image")
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _retry_after(resp: requests.Response) -> Optional[float]:
+    value = resp.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:  # an HTTP date: not worth parsing for a client hint
+        return None
+
+
+def _error_message(resp: requests.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        if body.get("err_msg"):
+            return str(body["err_msg"])
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    text = resp.text.strip()
+    return text[:300] if text else (resp.reason or "error")
+
+
+def _parse_value(value: Any) -> Any:
+    """Paddle-protocol values are JSON strings; fall back to the raw value."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+class PipelineClient:
+    """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict`` (native)."""
+
+    def __init__(self, url: str, timeout: float = 30.0, token: Optional[str] = None,
+                 pool_size: int = 64):
+        if "://" not in url:
+            url = "http://" + url
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._logids = itertools.count()
+        self.session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+
+    # ------------------------------------------------------------------ plumbing
+    def _request(self, method: str, path: str, **kwargs) -> requests.Response:
+        kwargs.setdefault("timeout", self.timeout)
+        try:
+            return self.session.request(method, self.url + path, **kwargs)
+        except requests.Timeout as e:
+            raise PipelineError(0, f"timed out after {kwargs['timeout']}s: {e}") from e
+        except requests.RequestException as e:
+            raise PipelineError(0, f"cannot reach {self.url}: {e}") from e
+
+    @staticmethod
+    def _check(resp: requests.Response) -> Any:
+        if resp.status_code != 200:
+            raise PipelineError(resp.status_code, _error_message(resp),
+                                retry_after=_retry_after(resp), body=resp.text)
+        try:
+            return resp.json()
+        except ValueError as e:
+            raise PipelineError(resp.status_code, f"response is not JSON: {resp.text[:200]!r}",
+                                body=resp.text) from e
+
+    # ------------------------------------------------------------------ prediction
+    def predict_raw(self, name: str, payload: Dict[str, Any], protocol: str = "paddle") -> Dict:
+        """POST a ready-made JSON ``payload``; return the answer dict.
+
+        Raises PipelineError on a non-200 status or (paddle protocol) ``err_no != 0``.
+        """
+        route = _route(protocol)
+        body = self._check(self._request("POST", f"/{name}/{route}", json=payload))
+        if not isinstance(body, dict):
+            raise PipelineError(200, f"unexpected answer: {str(body)[:200]}", body=str(body))
+        if protocol == "paddle" and body.get("err_no", 0) != 0:
+            raise PipelineError(200, str(body.get("err_msg") or f"err_no={body['err_no']}"),
+                                body=json.dumps(body))
+        return body
+
+    def predict(self, name: str, *, image: Optional[ImageLike] = None,
+                images: Optional[Iterable[ImageLike]] = None, text: Optional[str] = None,
+                texts: Optional[Iterable[str]] = None, priority: Optional[int] = None,
+                timeout_ms: Optional[int] = None, protocol: str = "paddle") -> List[Any]:
+        """Send images then texts in one request; return one parsed result per input, in order."""
+        inputs = build_inputs(image=image, images=images, text=text, texts=texts)
+        payload = make_payload(inputs, protocol=protocol, priority=priority,
+                               timeout_ms=timeout_ms, logid=next(self._logids))
+        body = self.predict_raw(name, payload, protocol=protocol)
+        if protocol == "native":
+            results = body.get("results")
+            if not isinstance(results, list):
+                raise PipelineError(200, "answer has no 'results' list", body=json.dumps(body))
+            return results
+        return [_parse_value(v) for v in body.get("value", [])]
+
+    # ------------------------------------------------------------------ admin
+    def health_live(self) -> bool:
+        return self._health("/health/live")
+
+    def health_ready(self) -> bool:
+        """True when ``/health/ready`` answers 200; False on 503 or when unreachable."""
+        return self._health("/health/ready")
+
+    def _health(self, path: str) -> bool:
+        try:
+            return self._request("GET", path).status_code == 200
+        except PipelineError:
+            return False
+
+    def metrics_text(self) -> str:
+        resp = self._request("GET", "/metrics")
+        if resp.status_code != 200:
+            raise PipelineError(resp.status_code, _error_message(resp), body=resp.text)
+        return resp.text
+
+    def config(self, name: str) -> List[Dict]:
+        """The resolved op table of pipeline ``name``."""
+        body = self._check(self._request("GET", f"/{name}/config"))
+        if isinstance(body, dict) and isinstance(body.get("ops"), list):
+            return body["ops"]
+        return body
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> "PipelineClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _route(protocol: str) -> str:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    return "prediction" if protocol == "paddle" else "predict"
+
+
+def build_inputs(*, image=None, images=None, text=None, texts=None) -> List[tuple]:
+    """``[("image", bytes), ..., ("text", str), ...]``: images first, then texts."""
+    imgs: List[Any] = ([image] if image is not None else []) + list(images or [])
+    txts: List[str] = ([text] if text is not None else []) + list(texts or [])
+    if not imgs and not txts:
+        raise ValueError("nothing to send: give image(s) and/or text(s)")
+    return [("image", image_bytes(i)) for i in imgs] + [("text", str(t)) for t in txts]
+
+
+def make_payload(inputs: Sequence[tuple], *, protocol: str = "paddle",
+                 priority: Optional[int] = None, timeout_ms: Optional[int] = None,
+                 logid: int = 0) -> Dict[str, Any]:
+    """The JSON body for ``inputs`` from :func:`build_inputs` in the given protocol."""
+    _route(protocol)
+
+    def enc(kind: str, value: Any) -> str:
+        return b64(value) if kind == "image" else value
+
+    if protocol == "paddle":
+        payload: Dict[str, Any] = {"key": [k for k, _ in inputs],
+                                   "value": [enc(k, v) for k, v in inputs], "logid": logid}
+    else:
+        payload = {"inputs": [{k: enc(k, v)} for k, v in inputs]}
+    if priority is not None:
+        payload["priority"] = int(priority)
+    if timeout_ms is not None:
+        payload["timeout_ms"] = int(timeout_ms)
+    return payload
