@@ -56,8 +56,8 @@ class Pipeline:
 
     @staticmethod
     def _make_op(op_conf: Any) -> Op:
-        cls = resolve_op_class(op_conf.cls)
-        params = getattr(op_conf, "params_model", None) or cls.Params(**(op_conf.params or {}))
+        cls = op_conf.op_class or resolve_op_class(op_conf.cls)
+        params = op_conf.params_model or cls.Params(**(op_conf.params or {}))
         return cls(OpContext(name=op_conf.name, conf=op_conf, params=params))
 
     # ---- life cycle ------------------------------------------------------------------
