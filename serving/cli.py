@@ -24,7 +24,8 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TABLE_COLUMNS = (
     ("op", "op"), ("class", "class"), ("inputs", "inputs"), ("max_batch_size", "max_batch"),
     ("max_queue_delay", "delay_ms"), ("preferred_batch_size", "preferred"), ("batching_policy", "policy"),
-    ("concurrency", "concurrency"), ("instance_num", "instances"), ("device", "device"),
+    ("concurrency", "concurrency"), ("instance_num", "instances"), ("instance_mode", "mode"),
+    ("device", "device"),
     ("precision", "precision"), ("model", "model"),
 )
 

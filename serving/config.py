@@ -218,6 +218,7 @@ class LocalServiceConf:
     batching_policy: Literal["adaptive", "fixed"] = "adaptive"
     concurrency: int = Field(1, ge=1, strict=True)
     instance_num: int = Field(1, ge=1, strict=True)
+    instance_mode: Literal["thread", "process"] = "thread"
     max_body_size: int = Field(67108864, ge=1, strict=True)
     tensorrt: Optional[TensorRTConf] = None
 
@@ -442,6 +443,7 @@ class ServingConfig(BaseModel):
                 "batching_policy": svc.batching_policy,
                 "concurrency": svc.concurrency,
                 "instance_num": svc.instance_num,
+                "instance_mode": svc.instance_mode,
                 "device": svc.device_label,
                 "precision": svc.precision,
                 "model": svc.model_config or "-",

@@ -80,11 +80,18 @@ class Op:
 
         A runner is anything ``run`` accepts; by default a
         :class:`serving.predictor.PaddlePredictor`, the first loaded from
-        ``model_config`` and the rest cloned from it (shared weights).
+        ``model_config`` and the rest cloned from it (shared weights), or with
+        ``instance_mode: process`` a :class:`serving.process_runner.ProcessPredictor`
+        (one child process each; overlaps with other ops despite the GIL).
         """
+        svc = self.conf.local_service_conf
+        if getattr(svc, "instance_mode", "thread") == "process":
+            from serving.process_runner import create_process_predictors
+
+            return create_process_predictors(svc, count)
         from serving.predictor import create_predictors
 
-        return create_predictors(self.conf.local_service_conf, count)
+        return create_predictors(svc, count)
 
     def warmup_items(self) -> list[Any]:
         """Preprocessed items covering the shapes worth warming (buckets)."""

@@ -102,6 +102,10 @@ class OpStage:
         self.batcher.close()
         self._threads.join_role("instance", timeout)
         self._post.shutdown(wait=True)
+        for runner in self._runners:
+            close = getattr(runner, "close", None)
+            if close is not None:
+                close()
 
     def accept(self, source: str, request: RequestState, output: Any) -> None:
         """Called by an upstream op (or the pipeline, with source "input")."""

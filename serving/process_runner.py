@@ -1,0 +1,225 @@
+"""A Paddle predictor in its own process (``instance_mode: process``).
+
+The stock Paddle 3.3 CPU wheel holds the GIL inside ``Predictor.run()``, so in
+one process predictors of different ops take turns and Python work (HTTP,
+pre/post-processing) stops while a model runs. A :class:`ProcessPredictor`
+runs the model in a child process instead: the server's thread blocks on a
+pipe (GIL released) while the child computes, so det, rec and the Python work
+overlap on several cores.
+
+Feeds and outputs travel through shared memory (one segment each way, grown on
+demand); only a small JSON header crosses the pipe. Nothing is pickled after
+start-up, and only this server's own processes are on either end.
+If the child dies, the current run raises (the engine retries the batch item
+by item) and the next run starts a fresh child.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import threading
+from multiprocessing import resource_tracker, shared_memory
+from typing import Any, Mapping
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def _untracked(shm: shared_memory.SharedMemory) -> shared_memory.SharedMemory:
+    """Segments are unlinked explicitly by their creator (or by the parent when
+    a child died); Python's resource tracker would otherwise count both ends
+    and complain or unlink early."""
+    resource_tracker.unregister(shm._name, "shared_memory")  # noqa: SLF001
+    return shm
+
+
+class _Segment:
+    """A shared-memory segment this process may grow (creator) or just attach."""
+
+    def __init__(self) -> None:
+        self.shm: shared_memory.SharedMemory | None = None
+
+    @property
+    def name(self) -> str:
+        assert self.shm is not None
+        return self.shm.name
+
+    def ensure(self, size: int) -> shared_memory.SharedMemory:
+        if self.shm is None or self.shm.size < size:
+            self.release()
+            self.shm = _untracked(shared_memory.SharedMemory(create=True, size=max(size, 1 << 20)))
+        return self.shm
+
+    def attach(self, name: str) -> shared_memory.SharedMemory:
+        if self.shm is None or self.shm.name != name:
+            if self.shm is not None:
+                self.shm.close()
+            self.shm = _untracked(shared_memory.SharedMemory(name=name))
+        return self.shm
+
+    def release(self, unlink: bool = True) -> None:
+        if self.shm is not None:
+            self.shm.close()
+            if unlink:
+                try:
+                    # unlink() unregisters from the tracker; balance it (see _untracked)
+                    resource_tracker.register(self.shm._name, "shared_memory")  # noqa: SLF001
+                    self.shm.unlink()
+                except FileNotFoundError:
+                    pass
+            self.shm = None
+
+
+def _write(segment: _Segment, arrays: list[tuple[str, np.ndarray]]) -> list[dict[str, Any]]:
+    arrays = [(n, np.ascontiguousarray(a)) for n, a in arrays]
+    shm = segment.ensure(sum(a.nbytes for _, a in arrays))
+    meta, offset = [], 0
+    for name, array in arrays:
+        view = np.ndarray(array.shape, array.dtype, buffer=shm.buf, offset=offset)
+        view[...] = array
+        del view
+        meta.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape), "offset": offset})
+        offset += array.nbytes
+    return meta
+
+
+def _views(shm: shared_memory.SharedMemory, meta: list[dict[str, Any]]) -> list[np.ndarray]:
+    return [np.ndarray(tuple(m["shape"]), np.dtype(m["dtype"]), buffer=shm.buf, offset=m["offset"]) for m in meta]
+
+
+def _child_main(conn: Any, conf: Any, device_id: int | None) -> None:
+    """Child process: load the predictor, then serve run requests until told to stop."""
+    from serving.predictor import PaddlePredictor
+
+    try:
+        predictor = PaddlePredictor.load(conf, device_id)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
+        return
+    conn.send_bytes(json.dumps({"status": "ready", "inputs": predictor.input_names,
+                                "outputs": predictor.output_names}).encode())
+    feed_segment, out_segment = _Segment(), _Segment()
+    try:
+        while True:
+            try:
+                request = json.loads(conn.recv_bytes())
+            except EOFError:
+                return
+            if request.get("op") == "stop":
+                return
+            try:
+                shm = feed_segment.attach(request["shm"])
+                views = _views(shm, request["inputs"])
+                outputs = predictor.run({m["name"]: v for m, v in zip(request["inputs"], views)})
+                del views
+                meta = _write(out_segment, [(str(i), o) for i, o in enumerate(outputs)])
+                reply = {"status": "ok", "shm": out_segment.name, "outputs": meta}
+            except Exception as exc:  # noqa: BLE001 - reported to the parent
+                reply = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+            conn.send_bytes(json.dumps(reply).encode())
+    finally:
+        feed_segment.release(unlink=False)
+        out_segment.release(unlink=True)
+
+
+class ProcessPredictor:
+    """Same interface as :class:`serving.predictor.PaddlePredictor`
+    (``input_names``, ``output_names``, ``run``); one batch at a time."""
+
+    def __init__(self, conf: Any, device_id: int | None = None, *, start_timeout: float = 300.0):
+        self._conf = conf
+        self._device_id = device_id
+        self._start_timeout = start_timeout
+        self._ctx = multiprocessing.get_context("spawn")
+        self._feed = _Segment()
+        self._out = _Segment()
+        self._lock = threading.Lock()
+        self._proc: Any = None
+        self._conn: Any = None
+        self.input_names: list[str] = []
+        self.output_names: list[str] = []
+        self.device = "cpu" if int(getattr(conf, "device_type", 0)) == 0 else f"gpu:{device_id or 0}"
+        self._start()
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_child_main, args=(child, self._conf, self._device_id),
+                                       name="batchline-predictor", daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        if not parent.poll(self._start_timeout):
+            self._kill()
+            raise RuntimeError(f"predictor process did not start within {self._start_timeout:.0f}s")
+        try:
+            hello = json.loads(parent.recv_bytes())
+        except EOFError:
+            self._proc.join(5)
+            code = self._proc.exitcode
+            self._kill()
+            raise RuntimeError(f"predictor process failed to load the model: it exited with code {code} "
+                               f"(model dir {getattr(self._conf, 'model_config', None)})") from None
+        if hello["status"] != "ready":
+            self._kill()
+            raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
+        self.input_names, self.output_names = hello["inputs"], hello["outputs"]
+        log.info("predictor process %s ready (inputs=%s)", self._proc.pid, self.input_names)
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+        if self._proc is not None:
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        missing = [n for n in self.input_names if n not in feed]
+        extra = [n for n in feed if n not in self.input_names]
+        if missing or extra:
+            raise ValueError(f"bad feed: missing {missing}, unexpected {extra} (model inputs: {self.input_names})")
+        with self._lock:
+            if self._proc is None or not self._proc.is_alive():
+                self._kill()
+                self._start()
+            meta = _write(self._feed, [(n, feed[n]) for n in self.input_names])
+            try:
+                self._conn.send_bytes(json.dumps({"op": "run", "shm": self._feed.name, "inputs": meta}).encode())
+                reply = json.loads(self._conn.recv_bytes())
+            except (EOFError, OSError) as exc:
+                code = self._proc.exitcode if self._proc is not None else None
+                self._kill()
+                self._out.release(unlink=True)  # the dead child cannot unlink its segment
+                raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
+            if reply["status"] != "ok":
+                raise RuntimeError(f"predictor process: {reply['message']}")
+            shm = self._out.attach(reply["shm"])
+            return [v.copy() for v in _views(shm, reply["outputs"])]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.send_bytes(json.dumps({"op": "stop"}).encode())
+                except OSError:
+                    pass
+            if self._proc is not None:
+                self._proc.join(10)
+            self._kill()
+            self._out.release(unlink=False)
+            self._feed.release(unlink=True)
+
+
+def create_process_predictors(conf: Any, count: int) -> list[ProcessPredictor]:
+    """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
+    device_ids = list(getattr(conf, "device_ids", []) or [])
+    gpu = int(getattr(conf, "device_type", 0)) >= 1
+    return [ProcessPredictor(conf, (device_ids or [0])[i % max(1, len(device_ids))] if gpu else None)
+            for i in range(count)]

@@ -1,0 +1,80 @@
+"""ProcessPredictor: a Paddle predictor in a child process fed through shared memory."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+pytest.importorskip("paddle")
+
+from serving.op import Op, OpContext  # noqa: E402
+from serving.process_runner import ProcessPredictor  # noqa: E402
+from tests.unit.test_predictor import expected, make_conf, tiny_model  # noqa: E402,F401
+
+
+@pytest.fixture(scope="module")
+def runner(tiny_model):  # noqa: F811
+    model_dir, _, _ = tiny_model
+    predictor = ProcessPredictor(make_conf(model_dir))
+    yield predictor
+    predictor.close()
+
+
+def test_runs_in_a_child_process_and_matches_numpy(runner, tiny_model):  # noqa: F811
+    _, weight, bias = tiny_model
+    assert runner.pid and runner.pid != os.getpid()
+    assert runner.input_names == ["x"]
+    for n in (1, 7):
+        x = np.random.default_rng(n).random((n, 4), dtype=np.float32)
+        (out,) = runner.run({"x": x})
+        np.testing.assert_allclose(out, expected(x, weight, bias), rtol=1e-5, atol=1e-6)
+    first = runner.run({"x": np.ones((2, 4), np.float32)})[0]
+    runner.run({"x": np.zeros((2, 4), np.float32)})
+    assert first.sum() > 0  # outputs are copies, not views of a reused buffer
+
+
+def test_feeds_larger_than_the_initial_segment(runner, tiny_model):  # noqa: F811
+    _, weight, bias = tiny_model
+    x = np.random.default_rng(0).random((200_000, 4), dtype=np.float32)  # 3.2 MB in, 2.4 MB out
+    (out,) = runner.run({"x": x})
+    np.testing.assert_allclose(out[-5:], expected(x[-5:], weight, bias), rtol=1e-5, atol=1e-6)
+
+
+def test_bad_feed_and_model_errors_are_raised_and_the_child_survives(runner):
+    with pytest.raises(ValueError, match="missing"):
+        runner.run({"y": np.ones((1, 4), np.float32)})
+    with pytest.raises(RuntimeError, match="predictor process"):
+        runner.run({"x": np.ones((1, 5), np.float32)})  # wrong width
+    assert runner.run({"x": np.ones((1, 4), np.float32)})[0].shape == (1, 3)
+
+
+def test_a_killed_child_fails_one_run_then_restarts(runner):
+    old = runner.pid
+    os.kill(old, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="died"):
+        runner.run({"x": np.ones((1, 4), np.float32)})
+    assert runner.run({"x": np.ones((1, 4), np.float32)})[0].shape == (1, 3)
+    assert runner.pid != old
+
+
+def test_load_failure_is_reported(tmp_path):
+    (tmp_path / "inference.pdmodel").write_bytes(b"not a model")
+    (tmp_path / "inference.pdiparams").write_bytes(b"")
+    with pytest.raises(RuntimeError, match="failed to load"):
+        ProcessPredictor(make_conf(tmp_path))
+
+
+def test_op_create_runners_honours_instance_mode(tiny_model):  # noqa: F811
+    model_dir, _, _ = tiny_model
+    conf = make_conf(model_dir, instance_mode="process")
+    op = Op(OpContext(name="tiny", conf=type("C", (), {"local_service_conf": conf})()))
+    runners = op.create_runners(2)
+    try:
+        assert all(isinstance(r, ProcessPredictor) for r in runners)
+        assert len({r.pid for r in runners}) == 2
+    finally:
+        for r in runners:
+            r.close()
+    assert all(r.pid is None for r in runners)
