@@ -159,7 +159,8 @@ def test_parse_config_from_dict():
 def test_op_table(models):
     rows = load_config(write(models, FULL)).op_table()
     assert list(rows[0]) == ["op", "class", "inputs", "max_batch_size", "max_queue_delay", "preferred_batch_size",
-                             "batching_policy", "concurrency", "instance_num", "device", "precision", "model"]
+                             "batching_policy", "concurrency", "instance_num", "instance_mode", "device", "precision",
+                             "model"]
     assert rows[0]["inputs"] == [] and rows[1]["inputs"] == ["det"]
     assert rows[0]["device"] == "cpu" and rows[0]["model"] == str(models / "det_model")
 
