@@ -1,0 +1,1 @@
+"""Build script and data generator for the embedded ERNIE field-type model."""
