@@ -1,0 +1,278 @@
+"""Shared image helpers for the OCR ops: decoding, validation, crops, box order.
+
+Decoding follows PaddleOCR 2.10's ``check_img`` for bytes input
+(``cv2.IMREAD_UNCHANGED``; gray -> BGR; BGRA -> composited on white with
+``alpha_to_color``'s formula), plus a pixel limit checked from the header
+*before* the full decode. The crop and box helpers are PaddleOCR 2.10's own
+(``tools/infer/utility.py``, ``predict_det.py``, ``predict_system.py``),
+imported on first use because those modules import Paddle.
+
+Cheap to import: numpy only at module level; cv2/PIL/paddleocr lazily.
+"""
+from __future__ import annotations
+
+import io
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from serving.errors import BadRequest, PayloadTooLarge
+
+DEFAULT_MAX_PIXELS = 40_000_000  # ~ 6300 x 6300; det resizes to <= 960 anyway
+MIN_IMAGE_SIDE = 2
+
+
+# ---------------------------------------------------------------------------
+# decoding and validation
+# ---------------------------------------------------------------------------
+def image_size_from_header(data: bytes) -> tuple[int, int] | None:
+    """(width, height) read from the file header without decoding pixels, or None."""
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as im:
+            return int(im.size[0]), int(im.size[1])
+    except Exception:  # not a format PIL knows; cv2 may still decode it
+        return None
+
+
+def decode_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """Image file bytes -> BGR uint8 ndarray (H, W, 3).
+
+    Raises BadRequest for empty/undecodable data and PayloadTooLarge when the
+    image has more than ``max_pixels`` pixels (checked from the header first,
+    so a decompression bomb is refused before it is decoded).
+    """
+    import cv2
+
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise BadRequest(f"image must be bytes, got {type(data).__name__}")
+    if len(data) == 0:
+        raise BadRequest("empty image data")
+    size = image_size_from_header(bytes(data))
+    if size is not None and size[0] * size[1] > max_pixels:
+        raise PayloadTooLarge(f"image is {size[0]}x{size[1]} = {size[0] * size[1]} pixels; limit is {max_pixels}")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    try:
+        img = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
+    except cv2.error as exc:
+        raise BadRequest(f"cannot decode image: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    if img is None:
+        raise BadRequest("cannot decode image (unsupported or corrupt data)")
+    if img.shape[0] * img.shape[1] > max_pixels:
+        raise PayloadTooLarge(f"image is {img.shape[1]}x{img.shape[0]} pixels; limit is {max_pixels}")
+    return to_bgr(img)
+
+
+def alpha_to_color(img: np.ndarray, alpha_color: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
+    """BGRA -> BGR composited on ``alpha_color`` (RGB), as PaddleOCR does."""
+    import cv2
+
+    if img.ndim == 3 and img.shape[2] == 4:
+        b, g, r, a = cv2.split(img)
+        alpha = a / 255
+        r = (alpha_color[0] * (1 - alpha) + r * alpha).astype(np.uint8)
+        g = (alpha_color[1] * (1 - alpha) + g * alpha).astype(np.uint8)
+        b = (alpha_color[2] * (1 - alpha) + b * alpha).astype(np.uint8)
+        img = cv2.merge((b, g, r))
+    return img
+
+
+def to_bgr(img: Any) -> np.ndarray:
+    """Normalise a decoded image (gray, BGR, BGRA; uint8 or uint16) to BGR uint8.
+
+    Raises BadRequest for anything that is not an image array.
+    """
+    import cv2
+
+    if not isinstance(img, np.ndarray):
+        raise BadRequest(f"expected an image array, got {type(img).__name__}")
+    if img.dtype == np.uint16:
+        img = (img >> 8).astype(np.uint8)
+    elif img.dtype != np.uint8:
+        if img.dtype.kind == "f" and img.size and np.isfinite(img).all() and img.min() >= 0 and img.max() <= 255:
+            img = img.astype(np.uint8)
+        else:
+            raise BadRequest(f"unsupported image dtype {img.dtype}")
+    if img.ndim == 3 and img.shape[2] == 1:
+        img = img[:, :, 0]
+    if img.ndim == 2:
+        img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
+    elif img.ndim == 3 and img.shape[2] == 4:
+        img = alpha_to_color(img)
+    elif not (img.ndim == 3 and img.shape[2] == 3):
+        raise BadRequest(f"unsupported image shape {tuple(img.shape)}")
+    return check_image(img)
+
+
+def check_image(img: Any, *, min_side: int = MIN_IMAGE_SIDE) -> np.ndarray:
+    """Validate a BGR uint8 (H, W, 3) image; BadRequest if it is not one or is tiny."""
+    if not isinstance(img, np.ndarray):
+        raise BadRequest(f"expected an image array, got {type(img).__name__}")
+    if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+        raise BadRequest(f"expected a BGR uint8 image (H, W, 3), got {img.dtype} {tuple(img.shape)}")
+    h, w = img.shape[:2]
+    if h < min_side or w < min_side:
+        raise BadRequest(f"image too small: {w}x{h} (need at least {min_side}x{min_side})")
+    return img
+
+
+# ---------------------------------------------------------------------------
+# PaddleOCR's own code (ppocr) -- importable once paddleocr has set sys.path
+# ---------------------------------------------------------------------------
+def import_ppocr() -> None:
+    """Make PaddleOCR's ``ppocr`` package importable (heavy: imports paddle).
+
+    ``import paddleocr`` appends its install dir to ``sys.path``, after which
+    ``ppocr.data`` / ``ppocr.postprocess`` import as PaddleOCR's tools do.
+    Call from ``load()``, never at module import time.
+    """
+    try:
+        import paddleocr  # noqa: F401  (side effect: sys.path gains the ppocr dir)
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise RuntimeError("the OCR ops need paddleocr==2.10 (pip install 'batchline[ocr]')") from exc
+
+
+# ---------------------------------------------------------------------------
+# boxes and crops: PaddleOCR 2.10's own functions (tools/infer), imported on use
+# ---------------------------------------------------------------------------
+def _paddleocr_tools() -> Any:
+    """PaddleOCR's ``tools.infer`` modules (heavy: imports paddle; call after ``load()``)."""
+    import_ppocr()
+    from tools.infer import predict_det, predict_system, utility
+
+    return predict_det, predict_system, utility
+
+
+def _box_filters() -> Any:
+    """A bare ``TextDetector``: its box filters use no instance state, so no
+    predictor is built (``__init__`` would load a model)."""
+    predict_det = _paddleocr_tools()[0]
+    return predict_det.TextDetector.__new__(predict_det.TextDetector)
+
+
+def filter_tag_det_res(dt_boxes: Sequence[Any], image_shape: Sequence[int]) -> np.ndarray:
+    """PaddleOCR: order each quad clockwise, clip to the image, drop boxes <= 3 px."""
+    return _box_filters().filter_tag_det_res(dt_boxes, image_shape)
+
+
+def filter_tag_det_res_only_clip(dt_boxes: Sequence[Any], image_shape: Sequence[int]) -> np.ndarray:
+    """PaddleOCR's polygon variant: clip only."""
+    return _box_filters().filter_tag_det_res_only_clip(dt_boxes, image_shape)
+
+
+def sorted_boxes(dt_boxes: np.ndarray) -> list[np.ndarray]:
+    """PaddleOCR's reading order: top to bottom, then left to right within ~10 px rows."""
+    return _paddleocr_tools()[1].sorted_boxes(dt_boxes)
+
+
+def get_rotate_crop_image(img: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """PaddleOCR's perspective crop of a quad (tall crops rotated 90 degrees)."""
+    return _paddleocr_tools()[2].get_rotate_crop_image(img, points)
+
+
+def get_minarea_rect_crop(img: np.ndarray, points: Any) -> np.ndarray:
+    """PaddleOCR's crop of the minimum-area rectangle around a polygon."""
+    return _paddleocr_tools()[2].get_minarea_rect_crop(img, points)
+
+
+def box_to_list(box: Any) -> list[list[float]]:
+    """A box (ndarray or nested list) -> JSON-friendly [[x, y], ...].
+
+    Values are python ints when every coordinate is integral (the usual case:
+    PaddleOCR clips quads to whole pixels), else python floats.
+    """
+    arr = np.asarray(box, dtype=np.float64).reshape(-1, 2)
+    if np.all(arr == np.round(arr)):
+        return [[int(x), int(y)] for x, y in arr]
+    return [[float(x), float(y)] for x, y in arr]
+
+
+def crop_boxes(img: np.ndarray, boxes: Sequence[Any], box_type: str = "quad") -> list[np.ndarray]:
+    """Crops for ``boxes`` (as predict_system.py does: quad -> rotate crop, else min-area rect).
+
+    A box that cannot be cropped (degenerate: zero width/height, NaN) raises BadRequest.
+    """
+    crops = []
+    for i, box in enumerate(boxes):
+        pts = np.array(box, dtype=np.float32)
+        if not np.isfinite(pts).all():
+            raise BadRequest(f"box {i} has non-finite coordinates")
+        if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 4 or (box_type == "quad" and len(pts) != 4):
+            raise BadRequest(f"box {i} must be a list of [x, y] points (4 for quads), got shape {pts.shape}")
+        if box_type == "quad":
+            # cv2 would treat a 0 x 0 output size as "same as the input": refuse it
+            w = int(max(np.linalg.norm(pts[0] - pts[1]), np.linalg.norm(pts[2] - pts[3])))
+            h = int(max(np.linalg.norm(pts[0] - pts[3]), np.linalg.norm(pts[1] - pts[2])))
+            if w < 1 or h < 1:
+                raise BadRequest(f"box {i} is degenerate ({w}x{h} px)")
+        try:
+            crop = get_rotate_crop_image(img, pts) if box_type == "quad" else get_minarea_rect_crop(img, pts)
+        except Exception as exc:  # cv2.error, AssertionError, ZeroDivision...
+            raise BadRequest(f"cannot crop box {i}: {type(exc).__name__}: {exc}") from None
+        if crop.size == 0 or min(crop.shape[:2]) < 1:
+            raise BadRequest(f"box {i} gives an empty crop")
+        crops.append(crop)
+    return crops
+
+
+def resize_norm_crop(img: np.ndarray, image_shape: Sequence[int], max_width: int | None = None) -> np.ndarray:
+    """PaddleOCR's rec/cls ``resize_norm_img`` without the padding step.
+
+    Resizes the crop to height ``imgH`` keeping its aspect ratio (width
+    ``ceil(imgH * w / h)``, capped at ``max_width`` -- default ``imgW``) and
+    normalises to [-1, 1]. Returns float32 (C, imgH, resized_w); pad on the
+    right with zeros to the batch width.
+    """
+    import cv2
+
+    img_c, img_h, img_w = (int(v) for v in image_shape)
+    cap = img_w if max_width is None else int(max_width)
+    h, w = img.shape[:2]
+    if h < 1 or w < 1:
+        raise BadRequest(f"empty crop {w}x{h}")
+    ratio = w / float(h)
+    if math.ceil(img_h * ratio) > cap:
+        resized_w = cap
+    else:
+        resized_w = int(math.ceil(img_h * ratio))
+    resized = cv2.resize(img, (resized_w, img_h)).astype("float32")
+    if img_c == 1:
+        if resized.ndim == 3:
+            raise BadRequest("expected a single-channel crop for a 1-channel model")
+        resized = resized[np.newaxis, :] / 255
+    else:
+        if resized.ndim != 3 or resized.shape[2] != img_c:
+            raise BadRequest(f"expected a {img_c}-channel crop, got shape {tuple(img.shape)}")
+        resized = resized.transpose((2, 0, 1)) / 255
+    resized -= 0.5
+    resized /= 0.5
+    return np.ascontiguousarray(resized, dtype=np.float32)
+
+
+def pad_batch(arrays: Sequence[np.ndarray], shape: Sequence[int], mode: str = "zero") -> np.ndarray:
+    """Stack (C, h, w) arrays into (N, C, H, W) padded at the bottom/right.
+
+    ``mode`` "zero" pads with 0; "edge" repeats each array's last row/column.
+    """
+    out = np.zeros((len(arrays), *shape), dtype=np.float32)
+    for i, a in enumerate(arrays):
+        h, w = a.shape[1], a.shape[2]
+        out[i, :, :h, :w] = a
+        if mode == "edge":
+            if w < shape[2]:
+                out[i, :, :h, w:] = a[:, :, w - 1:w]
+            if h < shape[1]:
+                out[i, :, h:, :] = out[i, :, h - 1:h, :]
+        elif mode != "zero":
+            raise ValueError(f"unknown pad mode {mode!r}")
+    return out
+
+
+def round_up_to_bucket(value: int, buckets: Sequence[int], step: int) -> int:
+    """Smallest bucket >= value; above the largest, round up to a multiple of ``step``."""
+    for b in buckets:
+        if b >= value:
+            return int(b)
+    return int(math.ceil(value / step) * step)

@@ -1,0 +1,229 @@
+"""Text detection (PP-OCR DB models): image -> text boxes in reading order.
+
+Hooks:
+  expand      {"input": BGR image} -> [image]
+  preprocess  PaddleOCR's own DetResizeForTest / NormalizeImage / ToCHWImage
+              (built with ``ppocr.data.create_operators`` exactly as
+              ``tools/infer/predict_det.py``) -> :class:`DetItem`
+  collate     pad images of different sizes to the largest in the sub-batch,
+              with padded sides rounded up to ``size_buckets`` (repeating shapes
+              for oneDNN); an item joins a sub-batch only while the padding
+              ratio stays <= ``max_padding_ratio``
+  uncollate   each item's probability map cropped back to its own size
+  postprocess ``DBPostProcess`` + ``filter_tag_det_res`` + ``sorted_boxes`` as
+              ``predict_system.py`` does -> boxes in original-image coordinates
+  merge       {"image": image, "boxes": [[[x, y] x4], ...], "box_type": "quad"}
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ops.image import (box_to_list, decode_image, filter_tag_det_res, filter_tag_det_res_only_clip,
+                       import_ppocr, pad_batch, round_up_to_bucket, sorted_boxes, to_bgr)
+from serving.errors import BadRequest
+from serving.op import Op, SubBatch
+
+logger = logging.getLogger(__name__)
+
+DET_STRIDE = 32  # DetResizeForTest rounds sides to multiples of 32
+
+
+class DetParams(BaseModel):
+    """``op.<det>.params`` -- defaults are PaddleOCR 2.10's for PP-OCRv4 det."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit_side_len: int = Field(960, ge=32)
+    limit_type: Literal["max", "min", "resize_long"] = "max"
+    thresh: float = Field(0.3, gt=0, lt=1)
+    box_thresh: float = Field(0.6, ge=0, le=1)
+    unclip_ratio: float = Field(1.5, gt=0)
+    max_candidates: int = Field(1000, ge=1)
+    use_dilation: bool = False
+    score_mode: Literal["fast", "slow"] = "fast"
+    box_type: Literal["quad", "poly"] = "quad"
+    mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
+    std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+    # Padded side lengths (multiples of 32, ascending); sides beyond the last bucket
+    # round up to a multiple of bucket_step. Default: no buckets, step 32 -- a lone
+    # image is not padded at all and gets PaddleOCR's exact boxes; a batch pads to
+    # its largest image. Buckets give oneDNN repeating shapes, but any padding
+    # changes DB's output a little (its backbone has global pooling): measured with
+    # 64-px buckets, boxes move by up to 4-5 px on some lines (text unchanged).
+    size_buckets: list[int] = Field(default_factory=list)
+    bucket_step: int = Field(32, ge=32)
+    # an item joins a sub-batch only if the sub-batch's padding ratio stays <= this
+    max_padding_ratio: float = Field(0.5, ge=0, le=1)
+    # "edge" repeats the border pixels (measured: boxes closer to the unpadded
+    # result than "zero", which pads with 0 in normalized space = the mean colour)
+    pad_mode: Literal["edge", "zero"] = "edge"
+
+    @field_validator("size_buckets")
+    @classmethod
+    def _buckets(cls, value: list[int]) -> list[int]:
+        bad = [v for v in value if v < DET_STRIDE or v % DET_STRIDE]
+        if bad:
+            raise ValueError(f"bucket sizes must be positive multiples of {DET_STRIDE}, got {bad}")
+        return sorted(set(value))
+
+    @field_validator("bucket_step")
+    @classmethod
+    def _step(cls, value: int) -> int:
+        if value % DET_STRIDE:
+            raise ValueError(f"must be a multiple of {DET_STRIDE}, got {value}")
+        return value
+
+
+@dataclass
+class DetItem:
+    """A preprocessed image: normalized CHW tensor + PaddleOCR's shape_list row."""
+
+    image: np.ndarray          # float32 (3, h, w), h and w multiples of 32
+    shape: np.ndarray          # [src_h, src_w, ratio_h, ratio_w]
+    src_hw: tuple[int, int]    # original image (h, w)
+
+
+class OcrDetOp(Op):
+    Params: ClassVar[type[BaseModel]] = DetParams
+    input_kind: ClassVar[str | None] = "image"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        if not isinstance(self.params, DetParams):
+            self.params = DetParams.model_validate(dict(self.params) if isinstance(self.params, Mapping) else {})
+        self._pre_ops: Any = None
+        self._transform: Any = None
+        self._post: Any = None
+
+    # ---- life cycle -------------------------------------------------
+    def load(self) -> None:
+        import_ppocr()
+        from ppocr.data import create_operators, transform
+        from ppocr.postprocess import build_post_process
+
+        p = self.params
+        self._pre_ops = create_operators([
+            {"DetResizeForTest": {"limit_side_len": p.limit_side_len, "limit_type": p.limit_type}},
+            {"NormalizeImage": {"std": list(p.std), "mean": list(p.mean), "scale": "1./255.", "order": "hwc"}},
+            {"ToCHWImage": None},
+            {"KeepKeys": {"keep_keys": ["image", "shape"]}},
+        ])
+        self._transform = transform
+        self._post = build_post_process({
+            "name": "DBPostProcess", "thresh": p.thresh, "box_thresh": p.box_thresh,
+            "max_candidates": p.max_candidates, "unclip_ratio": p.unclip_ratio,
+            "use_dilation": p.use_dilation, "score_mode": p.score_mode, "box_type": p.box_type,
+        })
+
+    def _require_loaded(self) -> None:
+        if self._pre_ops is None:
+            self.load()
+
+    def bucket_side(self, side: int) -> int:
+        """Padded length for an image side (a multiple of 32)."""
+        return round_up_to_bucket(side, self.params.size_buckets, self.params.bucket_step)
+
+    def warmup_items(self) -> list[DetItem]:
+        """Items of the padded shapes seen most: one side at the largest bucket
+        (limit_type "max" resizes big images so), the other at every bucket.
+        Without buckets: the square sizes 320..limit_side_len step 160."""
+        sizes = self.params.size_buckets or list(range(320, self.params.limit_side_len + 1, 160))
+        if not sizes:
+            return []
+        top = sizes[-1]
+        shapes = sorted({(top, s) for s in sizes} | {(s, top) for s in sizes})
+        return [DetItem(np.zeros((3, h, w), np.float32), np.array([h, w, 1.0, 1.0]), (h, w)) for h, w in shapes]
+
+    # ---- per request --------------------------------------------------
+    @staticmethod
+    def request_image(inputs: Mapping[str, Any]) -> np.ndarray:
+        value = inputs.get("input") if "input" in inputs else None
+        if value is None:
+            raise BadRequest("ocr_det needs an image input")
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return decode_image(bytes(value))
+        return to_bgr(value)
+
+    def expand(self, inputs: Mapping[str, Any]) -> Sequence[Any]:
+        return [self.request_image(inputs)]
+
+    def merge(self, inputs: Mapping[str, Any], results: list[Any]) -> Any:
+        boxes = results[0] if results else []
+        return {"image": self.request_image(inputs), "boxes": boxes, "box_type": self.params.box_type}
+
+    # ---- per item -------------------------------------------------------
+    def preprocess(self, payload: Any) -> DetItem:
+        self._require_loaded()
+        img = to_bgr(payload)
+        try:
+            out = self._transform({"image": img}, self._pre_ops)
+        except Exception as exc:
+            raise BadRequest(f"cannot preprocess image {img.shape[1]}x{img.shape[0]}: {exc}") from None
+        if out is None or out[0] is None:
+            raise BadRequest(f"cannot resize image {img.shape[1]}x{img.shape[0]} for detection")
+        tensor, shape = out
+        return DetItem(np.ascontiguousarray(tensor, dtype=np.float32), np.asarray(shape), tuple(img.shape[:2]))
+
+    def postprocess(self, item: DetItem, output: Any) -> list[list[list[float]]]:
+        self._require_loaded()
+        prob = output[0] if isinstance(output, (list, tuple)) else output
+        if prob.ndim == 3:
+            prob = prob[None]
+        post = self._post({"maps": prob}, np.asarray([item.shape]))
+        points = post[0]["points"]
+        if self.params.box_type == "poly":
+            boxes = filter_tag_det_res_only_clip(points, item.src_hw)
+        else:
+            boxes = filter_tag_det_res(points, item.src_hw)
+        if len(boxes) == 0:
+            return []
+        return [box_to_list(b) for b in sorted_boxes(np.asarray(boxes))]
+
+    # ---- per batch --------------------------------------------------------
+    def collate(self, items: Sequence[DetItem]) -> list[SubBatch]:
+        """Greedy packing, largest first: an item joins the first sub-batch whose
+        padding ratio stays <= ``max_padding_ratio`` with it, else opens a new one."""
+        order = sorted(range(len(items)), key=lambda i: -items[i].image.shape[1] * items[i].image.shape[2])
+        groups: list[list[int]] = []
+        shapes: list[tuple[int, int]] = []
+        reals: list[int] = []
+        limit = self.params.max_padding_ratio
+        for i in order:
+            _, h, w = items[i].image.shape
+            placed = False
+            for g, (gh, gw) in enumerate(shapes):
+                nh, nw = max(gh, self.bucket_side(h)), max(gw, self.bucket_side(w))
+                real = reals[g] + h * w
+                if 1 - real / (nh * nw * (len(groups[g]) + 1)) <= limit + 1e-9:
+                    groups[g].append(i)
+                    shapes[g] = (nh, nw)
+                    reals[g] = real
+                    placed = True
+                    break
+            if not placed:
+                groups.append([i])
+                shapes.append((self.bucket_side(h), self.bucket_side(w)))
+                reals.append(h * w)
+        subs = []
+        for idx, (ph, pw), real in zip(groups, shapes, reals):
+            idx = sorted(idx)
+            feed = pad_batch([items[i].image for i in idx], (3, ph, pw), mode=self.params.pad_mode)
+            subs.append(SubBatch(indices=idx, feed={"x": feed}, real_units=real,
+                                 padded_units=ph * pw * len(idx),
+                                 meta=[items[i].image.shape[1:] for i in idx]))
+        return subs
+
+    def run(self, runner: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        names = getattr(runner, "input_names", None)
+        if names and len(names) == 1 and names[0] != "x":
+            feed = {names[0]: feed["x"]}
+        return runner.run(feed)
+
+    def uncollate(self, sub: SubBatch, outputs: list[np.ndarray]) -> list[Any]:
+        prob = outputs[0]
+        return [prob[k:k + 1, :, :h, :w] for k, (h, w) in enumerate(sub.meta)]

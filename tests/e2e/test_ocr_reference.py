@@ -1,0 +1,226 @@
+"""Our OCR ops vs PaddleOCR 2.10 run in-process, on synthetic pages.
+
+Two modes are checked (see ops/ocr_rec.py ``pad_policy``):
+
+* **default configs (det no size buckets, rec ``pad_policy: paddleocr``)**: the
+  same padding as PaddleOCR, so >= 98% of its lines must come out identical
+  (text equal, box within 3 px) -- batched and one item at a time.
+* **rec ``pad_policy: bucket``** (width buckets, more batching across requests):
+  the PP-OCRv4 rec model reads word spaces differently depending on how far a crop
+  is right-padded, and PaddleOCR pads each crop to the widest of its group of 6.
+  Tighter buckets read *more* spaces than PaddleOCR does, which is closer to
+  the ground truth. So here >= 98% of lines must match with spaces ignored,
+  and exact-text accuracy against the rendered ground truth must be at least
+  PaddleOCR's.
+
+``compare_with_reference`` is reusable (the server e2e test compares the
+served pipeline's answers with the same function).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import pytest
+
+from tests.e2e.ocr_reference import Line, as_lines, make_reference, run_reference
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),
+    reason="needs paddle, paddleocr and rapidocr_paddle")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BOX_TOL = 3.0
+MIN_MATCH = 0.98
+
+
+def _line(x: Any) -> Line:
+    if isinstance(x, Line):
+        return x
+    return as_lines([x])[0]
+
+
+def box_distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> float:
+    """Largest coordinate difference between two boxes (inf if shapes differ)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
+
+
+def compare_with_reference(ref_lines: Sequence[Any], our_lines: Sequence[Any], *, box_tol: float = BOX_TOL,
+                           ignore_spaces: bool = False) -> tuple[float, list[dict]]:
+    """Share of reference lines found in ours: same text and box within ``box_tol`` px.
+
+    Lines are :class:`Line` objects or ``{"text", "score", "box"}`` dicts. Each
+    of our lines matches at most one reference line. Returns ``(match_rate,
+    mismatches)``; a mismatch is ``{"ref": text, "ours": text or None,
+    "box_diff": px or None}`` naming our nearest line. No reference lines
+    gives a rate of 1.0 only if we found none either.
+    """
+    refs = [_line(r) for r in ref_lines]
+    ours = [_line(o) for o in our_lines]
+    norm = (lambda t: t.replace(" ", "")) if ignore_spaces else (lambda t: t)
+    used: set[int] = set()
+    mismatches = []
+    for r in refs:
+        dists = [(box_distance(r.box, o.box), j) for j, o in enumerate(ours) if j not in used]
+        hit = next((j for d, j in sorted(dists) if d <= box_tol and norm(ours[j].text) == norm(r.text)), None)
+        if hit is not None:
+            used.add(hit)
+            continue
+        near = min(dists) if dists else None
+        mismatches.append({"ref": r.text, "ours": ours[near[1]].text if near else None,
+                           "box_diff": near[0] if near else None})
+    if not refs:
+        return (1.0 if not ours else 0.0), ([{"ref": None, "ours": o.text, "box_diff": None} for o in ours])
+    return (len(refs) - len(mismatches)) / len(refs), mismatches
+
+
+# ---------------------------------------------------------------------------
+# fixtures
+# ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def docs():
+    from pipelines.synth import has_chinese_font, sample_documents
+
+    docs = sample_documents(0)
+    if not has_chinese_font():
+        pytest.skip("Chinese font missing: apt-get install fonts-wqy-zenhei")
+    return docs
+
+
+@pytest.fixture(scope="module")
+def reference(docs):
+    ocr = make_reference()
+    return [run_reference(ocr, d.image) for d in docs]
+
+
+@pytest.fixture(scope="module")
+def config():
+    from serving.config import load_config
+
+    return load_config(os.path.join(ROOT, "configs", "ocr_cls.yml"))
+
+
+def build_ops(config, names: Sequence[str], **overrides: dict) -> list[tuple[Any, Any]]:
+    """(op, runner) pairs for ``names`` from ``config``; ``overrides[name]`` updates its params."""
+    from serving.op import OpContext
+
+    chain = []
+    for name in names:
+        oc = config.op[name]
+        params = oc.params_model.model_copy(update=overrides.get(name, {}))
+        op = oc.op_class(OpContext(name, conf=oc, params=params))
+        op.load()
+        chain.append((op, op.create_runners(1)[0]))
+    return chain
+
+
+@pytest.fixture(scope="module")
+def runners(config):
+    """One predictor per model, shared by every op variant below."""
+    chain = build_ops(config, ["det", "cls", "rec"])
+    return {op.name: runner for op, runner in chain}
+
+
+def variant(config, runners, names, **overrides):
+    return [(op, runners[op.name]) for op, _ in _ops_only(config, names, **overrides)]
+
+
+def _ops_only(config, names, **overrides):
+    from serving.op import OpContext
+
+    out = []
+    for name in names:
+        oc = config.op[name]
+        op = oc.op_class(OpContext(name, conf=oc, params=oc.params_model.model_copy(update=overrides.get(name, {}))))
+        op.load()
+        out.append((op, None))
+    return out
+
+
+BUCKETS = {"rec": {"pad_policy": "bucket"}}
+
+
+def run_all(chain, docs, max_batch_size=None):
+    from serving.direct import run_chain_direct
+
+    return [run_chain_direct(chain, d.image, max_batch_size=max_batch_size) for d in docs]
+
+
+def summary(reference, ours, **kw):
+    total = matched = 0
+    bad = []
+    for ref, got in zip(reference, ours):
+        rate, mism = compare_with_reference(ref, got, **kw)
+        total += len(ref)
+        matched += round(rate * len(ref))
+        bad += mism
+    return matched / max(1, total), bad, total
+
+
+# ---------------------------------------------------------------------------
+# tests
+# ---------------------------------------------------------------------------
+def test_compare_with_reference_function():
+    a = {"text": "hello world", "score": 0.9, "box": [[0, 0], [10, 0], [10, 5], [0, 5]]}
+    moved = dict(a, box=[[4, 0], [14, 0], [14, 5], [4, 5]])
+    assert compare_with_reference([a], [a]) == (1.0, [])
+    rate, mism = compare_with_reference([a], [moved])
+    assert rate == 0.0 and mism[0]["box_diff"] == 4
+    assert compare_with_reference([a], [dict(a, text="helloworld")])[0] == 0.0
+    assert compare_with_reference([a], [dict(a, text="helloworld")], ignore_spaces=True)[0] == 1.0
+    assert compare_with_reference([], []) == (1.0, [])
+
+
+def test_reference_lines_are_plausible(docs, reference):
+    n_ref = sum(len(r) for r in reference)
+    n_gt = sum(len(d.lines) for d in docs)
+    assert n_ref >= 0.95 * n_gt, (n_ref, n_gt)
+
+
+@pytest.mark.parametrize("max_batch_size", [None, 1], ids=["batched", "one-at-a-time"])
+def test_default_config_matches_reference(config, runners, docs, reference, max_batch_size):
+    chain = variant(config, runners, ["det", "rec"])
+    rate, bad, total = summary(reference, run_all(chain, docs, max_batch_size))
+    assert rate >= MIN_MATCH, (rate, total, bad)
+
+
+@pytest.mark.parametrize("max_batch_size", [None, 1], ids=["batched", "one-at-a-time"])
+def test_bucket_policy_matches_reference_up_to_spaces(config, runners, docs, reference, max_batch_size):
+    chain = variant(config, runners, ["det", "rec"], **BUCKETS)
+    ours = run_all(chain, docs, max_batch_size)
+    rate, bad, total = summary(reference, ours, ignore_spaces=True)
+    assert rate >= MIN_MATCH, (rate, total, bad)
+    # ... and is at least as accurate as PaddleOCR against the rendered ground truth
+    def exact(lines_per_doc):
+        return sum(sum(1 for g, l in zip(d.lines, lines) if g.text == _line(l).text)
+                   for d, lines in zip(docs, lines_per_doc))
+    assert exact(ours) >= exact(reference), (exact(ours), exact(reference))
+
+
+def test_cls_chain_matches_reference_with_angle_cls(config, runners, docs):
+    ocr = make_reference(use_angle_cls=True)
+    subset = docs[::3]
+    reference = [run_reference(ocr, d.image, cls=True) for d in subset]
+    chain = variant(config, runners, ["det", "cls", "rec"])
+    rate, bad, total = summary(reference, run_all(chain, subset))
+    assert rate >= MIN_MATCH, (rate, total, bad)
+
+
+def test_rec_source_op_matches_reference_rec_only(config, runners, docs):
+    """configs/rec.yml style: the request is one crop; compare with PaddleOCR's ocr(det=False)."""
+    from pipelines.synth import render_line
+
+    ocr = make_reference()
+    texts = ["Hello World", "invoice total 12.50", "今天天气很好", "No.17 north station", "pipeline"]
+    crops = [render_line(t, font_size=s) for t, s in zip(texts, (32, 28, 30, 26, 40))]
+    (rec, runner), = variant(config, runners, ["rec"], rec={"pad_policy": "paddleocr"})
+    from serving.direct import run_op_direct
+
+    for crop in crops:
+        ref_text, ref_score = ocr.ocr(crop, det=False, cls=False)[0][0]
+        ours = run_op_direct(rec, runner, {"input": crop})
+        assert ours["text"] == ref_text
+        assert abs(ours["score"] - ref_score) < 0.02
