@@ -58,7 +58,7 @@ class DetParams(BaseModel):
     size_buckets: list[int] = Field(default_factory=list)
     bucket_step: int = Field(32, ge=32)
     # an item joins a sub-batch only if the sub-batch's padding ratio stays <= this
-    max_padding_ratio: float = Field(0.5, ge=0, le=1)
+    max_padding_ratio: float = Field(0.0, ge=0, le=1)
     # "edge" repeats the border pixels (measured: boxes closer to the unpadded
     # result than "zero", which pads with 0 in normalized space = the mean colour)
     pad_mode: Literal["edge", "zero"] = "edge"

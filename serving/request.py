@@ -18,6 +18,7 @@ class OpTiming:
     queue_wait_s: float
     batch_size: int
     run_s: float
+    batch_id: int = 0  # items of one request that ran in the same batch share it
 
 
 class RequestState:
@@ -106,13 +107,18 @@ class RequestState:
             self.timeline.append(timing)
 
     def timing_summary(self) -> dict[str, Any]:
-        """Per op: max queue wait, batch sizes and run time; plus the total."""
+        """Per op: max queue wait, the size and run time of each batch this
+        request's items ran in (a batch counted once); plus the total."""
         per_op: dict[str, dict[str, Any]] = {}
         with self._lock:
             timeline = list(self.timeline)
+        seen: set[tuple[str, int]] = set()
         for t in timeline:
             entry = per_op.setdefault(t.op, {"queue_wait_ms": 0.0, "batch_sizes": [], "run_ms": 0.0})
             entry["queue_wait_ms"] = max(entry["queue_wait_ms"], round(t.queue_wait_s * 1000, 3))
+            if (t.op, t.batch_id) in seen:
+                continue
+            seen.add((t.op, t.batch_id))
             entry["batch_sizes"].append(t.batch_size)
             entry["run_ms"] = round(entry["run_ms"] + t.run_s * 1000, 3)
         end = self.finished_at if self.finished_at is not None else self._clock()

@@ -7,6 +7,7 @@ the pipeline wires it to the consumers' joins or to the response.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -85,6 +86,7 @@ class OpStage:
         self._threads = SupervisedThreads(f"op-{self.name}")
         self._post = ThreadPoolExecutor(max_workers=svc.concurrency, thread_name_prefix=f"{self.name}-post")
         self._runners: list[Any] = []
+        self._batch_ids = itertools.count(1)
 
     # ---- life cycle ------------------------------------------------------------------
     def start(self, runners: list[Any]) -> None:
@@ -211,10 +213,11 @@ class OpStage:
         m.batch_size.labels(self.name).observe(len(batch))
         m.run_time.labels(self.name).observe(run_s)
         m.items.labels(self.name).inc(len(batch))
+        batch_id = next(self._batch_ids)
         for queued in batch:
             wait = max(0.0, started - queued.enqueued)
             m.queue_wait.labels(self.name).observe(wait)
-            queued.payload.work.request.add_timing(OpTiming(self.name, wait, len(batch), run_s))
+            queued.payload.work.request.add_timing(OpTiming(self.name, wait, len(batch), run_s, batch_id))
         self.window.record_batch(len(batch), [started + run_s - q.enqueued for q in batch])
 
     # ---- postprocess + merge, per item / per request ------------------------------------------

@@ -25,77 +25,18 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
-from tests.e2e.ocr_reference import Line, as_lines, make_reference, run_reference
+from tests.e2e.ocr_reference import BOX_TOL, MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),
     reason="needs paddle, paddleocr and rapidocr_paddle")]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BOX_TOL = 3.0
-MIN_MATCH = 0.98
-
-
-def _line(x: Any) -> Line:
-    if isinstance(x, Line):
-        return x
-    return as_lines([x])[0]
-
-
-def box_distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> float:
-    """Largest coordinate difference between two boxes (inf if shapes differ)."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
-
-
-def compare_with_reference(ref_lines: Sequence[Any], our_lines: Sequence[Any], *, box_tol: float = BOX_TOL,
-                           ignore_spaces: bool = False) -> tuple[float, list[dict]]:
-    """Share of reference lines found in ours: same text and box within ``box_tol`` px.
-
-    Lines are :class:`Line` objects or ``{"text", "score", "box"}`` dicts. Each
-    of our lines matches at most one reference line. Returns ``(match_rate,
-    mismatches)``; a mismatch is ``{"ref": text, "ours": text or None,
-    "box_diff": px or None}`` naming our nearest line. No reference lines
-    gives a rate of 1.0 only if we found none either.
-    """
-    refs = [_line(r) for r in ref_lines]
-    ours = [_line(o) for o in our_lines]
-    norm = (lambda t: t.replace(" ", "")) if ignore_spaces else (lambda t: t)
-    used: set[int] = set()
-    mismatches = []
-    for r in refs:
-        dists = [(box_distance(r.box, o.box), j) for j, o in enumerate(ours) if j not in used]
-        hit = next((j for d, j in sorted(dists) if d <= box_tol and norm(ours[j].text) == norm(r.text)), None)
-        if hit is not None:
-            used.add(hit)
-            continue
-        near = min(dists) if dists else None
-        mismatches.append({"ref": r.text, "ours": ours[near[1]].text if near else None,
-                           "box_diff": near[0] if near else None})
-    if not refs:
-        return (1.0 if not ours else 0.0), ([{"ref": None, "ours": o.text, "box_diff": None} for o in ours])
-    return (len(refs) - len(mismatches)) / len(refs), mismatches
 
 
 # ---------------------------------------------------------------------------
 # fixtures
 # ---------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def docs():
-    from pipelines.synth import has_chinese_font, sample_documents
-
-    docs = sample_documents(0)
-    if not has_chinese_font():
-        pytest.skip("Chinese font missing: apt-get install fonts-wqy-zenhei")
-    return docs
-
-
-@pytest.fixture(scope="module")
-def reference(docs):
-    ocr = make_reference()
-    return [run_reference(ocr, d.image) for d in docs]
-
-
 @pytest.fixture(scope="module")
 def config():
     from serving.config import load_config

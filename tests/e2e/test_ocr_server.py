@@ -1,0 +1,111 @@
+"""The real server on configs/ocr.yml with the real weights, driven by the
+bundled client: same text as PaddleOCR 2.10 one request at a time and with 16
+requests in flight, a multi-line image read end to end, and bad input answered
+with 4xx while the server keeps serving."""
+import base64
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from client import PipelineClient, PipelineError
+from tests.e2e.ocr_reference import MIN_MATCH, compare_with_reference
+from tests.e2e.server_process import ROOT, ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess(os.path.join("configs", "ocr.yml")) as srv:
+        yield srv
+
+
+def png(img):
+    from pipelines.synth import encode_image
+
+    return encode_image(img, ".png")
+
+
+def match_rate(reference, answers):
+    total = matched = 0
+    misses = []
+    for ref, ours in zip(reference, answers):
+        rate, bad = compare_with_reference(ref, ours)
+        total += len(ref)
+        matched += round(rate * len(ref))
+        misses += bad
+    return matched / max(1, total), misses
+
+
+def test_sequential_requests_match_paddleocr(server, docs, reference):
+    with PipelineClient(server.url, timeout=120) as client:
+        answers = [client.predict("ocr", image=png(d.image))[0] for d in docs]
+    rate, misses = match_rate(reference, answers)
+    assert rate >= MIN_MATCH, (rate, misses)
+
+
+def test_sixteen_concurrent_requests_match_paddleocr_and_batch(server, docs, reference):
+    images = [png(d.image) for d in docs] + [png(d.image) for d in docs[:4]]  # 16 requests at once
+
+    def one(data):
+        with PipelineClient(server.url, timeout=300) as client:
+            return client.predict("ocr", image=data)[0]
+
+    with PipelineClient(server.url) as client:
+        before = client.metrics_text()
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(one, images))
+    rate, misses = match_rate(reference + reference[:4], answers)
+    assert rate >= MIN_MATCH, (rate, misses)
+    with PipelineClient(server.url) as client:
+        after = client.metrics_text()
+    from client.stats import MetricsSnapshot, op_stats
+
+    stats = op_stats(MetricsSnapshot.from_text(before), MetricsSnapshot.from_text(after))
+    assert stats["rec"]["mean_batch_size"] > 1.0  # crops of several requests shared batches
+
+
+def test_multi_line_image_through_the_predict_command(server, tmp_path):
+    from pipelines.synth import render_document
+
+    lines = ["Invoice 2024-03-15", "Total: 345.00", "北京市海淀区中关村大街1号"]
+    doc = render_document(lines, font_size=34)
+    path = tmp_path / "page.png"
+    path.write_bytes(png(doc.image))
+    out = subprocess.run([sys.executable, "-m", "serving.cli", "predict", "--url", server.url, str(path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    texts = [line.split("\t")[0] for line in out.stdout.splitlines() if "\t" in line]
+    assert [t.replace(" ", "") for t in texts] == [t.replace(" ", "") for t in lines]
+
+
+def test_several_images_in_one_request_answered_in_order(server, docs):
+    body = {"key": ["image", "image"], "value": [base64.b64encode(png(d.image)).decode() for d in docs[:2]]}
+    r = requests.post(server.url + "/ocr/prediction", data=json.dumps(body), timeout=120)
+    assert r.status_code == 200 and r.json()["err_no"] == 0
+    first, second = (json.loads(v) for v in r.json()["value"])
+    assert first and second and first != second
+    with PipelineClient(server.url, timeout=120) as client:
+        assert client.predict("ocr", image=png(docs[0].image))[0] == first
+
+
+def test_bad_images_are_4xx_and_the_server_keeps_serving(server, docs):
+    with PipelineClient(server.url, timeout=60) as client:
+        for data in (b"not an image", png(docs[0].image)[:100], b""):
+            with pytest.raises(PipelineError) as info:
+                client.predict("ocr", image=data)
+            assert 400 <= info.value.status < 500, info.value
+        assert client.health_ready()
+        assert client.predict("ocr", image=png(docs[1].image))[0]
+
+
+def test_blank_image_has_no_lines(server):
+    import numpy as np
+
+    with PipelineClient(server.url, timeout=60) as client:
+        assert client.predict("ocr", image=png(np.full((64, 64, 3), 255, np.uint8))) == [[]]
