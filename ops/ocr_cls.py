@@ -61,8 +61,6 @@ class OcrClsOp(Op):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        if not isinstance(self.params, ClsParams):
-            self.params = ClsParams.model_validate(dict(self.params) if isinstance(self.params, Mapping) else {})
         self._post: Any = None
 
     def load(self) -> None:

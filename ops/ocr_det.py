@@ -94,8 +94,6 @@ class OcrDetOp(Op):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        if not isinstance(self.params, DetParams):
-            self.params = DetParams.model_validate(dict(self.params) if isinstance(self.params, Mapping) else {})
         self._pre_ops: Any = None
         self._transform: Any = None
         self._post: Any = None

@@ -141,8 +141,6 @@ class OcrRecOp(Op):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        if not isinstance(self.params, RecParams):
-            self.params = RecParams.model_validate(dict(self.params) if isinstance(self.params, Mapping) else {})
         self._decode: Any = None
 
     # ---- life cycle -------------------------------------------------

@@ -12,7 +12,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from pipelines.io import InputLimits, decode_input, plain, to_json
-from serving.errors import (BadRequest, NotFound, PayloadTooLarge, ServingError, Unauthorized,
+from serving.errors import (NotFound, PayloadTooLarge, ServingError, Unauthorized,
                             as_serving_error)
 from serving.http_parse import ParsedRequest, parse_native, parse_paddle
 from serving.request import RequestState

@@ -69,7 +69,10 @@ class Op:
         self.ctx = ctx
         self.name = ctx.name
         self.conf = ctx.conf
-        self.params = ctx.params
+        params = ctx.params
+        if not isinstance(params, self.Params):  # a plain mapping (or the default NoParams)
+            params = self.Params.model_validate(dict(params) if isinstance(params, Mapping) else {})
+        self.params = params
 
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:

@@ -22,10 +22,9 @@ import importlib.util
 import os
 from typing import Any, Sequence
 
-import numpy as np
 import pytest
 
-from tests.e2e.ocr_reference import BOX_TOL, MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
+from tests.e2e.ocr_reference import MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),

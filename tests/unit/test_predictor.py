@@ -11,7 +11,6 @@ paddle = pytest.importorskip("paddle")
 
 from serving import predictor as sp  # noqa: E402
 from serving.predictor import (  # noqa: E402
-    PaddlePredictor,
     Precision,
     build_config,
     config_plan,
