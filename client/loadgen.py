@@ -296,7 +296,7 @@ def run_open_loop(client_factory: ClientFactory, make_request: MakeRequest, rate
             for i, offset in enumerate(arrivals):
                 scheduled = t0 + offset
                 while not stop.is_set() and clock() < scheduled:
-                    sleep(min(scheduled - clock(), PROGRESS_INTERVAL_S))
+                    sleep(max(0.0, min(scheduled - clock(), PROGRESS_INTERVAL_S)))
                 if stop.is_set():
                     return
                 measured = offset >= warmup_s

@@ -26,15 +26,25 @@ MIN_IMAGE_SIDE = 2
 # ---------------------------------------------------------------------------
 # decoding and validation
 # ---------------------------------------------------------------------------
-def image_size_from_header(data: bytes) -> tuple[int, int] | None:
-    """(width, height) read from the file header without decoding pixels, or None."""
-    try:
-        from PIL import Image
+def image_size_from_header(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
+    """(width, height) read from the file header, without decoding pixels.
 
+    Only formats whose size can be read this way are accepted: an image whose
+    size is unknown could be a decompression bomb, so it is refused (400)
+    rather than handed to a full decoder. Over ``max_pixels`` -> 413.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
         with Image.open(io.BytesIO(data)) as im:
-            return int(im.size[0]), int(im.size[1])
-    except Exception:  # not a format PIL knows; cv2 may still decode it
-        return None
+            width, height = int(im.size[0]), int(im.size[1])
+    except Image.DecompressionBombError as exc:  # PIL's own limit is far above ours
+        raise PayloadTooLarge(f"image is too large ({exc}); limit is {max_pixels} pixels") from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise BadRequest(f"cannot read the image header: unsupported or corrupt image ({type(exc).__name__})") from None
+    if width * height > max_pixels:
+        raise PayloadTooLarge(f"image is {width}x{height} = {width * height} pixels; limit is {max_pixels}")
+    return width, height
 
 
 def decode_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
@@ -50,9 +60,7 @@ def decode_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.nda
         raise BadRequest(f"image must be bytes, got {type(data).__name__}")
     if len(data) == 0:
         raise BadRequest("empty image data")
-    size = image_size_from_header(bytes(data))
-    if size is not None and size[0] * size[1] > max_pixels:
-        raise PayloadTooLarge(f"image is {size[0]}x{size[1]} = {size[0] * size[1]} pixels; limit is {max_pixels}")
+    image_size_from_header(bytes(data), max_pixels)
     buf = np.frombuffer(data, dtype=np.uint8)
     try:
         img = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)

@@ -21,8 +21,14 @@ KEYS_BY_KIND = {"image": ("image", "img"), "text": ("text", "words", "sentence")
 
 @dataclass(frozen=True)
 class InputLimits:
-    max_image_pixels: int = 40_000_000
+    max_image_pixels: int = 40_000_000     # one image
+    max_request_pixels: int = 80_000_000   # all images of one request, decoded
     max_text_chars: int = 100_000
+
+
+def decoded_pixels(value: Any) -> int:
+    """Pixels held by a decoded input (0 for text)."""
+    return int(value.shape[0] * value.shape[1]) if isinstance(value, np.ndarray) and value.ndim >= 2 else 0
 
 
 def key_kind(key: str) -> str | None:

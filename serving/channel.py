@@ -11,6 +11,7 @@ import queue
 import threading
 from typing import Any, Sequence
 
+from serving.errors import DeadlineExceeded
 from serving.request import RequestState
 
 
@@ -35,6 +36,9 @@ class Channel:
         while not request.done:
             if self._closed.is_set():
                 raise ChannelClosed(self.name)
+            if request.remaining() <= 0:
+                request.fail(DeadlineExceeded(f"deadline passed while waiting for room in channel {self.name!r}"))
+                return
             try:
                 self._queue.put((request, inputs), timeout=poll_s)
                 return

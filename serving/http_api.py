@@ -11,7 +11,7 @@ from typing import Any, Callable
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from pipelines.io import InputLimits, decode_input, plain, to_json
+from pipelines.io import InputLimits, decode_input, decoded_pixels, plain, to_json
 from serving.errors import (NotFound, PayloadTooLarge, ServingError, Unauthorized,
                             as_serving_error)
 from serving.http_parse import ParsedRequest, parse_native, parse_paddle
@@ -62,7 +62,8 @@ def limits_from_config(config: Any) -> HttpLimits:
     sources = config.dag_graph.sources
     body = max(config.op[s].local_service_conf.max_body_size for s in sources)
     return HttpLimits(max_body_size=body, max_inputs=config.max_inputs_per_request,
-                      inputs=InputLimits(max_image_pixels=config.max_image_pixels))
+                      inputs=InputLimits(max_image_pixels=config.max_image_pixels,
+                                         max_request_pixels=2 * config.max_image_pixels))
 
 
 def create_app(pipeline: Any, *, auth_token: str | None = None, limits: HttpLimits | None = None) -> Flask:
@@ -120,9 +121,18 @@ def create_app(pipeline: Any, *, auth_token: str | None = None, limits: HttpLimi
         if name != pipeline.name:
             raise NotFound(f"unknown pipeline {name[:64]!r}; this server runs {pipeline.name!r}")
 
+    def decode_all(parsed: ParsedRequest) -> list[Any]:
+        values, pixels = [], 0
+        for i, (k, v, raw) in enumerate(parsed.inputs):
+            values.append(decode_input(k, v, f"input {i}", limits.inputs, raw=raw))
+            pixels += decoded_pixels(values[-1])
+            if pixels > limits.inputs.max_request_pixels:
+                raise PayloadTooLarge(f"the request's images hold over {limits.inputs.max_request_pixels} pixels "
+                                      f"in all (limit per request)")
+        return values
+
     def run_inputs(parsed: ParsedRequest) -> list[RequestState]:
-        values = [decode_input(k, v, f"input {i}", limits.inputs, raw=raw)
-                  for i, (k, v, raw) in enumerate(parsed.inputs)]
+        values = decode_all(parsed)
         handles: list[RequestState] = []
         try:
             for value in values:

@@ -3,11 +3,15 @@ inputs plus per-request options. Every malformed request becomes a 4xx."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.io import KEYS_BY_KIND, key_kind
 from serving.errors import BadRequest, PayloadTooLarge
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,12}")  # ASCII digits only; bounded length
 
 
 @dataclass
@@ -28,6 +32,10 @@ def _json_body(data: bytes) -> Any:
         raise BadRequest("request body is not valid UTF-8") from None
     except json.JSONDecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise BadRequest("request body is not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
 
 
 def _int_option(obj: dict, name: str, low: int, high: int | None) -> int | None:
@@ -35,10 +43,11 @@ def _int_option(obj: dict, name: str, low: int, high: int | None) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)
-        else:
-            raise BadRequest(f"'{name}' must be an integer, got {type(value).__name__}")
+        text = value.strip() if isinstance(value, str) else ""
+        if not _INTEGER.fullmatch(text):
+            shown = f"{text[:20]!r}" if isinstance(value, str) else type(value).__name__
+            raise BadRequest(f"'{name}' must be an integer, got {shown}")
+        value = int(text)
     if value < low or (high is not None and value > high):
         bound = f">= {low}" if high is None else f"between {low} and {high}"
         raise BadRequest(f"'{name}' must be {bound}, got {value}")

@@ -15,7 +15,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from serving.errors import Overloaded, ShuttingDown
+from serving.admission import Admission
+from serving.errors import ShuttingDown
 from serving.metrics import Metrics
 from serving.op import Op, OpContext
 from serving.registry import resolve_op_class
@@ -53,6 +54,7 @@ class Pipeline:
         self._sink_parts: dict[int, dict[str, Any]] = {}
         self._active: dict[int, RequestState] = {}
         self._tracer = Tracer(self, dag_conf.tracer.interval_s)
+        self.admission = Admission(dag_conf.max_queue_size, clock)
 
     @staticmethod
     def _make_op(op_conf: Any) -> Op:
@@ -134,9 +136,7 @@ class Pipeline:
         with self._lock:
             if not self._accepting:
                 raise ShuttingDown()
-            if self._in_flight >= dag_conf.max_queue_size:
-                raise Overloaded(f"{self._in_flight} requests in flight (max_queue_size)",
-                                 retry_after=self._retry_after())
+            self.admission.check(self._in_flight, limit_ms / 1000.0)
             self._in_flight += 1
         self.metrics.in_flight.labels(self.name).inc()
         request = RequestState(next(self._ids), value, deadline=self.clock() + limit_ms / 1000.0,
@@ -147,9 +147,6 @@ class Pipeline:
         for source in self.dag.sources:
             self.stages[source].accept("input", request, value)
         return request
-
-    def _retry_after(self) -> float:
-        return 1.0
 
     def _deliver_fn(self, name: str) -> Callable[[RequestState, Any], None]:
         consumers = self.dag.consumers(name)
@@ -178,6 +175,8 @@ class Pipeline:
 
     def _on_done(self, request: RequestState) -> None:
         status = 200 if request.error is None else request.error.status
+        if status == 200:
+            self.admission.record_completion()
         with self._idle:
             self._in_flight -= 1
             self._sink_parts.pop(request.id, None)

@@ -59,6 +59,9 @@ class Server:
         self._waitress = create_server(
             self.app, host=self.host, port=self.port, threads=threads,
             connection_limit=threads + 128, backlog=2048, channel_request_lookahead=1,
+            # waitress refuses (plain 413, unread) bodies far over the limit; those
+            # just over it still reach Flask for a JSON 413 naming the limit
+            max_request_body_size=2 * self.app.config["MAX_CONTENT_LENGTH"] + (64 << 10),
             ident="batchline", clear_untrusted_proxy_headers=True)
         self.port = self._waitress.effective_port
 

@@ -139,11 +139,14 @@ class OpStage:
         deadline = request.deadline
         if self.timeout_s is not None:
             deadline = min(deadline, self.clock() + self.timeout_s)
-        while not self.batcher.put(slots, priority=request.priority, deadline=deadline, timeout=0.5):
+        while not self.batcher.put(slots, priority=request.priority, deadline=deadline,
+                                   timeout=max(0.001, min(0.5, deadline - self.clock()))):
             if self.batcher.closed:
                 raise ServingError("server is shutting down")
             if request.done:
                 return
+            if self.clock() >= deadline:
+                raise DeadlineExceeded(f"deadline passed while waiting for room in op {self.name!r}")
         self.metrics.queue_depth.labels(self.name).set(self.batcher.depth)
 
     # ---- instances: one batch at a time per runner -----------------------------------------

@@ -1,0 +1,232 @@
+"""Overload: offer ~3x the measured capacity (open loop) and check that the
+server sheds load instead of drowning.
+
+    python bench/overload.py                        # fake-op image server, 60 s
+    python bench/overload.py --duration 10          # the CI-sized run
+    python bench/overload.py --max-queue-size 64    # try another admission limit
+    python bench/overload.py --config configs/ocr.yml --image card.jpg
+
+Steps: start the server; measure capacity with a short closed loop; offer
+``--factor`` x capacity as Poisson arrivals for ``--duration`` seconds
+(client.loadgen.run_open_loop); probe /health/ready once a second; sample the
+server's RSS. Pass criteria (exit 0): every request got an HTTP answer; every
+refusal is a 503 with Retry-After; the p99 latency of accepted requests (all
+but the 503s) is within ``request_timeout_ms``; RSS after the run is within
+``--rss-growth`` of the RSS before it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import requests  # noqa: E402
+
+from bench.reliability_common import (FAKE, Outcomes, RssSampler, mb, measure_capacity, paddle_body,  # noqa: E402
+                                      pct_ms, pipeline_info, rss_bytes, start_server, valid_image)
+from client.loadgen import run_open_loop  # noqa: E402
+from client.pipeline_client import PipelineError  # noqa: E402
+
+# the fake server: a batch of n costs 50 + 10 n ms on one instance -> ~60 requests/s at batch 8
+FAKE_SERVER = {"delay_ms": 50, "per_item_ms": 10, "max_batch_size": 8, "max_queue_delay": 5, "instance_num": 1,
+               "concurrency": 2, "worker_num": 16, "request_timeout_ms": 5000, "max_queue_size": 512}
+
+
+class HealthProbe:
+    """GET /health/ready once per ``interval_s``; records (status, latency)."""
+
+    def __init__(self, url: str, interval_s: float = 1.0):
+        self.url = url
+        self.interval_s = interval_s
+        self.results: list[tuple[int, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="health-probe", daemon=True)
+
+    def _loop(self) -> None:
+        with requests.Session() as s:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                try:
+                    status = s.get(self.url + "/health/ready", timeout=10).status_code
+                except requests.RequestException:
+                    status = 0
+                self.results.append((status, time.monotonic() - began))
+                self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+
+    def __enter__(self) -> "HealthProbe":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+
+def offer(url: str, name: str, image: bytes, rate: float, duration_s: float, *, max_in_flight: int,
+          client_timeout_s: float, seed: int = 0):
+    """Open-loop load; returns (LevelResult, Outcomes)."""
+    body = paddle_body(image)
+    outcomes = Outcomes()
+
+    def one(session: requests.Session, i: int) -> None:
+        began = time.monotonic()
+        try:
+            r = session.post(f"{url}/{name}/prediction", data=body, timeout=client_timeout_s)
+        except requests.RequestException as exc:
+            outcomes.add(0, time.monotonic() - began, None)
+            raise PipelineError(0, str(exc)) from exc
+        outcomes.add(r.status_code, time.monotonic() - began, r.headers.get("Retry-After"))
+        if r.status_code != 200:
+            raise PipelineError(r.status_code, r.text[:200])
+
+    # sleep clamped at 0: client.loadgen's dispatcher can compute a negative sleep when its
+    # clock moves between the check and the call (ValueError kills the dispatcher thread)
+    result = run_open_loop(requests.Session, one, rate=rate, duration_s=duration_s, max_in_flight=max_in_flight,
+                           seed=seed, sleep=lambda s: time.sleep(max(0.0, s)))
+    return result, outcomes
+
+
+def summarize(result, outcomes: Outcomes, timeout_ms: float, rss: RssSampler, rss_before: int,
+              health: HealthProbe, capacity: float, rate: float) -> dict:
+    statuses = outcomes.by_status()
+    ok_lat = outcomes.latencies(lambda s: s == 200)
+    accepted_lat = outcomes.latencies(lambda s: s not in (503, 0))
+    rejected_lat = outcomes.latencies(lambda s: s == 503)
+    no_retry_after = sum(1 for s, _, ra in outcomes.items if s == 503 and not ra)
+    rss_after = rss.samples[-1][1] if rss.samples else 0
+    return {
+        "capacity_rps": round(capacity, 1), "offered_rps": round(rate, 1), "duration_s": round(result.duration_s, 1),
+        "sent": len(outcomes.items), "dropped_client_side": result.dropped, "statuses": statuses,
+        "accepted": sum(n for s, n in statuses.items() if s not in (503, 0)),
+        "rejected_503": statuses.get(503, 0), "no_answer": statuses.get(0, 0),
+        "goodput_rps": round(len(ok_lat) / result.duration_s, 1) if result.duration_s else 0.0,
+        "latency_ok_ms": pct_ms(ok_lat), "latency_accepted_ms": pct_ms(accepted_lat),
+        "latency_503_ms": pct_ms(rejected_lat),
+        "latency_by_status_ms": {str(st): pct_ms(outcomes.latencies(lambda s, st=st: s == st)) for st in statuses}, "503_without_retry_after": no_retry_after,
+        "health_ready_ms": pct_ms([lat for _, lat in health.results]),
+        "health_not_200": sum(1 for s, _ in health.results if s != 200),
+        "request_timeout_ms": timeout_ms,
+        "rss_before": rss_before, "rss_after": rss_after, "rss_peak": rss.peak(),
+    }
+
+
+def verdict(summary: dict, rss_growth: float) -> list[str]:
+    problems = []
+    if summary["no_answer"]:
+        problems.append(f"{summary['no_answer']} requests got no HTTP answer")
+    other = {s: n for s, n in summary["statuses"].items() if s not in (200, 503)}
+    if other:
+        problems.append(f"statuses other than 200/503: {other}")
+    if summary["503_without_retry_after"]:
+        problems.append(f"{summary['503_without_retry_after']} 503s without Retry-After")
+    p99 = summary["latency_accepted_ms"]["p99"]
+    if p99 == p99 and p99 > summary["request_timeout_ms"]:
+        problems.append(f"p99 of accepted requests {p99:.0f} ms > request_timeout_ms {summary['request_timeout_ms']}")
+    if summary["rss_before"] and summary["rss_after"] > summary["rss_before"] * (1 + rss_growth):
+        problems.append(f"RSS grew from {mb(summary['rss_before'])} to {mb(summary['rss_after'])}")
+    return problems
+
+
+def format_summary(s: dict) -> str:
+    def pct(d):
+        return f"p50 {d['p50']:.0f} / p90 {d['p90']:.0f} / p99 {d['p99']:.0f} / max {d['max']:.0f} ms (n={d['n']})"
+
+    return "\n".join([
+        f"capacity {s['capacity_rps']} req/s (closed loop); offered {s['offered_rps']} req/s for {s['duration_s']} s",
+        f"sent {s['sent']} (client-side drops {s['dropped_client_side']}); statuses {s['statuses']}",
+        f"accepted {s['accepted']}, rejected 503 {s['rejected_503']}, no answer {s['no_answer']}; "
+        f"goodput {s['goodput_rps']} req/s",
+        f"200 latency:       {pct(s['latency_ok_ms'])}",
+        f"accepted latency:  {pct(s['latency_accepted_ms'])}  (request_timeout_ms {s['request_timeout_ms']})",
+        f"503 latency:       {pct(s['latency_503_ms'])}; 503 without Retry-After: {s['503_without_retry_after']}",
+        *[f"  status {st}: {pct(d)}" for st, d in s["latency_by_status_ms"].items() if st not in ("200", "503")],
+        f"/health/ready:     {pct(s['health_ready_ms'])}; not 200: {s['health_not_200']}",
+        f"server RSS before {mb(s['rss_before'])}, after {mb(s['rss_after'])}, peak {mb(s['rss_peak'])}",
+    ])
+
+
+def run(config: str = FAKE, *, url: str | None = None, duration_s: float = 60.0, factor: float = 3.0,
+        capacity: float | None = None, capacity_s: float = 5.0, capacity_concurrency: int | None = None,
+        image_path: str | None = None, timeout_ms: float | None = None, rss_growth: float = 0.25,
+        fake_overrides: dict | None = None, log=print) -> tuple[dict, list[str]]:
+    fake = dict(FAKE_SERVER, **(fake_overrides or {}))
+    server = None
+    try:
+        if url:
+            pid = None
+        else:
+            server = start_server(config, **fake)
+            url, pid = server.url, server.proc.pid
+        name, _ = pipeline_info(url)
+        image, _ = valid_image(image_path)
+        if timeout_ms is None:
+            if config == FAKE:
+                timeout_ms = fake["request_timeout_ms"]
+            elif server is not None:
+                from serving.config import load_config
+
+                timeout_ms = load_config(config).dag.request_timeout_ms
+            else:
+                timeout_ms = 30000  # an external server: pass --timeout-ms
+        if config == FAKE and capacity_concurrency is None:
+            capacity_concurrency = 2 * fake["max_batch_size"] * fake["instance_num"]
+        if capacity is None:
+            capacity, lat = measure_capacity(url, name, image, concurrency=capacity_concurrency or 16,
+                                             duration_s=capacity_s)
+            log(f"capacity: {capacity:.1f} req/s at concurrency {capacity_concurrency or 16} (latency {lat})")
+        rate = factor * capacity
+        max_queue = fake["max_queue_size"] if config == FAKE else 512
+        max_in_flight = min(1024, max_queue + 128)
+        rss_before = rss_bytes(pid) if pid else 0
+        log(f"offering {rate:.1f} req/s for {duration_s:.0f} s (client max_in_flight {max_in_flight}) ...")
+        with RssSampler(pid or -1) as rss, HealthProbe(url) as health:
+            result, outcomes = offer(url, name, image, rate, duration_s, max_in_flight=max_in_flight,
+                                     client_timeout_s=timeout_ms / 1000.0 + 30)
+            time.sleep(1.0)  # let the server settle before the last RSS sample
+        summary = summarize(result, outcomes, timeout_ms, rss, rss_before, health, capacity, rate)
+        problems = verdict(summary, rss_growth)
+        return summary, problems
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default=FAKE, help="config to serve (default: a fake-op image config)")
+    ap.add_argument("--url", help="load an already running server (no RSS numbers)")
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds of overload (default 60)")
+    ap.add_argument("--factor", type=float, default=3.0, help="offered load / capacity (default 3)")
+    ap.add_argument("--capacity", type=float, help="skip measuring: capacity in req/s")
+    ap.add_argument("--capacity-seconds", type=float, default=5.0)
+    ap.add_argument("--capacity-concurrency", type=int)
+    ap.add_argument("--image", help="image file to send (default: a generated PNG)")
+    ap.add_argument("--timeout-ms", type=float, help="the server's request_timeout_ms (default: from the config)")
+    ap.add_argument("--max-queue-size", type=int, help="fake server: dag.max_queue_size")
+    ap.add_argument("--request-timeout-ms", type=int, help="fake server: dag.request_timeout_ms")
+    ap.add_argument("--rss-growth", type=float, default=0.25, help="allowed RSS growth, fraction (default 0.25)")
+    ap.add_argument("--json", help="write the summary as JSON here")
+    args = ap.parse_args(argv)
+    overrides = {}
+    if args.max_queue_size:
+        overrides["max_queue_size"] = args.max_queue_size
+    if args.request_timeout_ms:
+        overrides["request_timeout_ms"] = args.request_timeout_ms
+    summary, problems = run(args.config, url=args.url, duration_s=args.duration, factor=args.factor,
+                            capacity=args.capacity, capacity_s=args.capacity_seconds,
+                            capacity_concurrency=args.capacity_concurrency, image_path=args.image,
+                            timeout_ms=args.timeout_ms, rss_growth=args.rss_growth, fake_overrides=overrides)
+    print(format_summary(summary))
+    print("PASS" if not problems else "FAIL:\n  " + "\n  ".join(problems))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": summary, "problems": problems}, f, indent=1)
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
