@@ -215,6 +215,10 @@ class LocalServiceConf:
     max_batch_size: int = Field(1, ge=1, strict=True)
     max_queue_delay: float = Field(0.0, ge=0, strict=True)
     preferred_batch_size: list[int] = Field(default_factory=list, strict=True)
+    # predictor calls are made only at these batch sizes (a larger sub-batch is
+    # split, largest first), so oneDNN sees a few repeating shapes; None = powers
+    # of two up to max_batch_size, [] = any size
+    run_batch_sizes: Optional[list[int]] = Field(None, strict=True)
     batching_policy: Literal["adaptive", "fixed"] = "adaptive"
     concurrency: int = Field(1, ge=1, strict=True)
     instance_num: int = Field(1, ge=1, strict=True)
@@ -258,7 +262,7 @@ class LocalServiceConf:
     def _precision(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
-    @field_validator("preferred_batch_size", mode="before")
+    @field_validator("preferred_batch_size", "run_batch_sizes", mode="before")
     @classmethod
     def _preferred_list(cls, value: Any) -> Any:
         if value is None:
@@ -284,7 +288,24 @@ class LocalServiceConf:
                 f"{too_big[0]} is larger than max_batch_size {self.max_batch_size}",
             )
         self.preferred_batch_size = sorted(set(self.preferred_batch_size))
+        if self.run_batch_sizes:
+            bad = [v for v in self.run_batch_sizes if not 1 <= v <= self.max_batch_size]
+            if bad:
+                raise _FieldProblem("run_batch_sizes", f"{bad[0]} is not between 1 and max_batch_size "
+                                                       f"{self.max_batch_size}")
         return self
+
+    @property
+    def predictor_batch_sizes(self) -> list[int]:
+        """Batch sizes predictor calls are made at (ascending; always has 1), or [] for any size."""
+        if self.run_batch_sizes == []:
+            return []
+        if self.run_batch_sizes is None:
+            sizes = {1 << k for k in range(self.max_batch_size.bit_length()) if 1 << k <= self.max_batch_size}
+            sizes.add(self.max_batch_size)
+        else:
+            sizes = set(self.run_batch_sizes)
+        return sorted(sizes | {1})
 
     @property
     def device_ids(self) -> list[int]:

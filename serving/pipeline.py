@@ -80,14 +80,17 @@ class Pipeline:
 
     @staticmethod
     def _warm(stage: OpStage, runners: list[Any]) -> None:
-        """Run every warm-up shape once per instance, then seed the batcher's
-        cost model with the first shape at batch 1 and at max_batch_size."""
+        """Run every warm-up shape once per instance (and the first one at every
+        predictor batch size), then seed the batcher's cost model with the
+        first shape at batch 1 and at max_batch_size."""
         items = list(stage.op.warmup_items())
         if not items:
             return
         for runner in runners:
             for item in items:
                 stage.run_batch(runner, [item], record=False)
+            for size in stage.run_sizes:  # the first shape at every predictor batch size
+                stage.run_batch(runner, [items[0]] * size, record=False)
         max_batch = stage.conf.local_service_conf.max_batch_size
         for size in sorted({1, max_batch}):
             for _ in range(2):  # the second run is the warm one

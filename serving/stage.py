@@ -19,7 +19,7 @@ from serving.batcher import Batcher, QueuedItem
 from serving.channel import Channel, Join
 from serving.errors import DeadlineExceeded, ServingError, as_serving_error
 from serving.metrics import Metrics
-from serving.op import Op
+from serving.op import Op, SubBatch
 from serving.request import OpTiming, RequestState
 from serving.supervise import SupervisedThreads
 from serving.window_stats import WindowStats
@@ -87,6 +87,7 @@ class OpStage:
         self._post = ThreadPoolExecutor(max_workers=svc.concurrency, thread_name_prefix=f"{self.name}-post")
         self._runners: list[Any] = []
         self._batch_ids = itertools.count(1)
+        self.run_sizes: list[int] = list(getattr(svc, "predictor_batch_sizes", []))
 
     # ---- life cycle ------------------------------------------------------------------
     def start(self, runners: list[Any]) -> None:
@@ -200,7 +201,7 @@ class OpStage:
         ``record=False`` keeps warm-up runs out of the metrics."""
         outputs: list[Any] = [None] * len(items)
         real = padded = 0
-        for sub in self.op.collate(items):
+        for sub in self._predictor_calls(items):
             raw = self.op.run(runner, sub.feed)
             for idx, out in zip(sub.indices, self.op.uncollate(sub, raw)):
                 outputs[idx] = out
@@ -210,6 +211,23 @@ class OpStage:
             self.metrics.real_units.labels(self.name).inc(real)
             self.metrics.padded_units.labels(self.name).inc(padded)
         return outputs
+
+    def _predictor_calls(self, items: list[Any]):
+        """The op's sub-batches, each split into ``run_batch_sizes`` chunks
+        (largest first) and re-collated, so predictor shapes repeat."""
+        sizes = self.run_sizes
+        for sub in self.op.collate(items):
+            n = len(sub.indices)
+            if not sizes or n in sizes:
+                yield sub
+                continue
+            start = 0
+            for size in split_sizes(n, sizes):
+                chunk = sub.indices[start:start + size]
+                start += size
+                for part in self.op.collate([items[i] for i in chunk]):
+                    yield SubBatch(indices=[chunk[j] for j in part.indices], feed=part.feed,
+                                   real_units=part.real_units, padded_units=part.padded_units, meta=part.meta)
 
     def _record_batch(self, batch: list[QueuedItem], started: float, run_s: float) -> None:
         m = self.metrics
@@ -259,3 +277,13 @@ class OpStage:
         stats = self.window.take()
         stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
         return stats
+
+
+def split_sizes(n: int, sizes: list[int]) -> list[int]:
+    """Greedy split of ``n`` items into allowed sizes, largest first (``sizes`` holds 1)."""
+    out = []
+    for size in sorted(sizes, reverse=True):
+        while n >= size:
+            out.append(size)
+            n -= size
+    return out

@@ -251,3 +251,30 @@ def test_timing_counts_each_batch_once(pipelines):
     summary = handle.timing_summary()["ops"]["split"]
     assert summary["batch_sizes"] == [3]
     assert summary["run_ms"] <= handle.timing_summary()["total_ms"]
+
+
+def test_predictor_calls_use_run_batch_sizes(pipelines):
+    p = make({"split": op("SplitOp", max_batch_size=16, max_queue_delay=1000, batching_policy="fixed")})
+    pipelines(p)
+    runner = p.stages["split"].op.runners[0]
+    warm = len(runner.batch_sizes)
+    assert p.submit({"id": 1, "n": 13}).result() == {"id": 1, "values": expected_chain(1, 13, 2)}
+    assert runner.batch_sizes[warm:] == [8, 4, 1]  # 13 items -> calls of 8 + 4 + 1 (powers of two)
+
+
+def test_run_batch_sizes_empty_means_any_size(pipelines):
+    p = make({"split": op("SplitOp", max_batch_size=16, max_queue_delay=1000, batching_policy="fixed",
+                          run_batch_sizes=[])})
+    pipelines(p)
+    runner = p.stages["split"].op.runners[0]
+    warm = len(runner.batch_sizes)
+    p.submit({"id": 1, "n": 13}).result()
+    assert runner.batch_sizes[warm:] == [13]
+
+
+def test_split_sizes():
+    from serving.stage import split_sizes
+
+    assert split_sizes(13, [1, 2, 4, 8, 16, 32]) == [8, 4, 1]
+    assert split_sizes(32, [1, 2, 4, 8, 16, 32]) == [32]
+    assert split_sizes(7, [1, 4]) == [4, 1, 1, 1]
