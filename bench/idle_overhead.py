@@ -1,0 +1,113 @@
+"""What a lone request pays for being served: served p50 - in-process p50.
+
+One sequential client, rec pipeline (configs/rec.yml) with
+``max_queue_delay: 10`` ms, the same crop every time. In the same run, in
+interleaved blocks:
+
+* in-process: ``serving.direct.run_op_direct`` with the same op class, params
+  and predictor settings, fed the same PNG bytes (so image decode, preprocess,
+  run and postprocess are all counted, as in the server);
+* served, ``batching_policy: adaptive`` (the default): must not wait the
+  delay -- target: p50 overhead <= 2 ms;
+* served, ``batching_policy: fixed``: waits the full delay (Triton /
+  TorchServe / Ray Serve behaviour), shown for contrast (~ +10 ms).
+
+    python bench/idle_overhead.py [--requests 60 --block 10]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common  # noqa: E402
+
+TARGET_MS = 2.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="rec")
+    ap.add_argument("--op", default="rec")
+    ap.add_argument("--delay", type=float, default=10.0, help="max_queue_delay in ms")
+    ap.add_argument("--requests", type=int, default=100, help="measured requests per condition")
+    ap.add_argument("--block", type=int, default=1,
+                    help="requests per condition before switching (1: strict alternation, least drift)")
+    ap.add_argument("--crop", choices=("short", "median"), default="short",
+                    help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
+                         "bucket (default: least predictor time, so the least noise), or the median-width crop")
+    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    args = ap.parse_args()
+
+    svc = {"thread_num": common.THREADS, "instance_num": 1, "max_queue_delay": args.delay}
+    if args.mkldnn != "config":
+        svc["use_mkldnn"] = args.mkldnn == "true"
+    adaptive = common.derive_config(args.config, tag="idle-adaptive",
+                                    ops={args.op: {**svc, "batching_policy": "adaptive"}})
+    fixed = common.derive_config(args.config, tag="idle-fixed", ops={args.op: {**svc, "batching_policy": "fixed"}})
+    name = common.pipeline_name(adaptive)
+
+    crops = common.bench_crops()
+    op, runners = common.make_op(adaptive, args.op)
+    if args.crop == "median":
+        crop = common.fixed_crop(crops)
+    else:
+        items = [(op.preprocess(common.decode_png(c)).width, i) for i, c in enumerate(crops)]
+        short = sorted(w_i for w_i in items if op.bucket_width(w_i[0]) == op.bucket_width(0))
+        crop = crops[short[len(short) // 2][1]] if short else common.fixed_crop(crops)
+    width = op.preprocess(common.decode_png(crop)).width
+    payload = common.image_payloads([crop])[0]
+
+    from client.pipeline_client import PipelineClient
+    from client.stats import latency_summary
+    from serving.direct import run_op_direct
+
+    def direct() -> None:
+        run_op_direct(op, runners[0], {"input": crop})
+
+    lat: dict[str, list[float]] = {"in_process": [], "adaptive": [], "fixed": [], "http_floor": []}
+    answers = {}
+    with common.served(adaptive) as srv_a, common.served(fixed) as srv_f, \
+            PipelineClient(srv_a.url, pool_size=1) as ca, PipelineClient(srv_f.url, pool_size=1) as cf:
+        calls = {"in_process": direct,
+                 "adaptive": lambda: answers.__setitem__("adaptive", ca.predict_raw(name, payload)),
+                 "fixed": lambda: answers.__setitem__("fixed", cf.predict_raw(name, payload)),
+                 # the HTTP round trip alone (GET /health/live on the adaptive server): the floor
+                 "http_floor": lambda: ca.health_live()}
+        for fn in calls.values():  # warm: connections, this shape, the cost/arrival estimates
+            for _ in range(5):
+                fn()
+        order = list(calls)
+        blocks = max(1, args.requests // args.block)
+        for b in range(blocks):
+            shift = b % len(order)  # rotate, so no condition always follows the same one
+            for cond in order[shift:] + order[:shift]:
+                for _ in range(args.block):
+                    t0 = time.perf_counter()
+                    calls[cond]()
+                    lat[cond].append(time.perf_counter() - t0)
+
+    summ = {k: latency_summary(v) for k, v in lat.items()}
+    over_a = summ["adaptive"]["p50"] - summ["in_process"]["p50"]
+    over_f = summ["fixed"]["p50"] - summ["in_process"]["p50"]
+    common.write_result("idle_overhead", {
+        "args": vars(args), "crop_width": width, "latency_ms": summ, "answer": answers.get("adaptive"),
+        "overhead_p50_ms": {"adaptive": over_a, "fixed": over_f}, "target_ms": TARGET_MS})
+    for k, s in summ.items():
+        print(f"{k:10s}: p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms  mean {s['mean']:7.2f} ms  (n={len(lat[k])})")
+    print(f"served adaptive - http floor - in-process p50: "
+          f"{summ['adaptive']['p50'] - summ['http_floor']['p50'] - summ['in_process']['p50']:+.2f} ms (engine hand-offs)")
+    print(f"crop width {width} px (resized); max_queue_delay {args.delay:g} ms")
+    print(f"fixed policy overhead p50: {over_f:+.2f} ms; fixed - adaptive p50: "
+          f"{summ['fixed']['p50'] - summ['adaptive']['p50']:+.2f} ms (pays the {args.delay:g} ms delay)")
+    print(f"adaptive overhead p50: {over_a:+.2f} ms (target <= {TARGET_MS} ms: "
+          f"{common.verdict(over_a, TARGET_MS, higher_is_better=False)})")
+    print(f"RATIO idle overhead p50 (adaptive) = {over_a:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    common.run_main(main)

@@ -1,0 +1,68 @@
+"""Server memory with 4 predictor instances vs 1 (instances are clones that
+share the weights).
+
+Two rec servers (configs/rec.yml) side by side, ``instance_num: 1`` and
+``instance_num: 4``, otherwise identical. VmRSS (/proc/<pid>/status) is read
+after start-up (every instance warmed on every width bucket) and again after
+``--load`` seconds of mixed crops at ``--clients`` clients (so every instance
+has run real batches). Target: RSS(4) / RSS(1) <= 1.3 after warm-up.
+
+    python bench/memory.py [--load 15 --clients 16]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common  # noqa: E402
+
+TARGET = 1.3
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="rec")
+    ap.add_argument("--op", default="rec")
+    ap.add_argument("--instances", type=int, default=4)
+    ap.add_argument("--load", type=float, default=15.0, help="seconds of load after the warm-up reading (0: skip)")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    args = ap.parse_args()
+
+    svc = {"thread_num": common.THREADS}
+    if args.mkldnn != "config":
+        svc["use_mkldnn"] = args.mkldnn == "true"
+    one = common.derive_config(args.config, tag="mem-1", ops={args.op: {**svc, "instance_num": 1}})
+    many = common.derive_config(args.config, tag=f"mem-{args.instances}",
+                                ops={args.op: {**svc, "instance_num": args.instances}})
+    name = common.pipeline_name(one)
+    crops = common.bench_crops()
+    payloads = common.image_payloads(crops)
+
+    rss: dict = {}
+    with common.served(one) as s1, common.served(many) as sn:
+        rss["warm"] = {"1": common.rss_kb(s1.proc.pid), str(args.instances): common.rss_kb(sn.proc.pid)}
+        if args.load > 0:
+            for srv in (s1, sn):
+                common.closed_loop(srv.url, name, payloads, args.clients, args.load, 0.0)
+            rss["after_load"] = {"1": common.rss_kb(s1.proc.pid), str(args.instances): common.rss_kb(sn.proc.pid)}
+
+    ratios = {phase: v[str(args.instances)] / v["1"] for phase, v in rss.items()}
+    common.write_result("memory", {"args": vars(args), "rss_kb": rss, "ratios": ratios, "target": TARGET})
+    for phase, v in rss.items():
+        print(f"{phase:10s}: RSS instance_num=1 {v['1'] / 1024:7.1f} MiB, instance_num={args.instances} "
+              f"{v[str(args.instances)] / 1024:7.1f} MiB -> {ratios[phase]:.2f}x")
+    print(f"after warm-up: {ratios['warm']:.2f}x (target <= {TARGET}: "
+          f"{common.verdict(ratios['warm'], TARGET, higher_is_better=False)})")
+    if "after_load" in ratios:
+        print(f"after load:    {ratios['after_load']:.2f}x (target <= {TARGET}: "
+              f"{common.verdict(ratios['after_load'], TARGET, higher_is_better=False)})")
+    print(f"RATIO memory {args.instances} instances / 1 = {ratios['warm']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    common.run_main(main)

@@ -1,0 +1,185 @@
+"""Full OCR (det -> rec) throughput: batchline vs what a user has without it.
+
+Same rendered pages, same PP-OCRv4 weights, same CPU thread budget
+(``thread_num`` = PaddleOCR ``cpu_threads`` = ``--threads``, oneDNN on for all),
+measured in one run in interleaved rounds:
+
+* batchline: configs/ocr.yml served, ``--clients`` closed-loop clients;
+* peer server: bench/peers/flask_paddleocr.py (Flask + waitress, one PaddleOCR
+  behind a lock), same clients, same protocol;
+* in-process: PaddleOCR's own sequential loop (decode + ``ocr()``) over the
+  same images in this process.
+
+Targets: batchline >= 1.5x each peer (images/s).
+
+    python bench/ocr_vs_peers.py [--clients 8 --duration 15 --rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common  # noqa: E402
+
+TARGET = 1.5
+PEER = os.path.join(common.ROOT, "bench", "peers", "flask_paddleocr.py")
+
+
+class PeerServer:
+    """bench/peers/flask_paddleocr.py in a subprocess on a free port."""
+
+    def __init__(self, threads: int, mkldnn: bool, ready_timeout: float = 300.0):
+        from tests.e2e.server_process import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = os.path.join(common.cache_dir("logs"), f"peer-{self.port}.log")
+        self._log = open(self.log_path, "wb")
+        cmd = [sys.executable, PEER, "--port", str(self.port), "--cpu-threads", str(threads)]
+        if mkldnn:
+            cmd.append("--mkldnn")
+        self.proc = subprocess.Popen(cmd, cwd=common.ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+        self.ready_timeout = ready_timeout
+
+    def wait_ready(self) -> None:
+        import requests
+
+        end = time.monotonic() + self.ready_timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise common.BenchError(f"peer server exited with {self.proc.returncode}; log {self.log_path}")
+            try:
+                if requests.get(self.url + "/health/ready", timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        raise common.BenchError(f"peer server not ready after {self.ready_timeout}s; log {self.log_path}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+def texts(lines) -> list[str]:
+    return [line["text"] for line in lines]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="ocr")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--duration", type=float, default=15.0, help="measured seconds per round and contender")
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--prime", type=float, default=10.0, help="unmeasured seconds of load on each server first")
+    ap.add_argument("--images", type=int, default=24, help="rendered pages to cycle through")
+    ap.add_argument("--threads", type=int, default=common.THREADS, help="Paddle math threads, for everyone")
+    ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
+    ap.add_argument("--check", type=int, default=6, help="pages whose answers are compared across contenders")
+    args = ap.parse_args()
+
+    path = common.derive_config(args.config, tag="ocr", all_ops={"thread_num": args.threads, "use_mkldnn": True})
+    name = common.pipeline_name(path)
+    pngs = common.document_pngs(args.images)
+    images = [common.decode_png(p) for p in pngs]
+    payloads = common.image_payloads(pngs)
+
+    from client.pipeline_client import PipelineClient
+    from tests.e2e.ocr_reference import make_reference
+
+    peer = PeerServer(args.threads, mkldnn=True)
+    results: dict = {"batchline": [], "peer_server": [], "in_process": [], "batchline_c1": []}
+    agreement = {}
+    try:
+        with common.served(path) as ours:
+            peer.wait_ready()
+            ocr = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
+
+            def in_process(i: int) -> int:
+                img = common.decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
+                ocr.ocr(img, cls=False)
+                return 1
+
+            # answers agree? (same pages through all three)
+            with PipelineClient(ours.url) as c_ours, PipelineClient(peer.url) as c_peer:
+                same_ours = same_peer = total = 0
+                for i in range(min(args.check, len(pngs))):
+                    a = texts(json.loads(c_ours.predict_raw(name, payloads[i])["value"][0]))
+                    b = texts(json.loads(c_peer.predict_raw("ocr", payloads[i])["value"][0]))
+                    page = ocr.ocr(images[i], cls=False)[0] or []
+                    ref = [str(t) for _, (t, _) in page]
+                    total += len(ref)
+                    same_ours += sum(x == y for x, y in zip(a, ref))
+                    same_peer += sum(x == y for x, y in zip(b, ref))
+                agreement = {"reference_lines": total, "batchline_same_text": same_ours,
+                             "peer_same_text": same_peer}
+            if args.prime > 0:
+                common.closed_loop(ours.url, name, payloads, args.clients, args.prime, 0.0)
+                common.closed_loop(peer.url, "ocr", payloads, args.clients, args.prime, 0.0, metrics=False)
+                common.time_loop(in_process, args.prime / 2)
+            order = ["batchline", "peer_server", "in_process"] + (["batchline_c1"] if args.c1 else [])
+            for rnd in range(args.rounds):
+                for who in (order if rnd % 2 == 0 else order[::-1]):
+                    if who.startswith("batchline"):
+                        clients = 1 if who == "batchline_c1" else args.clients
+                        r = common.closed_loop(ours.url, name, payloads, clients, args.duration, args.warmup)
+                        rate = r["qps"]
+                    elif who == "peer_server":
+                        r = common.closed_loop(peer.url, "ocr", payloads, args.clients, args.duration, args.warmup,
+                                               metrics=False)
+                        rate = r["qps"]
+                    else:
+                        r = common.time_loop(in_process, args.duration, min_calls=len(pngs) // 4)
+                        rate = r["items_per_s"]
+                    results[who].append(r)
+                    extra = ""
+                    for op_name, st in (r.get("op_stats") or {}).items():
+                        extra += (f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} run "
+                                  f"{st.get('mean_run_ms') or 0:.0f}ms wait {st.get('mean_queue_wait_ms') or 0:.0f}ms]")
+                    print(f"round {rnd} {who:11s}: {rate:6.2f} images/s{extra}", flush=True)
+    finally:
+        peer.stop()
+
+    def rate(who: str) -> float:
+        rs = results[who]
+        if who == "in_process":
+            return sum(r["items"] for r in rs) / sum(r["seconds"] for r in rs)
+        return sum(r["ok"] for r in rs) / sum(r["duration_s"] for r in rs)
+
+    ours_r, peer_r, inproc_r = rate("batchline"), rate("peer_server"), rate("in_process")
+    c1_r = rate("batchline_c1") if results["batchline_c1"] else None
+    vs_peer, vs_inproc = ours_r / peer_r, ours_r / inproc_r
+    common.write_result("ocr_vs_peers", {
+        "args": vars(args), "config": common.load_yaml(path), "images_per_s": {
+            "batchline": ours_r, "peer_server": peer_r, "in_process": inproc_r, "batchline_1_client": c1_r},
+        "ratios": {"vs_peer_server": vs_peer, "vs_in_process": vs_inproc}, "agreement": agreement,
+        "rounds": results, "target": TARGET})
+    print()
+    print(f"answers on {args.check} pages: PaddleOCR {agreement.get('reference_lines')} lines; same text: "
+          f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}")
+    print(f"images/s: batchline {ours_r:.2f}, Flask+PaddleOCR server {peer_r:.2f}, PaddleOCR in-process {inproc_r:.2f}"
+          f"  (thread_num = cpu_threads = {args.threads}, oneDNN on, {args.clients} clients)")
+    if c1_r is not None:
+        print(f"diagnostic: batchline at 1 client {c1_r:.2f} images/s = {c1_r / inproc_r:.2f}x PaddleOCR in-process")
+    print(f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {common.verdict(vs_peer, TARGET)})")
+    print(f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: "
+          f"{common.verdict(vs_inproc, TARGET)})")
+    print(f"RATIO ocr vs peers = {vs_peer:.2f}x server, {vs_inproc:.2f}x in-process")
+    return 0
+
+
+if __name__ == "__main__":
+    common.run_main(main)

@@ -1,0 +1,88 @@
+"""Throughput / p99 curves of the rec pipeline with batching on and off, with
+the bundled ``batchline bench`` command (closed loop over the mixed crops).
+
+Starts two servers from configs/rec.yml (``max_batch_size`` 32 and 1) and, for
+each concurrency level, runs on one then the other (alternating which first)
+
+    batchline bench --url URL --pipeline rec --inputs CROPS --concurrency C \\
+        --duration D --warmup W --json ... --label ...
+
+then merges the levels into bench/results/rec_curve_{on,off}.json;
+bench/run_all.sh draws both with ``batchline bench --plot``.
+
+    python bench/rec_curves.py [--duration 5 --warmup 2 --concurrency 1,4,16,32]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="rec")
+    ap.add_argument("--op", default="rec")
+    ap.add_argument("--concurrency", default="1,4,16,32")
+    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--prime", type=float, default=10.0, help="unmeasured load before the levels")
+    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    args = ap.parse_args()
+
+    svc = {"thread_num": common.THREADS, "instance_num": 1}
+    if args.mkldnn != "config":
+        svc["use_mkldnn"] = args.mkldnn == "true"
+    crops = common.crops_dir()
+    os.makedirs(common.RESULTS_DIR, exist_ok=True)
+    runs = {"on": (32, "batching on (max_batch_size 32)"), "off": (1, "batching off (max_batch_size 1)")}
+    paths = {k: common.derive_config(args.config, tag=f"curve-{k}", ops={args.op: {**svc, "max_batch_size": size}})
+             for k, (size, _) in runs.items()}
+    name = common.pipeline_name(paths["on"])
+    docs: dict = {}
+    # both servers up; each level is measured on one then the other (order alternating), so
+    # the machine's background load drifts equally over both curves
+    with common.served(paths["on"]) as on_srv, common.served(paths["off"]) as off_srv:
+        servers = {"on": on_srv, "off": off_srv}
+        if args.prime > 0:
+            payloads = common.image_payloads(common.bench_crops())
+            for srv in servers.values():
+                common.closed_loop(srv.url, name, payloads, 32, args.prime, 0.0)
+        levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+        for i, c in enumerate(levels):
+            for key in (("on", "off") if i % 2 == 0 else ("off", "on")):
+                out = os.path.join(common.RESULTS_DIR, f"rec_curve_{key}_c{c}.json")
+                cmd = [sys.executable, "-m", "serving.cli", "bench", "--url", servers[key].url, "--pipeline", name,
+                       "--inputs", crops, "--concurrency", str(c), "--duration", str(args.duration),
+                       "--warmup", str(args.warmup), "--json", out, "--label", runs[key][1]]
+                print("$ batchline " + " ".join(cmd[3:]), flush=True)
+                proc = subprocess.run(cmd, cwd=common.ROOT)
+                if proc.returncode != 0:
+                    raise common.BenchError(f"batchline bench exited with {proc.returncode}")
+                with open(out, encoding="utf-8") as f:
+                    doc = json.load(f)
+                os.remove(out)
+                if key not in docs:
+                    docs[key] = doc
+                else:
+                    docs[key]["levels"].extend(doc["levels"])
+    summary = {}
+    for key, doc in docs.items():
+        doc["url"] = None
+        with open(os.path.join(common.RESULTS_DIR, f"rec_curve_{key}.json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, ensure_ascii=False)
+        summary[key] = {lv["concurrency"]: lv["qps"] for lv in doc["levels"]}
+    top = max(summary["on"])
+    ratio = summary["on"][top] / summary["off"][top]
+    print(f"RATIO rec batching on/off at {top} clients = {ratio:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    common.run_main(main)

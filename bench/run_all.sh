@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Run every benchmark (about 13 minutes on 2 cores), results in bench/results/*.json,
+# the rec curves plot in docs/bench_rec.png. Each script prints its ratio last.
+#   bash bench/run_all.sh            # all
+#   bash bench/run_all.sh memory     # only the named scripts
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONWARNINGS=ignore
+mkdir -p bench/results
+LOGDIR="${TMPDIR:-/tmp}/batchline-bench-logs"
+mkdir -p "$LOGDIR"
+
+batchline() { python -m serving.cli "$@"; }
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same), oneDNN on"
+
+STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves)
+if [ $# -gt 0 ]; then STEPS=("$@"); fi
+failed=()
+ratios=()
+
+run() {  # run NAME ARGS...: one script, log to $LOGDIR, keep its RATIO line
+  local name=$1; shift
+  local began=$SECONDS
+  echo "=== $name $*"
+  python "bench/$name.py" "$@" 2>"$LOGDIR/$name.err" | tee "$LOGDIR/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "--- $name: exit $rc, $((SECONDS - began)) s"
+  if [ "$rc" -ne 0 ]; then
+    failed+=("$name"); tail -5 "$LOGDIR/$name.err"
+  else
+    ratios+=("$(grep '^RATIO' "$LOGDIR/$name.log" | tail -1)")
+  fi
+}
+
+for step in "${STEPS[@]}"; do
+  case $step in
+    batching_gain)  run batching_gain --duration 8 --warmup 3 --rounds 2 --prime 12 --offline-seconds 6 ;;
+    idle_overhead)  run idle_overhead --requests 100 --block 1 ;;
+    ocr_vs_peers)   run ocr_vs_peers --clients 8 --duration 15 --warmup 3 --rounds 2 --prime 10 ;;
+    memory)         run memory --load 10 --clients 16 ;;
+    ernie_batching)
+      if [ -f configs/ernie.yml ] && [ -f ops/ernie.py ]; then
+        run ernie_batching --clients 32 --duration 6 --warmup 2 --rounds 2 --prime 3
+      else
+        echo "=== ernie_batching: skipped (configs/ernie.yml or ops/ernie.py missing)"
+      fi ;;
+    rec_curves)
+      run rec_curves --concurrency 1,4,16,32 --duration 5 --warmup 2 --prime 10
+      if [ -f bench/results/rec_curve_on.json ] && [ -f bench/results/rec_curve_off.json ]; then
+        batchline bench --plot docs/bench_rec.png \
+          --from bench/results/rec_curve_on.json bench/results/rec_curve_off.json >/dev/null
+      fi ;;
+    *) echo "unknown step $step"; failed+=("$step") ;;
+  esac
+done
+
+echo
+echo "=== summary (logs in $LOGDIR)"
+for r in "${ratios[@]}"; do echo "$r"; done
+if [ ${#failed[@]} -gt 0 ]; then echo "FAILED: ${failed[*]}"; exit 1; fi
