@@ -89,9 +89,21 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=common.THREADS, help="Paddle math threads, for everyone")
     ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
     ap.add_argument("--check", type=int, default=6, help="pages whose answers are compared across contenders")
+    ap.add_argument("--instance-mode", choices=("thread", "process"), default="thread",
+                    help="batchline's instance_mode; with process, each op gets --threads / (number of ops) "
+                         "math threads so the total budget stays --threads")
+    ap.add_argument("--op-threads", type=int, default=0,
+                    help="batchline thread_num per op (default: --threads, or split across ops in process mode)")
+    ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
     args = ap.parse_args()
 
-    path = common.derive_config(args.config, tag="ocr", all_ops={"thread_num": args.threads, "use_mkldnn": True})
+    op_threads = args.threads
+    if args.instance_mode == "process":
+        op_threads = max(1, args.threads // len(common.load_repo_config(args.config)["op"]))
+    op_threads = args.op_threads or op_threads
+    path = common.derive_config(args.config, tag="ocr", all_ops={"thread_num": op_threads, "use_mkldnn": True,
+                                                                 "instance_mode": args.instance_mode,
+                                                                 **({"instance_num": args.instances} if args.instances else {})})
     name = common.pipeline_name(path)
     pngs = common.document_pngs(args.images)
     images = [common.decode_png(p) for p in pngs]

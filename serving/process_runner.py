@@ -91,7 +91,11 @@ def _views(shm: shared_memory.SharedMemory, meta: list[dict[str, Any]]) -> list[
 
 def _child_main(conn: Any, conf: Any, device_id: int | None) -> None:
     """Child process: load the predictor, then serve run requests until told to stop."""
+    import signal
+
     from serving.predictor import PaddlePredictor
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
 
     try:
         predictor = PaddlePredictor.load(conf, device_id)
@@ -128,7 +132,8 @@ class ProcessPredictor:
     """Same interface as :class:`serving.predictor.PaddlePredictor`
     (``input_names``, ``output_names``, ``run``); one batch at a time."""
 
-    def __init__(self, conf: Any, device_id: int | None = None, *, start_timeout: float = 300.0):
+    def __init__(self, conf: Any, device_id: int | None = None, *, start_timeout: float = 300.0,
+                 wait_ready: bool = True):
         self._conf = conf
         self._device_id = device_id
         self._start_timeout = start_timeout
@@ -141,15 +146,25 @@ class ProcessPredictor:
         self.input_names: list[str] = []
         self.output_names: list[str] = []
         self.device = "cpu" if int(getattr(conf, "device_type", 0)) == 0 else f"gpu:{device_id or 0}"
-        self._start()
+        self._spawn()
+        if wait_ready:
+            self.wait_ready()
 
     def _start(self) -> None:
+        self._spawn()
+        self.wait_ready()
+
+    def _spawn(self) -> None:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_child_main, args=(child, self._conf, self._device_id),
                                        name="batchline-predictor", daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
+
+    def wait_ready(self) -> None:
+        """Block until the child has loaded its model (raises if it could not)."""
+        parent = self._conn
         if not parent.poll(self._start_timeout):
             self._kill()
             raise RuntimeError(f"predictor process did not start within {self._start_timeout:.0f}s")
@@ -221,5 +236,13 @@ def create_process_predictors(conf: Any, count: int) -> list[ProcessPredictor]:
     """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
     device_ids = list(getattr(conf, "device_ids", []) or [])
     gpu = int(getattr(conf, "device_type", 0)) >= 1
-    return [ProcessPredictor(conf, (device_ids or [0])[i % max(1, len(device_ids))] if gpu else None)
-            for i in range(count)]
+    runners = [ProcessPredictor(conf, (device_ids or [0])[i % max(1, len(device_ids))] if gpu else None,
+                                wait_ready=False) for i in range(count)]
+    try:
+        for runner in runners:  # the children load their models in parallel
+            runner.wait_ready()
+    except Exception:
+        for runner in runners:
+            runner.close()
+        raise
+    return runners
