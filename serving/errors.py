@@ -69,6 +69,12 @@ class DeadlineExceeded(ServingError):
     status = 504
 
 
+class ClientDisconnected(ServingError):
+    """The client closed the connection; its items are dropped (nginx's 499)."""
+
+    status = 499
+
+
 class InternalError(ServingError):
     """An unexpected fault inside the server (500)."""
 

@@ -12,7 +12,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from pipelines.io import InputLimits, decode_input, decoded_pixels, plain, to_json
-from serving.errors import (NotFound, PayloadTooLarge, ServingError, Unauthorized,
+from serving.errors import (ClientDisconnected, NotFound, PayloadTooLarge, ServingError, Unauthorized,
                             as_serving_error)
 from serving.http_parse import ParsedRequest, parse_native, parse_paddle
 from serving.request import RequestState
@@ -20,12 +20,6 @@ from serving.request import RequestState
 log = logging.getLogger(__name__)
 
 HEALTH_PATHS = ("/health/live", "/health/ready", "/v2/health/live", "/v2/health/ready")
-
-
-class ClientDisconnected(ServingError):
-    """The client went away; its items are dropped (nginx's 499)."""
-
-    status = 499
 
 
 @dataclass
