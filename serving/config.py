@@ -5,10 +5,11 @@ overlap (see docs/CONFIG.md). Every problem becomes a :class:`ConfigError`
 whose lines read ``<file>: <key.path>: <message>``. Parsing happens in four
 steps:
 
-1. YAML with a loader that rejects duplicate mapping keys;
+1. YAML with a loader that rejects duplicate mapping keys (config_yaml.py);
 2. a Paddle Serving pass: drop keys that mean nothing here (logged once),
    fold op-level aliases (``batch_size`` ...) into their real keys;
-3. pydantic field validation (unknown keys, types, ranges, model dirs);
+3. pydantic field validation (unknown keys, types, ranges, model dirs),
+   errors phrased by config_errors.py;
 4. op classes, op ``params`` and the DAG.
 
 ``LocalServiceConf`` is a pydantic *dataclass*, not a ``BaseModel``: its
@@ -17,7 +18,6 @@ Paddle Serving field ``model_config`` would collide with pydantic's reserved
 """
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import logging
 import os
@@ -25,13 +25,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Mapping, Optional, Union, get_args, get_origin
+from typing import Any, ClassVar, Literal, Mapping, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
-from pydantic.dataclasses import is_pydantic_dataclass
 
+from serving.config_errors import FILE_KEY, ROOT_KEY, ConfigError, validation_problems
+from serving.config_errors import FieldProblem as _FieldProblem
+from serving.config_yaml import load_yaml as _load_yaml
 from serving.dag import Dag, DagError
 
 logger = logging.getLogger(__name__)
@@ -59,41 +60,6 @@ OP_ALIASES = MappingProxyType({
     "timeout": "timeout_ms",
 })
 DEVICE_TYPE_NAMES = MappingProxyType({"cpu": 0, "gpu": 1, "trt": 2, "tensorrt": 2})
-FILE_KEY = "(file)"
-ROOT_KEY = "(top level)"
-
-
-class ConfigError(ValueError):
-    """An invalid config. Each line of the message is ``<file>: <key.path>: <message>``.
-
-    ``problems`` holds the ``(key path, message)`` pairs; ``source`` the file.
-    """
-
-    def __init__(self, source: str, key: str, message: str):
-        self.source = source
-        self.problems: list[tuple[str, str]] = [(key, message)]
-        super().__init__(f"{source}: {key}: {message}")
-
-    @classmethod
-    def many(cls, source: str, problems: list[tuple[str, str]]) -> "ConfigError":
-        err = cls(source, *problems[0])
-        err.problems = list(problems)
-        err.args = ("\n".join(f"{source}: {k}: {m}" for k, m in problems),)
-        return err
-
-    @property
-    def key(self) -> str:
-        return self.problems[0][0]
-
-
-class _FieldProblem(ValueError):
-    """Raised by a model validator to pin a message on one of the model's fields."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-
-
 # ---------------------------------------------------------------------------
 # paths
 # ---------------------------------------------------------------------------
@@ -473,61 +439,6 @@ class ServingConfig(BaseModel):
 
 
 # ---------------------------------------------------------------------------
-# YAML
-# ---------------------------------------------------------------------------
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, path: str, message: str):
-        super().__init__(message)
-        self.path = path
-        self.message = message
-
-
-def _check_duplicates(node: yaml.Node, path: str, seen_nodes: set[int]) -> None:
-    if id(node) in seen_nodes:
-        return
-    seen_nodes.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
-            child = f"{path}.{key}" if path else str(key)
-            if key is not None and key != "<<":
-                line = key_node.start_mark.line + 1
-                if key in lines:
-                    raise _DuplicateKey(child, f"duplicate key {key!r} (lines {lines[key]} and {line})")
-                lines[key] = line
-            _check_duplicates(value_node, child, seen_nodes)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _check_duplicates(item, f"{path}[{i}]", seen_nodes)
-
-
-class UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that raises on a duplicate mapping key anywhere in the document."""
-
-    def get_single_data(self) -> Any:
-        node = self.get_single_node()
-        if node is None:
-            return None
-        _check_duplicates(node, "", set())
-        return self.construct_document(node)
-
-
-def _load_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
-    except _DuplicateKey as exc:
-        raise ConfigError(source, exc.path, exc.message) from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else FILE_KEY
-        what = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise ConfigError(source, where, f"invalid YAML: {what}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(source, FILE_KEY, f"invalid YAML: {exc}") from None
-
-
-# ---------------------------------------------------------------------------
 # Paddle Serving pass: ignored keys, aliases
 # ---------------------------------------------------------------------------
 @dataclass
@@ -618,129 +529,6 @@ def _normalize(data: dict, default_name: str, notes: _Notes) -> dict:
     if isinstance(data.get("op"), dict):
         data["op"] = {name: _normalize_op(str(name), op, notes) for name, op in data["op"].items()}
     return data
-
-
-# ---------------------------------------------------------------------------
-# pydantic errors -> "<key.path>: <message>"
-# ---------------------------------------------------------------------------
-def _unwrap_optional(tp: Any) -> Any:
-    if get_origin(tp) is Union:
-        args = [a for a in get_args(tp) if a is not type(None)]
-        return args[0] if len(args) == 1 else tp
-    return tp
-
-
-def _yaml_fields(tp: Any) -> dict[str, Any] | None:
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        fields = tp.model_fields
-    elif is_pydantic_dataclass(tp):
-        fields = tp.__pydantic_fields__
-    else:
-        return None
-    return {(f.alias or n): f.annotation for n, f in fields.items()}
-
-
-def _known_keys(root: type, loc: tuple) -> list[str]:
-    """The keys allowed where the unknown key ``loc[-1]`` was found."""
-    tp: Any = root
-    for part in loc[:-1]:
-        tp = _unwrap_optional(tp)
-        fields = _yaml_fields(tp)
-        if fields is not None:
-            if part not in fields:
-                return []
-            tp = fields[part]
-        elif get_origin(tp) in (dict, Mapping):
-            tp = get_args(tp)[1]
-        elif get_origin(tp) is list:
-            tp = get_args(tp)[0]
-        else:
-            return []
-    tp = _unwrap_optional(tp)
-    fields = _yaml_fields(tp)
-    if fields is None:
-        return []
-    hidden = getattr(tp, "yaml_hidden_keys", frozenset())
-    extra = getattr(tp, "yaml_extra_keys", frozenset())
-    return [k for k in fields if k not in hidden] + sorted(extra)
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _unknown_key_message(key: Any, known: list[str]) -> str:
-    close = difflib.get_close_matches(str(key), known, n=1)
-    if close:
-        return f"unknown key (did you mean {close[0]!r}?)"
-    if known:
-        return f"unknown key (known keys: {', '.join(known)})"
-    return "unknown key"
-
-
-_TYPE_NAMES = MappingProxyType({
-    "int": "an integer", "float": "a number", "bool": "true or false", "string": "a string",
-    "list": "a list", "dict": "a mapping", "model": "a mapping", "model_attributes": "a mapping",
-    "dataclass": "a mapping", "dataclass_exact": "a mapping",
-})
-_BOUNDS = MappingProxyType({
-    "greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<",
-})
-
-
-def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:
-    """``(loc, message)`` for one pydantic error dict."""
-    loc = tuple(err["loc"])
-    kind = err["type"]
-    ctx = err.get("ctx") or {}
-    got = _show(err.get("input"))
-    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
-        return loc, _unknown_key_message(loc[-1], _known_keys(root, loc))
-    if kind in ("missing", "missing_argument", "missing_keyword_only_argument"):
-        return loc, "required key missing"
-    if loc and loc[-1] == "[key]":
-        key = loc[-2] if len(loc) > 1 else None
-        return loc[:-2] + (str(key),), f"key must be a string, got {_show(key)}"
-    base = kind.rsplit("_", 1)[0] if kind.endswith(("_type", "_parsing", "_from_float")) else None
-    if kind == "int_from_float":
-        base = "int"
-    if base in _TYPE_NAMES:
-        return loc, f"must be {_TYPE_NAMES[base]}, got {got}"
-    if kind in _BOUNDS:
-        limit = next(iter(ctx.values()), "?")
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)
-        return loc, f"must be {_BOUNDS[kind]} {limit}, got {got}"
-    if kind == "literal_error":
-        return loc, f"must be one of {ctx.get('expected', '?')}, got {got}"
-    if kind == "string_pattern_mismatch":
-        return loc, f"must match {ctx.get('pattern', '?')}, got {got}"
-    if kind in ("value_error", "assertion_error") and "error" in ctx:
-        error = ctx["error"]
-        if isinstance(error, _FieldProblem):
-            return loc + (error.field,), str(error)
-        return loc, str(error)
-    return loc, str(err.get("msg", kind))
-
-
-def _dotted(prefix: str, loc: tuple) -> str:
-    path = prefix
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path = f"{path}.{part}" if path else str(part)
-    return path or ROOT_KEY
-
-
-def validation_problems(exc: ValidationError, root: type, prefix: str = "") -> list[tuple[str, str]]:
-    """A pydantic ``ValidationError`` -> ``[(key path, message)]`` (``prefix`` prepended)."""
-    problems = []
-    for err in exc.errors(include_url=False):
-        loc, message = _error_message(err, root)
-        problems.append((_dotted(prefix, loc), message))
-    return problems
 
 
 # ---------------------------------------------------------------------------
