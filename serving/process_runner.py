@@ -19,7 +19,7 @@ import json
 import logging
 import multiprocessing
 import threading
-from multiprocessing import resource_tracker, shared_memory
+from multiprocessing import shared_memory
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,16 +27,12 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 
-def _untracked(shm: shared_memory.SharedMemory) -> shared_memory.SharedMemory:
-    """Segments are unlinked explicitly by their creator (or by the parent when
-    a child died); Python's resource tracker would otherwise count both ends
-    and complain or unlink early."""
-    resource_tracker.unregister(shm._name, "shared_memory")  # noqa: SLF001
-    return shm
-
-
 class _Segment:
-    """A shared-memory segment this process may grow (creator) or just attach."""
+    """A shared-memory segment this process may grow (creator) or just attach.
+
+    The creator unlinks it. Python's resource tracker (shared by the server
+    and its children) still knows every segment, so if the server is killed
+    outright the tracker unlinks what is left once the last process exits."""
 
     def __init__(self) -> None:
         self.shm: shared_memory.SharedMemory | None = None
@@ -49,14 +45,14 @@ class _Segment:
     def ensure(self, size: int) -> shared_memory.SharedMemory:
         if self.shm is None or self.shm.size < size:
             self.release()
-            self.shm = _untracked(shared_memory.SharedMemory(create=True, size=max(size, 1 << 20)))
+            self.shm = shared_memory.SharedMemory(create=True, size=max(size, 1 << 20))
         return self.shm
 
     def attach(self, name: str) -> shared_memory.SharedMemory:
         if self.shm is None or self.shm.name != name:
             if self.shm is not None:
                 self.shm.close()
-            self.shm = _untracked(shared_memory.SharedMemory(name=name))
+            self.shm = shared_memory.SharedMemory(name=name)
         return self.shm
 
     def release(self, unlink: bool = True) -> None:
@@ -64,8 +60,6 @@ class _Segment:
             self.shm.close()
             if unlink:
                 try:
-                    # unlink() unregisters from the tracker; balance it (see _untracked)
-                    resource_tracker.register(self.shm._name, "shared_memory")  # noqa: SLF001
                     self.shm.unlink()
                 except FileNotFoundError:
                     pass
