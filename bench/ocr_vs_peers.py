@@ -1,8 +1,10 @@
 """Full OCR (det -> rec) throughput: batchline vs what a user has without it.
 
-Same rendered pages, same PP-OCRv4 weights, same CPU thread budget
-(``thread_num`` = PaddleOCR ``cpu_threads`` = ``--threads``, oneDNN on for all),
-measured in one run in interleaved rounds:
+Same rendered pages, same PP-OCRv4 weights, oneDNN on for all, measured in one
+run in interleaved rounds. batchline runs the config as shipped (configs/ocr.yml:
+process instances, 2 x 1 thread per op) unless ``--instance-mode``,
+``--instances``, ``--op-threads`` override every op; the peers use PaddleOCR
+``cpu_threads`` = ``--threads``. The thread budget used is printed:
 
 * batchline: configs/ocr.yml served, ``--clients`` closed-loop clients;
 * peer server: bench/peers/flask_paddleocr.py (Flask + waitress, one PaddleOCR
@@ -89,21 +91,30 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=common.THREADS, help="Paddle math threads, for everyone")
     ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
     ap.add_argument("--check", type=int, default=6, help="pages whose answers are compared across contenders")
-    ap.add_argument("--instance-mode", choices=("thread", "process"), default="thread",
-                    help="batchline's instance_mode; with process, each op gets --threads / (number of ops) "
-                         "math threads so the total budget stays --threads")
+    ap.add_argument("--instance-mode", choices=("thread", "process"), default=None,
+                    help="batchline's instance_mode for every op (default: as configured)")
     ap.add_argument("--op-threads", type=int, default=0,
-                    help="batchline thread_num per op (default: --threads, or split across ops in process mode)")
+                    help="batchline thread_num per op instance (default: as configured)")
     ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
     args = ap.parse_args()
 
-    op_threads = args.threads
-    if args.instance_mode == "process":
-        op_threads = max(1, args.threads // len(common.load_repo_config(args.config)["op"]))
-    op_threads = args.op_threads or op_threads
-    path = common.derive_config(args.config, tag="ocr", all_ops={"thread_num": op_threads, "use_mkldnn": True,
-                                                                 "instance_mode": args.instance_mode,
-                                                                 **({"instance_num": args.instances} if args.instances else {})})
+    # Default: the config as shipped (its instance_mode / instance_num / thread_num); only
+    # oneDNN is forced on, as for the peers. The flags override every op for variants.
+    overrides: dict = {"use_mkldnn": True}
+    if args.instance_mode:
+        overrides["instance_mode"] = args.instance_mode
+    if args.op_threads:
+        overrides["thread_num"] = args.op_threads
+    if args.instances:
+        overrides["instance_num"] = args.instances
+    path = common.derive_config(args.config, tag="ocr", all_ops=overrides)
+    layout = []
+    for op_name, op_conf in common.load_yaml(path)["op"].items():
+        svc = op_conf.get("local_service_conf") or {}
+        mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
+        layout.append(f"{op_name} {mode} {n}x{t}")
+    budget = "batchline per op: " + ", ".join(layout) + f"; peers cpu_threads = {args.threads}"
+    print(f"thread budget: {budget}", flush=True)
     name = common.pipeline_name(path)
     pngs = common.document_pngs(args.images)
     images = [common.decode_png(p) for p in pngs]
@@ -174,8 +185,10 @@ def main() -> int:
     ours_r, peer_r, inproc_r = rate("batchline"), rate("peer_server"), rate("in_process")
     c1_r = rate("batchline_c1") if results["batchline_c1"] else None
     vs_peer, vs_inproc = ours_r / peer_r, ours_r / inproc_r
-    common.write_result("ocr_vs_peers", {
-        "args": vars(args), "config": common.load_yaml(path), "images_per_s": {
+    variant = "_".join(f"{k}{v}" for k, v in (("mode-", args.instance_mode), ("instances", args.instances),
+                                                  ("threads", args.op_threads)) if v)
+    common.write_result("ocr_vs_peers" + (f"_{variant}" if variant else ""), {  # variants don't overwrite
+        "args": vars(args), "thread_budget": budget, "config": common.load_yaml(path), "images_per_s": {
             "batchline": ours_r, "peer_server": peer_r, "in_process": inproc_r, "batchline_1_client": c1_r},
         "ratios": {"vs_peer_server": vs_peer, "vs_in_process": vs_inproc}, "agreement": agreement,
         "rounds": results, "target": TARGET})
@@ -183,7 +196,8 @@ def main() -> int:
     print(f"answers on {args.check} pages: PaddleOCR {agreement.get('reference_lines')} lines; same text: "
           f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}")
     print(f"images/s: batchline {ours_r:.2f}, Flask+PaddleOCR server {peer_r:.2f}, PaddleOCR in-process {inproc_r:.2f}"
-          f"  (thread_num = cpu_threads = {args.threads}, oneDNN on, {args.clients} clients)")
+          f"  (oneDNN on, {args.clients} clients)")
+    print(f"thread budget: {budget}")
     if c1_r is not None:
         print(f"diagnostic: batchline at 1 client {c1_r:.2f} images/s = {c1_r / inproc_r:.2f}x PaddleOCR in-process")
     print(f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {common.verdict(vs_peer, TARGET)})")
