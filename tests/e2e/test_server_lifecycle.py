@@ -82,3 +82,19 @@ def test_serve_rejects_a_bad_config(tmp_path):
     bad.write_text("op:\n  echo:\n    class: tests.engine_fakes:EchoTextOp\n    local_service_conf: {max_batch_size: 0}\n")
     with pytest.raises(RuntimeError, match="max_batch_size"):
         ServerProcess(str(bad), ready_timeout=60)
+
+
+def test_body_limits_over_real_http(tmp_path):
+    """Just over max_body_size: Flask's JSON 413. Far over: waitress refuses it
+    without reading the body (regression: it used to read up to 1 GiB first)."""
+    path = tmp_path / "small.yml"
+    path.write_text(CONFIG.replace("concurrency: 2}", "concurrency: 2, max_body_size: 4096}"))
+    server = ServerProcess(str(path))
+    try:
+        r = requests.post(server.url + "/echo/prediction", data=b"x" * 5000, timeout=30)
+        assert r.status_code == 413 and "max_body_size" in r.json()["err_msg"]
+        r = requests.post(server.url + "/echo/prediction", data=b"x" * (4 << 20), timeout=30)
+        assert r.status_code == 413
+        assert post(server.url, "still fine").status_code == 200
+    finally:
+        server.stop()

@@ -355,3 +355,15 @@ def test_regression_hdr_refused_before_decoding(client, monkeypatch):
     r = send_image(client, hdr_bomb(600, 600), "raw")  # 360 k pixels > MAX_PIXELS (small: the test stays cheap)
     assert_4xx(r, {400, 413})  # the fix may refuse formats it cannot size (400) or size them (413)
     assert calls == [], "cv2.imdecode decoded an over-limit HDR image"
+
+
+def test_regression_request_pixel_budget_counts_all_images(client):
+    """Each image is under max_image_pixels, but together they exceed the
+    per-request budget (2 x max_image_pixels): 413 before anything runs."""
+    small = b64(encode_png(np.zeros((400, 400, 3), np.uint8)))  # 160 k pixels each
+    r = client.post(f"/{NAME}/prediction", data=json.dumps({"key": ["image"] * 3, "value": [small] * 3}))
+    assert r.status_code == 200
+    big = b64(encode_png(np.zeros((500, 480, 3), np.uint8)))  # 240 k pixels each, 4 x 240 k > 500 k
+    r = client.post(f"/{NAME}/prediction", data=json.dumps({"key": ["image"] * 4, "value": [big] * 4}))
+    assert_4xx(r, {413})
+    assert "in all" in message(r)
