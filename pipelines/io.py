@@ -44,6 +44,7 @@ def decode_base64(value: Any, where: str) -> bytes:
     text = value.strip()
     if text.startswith("data:") and "," in text:  # data URL
         text = text.split(",", 1)[1]
+    text = "".join(text.split())  # line breaks, as base64.encodebytes writes them
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:

@@ -208,3 +208,5 @@ def test_base64_errors_named():
     with pytest.raises(BadRequest, match="input 0: invalid base64"):
         decode_base64("@@not base64@@", "input 0")
     assert decode_base64("data:image/png;base64," + base64.b64encode(b"hi").decode(), "x") == b"hi"
+    wrapped = base64.encodebytes(b"x" * 100).decode()  # line breaks every 76 characters
+    assert "\n" in wrapped.strip() and decode_base64(wrapped, "x") == b"x" * 100
