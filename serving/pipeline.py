@@ -67,7 +67,12 @@ class Pipeline:
         for name, stage in self.stages.items():
             began = time.monotonic()
             stage.op.load()
-            runners = stage.op.create_runners(stage.conf.local_service_conf.instance_num)
+            svc = stage.conf.local_service_conf
+            if svc.instance_num > 1 and svc.instance_mode == "thread" and svc.device_type == 0 and stage.op.needs_model:
+                log.warning("op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
+                            "each keeps its own workspace memory; consider instance_mode: process", name,
+                            svc.instance_num)
+            runners = stage.op.create_runners(svc.instance_num)
             if warmup:
                 self._warm(stage, runners)
             stage.start(runners)
