@@ -26,8 +26,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import requests  # noqa: E402
 
-from bench.reliability_common import (FAKE, Outcomes, RssSampler, mb, measure_capacity, paddle_body,  # noqa: E402
-                                      pct_ms, pipeline_info, rss_bytes, start_server, valid_image)
+from bench.reliability_common import (FAKE, Outcomes, RssSampler, load_target, mb, measure_capacity,  # noqa: E402
+                                      paddle_body, pct_ms, rss_bytes)
 from client.loadgen import run_open_loop  # noqa: E402
 from client.pipeline_client import PipelineError  # noqa: E402
 
@@ -154,30 +154,23 @@ def run(config: str = FAKE, *, url: str | None = None, duration_s: float = 60.0,
         image_path: str | None = None, timeout_ms: float | None = None, rss_growth: float = 0.25,
         fake_overrides: dict | None = None, log=print) -> tuple[dict, list[str]]:
     fake = dict(FAKE_SERVER, **(fake_overrides or {}))
-    server = None
-    try:
-        if url:
-            pid = None
-        else:
-            server = start_server(config, **fake)
-            url, pid = server.url, server.proc.pid
-        name, _ = pipeline_info(url)
-        image, _ = valid_image(image_path)
+    with load_target(config, url, fake, image_path) as target:
+        url, pid, name, image = target.url, target.pid, target.name, target.image
         if timeout_ms is None:
             if config == FAKE:
                 timeout_ms = fake["request_timeout_ms"]
-            elif server is not None:
+            elif target.started:
                 from serving.config import load_config
 
                 timeout_ms = load_config(config).dag.request_timeout_ms
             else:
                 timeout_ms = 30000  # an external server: pass --timeout-ms
-        if config == FAKE and capacity_concurrency is None:
-            capacity_concurrency = 2 * fake["max_batch_size"] * fake["instance_num"]
+        if capacity_concurrency is None:
+            capacity_concurrency = target.capacity_concurrency(config)
         if capacity is None:
-            capacity, lat = measure_capacity(url, name, image, concurrency=capacity_concurrency or 16,
+            capacity, lat = measure_capacity(url, name, image, concurrency=capacity_concurrency,
                                              duration_s=capacity_s)
-            log(f"capacity: {capacity:.1f} req/s at concurrency {capacity_concurrency or 16} (latency {lat})")
+            log(f"capacity: {capacity:.1f} req/s at concurrency {capacity_concurrency} (latency {lat})")
         rate = factor * capacity
         max_queue = fake["max_queue_size"] if config == FAKE else 512
         max_in_flight = min(1024, max_queue + 128)
@@ -190,9 +183,6 @@ def run(config: str = FAKE, *, url: str | None = None, duration_s: float = 60.0,
         summary = summarize(result, outcomes, timeout_ms, rss, rss_before, health, capacity, rate)
         problems = verdict(summary, rss_growth)
         return summary, problems
-    finally:
-        if server is not None:
-            server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,9 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -43,6 +45,40 @@ def start_server(config: str, *, ready_timeout: float = 300.0, env: dict | None 
     """``config`` is a path, or :data:`FAKE` for a fake-op image config built from ``fake_kwargs``."""
     path = fake_config_file(**fake_kwargs) if config == FAKE else config
     return ServerProcess(path, ready_timeout=ready_timeout, env=env)
+
+
+@dataclass
+class Target:
+    """The server a load bench drives: ``url``, its ``pid`` (None if external),
+    pipeline ``name``, a valid ``image`` and the fake-op settings used."""
+
+    url: str
+    pid: int | None
+    name: str
+    image: bytes
+    fake: dict
+    started: bool
+
+    def capacity_concurrency(self, config: str) -> int:
+        """Closed-loop clients that saturate the server when measuring capacity."""
+        return 2 * self.fake["max_batch_size"] * self.fake["instance_num"] if config == FAKE else 16
+
+
+@contextmanager
+def load_target(config: str, url: str | None, fake: dict, image_path: str | None) -> Iterator[Target]:
+    """Use the server at ``url``, or start ``config`` (FAKE: a fake-op config with
+    ``fake``'s settings) for the duration of the block."""
+    server = None
+    try:
+        if not url:
+            server = start_server(config, **fake)
+            url = server.url
+        name, _ = pipeline_info(url)
+        image, _ = valid_image(image_path)
+        yield Target(url, server.proc.pid if server else None, name, image, fake, server is not None)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def pipeline_info(url: str) -> tuple[str, str]:

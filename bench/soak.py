@@ -21,8 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.overload import FAKE_SERVER as OVERLOAD_FAKE  # noqa: E402
 from bench.overload import offer  # noqa: E402
-from bench.reliability_common import (FAKE, RssSampler, mb, measure_capacity, pct_ms, pipeline_info,  # noqa: E402
-                                      start_server, valid_image)
+from bench.reliability_common import FAKE, RssSampler, load_target, mb, measure_capacity, pct_ms  # noqa: E402
 
 FAKE_SERVER = dict(OVERLOAD_FAKE, max_queue_size=128)
 
@@ -32,19 +31,12 @@ def run(config: str = FAKE, *, url: str | None = None, minutes: float = 10.0, lo
         warmup_s: float | None = None, rss_interval_s: float = 5.0, fake_overrides: dict | None = None,
         log=print) -> dict:
     fake = dict(FAKE_SERVER, **(fake_overrides or {}))
-    server = None
-    try:
-        if url:
-            pid = None
-        else:
-            server = start_server(config, **fake)
-            url, pid = server.url, server.proc.pid
-        name, _ = pipeline_info(url)
-        image, _ = valid_image(image_path)
+    with load_target(config, url, fake, image_path) as target:
+        url, pid, name, image = target.url, target.pid, target.name, target.image
         capacity = None
         if rate is None:
-            conc = 2 * fake["max_batch_size"] * fake["instance_num"] if config == FAKE else 16
-            capacity, _ = measure_capacity(url, name, image, concurrency=conc, duration_s=capacity_s)
+            capacity, _ = measure_capacity(url, name, image, concurrency=target.capacity_concurrency(config),
+                                           duration_s=capacity_s)
             rate = load * capacity
             log(f"capacity {capacity:.1f} req/s -> soak at {rate:.1f} req/s for {minutes:g} min")
         duration_s = minutes * 60.0
@@ -65,9 +57,6 @@ def run(config: str = FAKE, *, url: str | None = None, minutes: float = 10.0, lo
             "drift": (rss_end - rss_warm) / rss_warm if rss_warm else None,
             "rss_samples_mb": [(round(t), round(s / (1 << 20), 1)) for t, s in rss.samples],
         }
-    finally:
-        if server is not None:
-            server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
