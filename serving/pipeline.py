@@ -41,7 +41,7 @@ class Pipeline:
             op_conf = config.op[name]
             op = self._make_op(op_conf)
             self.stages[name] = OpStage(
-                op, conf=op_conf, pipeline_name=self.name, metrics=self.metrics,
+                op, conf=op_conf, metrics=self.metrics,
                 deliver=self._deliver_fn(name), channel_size=dag_conf.channel_size,
                 priority_levels=dag_conf.priority_levels,
                 priority_max_wait_s=dag_conf.priority_max_wait_ms / 1000.0, clock=clock)

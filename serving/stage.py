@@ -57,7 +57,7 @@ class _RequestWork:
 
 
 class OpStage:
-    def __init__(self, op: Op, *, conf: Any, pipeline_name: str, metrics: Metrics, deliver: Deliver,
+    def __init__(self, op: Op, *, conf: Any, metrics: Metrics, deliver: Deliver,
                  channel_size: int, priority_levels: int = 1, priority_max_wait_s: float = 1.0,
                  batcher_capacity: int | None = None, clock: Callable[[], float] = time.monotonic):
         svc = conf.local_service_conf
