@@ -10,7 +10,12 @@ process instances, 2 x 1 thread per op) unless ``--instance-mode``,
 * peer server: bench/peers/flask_paddleocr.py (Flask + waitress, one PaddleOCR
   behind a lock), same clients, same protocol;
 * in-process: PaddleOCR's own sequential loop (decode + ``ocr()``) over the
-  same images in this process.
+  same images in this process, on oneDNN (PaddleOCR 2.10 offers no other CPU
+  engine);
+* in-process on OpenVINO (diagnostic, ``--no-ov-loop`` skips it): the same
+  loop with PaddleOCR's predictors switched to Paddle Inference's OpenVINO
+  engine, the engine batchline's shipped config uses, so the table separates
+  what the engine choice gives from what serving gives.
 
 Targets: batchline >= 1.5x each peer (images/s).
 
@@ -19,10 +24,12 @@ Targets: batchline >= 1.5x each peer (images/s).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,6 +82,30 @@ class PeerServer:
         self._log.close()
 
 
+@contextlib.contextmanager
+def paddleocr_engine_openvino(cache_dir: str):
+    """While active, PaddleOCR predictors built with ``enable_mkldnn=True`` get
+    Paddle Inference's OpenVINO engine instead (PaddleOCR 2.10 has no switch
+    for it: its ``create_predictor`` calls ``Config.enable_mkldnn()``)."""
+    import paddle.inference as pi
+
+    original = pi.Config.enable_mkldnn
+
+    def enable_openvino(config):
+        config.enable_openvino_engine(pi.PrecisionType.Float32)
+        config.set_optim_cache_dir(cache_dir)
+
+    pi.Config.enable_mkldnn = enable_openvino
+    try:
+        yield
+    finally:
+        pi.Config.enable_mkldnn = original
+
+
+ENGINES = {"configured": {}, "onednn": {"use_openvino": False, "use_mkldnn": True},
+           "openvino": {"use_openvino": True, "use_mkldnn": False}}
+
+
 def texts(lines) -> list[str]:
     return [line["text"] for line in lines]
 
@@ -96,11 +127,15 @@ def main() -> int:
     ap.add_argument("--op-threads", type=int, default=0,
                     help="batchline thread_num per op instance (default: as configured)")
     ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
+    ap.add_argument("--engine", choices=sorted(ENGINES), default="configured",
+                    help="batchline's CPU engine for every op (default: as configured)")
+    ap.add_argument("--no-ov-loop", action="store_true",
+                    help="skip the diagnostic PaddleOCR-on-OpenVINO in-process loop")
     args = ap.parse_args()
 
-    # Default: the config as shipped (its instance_mode / instance_num / thread_num); only
-    # oneDNN is forced on, as for the peers. The flags override every op for variants.
-    overrides: dict = {"use_mkldnn": True}
+    # Default: the config as shipped (engine, instance_mode / instance_num / thread_num).
+    # The flags override every op for variants.
+    overrides: dict = dict(ENGINES[args.engine])
     if args.instance_mode:
         overrides["instance_mode"] = args.instance_mode
     if args.op_threads:
@@ -112,8 +147,10 @@ def main() -> int:
     for op_name, op_conf in common.load_yaml(path)["op"].items():
         svc = op_conf.get("local_service_conf") or {}
         mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
-        layout.append(f"{op_name} {mode} {n}x{t}")
-    budget = "batchline per op: " + ", ".join(layout) + f"; peers cpu_threads = {args.threads}"
+        engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
+        layout.append(f"{op_name} {engine} {mode} {n}x{t}")
+    budget = ("batchline per op: " + ", ".join(layout) +
+              f"; peers: PaddleOCR oneDNN, cpu_threads = {args.threads}")
     print(f"thread budget: {budget}", flush=True)
     name = common.pipeline_name(path)
     pngs = common.document_pngs(args.images)
@@ -124,21 +161,30 @@ def main() -> int:
     from tests.e2e.ocr_reference import make_reference
 
     peer = PeerServer(args.threads, mkldnn=True)
-    results: dict = {"batchline": [], "peer_server": [], "in_process": [], "batchline_c1": []}
+    results: dict = {"batchline": [], "peer_server": [], "in_process": [], "in_process_ov": [], "batchline_c1": []}
     agreement = {}
+    ov_cache = tempfile.TemporaryDirectory(prefix="bench-ov-")
     try:
         with common.served(path) as ours:
             peer.wait_ready()
             ocr = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
+            ocr_ov = None
+            if not args.no_ov_loop:
+                with paddleocr_engine_openvino(ov_cache.name):
+                    ocr_ov = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
 
-            def in_process(i: int) -> int:
-                img = common.decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
-                ocr.ocr(img, cls=False)
-                return 1
+            def loop_of(engine):
+                def in_process(i: int) -> int:
+                    img = common.decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
+                    engine.ocr(img, cls=False)
+                    return 1
+                return in_process
+
+            in_process = loop_of(ocr)
 
             # answers agree? (same pages through all three)
             with PipelineClient(ours.url) as c_ours, PipelineClient(peer.url) as c_peer:
-                same_ours = same_peer = total = 0
+                same_ours = same_peer = same_ov = total = 0
                 for i in range(min(args.check, len(pngs))):
                     a = texts(json.loads(c_ours.predict_raw(name, payloads[i])["value"][0]))
                     b = texts(json.loads(c_peer.predict_raw("ocr", payloads[i])["value"][0]))
@@ -147,13 +193,20 @@ def main() -> int:
                     total += len(ref)
                     same_ours += sum(x == y for x, y in zip(a, ref))
                     same_peer += sum(x == y for x, y in zip(b, ref))
+                    if ocr_ov is not None:
+                        c = [str(t) for _, (t, _) in (ocr_ov.ocr(images[i], cls=False)[0] or [])]
+                        same_ov += sum(x == y for x, y in zip(c, ref))
                 agreement = {"reference_lines": total, "batchline_same_text": same_ours,
-                             "peer_same_text": same_peer}
+                             "peer_same_text": same_peer,
+                             "in_process_ov_same_text": same_ov if ocr_ov is not None else None}
             if args.prime > 0:
                 common.closed_loop(ours.url, name, payloads, args.clients, args.prime, 0.0)
                 common.closed_loop(peer.url, "ocr", payloads, args.clients, args.prime, 0.0, metrics=False)
                 common.time_loop(in_process, args.prime / 2)
-            order = ["batchline", "peer_server", "in_process"] + (["batchline_c1"] if args.c1 else [])
+                if ocr_ov is not None:
+                    common.time_loop(loop_of(ocr_ov), args.prime / 2)
+            order = (["batchline", "peer_server", "in_process"] + (["in_process_ov"] if ocr_ov is not None else [])
+                     + (["batchline_c1"] if args.c1 else []))
             for rnd in range(args.rounds):
                 for who in (order if rnd % 2 == 0 else order[::-1]):
                     if who.startswith("batchline"):
@@ -165,7 +218,8 @@ def main() -> int:
                                                metrics=False)
                         rate = r["qps"]
                     else:
-                        r = common.time_loop(in_process, args.duration, min_calls=len(pngs) // 4)
+                        loop = in_process if who == "in_process" else loop_of(ocr_ov)
+                        r = common.time_loop(loop, args.duration, min_calls=len(pngs) // 4)
                         rate = r["items_per_s"]
                     results[who].append(r)
                     extra = ""
@@ -175,34 +229,44 @@ def main() -> int:
                     print(f"round {rnd} {who:11s}: {rate:6.2f} images/s{extra}", flush=True)
     finally:
         peer.stop()
+        ov_cache.cleanup()
 
     def rate(who: str) -> float:
         rs = results[who]
-        if who == "in_process":
+        if who.startswith("in_process"):
             return sum(r["items"] for r in rs) / sum(r["seconds"] for r in rs)
         return sum(r["ok"] for r in rs) / sum(r["duration_s"] for r in rs)
 
     ours_r, peer_r, inproc_r = rate("batchline"), rate("peer_server"), rate("in_process")
     c1_r = rate("batchline_c1") if results["batchline_c1"] else None
+    ov_r = rate("in_process_ov") if results["in_process_ov"] else None
     vs_peer, vs_inproc = ours_r / peer_r, ours_r / inproc_r
     variant = "_".join(f"{k}{v}" for k, v in (("mode-", args.instance_mode), ("instances", args.instances),
-                                                  ("threads", args.op_threads)) if v)
+                                                  ("threads", args.op_threads),
+                                                  ("engine-", args.engine if args.engine != "configured" else None))
+                       if v)
     common.write_result("ocr_vs_peers" + (f"_{variant}" if variant else ""), {  # variants don't overwrite
         "args": vars(args), "thread_budget": budget, "config": common.load_yaml(path), "images_per_s": {
-            "batchline": ours_r, "peer_server": peer_r, "in_process": inproc_r, "batchline_1_client": c1_r},
-        "ratios": {"vs_peer_server": vs_peer, "vs_in_process": vs_inproc}, "agreement": agreement,
+            "batchline": ours_r, "peer_server": peer_r, "in_process": inproc_r, "in_process_openvino": ov_r,
+            "batchline_1_client": c1_r},
+        "ratios": {"vs_peer_server": vs_peer, "vs_in_process": vs_inproc,
+                   "vs_in_process_openvino": ours_r / ov_r if ov_r else None}, "agreement": agreement,
         "rounds": results, "target": TARGET})
     print()
     print(f"answers on {args.check} pages: PaddleOCR {agreement.get('reference_lines')} lines; same text: "
-          f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}")
+          f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}"
+          + (f", PaddleOCR on OpenVINO {agreement.get('in_process_ov_same_text')}" if ov_r else ""))
     print(f"images/s: batchline {ours_r:.2f}, Flask+PaddleOCR server {peer_r:.2f}, PaddleOCR in-process {inproc_r:.2f}"
-          f"  (oneDNN on, {args.clients} clients)")
+          f"  ({args.clients} clients; peers on oneDNN)")
     print(f"thread budget: {budget}")
     if c1_r is not None:
         print(f"diagnostic: batchline at 1 client {c1_r:.2f} images/s = {c1_r / inproc_r:.2f}x PaddleOCR in-process")
     print(f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {common.verdict(vs_peer, TARGET)})")
     print(f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: "
           f"{common.verdict(vs_inproc, TARGET)})")
+    if ov_r:
+        print(f"diagnostic: batchline / PaddleOCR in-process on OpenVINO = {ours_r / ov_r:.2f}x "
+              f"({ov_r:.2f} images/s: what the engine alone gives a sequential loop)")
     print(f"RATIO ocr vs peers = {vs_peer:.2f}x server, {vs_inproc:.2f}x in-process")
     return 0
 

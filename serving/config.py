@@ -174,6 +174,9 @@ class LocalServiceConf:
     ir_optim: bool = Field(True, strict=True)
     use_mkldnn: bool = Field(False, strict=True)
     mkldnn_cache_capacity: int = Field(0, ge=0, strict=True)
+    # CPU: run the whole model in Paddle Inference's OpenVINO engine instead of
+    # its oneDNN kernels (an alternative to use_mkldnn; fp32 or bf16)
+    use_openvino: bool = Field(False, strict=True)
     precision: Literal["fp32", "fp16", "int8", "bf16"] = "fp32"
     mem_optim: bool = Field(True, strict=True)
     min_subgraph_size: int = Field(3, ge=0, strict=True)
@@ -246,6 +249,20 @@ class LocalServiceConf:
         return value
 
     @model_validator(mode="after")
+    def _one_cpu_engine(self) -> "LocalServiceConf":
+        if self.use_openvino:
+            if self.device_type != 0:
+                raise _FieldProblem("use_openvino", f"is a CPU engine; device_type is {self.device_type} "
+                                                    "(use device_type 0, or drop use_openvino)")
+            if self.use_mkldnn:
+                raise _FieldProblem("use_openvino", "and use_mkldnn are two alternative CPU engines: "
+                                                    "set only one of them")
+            if self.precision not in ("fp32", "bf16"):
+                raise _FieldProblem("precision", f"{self.precision} is not available with use_openvino "
+                                                 "(fp32 or bf16)")
+        return self
+
+    @model_validator(mode="after")
     def _preferred_within_max(self) -> "LocalServiceConf":
         too_big = [v for v in self.preferred_batch_size if v > self.max_batch_size]
         if too_big:
@@ -280,9 +297,9 @@ class LocalServiceConf:
 
     @property
     def device_label(self) -> str:
-        """``"cpu"``, ``"gpu"``, ``"gpu:0,1"`` or ``"gpu:0+trt"``."""
+        """``"cpu"``, ``"cpu+openvino"``, ``"gpu"``, ``"gpu:0,1"`` or ``"gpu:0+trt"``."""
         if self.device_type == 0:
-            return "cpu"
+            return "cpu+openvino" if self.use_openvino else "cpu"
         label = "gpu" + (f":{self.devices}" if self.devices else "")
         return label + ("+trt" if self.device_type == 2 else "")
 

@@ -49,6 +49,9 @@ class OpContext:
     name: str                      # the op's name in the config
     conf: Any                      # serving.config.OpConfig (typed, validated)
     params: BaseModel = field(default_factory=NoParams)  # validated op params
+    # first CPU of this op's pinned predictor processes (OpenVINO, process mode);
+    # the pipeline hands out consecutive CPUs op after op
+    cpu_offset: int = 0
 
 
 class Op:
@@ -86,12 +89,14 @@ class Op:
         ``model_config`` and the rest cloned from it (shared weights), or with
         ``instance_mode: process`` a :class:`serving.process_runner.ProcessPredictor`
         (one child process each; overlaps with other ops despite the GIL).
+        OpenVINO processes are pinned to CPU sets starting at ``ctx.cpu_offset``
+        (:func:`serving.process_runner.openvino_cpu_sets`).
         """
         svc = self.conf.local_service_conf
         if getattr(svc, "instance_mode", "thread") == "process":
             from serving.process_runner import create_process_predictors
 
-            return create_process_predictors(svc, count)
+            return create_process_predictors(svc, count, self.ctx.cpu_offset)
         from serving.predictor import create_predictors
 
         return create_predictors(svc, count)

@@ -19,6 +19,7 @@ from serving.admission import Admission
 from serving.errors import ShuttingDown
 from serving.metrics import Metrics
 from serving.op import Op, OpContext
+from serving.process_runner import pinned_cpu_count
 from serving.registry import resolve_op_class
 from serving.request import RequestState
 from serving.stage import OpStage
@@ -37,9 +38,11 @@ class Pipeline:
         self.clock = clock
         dag_conf = config.dag
         self.stages: dict[str, OpStage] = {}
+        cpu_offset = 0
         for name in self.dag.order:
             op_conf = config.op[name]
-            op = self._make_op(op_conf)
+            op = self._make_op(op_conf, cpu_offset)
+            cpu_offset += pinned_cpu_count(op_conf.local_service_conf)
             self.stages[name] = OpStage(
                 op, conf=op_conf, metrics=self.metrics,
                 deliver=self._deliver_fn(name), channel_size=dag_conf.channel_size,
@@ -57,10 +60,10 @@ class Pipeline:
         self.admission = Admission(dag_conf.max_queue_size, clock)
 
     @staticmethod
-    def _make_op(op_conf: Any) -> Op:
+    def _make_op(op_conf: Any, cpu_offset: int = 0) -> Op:
         cls = op_conf.op_class or resolve_op_class(op_conf.cls)
         params = op_conf.params_model or cls.Params(**(op_conf.params or {}))
-        return cls(OpContext(name=op_conf.name, conf=op_conf, params=params))
+        return cls(OpContext(name=op_conf.name, conf=op_conf, params=params, cpu_offset=cpu_offset))
 
     # ---- life cycle ------------------------------------------------------------------
     def start(self, *, warmup: bool = True) -> None:

@@ -169,6 +169,7 @@ def test_devices_and_device_labels():
     assert LocalServiceConf(device_type=1, devices="0,1").device_ids == [0, 1]
     assert LocalServiceConf(device_type=1, devices="0,1").device_label == "gpu:0,1"
     assert LocalServiceConf(device_type=2, devices="0").device_label == "gpu:0+trt"
+    assert LocalServiceConf(use_openvino=True).device_label == "cpu+openvino"
     assert LocalServiceConf(device_type="gpu").device_type == 1
     assert LocalServiceConf(device_type="trt").device_type == 2
     assert LocalServiceConf(devices=1).devices == "1"
@@ -583,3 +584,22 @@ def test_missing_subcommand_module_is_reported_not_fatal(monkeypatch, capsys):
                                                                 "serve": ("no_such_module_xyz", "serve")}))
     assert cli.main(["serve", "x.yml"]) == 1
     assert "not available: ModuleNotFoundError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("svc, key, message", [
+    ({"use_openvino": True, "use_mkldnn": True}, "use_openvino",
+     "and use_mkldnn are two alternative CPU engines: set only one of them"),
+    ({"use_openvino": True, "device_type": 1}, "use_openvino", "is a CPU engine; device_type is 1"),
+    ({"use_openvino": True, "precision": "int8"}, "precision", "int8 is not available with use_openvino"),
+])
+def test_openvino_conflicts_name_the_key(svc, key, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config({"op": {"a": {"class": FAKE, "local_service_conf": svc}}}, source="c.yml")
+    assert str(info.value).startswith(f"c.yml: op.a.local_service_conf.{key}: {message}")
+
+
+def test_openvino_accepts_fp32_and_bf16():
+    for precision in ("fp32", "bf16"):
+        config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": {
+            "use_openvino": True, "precision": precision}}}})
+        assert config.op["a"].local_service_conf.use_openvino is True

@@ -355,3 +355,82 @@ def test_ppocr_v4_det_runs():
     assert prob.dtype == np.float32
     assert np.all((prob >= 0) & (prob <= 1))
     np.testing.assert_allclose(outs[1][0], prob, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# OpenVINO engine (use_openvino)
+# ---------------------------------------------------------------------------
+def test_cpu_plan_openvino(tiny_model):
+    model_dir, _, _ = tiny_model
+    plan = config_plan(make_conf(model_dir, use_openvino=True, thread_num=3, precision="bf16"))
+    names = [n for n, _ in plan]
+    assert steps(plan, "enable_openvino_engine") == [(Precision("bf16"),)]
+    assert steps(plan, "set_cpu_math_library_num_threads") == [(3,)]  # OpenVINO's thread count
+    assert "enable_mkldnn" not in names and "enable_mkldnn_bfloat16" not in names
+    with pytest.raises(ValueError, match="alternative CPU engines"):
+        config_plan(make_conf(model_dir, use_openvino=True, use_mkldnn=True))
+    with pytest.raises(ValueError, match="not available with use_openvino"):
+        config_plan(make_conf(model_dir, use_openvino=True, precision="int8"))
+    with pytest.raises(ValueError, match="CPU engine"):
+        config_plan(make_conf(model_dir, use_openvino=True, device_type=1))
+
+
+def test_openvino_predictor_matches_and_leaves_no_cache_behind(tiny_model, tmp_path, monkeypatch):
+    model_dir, weight, bias = tiny_model
+    monkeypatch.chdir(tmp_path)  # OpenVINO's default cache dir is ./__cache__
+    (pred,) = create_predictors(make_conf(model_dir, use_openvino=True), 1)
+    assert pred.device == "cpu:openvino"
+    x = np.random.default_rng(3).standard_normal((5, 4)).astype("float32")
+    for batch in (x, x[:1], x[:3]):  # dynamic batch sizes
+        np.testing.assert_allclose(pred.run({"x": batch})[0], expected(batch, weight, bias), rtol=1e-5, atol=1e-5)
+    assert list(tmp_path.iterdir()) == []
+
+
+class _StuckPaddlePredictor:
+    """Stands in for a paddle predictor whose OpenVINO op failed: run() does
+    nothing, so the output handle keeps whatever it last held."""
+
+    class _Handle:
+        def __init__(self, value):
+            self.value = value
+
+        def reshape(self, shape):
+            pass
+
+        def copy_from_cpu(self, array):
+            self.value = array
+
+        def copy_to_cpu(self):
+            return np.array([1.0, 2.0], np.float32)
+
+    def __init__(self):
+        self.handles = {"x": self._Handle(None), "out": self._Handle(None)}
+
+    def get_input_names(self):
+        return ["x"]
+
+    def get_output_names(self):
+        return ["out"]
+
+    def get_input_handle(self, name):
+        return self.handles[name]
+
+    def get_output_handle(self, name):
+        return self.handles[name]
+
+    def run(self):
+        pass
+
+
+def test_openvino_stale_outputs_are_refused():
+    pred = sp.PaddlePredictor(_StuckPaddlePredictor(), "cpu:openvino")
+    feed = np.zeros((1, 4), np.float32)
+    pred.run({"x": feed})
+    pred.run({"x": feed})  # the same feed may give the same outputs
+    feed[0, 0] = 1.0  # the caller reuses its buffer for a different input
+    with pytest.raises(RuntimeError, match="OpenVINO engine failed"):
+        pred.run({"x": feed})
+    # other engines raise their own errors: no check
+    plain = sp.PaddlePredictor(_StuckPaddlePredictor(), "cpu")
+    plain.run({"x": np.zeros((1, 4), np.float32)})
+    plain.run({"x": np.ones((1, 4), np.float32)})

@@ -78,3 +78,37 @@ def test_op_create_runners_honours_instance_mode(tiny_model):  # noqa: F811
         for r in runners:
             r.close()
     assert all(r.pid is None for r in runners)
+
+
+def test_openvino_processes_get_disjoint_cpu_sets(monkeypatch):
+    from serving import process_runner as pr
+
+    monkeypatch.setattr(pr.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    ov = make_conf(None, use_openvino=True, thread_num=1, instance_mode="process", instance_num=2)
+    assert pr.openvino_cpu_sets(ov, 2) == [[0], [1]]
+    assert pr.openvino_cpu_sets(ov, 2, offset=2) == [[2], [3]]
+    assert pr.openvino_cpu_sets(ov, 3, offset=3) == [[3], [0], [1]]  # wraps round
+    two = make_conf(None, use_openvino=True, thread_num=2)
+    assert pr.openvino_cpu_sets(two, 2, offset=1) == [[1, 2], [3, 0]]
+    wide = make_conf(None, use_openvino=True, thread_num=16)
+    assert pr.openvino_cpu_sets(wide, 1) == [[0, 1, 2, 3]]  # capped at the CPUs available
+    assert pr.pinned_cpu_count(ov) == 2
+    # oneDNN processes and in-process instances are not pinned
+    onednn = make_conf(None, use_mkldnn=True, instance_mode="process", instance_num=2)
+    assert pr.openvino_cpu_sets(onednn, 2) == [None, None]
+    assert pr.pinned_cpu_count(onednn) == 0
+    assert pr.pinned_cpu_count(make_conf(None, use_openvino=True, instance_mode="thread")) == 0
+
+
+def test_a_pinned_child_runs_on_its_cpu(tiny_model):  # noqa: F811
+    import os as _os
+
+    model_dir, weight, bias = tiny_model
+    cpu = max(_os.sched_getaffinity(0))
+    runner = ProcessPredictor(make_conf(model_dir), cpus=[cpu])
+    try:
+        x = np.ones((2, 4), np.float32)
+        np.testing.assert_allclose(runner.run({"x": x})[0], expected(x, weight, bias), rtol=1e-5, atol=1e-5)
+        assert _os.sched_getaffinity(runner.pid) == {cpu}
+    finally:
+        runner.close()
