@@ -72,14 +72,12 @@ def main() -> int:
     ap.add_argument("--prime", type=float, default=15.0,
                     help="unmeasured seconds of load per server and input set first (warms oneDNN shapes)")
     ap.add_argument("--offline-seconds", type=float, default=6.0, help="per batch size and input set")
-    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true",
-                    help="use_mkldnn for every predictor (default true: the fast CPU path)")
+    common.add_engine_arg(ap)
     ap.add_argument("--sets", default="fixed,mixed")
     args = ap.parse_args()
 
     base = {"thread_num": common.THREADS, "instance_num": 1}
-    if args.mkldnn != "config":
-        base["use_mkldnn"] = args.mkldnn == "true"
+    base.update(common.ENGINES[args.engine])
     on_path = common.derive_config(args.config, tag="batch-on", ops={args.op: {**base, "max_batch_size": args.batch}})
     off_path = common.derive_config(args.config, tag="batch-off", ops={args.op: {**base, "max_batch_size": 1}})
     name = common.pipeline_name(on_path)

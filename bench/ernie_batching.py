@@ -55,7 +55,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--prime", type=float, default=5.0)
     ap.add_argument("--texts", type=int, default=256)
-    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    common.add_engine_arg(ap, default="onednn")
     args = ap.parse_args()
 
     if not (os.path.isfile(os.path.join(common.ROOT, "ops", "ernie.py"))):
@@ -63,8 +63,7 @@ def main() -> int:
     base = common.load_repo_config(args.config)
     max_seq = int(((base["op"][args.op].get("params") or {}).get("max_seq_len")) or 128)
     svc = {"thread_num": common.THREADS, "instance_num": 1}
-    if args.mkldnn != "config":
-        svc["use_mkldnn"] = args.mkldnn == "true"
+    svc.update(common.ENGINES[args.engine])
     paths = {
         "grouped": common.derive_config(args.config, tag="ernie-grouped", ops={args.op: {**svc, "max_batch_size": 32}}),
         "ungrouped": common.derive_config(args.config, tag="ernie-ungrouped",

@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--prime", type=float, default=8.0)
     args = ap.parse_args()
 
-    svc = {"thread_num": common.THREADS, "use_mkldnn": True}
+    svc = {"thread_num": common.THREADS, **common.ENGINES["onednn"]}
     base = common.load_repo_config("ocr")
     stock = common.write_config(common.apply_overrides(base, all_ops=svc), tag="stock")
     excl_conf = common.apply_overrides(base, all_ops=svc)

@@ -39,12 +39,11 @@ def main() -> int:
     ap.add_argument("--crop", choices=("short", "median"), default="short",
                     help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
                          "bucket (default: least predictor time, so the least noise), or the median-width crop")
-    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    common.add_engine_arg(ap)
     args = ap.parse_args()
 
     svc = {"thread_num": common.THREADS, "instance_num": 1, "max_queue_delay": args.delay}
-    if args.mkldnn != "config":
-        svc["use_mkldnn"] = args.mkldnn == "true"
+    svc.update(common.ENGINES[args.engine])
     adaptive = common.derive_config(args.config, tag="idle-adaptive",
                                     ops={args.op: {**svc, "batching_policy": "adaptive"}})
     fixed = common.derive_config(args.config, tag="idle-fixed", ops={args.op: {**svc, "batching_policy": "fixed"}})

@@ -29,12 +29,11 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=4)
     ap.add_argument("--load", type=float, default=15.0, help="seconds of load after the warm-up reading (0: skip)")
     ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    common.add_engine_arg(ap)
     args = ap.parse_args()
 
-    svc = {"thread_num": common.THREADS}
-    if args.mkldnn != "config":
-        svc["use_mkldnn"] = args.mkldnn == "true"
+    svc: dict = {"thread_num": common.THREADS}
+    svc.update(common.ENGINES[args.engine])
     one = common.derive_config(args.config, tag="mem-1", ops={args.op: {**svc, "instance_num": 1}})
     many = common.derive_config(args.config, tag=f"mem-{args.instances}",
                                 ops={args.op: {**svc, "instance_num": args.instances}})
@@ -51,7 +50,7 @@ def main() -> int:
             rss["after_load"] = {"1": common.rss_kb(s1.proc.pid), str(args.instances): common.rss_kb(sn.proc.pid)}
 
     ratios = {phase: v[str(args.instances)] / v["1"] for phase, v in rss.items()}
-    common.write_result("memory", {"args": vars(args), "rss_kb": rss, "ratios": ratios, "target": TARGET})
+    common.write_result("memory" if args.engine == "config" else f"memory_{args.engine}", {"args": vars(args), "rss_kb": rss, "ratios": ratios, "target": TARGET})
     for phase, v in rss.items():
         print(f"{phase:10s}: RSS instance_num=1 {v['1'] / 1024:7.1f} MiB, instance_num={args.instances} "
               f"{v[str(args.instances)] / 1024:7.1f} MiB -> {ratios[phase]:.2f}x")

@@ -102,10 +102,6 @@ def paddleocr_engine_openvino(cache_dir: str):
         pi.Config.enable_mkldnn = original
 
 
-ENGINES = {"configured": {}, "onednn": {"use_openvino": False, "use_mkldnn": True},
-           "openvino": {"use_openvino": True, "use_mkldnn": False}}
-
-
 def texts(lines) -> list[str]:
     return [line["text"] for line in lines]
 
@@ -127,15 +123,14 @@ def main() -> int:
     ap.add_argument("--op-threads", type=int, default=0,
                     help="batchline thread_num per op instance (default: as configured)")
     ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
-    ap.add_argument("--engine", choices=sorted(ENGINES), default="configured",
-                    help="batchline's CPU engine for every op (default: as configured)")
+    common.add_engine_arg(ap)
     ap.add_argument("--no-ov-loop", action="store_true",
                     help="skip the diagnostic PaddleOCR-on-OpenVINO in-process loop")
     args = ap.parse_args()
 
     # Default: the config as shipped (engine, instance_mode / instance_num / thread_num).
     # The flags override every op for variants.
-    overrides: dict = dict(ENGINES[args.engine])
+    overrides: dict = dict(common.ENGINES[args.engine])
     if args.instance_mode:
         overrides["instance_mode"] = args.instance_mode
     if args.op_threads:
@@ -243,7 +238,7 @@ def main() -> int:
     vs_peer, vs_inproc = ours_r / peer_r, ours_r / inproc_r
     variant = "_".join(f"{k}{v}" for k, v in (("mode-", args.instance_mode), ("instances", args.instances),
                                                   ("threads", args.op_threads),
-                                                  ("engine-", args.engine if args.engine != "configured" else None))
+                                                  ("engine-", args.engine if args.engine != "config" else None))
                        if v)
     common.write_result("ocr_vs_peers" + (f"_{variant}" if variant else ""), {  # variants don't overwrite
         "args": vars(args), "thread_budget": budget, "config": common.load_yaml(path), "images_per_s": {

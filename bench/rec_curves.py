@@ -33,12 +33,11 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--prime", type=float, default=10.0, help="unmeasured load before the levels")
-    ap.add_argument("--mkldnn", choices=("true", "false", "config"), default="true")
+    common.add_engine_arg(ap)
     args = ap.parse_args()
 
     svc = {"thread_num": common.THREADS, "instance_num": 1}
-    if args.mkldnn != "config":
-        svc["use_mkldnn"] = args.mkldnn == "true"
+    svc.update(common.ENGINES[args.engine])
     crops = common.crops_dir()
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
     runs = {"on": (32, "batching on (max_batch_size 32)"), "off": (1, "batching off (max_batch_size 1)")}
