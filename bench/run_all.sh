@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every benchmark (about 11-13 minutes on 2 cores), results in bench/results/*.json,
+# Run every benchmark (about 13-15 minutes on 2 cores), results in bench/results/*.json,
 # the rec curves plot in docs/bench_rec.png. Each script prints its ratio last.
 #   bash bench/run_all.sh            # all
 #   bash bench/run_all.sh memory     # only the named scripts
@@ -14,7 +14,7 @@ mkdir -p "$LOGDIR"
 batchline() { python -m serving.cli "$@"; }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same), oneDNN on; ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
+echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same); engines as the configs say (rec.yml, ocr.yml: OpenVINO; ernie bench: oneDNN; PaddleOCR peers: oneDNN); ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
 
 STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves)
 if [ $# -gt 0 ]; then STEPS=("$@"); fi

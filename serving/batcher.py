@@ -13,6 +13,12 @@ formed when the first of these holds (see README, "Batching rules"):
    arrival stream has stalled -> take what is queued now;
 5. the batcher is closing (drain) -> take what is queued.
 
+With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
+to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
+on all idle instances in parallel instead of as one batch on one of them. For
+instances that really run in parallel (child processes, GPUs) and models whose
+per-item cost hardly falls with batch size (CPU); it never delays a batch.
+
 Items are taken highest priority first, FIFO within a level; an item that has
 waited longer than ``priority_max_wait`` is taken before everything else
 (oldest first), so no level starves. Items whose deadline passed are handed
@@ -70,6 +76,7 @@ class Batcher:
         cost_model: CostModel | None = None,
         arrivals: ArrivalEstimator | None = None,
         is_dead: Callable[[Any], bool] = lambda payload: False,
+        spread: bool = False,
     ):
         if max_batch_size < 1:
             raise ValueError("max_batch_size must be >= 1")
@@ -86,6 +93,8 @@ class Batcher:
         self.cost = cost_model or CostModel()
         self.arrivals = arrivals or ArrivalEstimator()
         self._is_dead = is_dead
+        self.spread = spread
+        self._idle = 0  # instances inside next_batch (asking for work)
         self._levels: list[deque[QueuedItem]] = [deque() for _ in range(self.priority_levels)]
         self._count = 0
         self._seq = itertools.count()
@@ -138,9 +147,19 @@ class Batcher:
         """Block until a batch is due and return it; None when closed and
         empty, or when ``timeout`` passes with nothing due."""
         end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._idle += 1
+        try:
+            return self._next_batch(end, on_expired)
+        finally:
+            with self._cond:
+                self._idle -= 1
+
+    def _next_batch(self, end: float | None,
+                    on_expired: Callable[[list[QueuedItem]], None] | None) -> list[QueuedItem] | None:
         while True:
             with self._cond:
-                decision = self.poll()
+                decision = self.poll(idle=self._idle)
                 if not decision.batch and not decision.expired:
                     if self._closed and self._count == 0:
                         return None
@@ -163,8 +182,9 @@ class Batcher:
         """Feed the cost model with a measured batch run."""
         self.cost.observe(batch_size, seconds)
 
-    def poll(self, now: float | None = None) -> Decision:
-        """Decide, without blocking, whether a batch is due at ``now``.
+    def poll(self, now: float | None = None, idle: int = 1) -> Decision:
+        """Decide, without blocking, whether a batch is due at ``now`` for one
+        of ``idle`` instances asking for work.
 
         Must be called with the lock held or from a single thread (tests)."""
         now = self.clock() if now is None else now
@@ -174,6 +194,10 @@ class Batcher:
         if n == 0:
             return decision
         take, reason, wait = self._how_many(n, now)
+        if take and self.spread and idle > 1:
+            share = -(-n // idle)  # ceil: every idle instance gets a part
+            if share < take:
+                take, reason = share, f"{reason}, spread over {idle} idle instances"
         if take:
             decision.batch = self._take(take, now, decision)
             decision.reason = reason

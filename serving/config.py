@@ -189,6 +189,9 @@ class LocalServiceConf:
     # of two up to max_batch_size, [] = any size
     run_batch_sizes: Optional[list[int]] = Field(None, strict=True)
     batching_policy: Literal["adaptive", "fixed"] = "adaptive"
+    # when several instances are idle, cut a due batch into equal parts, one per
+    # idle instance (null: on for instance_mode process, whose instances run in parallel)
+    spread_batches: Optional[bool] = Field(None, strict=True)
     concurrency: int = Field(1, ge=1, strict=True)
     instance_num: int = Field(1, ge=1, strict=True)
     instance_mode: Literal["thread", "process"] = "thread"
@@ -289,6 +292,13 @@ class LocalServiceConf:
         else:
             sizes = set(self.run_batch_sizes)
         return sorted(sizes | {1})
+
+    @property
+    def spreads_batches(self) -> bool:
+        """``spread_batches``, with null meaning: only process instances (they overlap)."""
+        if self.spread_batches is not None:
+            return self.spread_batches
+        return self.instance_mode == "process" and self.instance_num > 1
 
     @property
     def device_ids(self) -> list[int]:

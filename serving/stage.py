@@ -79,6 +79,7 @@ class OpStage:
             capacity=batcher_capacity or max(4 * svc.max_batch_size, channel_size),
             clock=clock,
             is_dead=lambda slot: slot.work.request.done,
+            spread=bool(getattr(svc, "spreads_batches", False)),
         )
         self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
         self.retry = conf.retry

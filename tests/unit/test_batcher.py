@@ -282,3 +282,62 @@ def test_next_batch_reports_expired():
     expired = []
     batch = b.next_batch(timeout=1, on_expired=lambda items: expired.extend(q.payload for q in items))
     assert [q.payload for q in batch] == ["y"] and expired == ["x"]
+
+
+# ---- spreading a due batch over idle instances --------------------------------------
+def test_spread_cuts_a_due_batch_into_one_part_per_idle_instance():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=8, spread=True)
+    b.put(list("abcde"))  # one OCR page: 5 text lines
+    assert b.poll(idle=2).batch == []  # spreading never makes a batch due earlier
+    clock.advance(0.010)
+    d = b.poll(idle=2)
+    assert payloads(d) == list("abc") and d.reason == "max_queue_delay, spread over 2 idle instances"
+    d = b.poll(idle=1)  # the other instance takes the rest
+    assert payloads(d) == list("de")
+
+
+def test_spread_also_splits_a_full_batch_and_respects_max_batch_size():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=8, spread=True)
+    b.put(list("abcdefghij"))  # 10 queued, 2 idle: 5 + 5 rather than 8 + 2
+    assert len(b.poll(idle=2).batch) == 5
+    assert b.poll(idle=1).batch == []  # the rest is not full: due after the delay, as without spreading
+    clock.advance(0.010)
+    assert len(b.poll(idle=1).batch) == 5
+    b.put([str(i) for i in range(40)])  # plenty queued: parts are capped at max_batch_size
+    assert len(b.poll(idle=3).batch) == 8
+
+
+def test_without_spread_or_with_one_idle_instance_nothing_changes():
+    for spread, idle in ((False, 4), (True, 1)):
+        clock = FakeClock()
+        b = make(clock, max_batch_size=8, spread=spread)
+        b.put(list("abcde"))
+        clock.advance(0.010)
+        assert payloads(b.poll(idle=idle)) == list("abcde")
+
+
+def test_idle_instances_are_counted_while_they_wait_in_next_batch():
+    b = Batcher(max_batch_size=8, max_queue_delay_s=0.0, policy="fixed", spread=True)
+    got: list = []
+    lock = threading.Lock()
+    started = threading.Barrier(3)
+
+    def instance():
+        started.wait()
+        batch = b.next_batch(timeout=10)
+        with lock:
+            got.append(len(batch or []))
+
+    threads = [threading.Thread(target=instance) for _ in range(2)]
+    for t in threads:
+        t.start()
+    started.wait()
+    deadline = threading.Event()
+    while b._idle < 2 and not deadline.wait(0.01):  # both instances are waiting
+        pass
+    b.put(list("abcdef"))
+    for t in threads:
+        t.join(10)
+    assert sorted(got) == [3, 3]

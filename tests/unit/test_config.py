@@ -603,3 +603,11 @@ def test_openvino_accepts_fp32_and_bf16():
         config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": {
             "use_openvino": True, "precision": precision}}}})
         assert config.op["a"].local_service_conf.use_openvino is True
+
+
+def test_spread_batches_defaults_to_parallel_process_instances():
+    assert LocalServiceConf(instance_mode="process", instance_num=2).spreads_batches is True
+    assert LocalServiceConf(instance_mode="process", instance_num=1).spreads_batches is False
+    assert LocalServiceConf(instance_mode="thread", instance_num=4).spreads_batches is False
+    assert LocalServiceConf(instance_num=4, spread_batches=True).spreads_batches is True
+    assert LocalServiceConf(instance_mode="process", instance_num=2, spread_batches=False).spreads_batches is False
