@@ -178,7 +178,8 @@ class ProcessPredictor:
             self._kill()
             raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
-        log.info("predictor process %s ready (inputs=%s)", self._proc.pid, self.input_names)
+        log.info("predictor process %s ready (inputs=%s%s)", self._proc.pid, self.input_names,
+                 f", pinned to CPUs {self.cpus}" if self.cpus else "")
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.is_alive():
