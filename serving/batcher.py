@@ -145,38 +145,42 @@ class Batcher:
     def next_batch(self, timeout: float | None = None,
                    on_expired: Callable[[list[QueuedItem]], None] | None = None) -> list[QueuedItem] | None:
         """Block until a batch is due and return it; None when closed and
-        empty, or when ``timeout`` passes with nothing due."""
+        empty, or when ``timeout`` passes with nothing due.
+
+        While inside, the caller counts as an idle instance (for ``spread``);
+        it stops counting in the same locked step that hands it a batch, so
+        the next idle instance sees the right number."""
         end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._idle += 1
+        counted = True
         try:
-            return self._next_batch(end, on_expired)
-        finally:
-            with self._cond:
-                self._idle -= 1
-
-    def _next_batch(self, end: float | None,
-                    on_expired: Callable[[list[QueuedItem]], None] | None) -> list[QueuedItem] | None:
-        while True:
-            with self._cond:
-                decision = self.poll(idle=self._idle)
-                if not decision.batch and not decision.expired:
-                    if self._closed and self._count == 0:
-                        return None
-                    wait = decision.wait
-                    if end is not None:
-                        remaining = end - time.monotonic()
-                        if remaining <= 0:
+            while True:
+                with self._cond:
+                    decision = self.poll(idle=self._idle)
+                    if not decision.batch and not decision.expired:
+                        if self._closed and self._count == 0:
                             return None
-                        wait = remaining if wait is None else min(wait, remaining)
-                    self._cond.wait(wait)
-                    continue
-                if decision.batch or decision.expired:
-                    self._cond.notify_all()  # room for blocked producers
-            if decision.expired and on_expired is not None:
-                on_expired(decision.expired)
-            if decision.batch:
-                return decision.batch
+                        wait = decision.wait
+                        if end is not None:
+                            remaining = end - time.monotonic()
+                            if remaining <= 0:
+                                return None
+                            wait = remaining if wait is None else min(wait, remaining)
+                        self._cond.wait(wait)
+                        continue
+                    if decision.batch:
+                        self._idle -= 1
+                        counted = False
+                    self._cond.notify_all()  # room for blocked producers, news for idle instances
+                if decision.expired and on_expired is not None:
+                    on_expired(decision.expired)
+                if decision.batch:
+                    return decision.batch
+        finally:
+            if counted:
+                with self._cond:
+                    self._idle -= 1
 
     def record_run(self, batch_size: int, seconds: float) -> None:
         """Feed the cost model with a measured batch run."""

@@ -318,7 +318,10 @@ def test_without_spread_or_with_one_idle_instance_nothing_changes():
         assert payloads(b.poll(idle=idle)) == list("abcde")
 
 
-def test_idle_instances_are_counted_while_they_wait_in_next_batch():
+@pytest.mark.parametrize("attempt", range(20))
+def test_idle_instances_are_counted_while_they_wait_in_next_batch(attempt):
+    # 20 attempts: an instance that already took its part must not be counted
+    # as idle by the next one, whatever the thread interleaving
     b = Batcher(max_batch_size=8, max_queue_delay_s=0.0, policy="fixed", spread=True)
     got: list = []
     lock = threading.Lock()
@@ -341,3 +344,16 @@ def test_idle_instances_are_counted_while_they_wait_in_next_batch():
     for t in threads:
         t.join(10)
     assert sorted(got) == [3, 3]
+
+
+def test_an_instance_stops_counting_as_idle_when_it_is_handed_a_batch():
+    # on_expired runs after the batch is handed over and before next_batch
+    # returns: by then this instance must no longer count as idle, or a second
+    # idle instance would take only a share of what is left
+    clock = FakeClock()
+    b = make(clock, max_batch_size=4, max_queue_delay_s=0.0, spread=True)
+    b.put(["x"], deadline=clock.t - 1)
+    b.put(["y"])
+    idle_seen = []
+    batch = b.next_batch(timeout=1, on_expired=lambda items: idle_seen.append(b._idle))
+    assert [q.payload for q in batch] == ["y"] and idle_seen == [0] and b._idle == 0
