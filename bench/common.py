@@ -16,6 +16,7 @@ measure (raise :class:`BenchError`).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import glob
 import hashlib
@@ -439,3 +440,27 @@ def run_main(main: Callable[[], int]) -> None:
         sys.stderr.write(f"could not measure: {exc}\n")
         sys.exit(2)
     sys.exit(code or 0)
+
+
+# ---------------------------------------------------------------------------
+# PaddleOCR on another engine (diagnostics)
+# ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def paddleocr_engine_openvino(cache_dir: str):
+    """While active, PaddleOCR predictors built with ``enable_mkldnn=True`` get
+    Paddle Inference's OpenVINO engine instead (PaddleOCR 2.10 has no switch
+    for it: its ``create_predictor`` calls ``Config.enable_mkldnn()``). A bench
+    diagnostic: PaddleOCR on the engine batchline's OCR configs use."""
+    import paddle.inference as pi
+
+    original = pi.Config.enable_mkldnn
+
+    def enable_openvino(config):
+        config.enable_openvino_engine(pi.PrecisionType.Float32)
+        config.set_optim_cache_dir(cache_dir)
+
+    pi.Config.enable_mkldnn = enable_openvino
+    try:
+        yield
+    finally:
+        pi.Config.enable_mkldnn = original

@@ -24,7 +24,6 @@ Targets: batchline >= 1.5x each peer (images/s).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
@@ -80,26 +79,6 @@ class PeerServer:
                 self.proc.kill()
                 self.proc.wait(10)
         self._log.close()
-
-
-@contextlib.contextmanager
-def paddleocr_engine_openvino(cache_dir: str):
-    """While active, PaddleOCR predictors built with ``enable_mkldnn=True`` get
-    Paddle Inference's OpenVINO engine instead (PaddleOCR 2.10 has no switch
-    for it: its ``create_predictor`` calls ``Config.enable_mkldnn()``)."""
-    import paddle.inference as pi
-
-    original = pi.Config.enable_mkldnn
-
-    def enable_openvino(config):
-        config.enable_openvino_engine(pi.PrecisionType.Float32)
-        config.set_optim_cache_dir(cache_dir)
-
-    pi.Config.enable_mkldnn = enable_openvino
-    try:
-        yield
-    finally:
-        pi.Config.enable_mkldnn = original
 
 
 def texts(lines) -> list[str]:
@@ -165,7 +144,7 @@ def main() -> int:
             ocr = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
             ocr_ov = None
             if not args.no_ov_loop:
-                with paddleocr_engine_openvino(ov_cache.name):
+                with common.paddleocr_engine_openvino(ov_cache.name):
                     ocr_ov = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
 
             def loop_of(engine):

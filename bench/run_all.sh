@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every benchmark (about 13-15 minutes on 2 cores), results in bench/results/*.json,
+# Run every benchmark (about 17-19 minutes on 2 cores), results in bench/results/*.json,
 # the rec curves plot in docs/bench_rec.png. Each script prints its ratio last.
 #   bash bench/run_all.sh            # all
 #   bash bench/run_all.sh memory     # only the named scripts
@@ -16,7 +16,7 @@ batchline() { python -m serving.cli "$@"; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same); engines as the configs say (rec.yml, ocr.yml: OpenVINO; ernie bench: oneDNN; PaddleOCR peers: oneDNN); ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
 
-STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves)
+STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement openvino_pinning)
 if [ $# -gt 0 ]; then STEPS=("$@"); fi
 failed=()
 ratios=()
@@ -53,6 +53,8 @@ for step in "${STEPS[@]}"; do
         batchline bench --plot docs/bench_rec.png \
           --from bench/results/rec_curve_on.json bench/results/rec_curve_off.json >/dev/null
       fi ;;
+    engine_agreement) run engine_agreement --pages 60 ;;
+    openvino_pinning) run openvino_pinning --calls 40 ;;
     *) echo "unknown step $step"; failed+=("$step") ;;
   esac
 done

@@ -248,8 +248,8 @@ def openvino_cpu_sets(conf: Any, count: int, offset: int = 0) -> list[list[int] 
 
     OpenVINO binds its inference threads to cores, and every process picks the
     same first cores of its affinity mask: two OpenVINO processes on a 2-core
-    machine both ran on core 0, each at half speed (measured: 137 ms per call
-    each, against 62 ms with one process per core). So OpenVINO processes get
+    machine shared one core, each at half speed (``bench/openvino_pinning.py``:
+    129 ms per call each, against 60 ms pinned). So OpenVINO processes get
     disjoint sets of ``thread_num`` CPUs, consecutive from ``offset``, wrapping
     round the CPUs this server may use. Other engines are left unpinned
     (``None``): the OS balances them better than a fixed plan."""
