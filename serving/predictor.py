@@ -296,6 +296,10 @@ class PaddlePredictor:
         # OpenVINO writes its compiled model to the "optim cache dir" (default:
         # ./__cache__ in the working directory). The model is compiled once,
         # at creation, so a private directory removed right after is enough.
+        if not config.openvino_engine_enabled():  # a Paddle build without OpenVINO keeps its own kernels
+            logger.warning("use_openvino: this Paddle build did not enable its OpenVINO engine; %s runs on "
+                           "Paddle's CPU kernels", _get(conf, "model_config"))
+            return cls(paddle.inference.create_predictor(config), device)
         with tempfile.TemporaryDirectory(prefix="batchline-openvino-") as cache_dir:
             config.set_optim_cache_dir(cache_dir)
             return cls(paddle.inference.create_predictor(config), "cpu:openvino")
