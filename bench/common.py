@@ -446,21 +446,29 @@ def run_main(main: Callable[[], int]) -> None:
 # PaddleOCR on another engine (diagnostics)
 # ---------------------------------------------------------------------------
 @contextlib.contextmanager
-def paddleocr_engine_openvino(cache_dir: str):
-    """While active, PaddleOCR predictors built with ``enable_mkldnn=True`` get
-    Paddle Inference's OpenVINO engine instead (PaddleOCR 2.10 has no switch
-    for it: its ``create_predictor`` calls ``Config.enable_mkldnn()``). A bench
-    diagnostic: PaddleOCR on the engine batchline's OCR configs use."""
+def paddleocr_enable_mkldnn_as(replacement: Callable[[Callable[[Any], None], Any], None]) -> Iterator[None]:
+    """While active, ``paddle.inference.Config.enable_mkldnn(config)`` calls
+    ``replacement(original_enable_mkldnn, config)``. PaddleOCR 2.10 builds its
+    predictors with ``enable_mkldnn=True`` through that one call and has no
+    switch for other engines or precisions, so this is how a bench runs
+    PaddleOCR on them."""
     import paddle.inference as pi
 
     original = pi.Config.enable_mkldnn
-
-    def enable_openvino(config):
-        config.enable_openvino_engine(pi.PrecisionType.Float32)
-        config.set_optim_cache_dir(cache_dir)
-
-    pi.Config.enable_mkldnn = enable_openvino
+    pi.Config.enable_mkldnn = lambda config: replacement(original, config)
     try:
         yield
     finally:
         pi.Config.enable_mkldnn = original
+
+
+def paddleocr_engine_openvino(cache_dir: str):
+    """PaddleOCR predictors built meanwhile (``enable_mkldnn=True``) get Paddle
+    Inference's OpenVINO engine instead: the engine batchline's OCR configs use."""
+    import paddle.inference as pi
+
+    def enable_openvino(_original, config):
+        config.enable_openvino_engine(pi.PrecisionType.Float32)
+        config.set_optim_cache_dir(cache_dir)
+
+    return paddleocr_enable_mkldnn_as(enable_openvino)

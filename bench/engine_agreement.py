@@ -47,23 +47,14 @@ def pages(random_pages: int) -> list:
     return images
 
 
-@contextlib.contextmanager
 def rec_bf16():
     """oneDNN predictors built meanwhile run the rec model in bfloat16."""
-    import paddle.inference as pi
-
-    original = pi.Config.enable_mkldnn
-
-    def enable(config):
+    def enable(original, config):
         original(config)
         if "rec" in os.path.basename(os.path.dirname(config.prog_file())):
             config.enable_mkldnn_bfloat16()
 
-    pi.Config.enable_mkldnn = enable
-    try:
-        yield
-    finally:
-        pi.Config.enable_mkldnn = original
+    return common.paddleocr_enable_mkldnn_as(enable)
 
 
 def pad_rec_groups_to(ocr, step: int) -> None:

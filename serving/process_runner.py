@@ -249,7 +249,7 @@ def openvino_cpu_sets(conf: Any, count: int, offset: int = 0) -> list[list[int] 
     OpenVINO binds its inference threads to cores, and every process picks the
     same first cores of its affinity mask: two OpenVINO processes on a 2-core
     machine shared one core, each at half speed (``bench/openvino_pinning.py``:
-    129 ms per call each, against 60 ms pinned). So OpenVINO processes get
+    141 ms per call each, against 71-74 ms pinned). So OpenVINO processes get
     disjoint sets of ``thread_num`` CPUs, consecutive from ``offset``, wrapping
     round the CPUs this server may use. Other engines are left unpinned
     (``None``): the OS balances them better than a fixed plan."""
