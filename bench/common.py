@@ -27,8 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -139,7 +140,7 @@ def first_op_conf(config: Mapping[str, Any], op: str) -> dict:
 def served(config_path: str, *, ready_timeout: float = 300.0, env: Mapping[str, str] | None = None) -> Iterator[Any]:
     """``batchline serve config_path`` on a free port; yields the ServerProcess.
     ``env``: extra environment variables for the server process."""
-    from tests.e2e.server_process import ServerProcess
+    from tests.support.server_process import ServerProcess
 
     try:
         server = ServerProcess(config_path, ready_timeout=ready_timeout, extra_args=("--host", "127.0.0.1"),
@@ -177,14 +178,15 @@ def pipeline_name(config_path: str) -> str:
 def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
     """(op, runners) built from ``config_path`` the way the server builds them."""
     from serving.config import load_config
-    from serving.pipeline import Pipeline
+    from serving.engine.pipeline import make_op as make_configured_op
+    from serving.engine.pipeline import runners_for
 
     config = load_config(config_path)
     if op_name not in config.op:
         raise BenchError(f"no op {op_name!r} in {config_path}")
-    op = Pipeline._make_op(config.op[op_name])
+    op = make_configured_op(config.op[op_name])
     op.load()
-    return op, op.create_runners(instances)
+    return op, runners_for(op, instances)
 
 
 # ---------------------------------------------------------------------------
@@ -200,7 +202,7 @@ def cache_dir(*parts: str) -> str:
 
 def bench_documents(count: int = 24, seed: int = 7) -> list[Any]:
     """``count`` varied rendered pages (SynthDoc): the 12 sample pages, then random ones."""
-    from pipelines.synth import random_document, sample_documents
+    from tests.support.synth import random_document, sample_documents
 
     docs = list(sample_documents(seed))[:count]
     i = 0
@@ -215,7 +217,7 @@ def bench_documents(count: int = 24, seed: int = 7) -> list[Any]:
 
 def document_pngs(count: int = 24, seed: int = 7) -> list[bytes]:
     """PNG bytes of :func:`bench_documents`, cached on disk."""
-    from pipelines.synth import encode_image
+    from tests.support.synth import encode_image
 
     folder = cache_dir(f"docs-{count}-{seed}")
     paths = sorted(glob.glob(os.path.join(folder, "*.png")))
@@ -264,7 +266,7 @@ def bench_crops(count_docs: int = 24, seed: int = 7, det_config: str | None = No
         import numpy as np
 
         from ops.image import crop_boxes
-        from serving.direct import run_op_direct
+        from serving.engine.direct import run_op_direct
 
         op, runners = make_op(det_config, "det")
         k = 0

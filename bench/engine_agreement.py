@@ -36,7 +36,7 @@ VARIANTS = ("openvino", "bf16", "pad32")
 
 
 def pages(random_pages: int) -> list:
-    from pipelines.synth import random_document, sample_documents
+    from tests.support.synth import random_document, sample_documents
 
     images = [d.image for seed in (0, 3, 7) for d in sample_documents(seed)]
     scripts = ("en", "zh", "mixed")
@@ -78,7 +78,7 @@ def pad_rec_groups_to(ocr, step: int) -> None:
 
 
 def build(variant: str | None, threads: int, cache_dir: str):
-    from tests.e2e.ocr_reference import make_reference
+    from tests.support.ocr_reference import make_reference
 
     context = {"openvino": lambda: common.paddleocr_engine_openvino(cache_dir),
                "bf16": rec_bf16}.get(variant or "", contextlib.nullcontext)

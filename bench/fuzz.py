@@ -26,21 +26,28 @@ import argparse
 import base64
 import io
 import json
+import os
 import random
 import struct
 import sys
 import time
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
-
-import os
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.reliability_common import (FAKE, check_alive, peak_rss_bytes, pipeline_info,  # noqa: E402
-                                      rss_bytes, start_server, valid_image)
-
 import requests  # noqa: E402
+
+from bench.reliability_common import (  # noqa: E402
+    FAKE,
+    check_alive,
+    peak_rss_bytes,
+    pipeline_info,
+    rss_bytes,
+    start_server,
+    valid_image,
+)
 
 # the fake-op server this bench starts by default (limits small enough to probe cheaply)
 FAKE_SERVER = {"max_body_size": 4 << 20, "max_inputs_per_request": 8, "max_image_pixels": 4_000_000}

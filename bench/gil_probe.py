@@ -14,7 +14,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from serving.config import parse_config  # noqa: E402
-from serving.predictor import create_predictors  # noqa: E402
+from serving.runners.paddle_inference import create_predictors  # noqa: E402
 
 
 def main() -> int:

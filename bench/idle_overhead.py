@@ -4,7 +4,7 @@ One sequential client, rec pipeline (configs/rec.yml) with
 ``max_queue_delay: 10`` ms, the same crop every time. In the same run, in
 interleaved blocks:
 
-* in-process: ``serving.direct.run_op_direct`` with the same op class, params
+* in-process: ``serving.engine.direct.run_op_direct`` with the same op class, params
   and predictor settings, fed the same PNG bytes (so image decode, preprocess,
   run and postprocess are all counted, as in the server);
 * served, ``batching_policy: adaptive`` (the default): must not wait the
@@ -62,7 +62,7 @@ def main() -> int:
 
     from client.pipeline_client import PipelineClient
     from client.stats import latency_summary
-    from serving.direct import run_op_direct
+    from serving.engine.direct import run_op_direct
 
     def direct() -> None:
         run_op_direct(op, runners[0], {"input": crop})

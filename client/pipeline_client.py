@@ -21,7 +21,8 @@ import base64
 import itertools
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from collections.abc import Iterable, Sequence
+from typing import Any, Union
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -34,7 +35,7 @@ class PipelineError(Exception):
     """A request failed: ``status`` (HTTP code, 0 = no answer), ``message``,
     ``retry_after`` (seconds or None) and the raw response ``body`` (str)."""
 
-    def __init__(self, status: int, message: str, *, retry_after: Optional[float] = None,
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None,
                  body: str = ""):
         super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status = status
@@ -75,7 +76,7 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _retry_after(resp: requests.Response) -> Optional[float]:
+def _retry_after(resp: requests.Response) -> float | None:
     value = resp.headers.get("Retry-After")
     if value is None:
         return None
@@ -115,7 +116,7 @@ def _parse_value(value: Any) -> Any:
 class PipelineClient:
     """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict`` (native)."""
 
-    def __init__(self, url: str, timeout: float = 30.0, token: Optional[str] = None,
+    def __init__(self, url: str, timeout: float = 30.0, token: str | None = None,
                  pool_size: int = 64):
         if "://" not in url:
             url = "http://" + url
@@ -151,7 +152,7 @@ class PipelineClient:
                                 body=resp.text) from e
 
     # ------------------------------------------------------------------ prediction
-    def predict_raw(self, name: str, payload: Dict[str, Any], protocol: str = "paddle") -> Dict:
+    def predict_raw(self, name: str, payload: dict[str, Any], protocol: str = "paddle") -> dict:
         """POST a ready-made JSON ``payload``; return the answer dict.
 
         Raises PipelineError on a non-200 status or (paddle protocol) ``err_no != 0``.
@@ -165,10 +166,10 @@ class PipelineClient:
                                 body=json.dumps(body))
         return body
 
-    def predict(self, name: str, *, image: Optional[ImageLike] = None,
-                images: Optional[Iterable[ImageLike]] = None, text: Optional[str] = None,
-                texts: Optional[Iterable[str]] = None, priority: Optional[int] = None,
-                timeout_ms: Optional[int] = None, protocol: str = "paddle") -> List[Any]:
+    def predict(self, name: str, *, image: ImageLike | None = None,
+                images: Iterable[ImageLike] | None = None, text: str | None = None,
+                texts: Iterable[str] | None = None, priority: int | None = None,
+                timeout_ms: int | None = None, protocol: str = "paddle") -> list[Any]:
         """Send images then texts in one request; return one parsed result per input, in order."""
         inputs = build_inputs(image=image, images=images, text=text, texts=texts)
         payload = make_payload(inputs, protocol=protocol, priority=priority,
@@ -201,7 +202,7 @@ class PipelineClient:
             raise PipelineError(resp.status_code, _error_message(resp), body=resp.text)
         return resp.text
 
-    def config(self, name: str) -> List[Dict]:
+    def config(self, name: str) -> list[dict]:
         """The resolved op table of pipeline ``name``."""
         body = self._check(self._request("GET", f"/{name}/config"))
         if isinstance(body, dict) and isinstance(body.get("ops"), list):
@@ -212,7 +213,7 @@ class PipelineClient:
     def close(self) -> None:
         self.session.close()
 
-    def __enter__(self) -> "PipelineClient":
+    def __enter__(self) -> PipelineClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -225,18 +226,18 @@ def _route(protocol: str) -> str:
     return "prediction" if protocol == "paddle" else "predict"
 
 
-def build_inputs(*, image=None, images=None, text=None, texts=None) -> List[tuple]:
+def build_inputs(*, image=None, images=None, text=None, texts=None) -> list[tuple]:
     """``[("image", bytes), ..., ("text", str), ...]``: images first, then texts."""
-    imgs: List[Any] = ([image] if image is not None else []) + list(images or [])
-    txts: List[str] = ([text] if text is not None else []) + list(texts or [])
+    imgs: list[Any] = ([image] if image is not None else []) + list(images or [])
+    txts: list[str] = ([text] if text is not None else []) + list(texts or [])
     if not imgs and not txts:
         raise ValueError("nothing to send: give image(s) and/or text(s)")
     return [("image", image_bytes(i)) for i in imgs] + [("text", str(t)) for t in txts]
 
 
 def make_payload(inputs: Sequence[tuple], *, protocol: str = "paddle",
-                 priority: Optional[int] = None, timeout_ms: Optional[int] = None,
-                 logid: int = 0) -> Dict[str, Any]:
+                 priority: int | None = None, timeout_ms: int | None = None,
+                 logid: int = 0) -> dict[str, Any]:
     """The JSON body for ``inputs`` from :func:`build_inputs` in the given protocol."""
     _route(protocol)
 
@@ -244,7 +245,7 @@ def make_payload(inputs: Sequence[tuple], *, protocol: str = "paddle",
         return b64(value) if kind == "image" else value
 
     if protocol == "paddle":
-        payload: Dict[str, Any] = {"key": [k for k, _ in inputs],
+        payload: dict[str, Any] = {"key": [k for k, _ in inputs],
                                    "value": [enc(k, v) for k, v in inputs], "logid": logid}
     else:
         payload = {"inputs": [{k: enc(k, v)} for k, v in inputs]}

@@ -3,8 +3,8 @@
 Pure functions and small value classes, no I/O, so they are unit-tested on
 known data:
 
-* :func:`percentile` / :func:`latency_summary` — exact percentiles with linear
-  interpolation between closest ranks (numpy's default ``"linear"`` method).
+* :func:`percentile` / :func:`latency_summary` — percentiles with linear
+  interpolation between closest ranks (``numpy.percentile``).
 * :class:`ErrorCounts` — failures counted per HTTP status (``0`` = the request
   never got an HTTP answer: connection refused, reset, client timeout).
 * :func:`parse_prometheus` / :class:`MetricsSnapshot` — parse the text
@@ -18,34 +18,28 @@ import math
 import re
 import threading
 from collections import Counter
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
 
 PERCENTILES = (50.0, 90.0, 99.0)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) of ``values``; NaN when empty.
-
-    Linear interpolation between closest ranks: for sorted ``v`` of length n
-    the position is ``(n - 1) * q / 100``. Matches ``numpy.percentile``.
-    """
+    """The ``q``-th percentile (0..100) of ``values`` (``numpy.percentile``'s
+    linear interpolation, as the server's tracer uses); NaN when empty."""
     if not 0.0 <= q <= 100.0:
         raise ValueError(f"percentile must be within [0, 100], got {q}")
     if not values:
         return float("nan")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    frac = pos - lo
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * frac
+    return float(np.percentile(values, q))
 
 
 def latency_summary(latencies_s: Sequence[float],
-                    percentiles: Iterable[float] = PERCENTILES) -> Dict[str, float]:
+                    percentiles: Iterable[float] = PERCENTILES) -> dict[str, float]:
     """Latency percentiles, mean and max in milliseconds: ``{"p50": .., "mean": .., "max": ..}``."""
     ms = [x * 1000.0 for x in latencies_s]
-    out: Dict[str, float] = {}
+    out: dict[str, float] = {}
     for q in percentiles:
         out[_pct_key(q)] = percentile(ms, q)
     out["mean"] = sum(ms) / len(ms) if ms else float("nan")
@@ -73,7 +67,7 @@ class ErrorCounts:
         with self._lock:
             return sum(self._counts.values())
 
-    def as_dict(self) -> Dict[str, int]:
+    def as_dict(self) -> dict[str, int]:
         """``{"503": 4, "0": 1}`` sorted by status (string keys, JSON friendly)."""
         with self._lock:
             return {str(k): v for k, v in sorted(self._counts.items())}
@@ -96,7 +90,7 @@ def format_errors(errors: Mapping[str, int], dropped: int = 0) -> str:
 
 # --------------------------------------------------------------------------- Prometheus
 
-SampleKey = Tuple[str, Tuple[Tuple[str, str], ...]]
+SampleKey = tuple[str, tuple[tuple[str, str], ...]]
 
 _SAMPLE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\S+)?\s*$")
 _LABEL_RE = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
@@ -106,7 +100,7 @@ def _unescape(value: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
 
 
-def _parse_labels(text: str) -> Tuple[Tuple[str, str], ...]:
+def _parse_labels(text: str) -> tuple[tuple[str, str], ...]:
     labels = []
     pos = 0
     while pos < len(text):
@@ -129,13 +123,13 @@ def _parse_value(text: str) -> float:
     return float(text)  # handles "NaN" too
 
 
-def parse_prometheus(text: str) -> Dict[SampleKey, float]:
+def parse_prometheus(text: str) -> dict[SampleKey, float]:
     """Parse Prometheus text exposition into ``{(name, sorted label pairs): value}``.
 
     Comment and blank lines are skipped, timestamps ignored. Malformed lines
     raise ``ValueError`` naming the line.
     """
-    samples: Dict[SampleKey, float] = {}
+    samples: dict[SampleKey, float] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -156,11 +150,11 @@ class MetricsSnapshot:
         self.samples = dict(samples)
 
     @classmethod
-    def from_text(cls, text: str) -> "MetricsSnapshot":
+    def from_text(cls, text: str) -> MetricsSnapshot:
         return cls(parse_prometheus(text))
 
     @classmethod
-    def empty(cls) -> "MetricsSnapshot":
+    def empty(cls) -> MetricsSnapshot:
         return cls({})
 
     def _matches(self, name: str, labels: Mapping[str, str]):
@@ -175,21 +169,21 @@ class MetricsSnapshot:
         """Sum of every sample called ``name`` whose labels include ``labels`` (0 if none)."""
         return sum(v for _, v in self._matches(name, labels))
 
-    def label_values(self, name: str, label: str) -> List[str]:
+    def label_values(self, name: str, label: str) -> list[str]:
         """Distinct values of ``label`` across samples called ``name``, sorted."""
         return sorted({d[label] for d, _ in self._matches(name, {}) if label in d})
 
-    def delta(self, before: "MetricsSnapshot", name: str, **labels: str) -> float:
+    def delta(self, before: MetricsSnapshot, name: str, **labels: str) -> float:
         """``self.value(...) - before.value(...)``."""
         return self.value(name, **labels) - before.value(name, **labels)
 
 
-def _ratio(num: float, den: float) -> Optional[float]:
+def _ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
 
 def op_stats(before: MetricsSnapshot, after: MetricsSnapshot,
-             prefix: str = "batchline_op") -> Dict[str, Dict[str, Optional[float]]]:
+             prefix: str = "batchline_op") -> dict[str, dict[str, float | None]]:
     """Per-op statistics over the interval between two scrapes.
 
     For each op seen in ``after``: ``batches`` (Δ count of the batch-size
@@ -202,7 +196,7 @@ def op_stats(before: MetricsSnapshot, after: MetricsSnapshot,
     for suffix in ("batch_size_count", "items_total", "queue_wait_seconds_count",
                    "padded_units_total"):
         ops.update(after.label_values(f"{prefix}_{suffix}", "op"))
-    out: Dict[str, Dict[str, Optional[float]]] = {}
+    out: dict[str, dict[str, float | None]] = {}
     for op in sorted(ops):
         def d(suffix: str) -> float:
             return after.delta(before, f"{prefix}_{suffix}", op=op)

@@ -15,15 +15,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Optional, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ops import text as T
-from serving.errors import BadRequest, InternalError
-from serving.op import Op, SubBatch
+from serving.op import BadRequest, InternalError, Op, SubBatch
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +43,8 @@ class ErnieClsParams(BaseModel):
     max_seq_len: int = Field(128, ge=3, le=4096, description="tokens per text incl. [CLS]/[SEP]; longer texts are truncated")
     length_buckets: list[int] = Field(default_factory=lambda: [16, 32, 64, 128],
                                       description="padded lengths; a sub-batch pads to the smallest bucket >= its longest item")
-    labels: Optional[list[str]] = Field(None, description="label names overriding the model's labels.txt")
-    vocab: Optional[str] = Field(None, description="vocab.txt path (default: the model directory's); "
+    labels: list[str] | None = Field(None, description="label names overriding the model's labels.txt")
+    vocab: str | None = Field(None, description="vocab.txt path (default: the model directory's); "
                                  "a relative path is looked up in the model directory, then the working directory")
     field: str = Field("text", min_length=1, description="key of the text in upstream line dicts")
 
@@ -59,7 +59,7 @@ class ErnieClsParams(BaseModel):
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, v: Optional[list[str]]) -> Optional[list[str]]:
+    def _labels(cls, v: list[str] | None) -> list[str] | None:
         if v is not None and (not v or len(set(v)) != len(v)):
             raise ValueError("labels must be a non-empty list of distinct names")
         return v
@@ -82,13 +82,12 @@ class ErnieClsOp(Op):
     # ---- life cycle -------------------------------------------------
     @property
     def model_dir(self) -> str:
-        lsc = getattr(self.conf, "local_service_conf", None)
-        model_dir = getattr(lsc, "model_config", None)
+        model_dir = self.conf.local_service_conf.model_config
         if not model_dir:
             raise ValueError(f"op {self.name!r}: local_service_conf.model_config is required")
         return str(model_dir)
 
-    def _path(self, given: Optional[str], default_name: str) -> str:
+    def _path(self, given: str | None, default_name: str) -> str:
         if not given:
             return os.path.join(self.model_dir, default_name)
         if not os.path.isabs(given) and os.path.exists(os.path.join(self.model_dir, given)):
@@ -119,7 +118,7 @@ class ErnieClsOp(Op):
         logger.info("op %s: vocab %s (%d tokens), labels %s, buckets %s", self.name, vocab_path,
                     tokenizer.get_vocab_size(), labels, self.buckets)
 
-    def _max_position(self) -> Optional[int]:
+    def _max_position(self) -> int | None:
         """``max_position`` from the model's ``config.json``, if it has one."""
         path = os.path.join(self.model_dir, "config.json")
         if not os.path.isfile(path):
@@ -154,7 +153,7 @@ class ErnieClsOp(Op):
                                  f"of type {type(value).__name__}")
         return lines
 
-    def _line_text(self, line: Any) -> Optional[str]:
+    def _line_text(self, line: Any) -> str | None:
         """The text to classify in one upstream line, or None if it has none."""
         text = line.get(self.params.field) if isinstance(line, dict) else line
         return text if isinstance(text, str) and text.strip() else None

@@ -1,78 +1,30 @@
-"""Shared image helpers for the OCR ops: decoding, validation, crops, box order.
+"""Shared image helpers for the OCR ops: normalisation, validation, crops, box order.
 
-Decoding follows PaddleOCR 2.10's ``check_img`` for bytes input
-(``cv2.IMREAD_UNCHANGED``; gray -> BGR; BGRA -> composited on white with
-``alpha_to_color``'s formula), plus a pixel limit checked from the header
-*before* the full decode. The crop and box helpers are PaddleOCR 2.10's own
+The HTTP layer hands a source op the image as decoded (``cv2.IMREAD_UNCHANGED``);
+:func:`to_bgr` normalises it as PaddleOCR 2.10's ``check_img`` does (gray ->
+BGR; BGRA -> composited on white with ``alpha_to_color``'s formula; 16 bit ->
+8 bit). The crop and box helpers are PaddleOCR 2.10's own
 (``tools/infer/utility.py``, ``predict_det.py``, ``predict_system.py``),
 imported on first use because those modules import Paddle.
 
-Cheap to import: numpy only at module level; cv2/PIL/paddleocr lazily.
+Cheap to import: numpy only at module level; cv2/paddleocr lazily.
 """
 from __future__ import annotations
 
-import io
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from serving.errors import BadRequest, PayloadTooLarge
+from serving.op import BadRequest
 
-DEFAULT_MAX_PIXELS = 40_000_000  # ~ 6300 x 6300; det resizes to <= 960 anyway
 MIN_IMAGE_SIDE = 2
 
 
 # ---------------------------------------------------------------------------
-# decoding and validation
+# normalising and validating decoded images
 # ---------------------------------------------------------------------------
-def image_size_from_header(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int]:
-    """(width, height) read from the file header, without decoding pixels.
-
-    Only formats whose size can be read this way are accepted: an image whose
-    size is unknown could be a decompression bomb, so it is refused (400)
-    rather than handed to a full decoder. Over ``max_pixels`` -> 413.
-    """
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            width, height = int(im.size[0]), int(im.size[1])
-    except Image.DecompressionBombError as exc:  # PIL's own limit is far above ours
-        raise PayloadTooLarge(f"image is too large ({exc}); limit is {max_pixels} pixels") from None
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise BadRequest(f"cannot read the image header: unsupported or corrupt image ({type(exc).__name__})") from None
-    if width * height > max_pixels:
-        raise PayloadTooLarge(f"image is {width}x{height} = {width * height} pixels; limit is {max_pixels}")
-    return width, height
-
-
-def decode_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
-    """Image file bytes -> BGR uint8 ndarray (H, W, 3).
-
-    Raises BadRequest for empty/undecodable data and PayloadTooLarge when the
-    image has more than ``max_pixels`` pixels (checked from the header first,
-    so a decompression bomb is refused before it is decoded).
-    """
-    import cv2
-
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise BadRequest(f"image must be bytes, got {type(data).__name__}")
-    if len(data) == 0:
-        raise BadRequest("empty image data")
-    image_size_from_header(bytes(data), max_pixels)
-    buf = np.frombuffer(data, dtype=np.uint8)
-    try:
-        img = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
-    except cv2.error as exc:
-        raise BadRequest(f"cannot decode image: {exc.msg if hasattr(exc, 'msg') else exc}") from None
-    if img is None:
-        raise BadRequest("cannot decode image (unsupported or corrupt data)")
-    if img.shape[0] * img.shape[1] > max_pixels:
-        raise PayloadTooLarge(f"image is {img.shape[1]}x{img.shape[0]} pixels; limit is {max_pixels}")
-    return to_bgr(img)
-
-
 def alpha_to_color(img: np.ndarray, alpha_color: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
     """BGRA -> BGR composited on ``alpha_color`` (RGB), as PaddleOCR does."""
     import cv2
@@ -126,6 +78,13 @@ def check_image(img: Any, *, min_side: int = MIN_IMAGE_SIDE) -> np.ndarray:
     return img
 
 
+def check_crop(crop: Any, what: str = "text crop") -> np.ndarray:
+    """A text crop must be an array of at least 1 x 1 pixels; else BadRequest naming ``what``."""
+    if not isinstance(crop, np.ndarray) or crop.ndim < 2 or crop.shape[0] < 1 or crop.shape[1] < 1:
+        raise BadRequest(f"degenerate {what} (shape {getattr(crop, 'shape', None)})")
+    return crop
+
+
 # ---------------------------------------------------------------------------
 # PaddleOCR's own code (ppocr) -- importable once paddleocr has set sys.path
 # ---------------------------------------------------------------------------
@@ -139,7 +98,8 @@ def import_ppocr() -> None:
     try:
         import paddleocr  # noqa: F401  (side effect: sys.path gains the ppocr dir)
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError("the OCR ops need paddleocr==2.10 (pip install 'batchline[ocr]')") from exc
+        raise RuntimeError("the OCR ops need PaddleOCR 2.10, which batchline installs: "
+                           "pip install 'paddleocr==2.10.0'") from exc
 
 
 # ---------------------------------------------------------------------------

@@ -13,14 +13,14 @@ Hooks:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ops.image import crop_boxes, import_ppocr, pad_batch, resize_norm_crop
-from serving.errors import BadRequest
+from ops.image import check_crop, crop_boxes, import_ppocr, pad_batch, resize_norm_crop
 from serving.op import Op, SubBatch
 
 logger = logging.getLogger(__name__)
@@ -98,9 +98,7 @@ class OcrClsOp(Op):
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> ClsItem:
-        crop = payload
-        if not isinstance(crop, np.ndarray) or crop.ndim < 2 or crop.shape[0] < 1 or crop.shape[1] < 1:
-            raise BadRequest(f"degenerate text crop (shape {getattr(crop, 'shape', None)})")
+        crop = check_crop(payload)
         return ClsItem(crop, resize_norm_crop(crop, self.params.cls_image_shape))
 
     def postprocess(self, item: ClsItem, output: Any) -> tuple[np.ndarray, str, float]:
@@ -124,9 +122,3 @@ class OcrClsOp(Op):
         real = sum(it.image.shape[2] for it in items) * h
         return [SubBatch(indices=list(range(len(items))), feed={"x": feed}, real_units=real,
                          padded_units=w * h * len(items))]
-
-    def run(self, runner: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        names = getattr(runner, "input_names", None)
-        if names and len(names) == 1 and names[0] != "x":
-            feed = {names[0]: feed["x"]}
-        return runner.run(feed)

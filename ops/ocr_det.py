@@ -17,16 +17,24 @@ Hooks:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ops.image import (box_to_list, decode_image, filter_tag_det_res, filter_tag_det_res_only_clip,
-                       import_ppocr, pad_batch, round_up_to_bucket, sorted_boxes, to_bgr)
-from serving.errors import BadRequest
-from serving.op import Op, SubBatch
+from ops.image import (
+    box_to_list,
+    filter_tag_det_res,
+    filter_tag_det_res_only_clip,
+    import_ppocr,
+    pad_batch,
+    round_up_to_bucket,
+    sorted_boxes,
+    to_bgr,
+)
+from serving.op import BadRequest, Op, SubBatch
 
 logger = logging.getLogger(__name__)
 
@@ -140,11 +148,9 @@ class OcrDetOp(Op):
     # ---- per request --------------------------------------------------
     @staticmethod
     def request_image(inputs: Mapping[str, Any]) -> np.ndarray:
-        value = inputs.get("input") if "input" in inputs else None
+        value = inputs.get("input")
         if value is None:
             raise BadRequest("ocr_det needs an image input")
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return decode_image(bytes(value))
         return to_bgr(value)
 
     def expand(self, inputs: Mapping[str, Any]) -> Sequence[Any]:
@@ -215,12 +221,6 @@ class OcrDetOp(Op):
                                  padded_units=ph * pw * len(idx),
                                  meta=[items[i].image.shape[1:] for i in idx]))
         return subs
-
-    def run(self, runner: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        names = getattr(runner, "input_names", None)
-        if names and len(names) == 1 and names[0] != "x":
-            feed = {names[0]: feed["x"]}
-        return runner.run(feed)
 
     def uncollate(self, sub: SubBatch, outputs: list[np.ndarray]) -> list[Any]:
         prob = outputs[0]

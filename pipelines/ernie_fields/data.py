@@ -9,7 +9,7 @@ different one for the held-out set).
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 LABELS = ["date", "money", "phone", "id", "address", "other"]
 
@@ -18,41 +18,7 @@ MONTHS = ["January", "February", "March", "April", "May", "June", "July",
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 CN_DIGITS = "〇一二三四五六七八九"
 
-EN_WORDS = (
-    "the of and to a in is it you that he was for on are with as his they be at one have this from "
-    "or had by hot word but what some we can out other were all there when up use your how said an "
-    "each she which do their time if will way about many then them write would like so these her "
-    "long make thing see him two has look more day could go come did number sound no most people my "
-    "over know water than call first who may down side been now find any new work part take get "
-    "place made live where after back little only round man year came show every good me give our "
-    "under name very through just form sentence great think say help low line differ turn cause much "
-    "mean before move right boy old too same tell does set three want air well also play small end "
-    "put home read hand port large spell add even land here must big high such follow act why ask "
-    "men change went light kind off need house picture try us again animal point mother world near "
-    "build self earth father head stand own page should country found answer school grow study still "
-    "learn plant cover food sun four between state keep eye never last let thought city tree cross "
-    "farm hard start might story saw far sea draw left late run while press close night real life "
-    "few north open seem together next white children begin got walk example ease paper group always "
-    "music those both mark often letter until mile river car feet care second book carry took science "
-    "eat room friend began idea fish mountain stop once base hear horse cut sure watch color face wood "
-    "main enough plain girl usual young ready above ever red list though feel talk bird soon body dog "
-    "family direct pose leave song measure door product black short numeral class wind question happen "
-    "complete ship area half rock order fire south problem piece told knew pass since top whole king "
-    "space heard best hour better true during hundred five remember step early hold west ground "
-    "interest reach fast verb sing listen six table travel less morning ten simple several vowel "
-    "toward war lay against pattern slow center love person money serve appear road map rain rule "
-    "govern pull cold notice voice unit power town fine certain fly fall lead cry dark machine note "
-    "wait plan figure star box noun field rest correct able pound done beauty drive stood contain "
-    "front teach week final gave green quick develop ocean warm free minute strong special mind behind "
-    "clear tail produce fact street inch multiply nothing course stay wheel full force blue object "
-    "decide surface deep moon island foot system busy test record boat common gold possible plane "
-    "stead dry wonder laugh thousand ago ran check game shape equate miss brought heat snow tire bring "
-    "yes distant fill east paint language among thank please welcome receipt invoice customer service "
-    "company limited description quantity item items goods payment method cash card visa received "
-    "signature approved copy original subject dear sincerely regards best wishes attention notes "
-    "terms conditions thank shopping store manager cashier member points balance report summary "
-    "meeting agenda project team office department sales account information details total price"
-).split()
+EN_WORDS = ["the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "hot", "word", "but", "what", "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an", "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like", "so", "these", "her", "long", "make", "thing", "see", "him", "two", "has", "look", "more", "day", "could", "go", "come", "did", "number", "sound", "no", "most", "people", "my", "over", "know", "water", "than", "call", "first", "who", "may", "down", "side", "been", "now", "find", "any", "new", "work", "part", "take", "get", "place", "made", "live", "where", "after", "back", "little", "only", "round", "man", "year", "came", "show", "every", "good", "me", "give", "our", "under", "name", "very", "through", "just", "form", "sentence", "great", "think", "say", "help", "low", "line", "differ", "turn", "cause", "much", "mean", "before", "move", "right", "boy", "old", "too", "same", "tell", "does", "set", "three", "want", "air", "well", "also", "play", "small", "end", "put", "home", "read", "hand", "port", "large", "spell", "add", "even", "land", "here", "must", "big", "high", "such", "follow", "act", "why", "ask", "men", "change", "went", "light", "kind", "off", "need", "house", "picture", "try", "us", "again", "animal", "point", "mother", "world", "near", "build", "self", "earth", "father", "head", "stand", "own", "page", "should", "country", "found", "answer", "school", "grow", "study", "still", "learn", "plant", "cover", "food", "sun", "four", "between", "state", "keep", "eye", "never", "last", "let", "thought", "city", "tree", "cross", "farm", "hard", "start", "might", "story", "saw", "far", "sea", "draw", "left", "late", "run", "while", "press", "close", "night", "real", "life", "few", "north", "open", "seem", "together", "next", "white", "children", "begin", "got", "walk", "example", "ease", "paper", "group", "always", "music", "those", "both", "mark", "often", "letter", "until", "mile", "river", "car", "feet", "care", "second", "book", "carry", "took", "science", "eat", "room", "friend", "began", "idea", "fish", "mountain", "stop", "once", "base", "hear", "horse", "cut", "sure", "watch", "color", "face", "wood", "main", "enough", "plain", "girl", "usual", "young", "ready", "above", "ever", "red", "list", "though", "feel", "talk", "bird", "soon", "body", "dog", "family", "direct", "pose", "leave", "song", "measure", "door", "product", "black", "short", "numeral", "class", "wind", "question", "happen", "complete", "ship", "area", "half", "rock", "order", "fire", "south", "problem", "piece", "told", "knew", "pass", "since", "top", "whole", "king", "space", "heard", "best", "hour", "better", "true", "during", "hundred", "five", "remember", "step", "early", "hold", "west", "ground", "interest", "reach", "fast", "verb", "sing", "listen", "six", "table", "travel", "less", "morning", "ten", "simple", "several", "vowel", "toward", "war", "lay", "against", "pattern", "slow", "center", "love", "person", "money", "serve", "appear", "road", "map", "rain", "rule", "govern", "pull", "cold", "notice", "voice", "unit", "power", "town", "fine", "certain", "fly", "fall", "lead", "cry", "dark", "machine", "note", "wait", "plan", "figure", "star", "box", "noun", "field", "rest", "correct", "able", "pound", "done", "beauty", "drive", "stood", "contain", "front", "teach", "week", "final", "gave", "green", "quick", "develop", "ocean", "warm", "free", "minute", "strong", "special", "mind", "behind", "clear", "tail", "produce", "fact", "street", "inch", "multiply", "nothing", "course", "stay", "wheel", "full", "force", "blue", "object", "decide", "surface", "deep", "moon", "island", "foot", "system", "busy", "test", "record", "boat", "common", "gold", "possible", "plane", "stead", "dry", "wonder", "laugh", "thousand", "ago", "ran", "check", "game", "shape", "equate", "miss", "brought", "heat", "snow", "tire", "bring", "yes", "distant", "fill", "east", "paint", "language", "among", "thank", "please", "welcome", "receipt", "invoice", "customer", "service", "company", "limited", "description", "quantity", "item", "items", "goods", "payment", "method", "cash", "card", "visa", "received", "signature", "approved", "copy", "original", "subject", "dear", "sincerely", "regards", "best", "wishes", "attention", "notes", "terms", "conditions", "thank", "shopping", "store", "manager", "cashier", "member", "points", "balance", "report", "summary", "meeting", "agenda", "project", "team", "office", "department", "sales", "account", "information", "details", "total", "price"]
 
 # Nouns/words that look like addresses, ids or money but appear in "other" text.
 OTHER_EN_TEMPLATES = [
@@ -74,13 +40,7 @@ CN_OTHER_PHRASES = [
     "北京某某科技有限公司", "上海市场部", "人民日报", "中国银行", "招商银行", "中华人民共和国",
 ]
 
-CN_OTHER_WORDS = (
-    "我们 你们 今天 明天 学习 工作 生活 中国 世界 发展 经济 社会 文化 科技 公司 产品 服务 质量 "
-    "客户 市场 管理 技术 创新 合作 项目 计划 会议 报告 通知 文件 资料 信息 系统 网络 数据 安全 "
-    "教育 学生 老师 学校 医院 健康 环境 保护 城市 农村 交通 天气 春天 夏天 秋天 冬天 朋友 家庭 "
-    "快乐 幸福 希望 未来 历史 故事 音乐 电影 书籍 阅读 写作 运动 旅游 美食 水果 蔬菜 咖啡 茶叶 "
-    "重要 问题 方法 结果 原因 目标 任务 责任 机会 挑战 成功 努力 坚持 认真 仔细 简单 复杂 完成"
-).split()
+CN_OTHER_WORDS = ["我们", "你们", "今天", "明天", "学习", "工作", "生活", "中国", "世界", "发展", "经济", "社会", "文化", "科技", "公司", "产品", "服务", "质量", "客户", "市场", "管理", "技术", "创新", "合作", "项目", "计划", "会议", "报告", "通知", "文件", "资料", "信息", "系统", "网络", "数据", "安全", "教育", "学生", "老师", "学校", "医院", "健康", "环境", "保护", "城市", "农村", "交通", "天气", "春天", "夏天", "秋天", "冬天", "朋友", "家庭", "快乐", "幸福", "希望", "未来", "历史", "故事", "音乐", "电影", "书籍", "阅读", "写作", "运动", "旅游", "美食", "水果", "蔬菜", "咖啡", "茶叶", "重要", "问题", "方法", "结果", "原因", "目标", "任务", "责任", "机会", "挑战", "成功", "努力", "坚持", "认真", "仔细", "简单", "复杂", "完成"]
 
 CN_PROVINCES = ["北京市", "上海市", "天津市", "重庆市", "广东省", "浙江省", "江苏省", "四川省",
                 "湖北省", "湖南省", "山东省", "河南省", "福建省", "陕西省", "辽宁省", "云南省"]
@@ -292,8 +252,5 @@ def vocabulary_words() -> list[str]:
                     words.add(w.lower())
     words.update(m[:3].lower() for m in MONTHS)
     words.update(d[:3].lower() for d in WEEKDAYS)
-    words.update("tel phone mobile fax hotline call date invoice order no id ref serial number tracking "
-                 "account member total subtotal amount due balance price tax paid change grand tip usd eur "
-                 "rmb cny hk inv sn address ship bill add suite room building issued expiry delivery"
-                 .split())
+    words.update(["tel", "phone", "mobile", "fax", "hotline", "call", "date", "invoice", "order", "no", "id", "ref", "serial", "number", "tracking", "account", "member", "total", "subtotal", "amount", "due", "balance", "price", "tax", "paid", "change", "grand", "tip", "usd", "eur", "rmb", "cny", "hk", "inv", "sn", "address", "ship", "bill", "add", "suite", "room", "building", "issued", "expiry", "delivery"])
     return sorted(words)

@@ -5,7 +5,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def docs():
-    from pipelines.synth import has_chinese_font, sample_documents
+    from tests.support.synth import has_chinese_font, sample_documents
 
     if not has_chinese_font():
         pytest.skip("Chinese font missing: apt-get install fonts-wqy-zenhei")
@@ -14,7 +14,7 @@ def docs():
 
 @pytest.fixture(scope="session")
 def reference(docs):
-    from tests.e2e.ocr_reference import make_reference, run_reference
+    from tests.support.ocr_reference import make_reference, run_reference
 
     ocr = make_reference()
     return [run_reference(ocr, d.image) for d in docs]

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from client import PipelineClient, PipelineError
-from tests.e2e.server_process import ServerProcess
+from tests.support.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +57,7 @@ def test_bad_text_is_400(ernie_server):
 
 
 def test_ocr_then_ernie_labels_every_line(tmp_path):
-    from pipelines.synth import encode_image, render_document
+    from tests.support.synth import encode_image, render_document
 
     lines = ["2024-03-15", "Tel: 138-1234-5678", "Total 345.00 USD"]
     doc = render_document(lines, font_size=34)

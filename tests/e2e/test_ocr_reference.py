@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from tests.e2e.ocr_reference import MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
+from tests.support.ocr_reference import MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),
@@ -45,15 +46,9 @@ def config():
 
 def build_ops(config, names: Sequence[str], **overrides: dict) -> list[tuple[Any, Any]]:
     """(op, runner) pairs for ``names`` from ``config``; ``overrides[name]`` updates its params."""
-    from serving.op import OpContext
+    from tests.support.ops import runner_for
 
-    chain = []
-    for name in names:
-        oc = config.op[name]
-        params = oc.params_model.model_copy(update=overrides.get(name, {}))
-        op = oc.op_class(OpContext(name, conf=oc, params=params))
-        op.load()
-        chain.append((op, op.create_runners(1)[0]))
+    chain = [(op, runner_for(op)) for op, _ in _ops_only(config, names, **overrides)]
     return chain
 
 
@@ -84,7 +79,7 @@ BUCKETS = {"rec": {"pad_policy": "bucket"}}
 
 
 def run_all(chain, docs, max_batch_size=None):
-    from serving.direct import run_chain_direct
+    from serving.engine.direct import run_chain_direct
 
     return [run_chain_direct(chain, d.image, max_batch_size=max_batch_size) for d in docs]
 
@@ -151,13 +146,13 @@ def test_cls_chain_matches_reference_with_angle_cls(config, runners, docs):
 
 def test_rec_source_op_matches_reference_rec_only(config, runners, docs):
     """configs/rec.yml style: the request is one crop; compare with PaddleOCR's ocr(det=False)."""
-    from pipelines.synth import render_line
+    from tests.support.synth import render_line
 
     ocr = make_reference()
     texts = ["Hello World", "invoice total 12.50", "今天天气很好", "No.17 north station", "pipeline"]
     crops = [render_line(t, font_size=s) for t, s in zip(texts, (32, 28, 30, 26, 40))]
     (rec, runner), = variant(config, runners, ["rec"], rec={"pad_policy": "paddleocr"})
-    from serving.direct import run_op_direct
+    from serving.engine.direct import run_op_direct
 
     for crop in crops:
         ref_text, ref_score = ocr.ocr(crop, det=False, cls=False)[0][0]

@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from client import PipelineClient, PipelineError
-from tests.e2e.ocr_reference import MIN_MATCH, compare_with_reference
-from tests.e2e.server_process import ROOT, ServerProcess
+from tests.support.ocr_reference import MIN_MATCH, compare_with_reference
+from tests.support.server_process import ROOT, ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def server():
 
 
 def png(img):
-    from pipelines.synth import encode_image
+    from tests.support.synth import encode_image
 
     return encode_image(img, ".png")
 
@@ -71,7 +71,7 @@ def test_sixteen_concurrent_requests_match_paddleocr_and_batch(server, docs, ref
 
 
 def test_multi_line_image_through_the_predict_command(server, tmp_path):
-    from pipelines.synth import render_document
+    from tests.support.synth import render_document
 
     lines = ["Invoice 2024-03-15", "Total: 345.00", "北京市海淀区中关村大街1号"]
     doc = render_document(lines, font_size=34)

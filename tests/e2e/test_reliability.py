@@ -18,8 +18,8 @@ import pytest
 import requests
 
 from bench.fuzz import Limits, run_fuzz
-from tests.e2e.server_process import ServerProcess
-from tests.reliability_fakes import SLOW_S, encode_png, expected_answer, image_config, make_image
+from tests.support.image_fakes import SLOW_S, encode_png, expected_answer, image_config, make_image
+from tests.support.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -195,12 +195,12 @@ def test_short_soak_has_no_errors_and_flat_rss():
 # ---------------------------------------------------------------------------
 def test_submit_blocked_on_a_full_channel_honours_the_deadline():
     from serving.config import parse_config
+    from serving.engine.pipeline import Pipeline
     from serving.errors import DeadlineExceeded
-    from serving.pipeline import Pipeline
 
     p = Pipeline(parse_config({
         "name": NAME, "dag": {"request_timeout_ms": 10000, "max_queue_size": 64, "channel_size": 1},
-        "op": {"stats": {"class": "tests.reliability_fakes:ImageStatsOp", "params": {"delay_ms": 1000},
+        "op": {"stats": {"class": "tests.support.image_fakes:ImageStatsOp", "params": {"delay_ms": 1000},
                          "local_service_conf": {"max_batch_size": 1, "concurrency": 1}}}}))
     p.start(warmup=False)
     try:

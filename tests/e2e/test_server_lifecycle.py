@@ -7,7 +7,7 @@ import threading
 import pytest
 import requests
 
-from tests.e2e.server_process import ServerProcess
+from tests.support.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -17,7 +17,7 @@ CONFIG = textwrap.dedent("""
     dag: {request_timeout_ms: 20000, max_queue_size: 256}
     op:
       echo:
-        class: tests.engine_fakes:EchoTextOp
+        class: tests.support.engine_fakes:EchoTextOp
         params: {delay_ms: 20}
         local_service_conf: {max_batch_size: 8, max_queue_delay: 5, concurrency: 2}
 """)
@@ -79,7 +79,7 @@ def test_sigterm_under_load_answers_every_accepted_request(config_file):
 
 def test_serve_rejects_a_bad_config(tmp_path):
     bad = tmp_path / "bad.yml"
-    bad.write_text("op:\n  echo:\n    class: tests.engine_fakes:EchoTextOp\n    local_service_conf: {max_batch_size: 0}\n")
+    bad.write_text("op:\n  echo:\n    class: tests.support.engine_fakes:EchoTextOp\n    local_service_conf: {max_batch_size: 0}\n")
     with pytest.raises(RuntimeError, match="max_batch_size"):
         ServerProcess(str(bad), ready_timeout=60)
 

@@ -24,7 +24,7 @@ import io
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from flask import Flask, Response, jsonify, request
 from PIL import Image
@@ -38,14 +38,14 @@ RUN_S = 0.010
 
 @dataclass
 class FakeConfig:
-    pipelines: Tuple[str, ...] = ("ocr", "ernie")
-    token: Optional[str] = None
+    pipelines: tuple[str, ...] = ("ocr", "ernie")
+    token: str | None = None
     fail_every: int = 0
     ready: bool = True
 
 
 class FakeError(Exception):
-    def __init__(self, status: int, message: str, retry_after: Optional[float] = None):
+    def __init__(self, status: int, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.status, self.message, self.retry_after = status, message, retry_after
 
@@ -77,7 +77,7 @@ class _Metrics:
         self.items.labels(op).inc(n)
 
 
-def _ocr_result(data: bytes) -> List[Dict[str, Any]]:
+def _ocr_result(data: bytes) -> list[dict[str, Any]]:
     try:
         img = Image.open(io.BytesIO(data))
         img.load()
@@ -92,7 +92,7 @@ def _ocr_result(data: bytes) -> List[Dict[str, Any]]:
     ]
 
 
-def _text_result(text: str) -> Dict[str, Any]:
+def _text_result(text: str) -> dict[str, Any]:
     if text in TEXT_STATUSES:
         raise FakeError(TEXT_STATUSES[text], f"forced {TEXT_STATUSES[text]}")
     positive = "good" in text or "好" in text
@@ -100,7 +100,7 @@ def _text_result(text: str) -> Dict[str, Any]:
             "probs": [0.1, 0.9] if positive else [0.9, 0.1]}
 
 
-def create_app(config: Optional[FakeConfig] = None) -> Flask:
+def create_app(config: FakeConfig | None = None) -> Flask:
     cfg = config or FakeConfig()
     app = Flask("fake_batchline")
     metrics = _Metrics()
@@ -118,7 +118,7 @@ def create_app(config: Optional[FakeConfig] = None) -> Flask:
         if cfg.fail_every and n % cfg.fail_every == 0:
             raise FakeError(503, "server overloaded, retry later", retry_after=1)
 
-    def run(name: str, inputs: List[Tuple[str, Any]]) -> List[Any]:
+    def run(name: str, inputs: list[tuple[str, Any]]) -> list[Any]:
         if not inputs:
             raise FakeError(400, "no inputs")
         out = []
@@ -137,7 +137,7 @@ def create_app(config: Optional[FakeConfig] = None) -> Flask:
         metrics.requests.labels(name, "200").inc()
         return out
 
-    def fail(name: str, e: FakeError, body: Dict[str, Any]) -> Response:
+    def fail(name: str, e: FakeError, body: dict[str, Any]) -> Response:
         metrics.requests.labels(name, str(e.status)).inc()
         resp = jsonify(body)
         resp.status_code = e.status
@@ -177,7 +177,7 @@ def create_app(config: Optional[FakeConfig] = None) -> Flask:
     def predict(name: str):
         try:
             admit(name)
-            inputs: List[Tuple[str, Any]] = []
+            inputs: list[tuple[str, Any]] = []
             ctype = request.content_type or ""
             if ctype.startswith("image/"):
                 inputs.append(("image", request.get_data()))
@@ -230,7 +230,7 @@ class _QuietHandler(WSGIRequestHandler):
 class FakeServer:
     """``create_app(config)`` served on 127.0.0.1 (free port) in a background thread."""
 
-    def __init__(self, config: Optional[FakeConfig] = None):
+    def __init__(self, config: FakeConfig | None = None):
         self.config = config or FakeConfig()
         self._server = make_server("127.0.0.1", 0, create_app(self.config),
                                    threaded=True, request_handler=_QuietHandler)
@@ -238,7 +238,7 @@ class FakeServer:
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-server",
                                         daemon=True)
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         self._thread.start()
         return self
 

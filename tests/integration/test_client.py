@@ -14,8 +14,8 @@ from PIL import Image
 
 from client import bench as bench_cmd
 from client import cli as predict_cmd
-from client.pipeline_client import PipelineClient, PipelineError
 from client.loadgen import poisson_arrivals
+from client.pipeline_client import PipelineClient, PipelineError
 from tests.integration.fake_server import FakeConfig, FakeServer
 
 SIZES = [(120, 40), (64, 32), (200, 50)]
@@ -194,7 +194,7 @@ def test_cli_predict_json_and_text(server, image_dir, capsys):
     rc = _predict(["--url", server.url, "--pipeline", "ernie", "--text", "很好", "--text", "meh"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "== 很好\npositive\t0.9000\n== meh\nnegative\t0.9000\n" == out
+    assert out == "== 很好\npositive\t0.9000\n== meh\nnegative\t0.9000\n"
 
 
 def test_cli_predict_failure_exit_1(server, image_dir, bad_image, capsys):

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from bench.fuzz import hdr_bomb, png_with_header
 from serving.config import parse_config
-from serving.http_api import create_app
-from serving.pipeline import Pipeline
-from tests.reliability_fakes import encode_png, expected_answer, make_image
+from serving.engine.pipeline import Pipeline
+from serving.http.app import create_app
+from tests.support.image_fakes import encode_png, expected_answer, make_image
 
 NAME = "img"
 MAX_BODY = 256 * 1024
@@ -38,7 +38,7 @@ def pipeline():
     config = parse_config({
         "name": NAME, "max_inputs_per_request": MAX_INPUTS, "max_image_pixels": MAX_PIXELS,
         "dag": {"request_timeout_ms": 10000, "max_queue_size": 64},
-        "op": {"stats": {"class": "tests.reliability_fakes:ImageStatsOp",
+        "op": {"stats": {"class": "tests.support.image_fakes:ImageStatsOp",
                          "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1,
                                                 "max_body_size": MAX_BODY}}},
     })

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from serving.config import parse_config
-from serving.http_api import HttpLimits, create_app
-from pipelines.io import InputLimits
-from serving.pipeline import Pipeline
+from serving.engine.pipeline import Pipeline
+from serving.http.app import HttpLimits, create_app
+from serving.http.decode import InputLimits
 
-FAKES = "tests.engine_fakes"
+FAKES = "tests.support.engine_fakes"
 
 
 def make_pipeline(**dag):
@@ -108,7 +108,7 @@ def test_native_json_with_timing(client):
 def test_native_multipart_and_raw_text(client):
     r = client.post("/echo/predict", data={"text": ["one", "three"]}, content_type="multipart/form-data")
     assert r.status_code == 200 and [x["text"] for x in r.get_json()["results"]] == ["one", "three"]
-    r = client.post("/echo/predict", data="raw body".encode(), content_type="text/plain")
+    r = client.post("/echo/predict", data=b"raw body", content_type="text/plain")
     assert r.get_json()["results"] == [{"text": "raw body", "double_len": 16}]
 
 
@@ -202,8 +202,8 @@ def test_input_limits_for_text(pipeline):
 
 
 def test_base64_errors_named():
-    from pipelines.io import decode_base64
     from serving.errors import BadRequest
+    from serving.http.decode import decode_base64
 
     with pytest.raises(BadRequest, match="input 0: invalid base64"):
         decode_base64("@@not base64@@", "input 0")

@@ -1,7 +1,7 @@
 """Admission rules with a fake clock."""
 import pytest
 
-from serving.admission import Admission
+from serving.engine.admission import Admission
 from serving.errors import Overloaded
 
 

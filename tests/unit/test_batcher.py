@@ -3,8 +3,8 @@ import threading
 
 import pytest
 
-from serving.batch_stats import ArrivalEstimator, CostModel
-from serving.batcher import Batcher
+from serving.engine.batcher import Batcher
+from serving.engine.estimators import ArrivalEstimator, CostModel
 
 
 class FakeClock:

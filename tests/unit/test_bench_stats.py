@@ -10,9 +10,15 @@ import pytest
 
 from client.loadgen import LevelResult, poisson_arrivals, run_closed_loop, run_open_loop
 from client.pipeline_client import PipelineError
-from client.stats import (ErrorCounts, MetricsSnapshot, format_errors, latency_summary,
-                          op_stats, parse_prometheus, percentile)
-
+from client.stats import (
+    ErrorCounts,
+    MetricsSnapshot,
+    format_errors,
+    latency_summary,
+    op_stats,
+    parse_prometheus,
+    percentile,
+)
 
 # ----------------------------------------------------------------------------- percentiles
 

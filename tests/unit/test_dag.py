@@ -1,7 +1,7 @@
-"""serving.dag: order, sources/sinks, fan-out, fan-in and every graph error."""
+"""serving.config.dag: order, sources/sinks, fan-out, fan-in and every graph error."""
 import pytest
 
-from serving.dag import Dag, DagError
+from serving.config.dag import Dag, DagError
 
 
 def test_chain_order_sources_sinks():

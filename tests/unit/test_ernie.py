@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import random
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,12 +10,13 @@ from pydantic import ValidationError
 
 from ops import text as T
 from ops.ernie import Encoded, ErnieClsOp
-from serving.direct import run_op_direct
+from serving.engine.direct import run_op_direct
 from serving.errors import BadRequest
-from serving.op import OpContext
+from tests.support.ops import make_op as make_real_op
+from tests.support.ops import ocr_model_dir, runner_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL_DIR = os.path.join(ROOT, "pipelines", "models", "ernie_fields")
+MODEL_DIR = os.path.join(ROOT, "pipelines", "ernie_fields", "model")
 VOCAB = os.path.join(MODEL_DIR, "vocab.txt")
 
 
@@ -31,16 +31,8 @@ def _ids(tokens: list[str]) -> list[int]:
     return [lines.index(t) for t in tokens]
 
 
-def _conf(**over):
-    lsc = dict(model_config=MODEL_DIR, device_type=0, device_ids=[], thread_num=2, ir_optim=True,
-               use_mkldnn=False, mkldnn_cache_capacity=0, precision="fp32", mem_optim=True,
-               min_subgraph_size=3, gpu_mem_mb=500, max_batch_size=32, instance_num=1, tensorrt=None)
-    lsc.update(over)
-    return SimpleNamespace(local_service_conf=SimpleNamespace(**lsc))
-
-
 def make_op(name: str = "ernie", **params) -> ErnieClsOp:
-    op = ErnieClsOp(OpContext(name, conf=_conf(), params=ErnieClsOp.Params(**params)))
+    op = make_real_op(ErnieClsOp, ErnieClsOp.Params(**params), model_dir=MODEL_DIR, name=name, max_batch_size=32)
     op.load()
     return op
 
@@ -52,7 +44,7 @@ def op() -> ErnieClsOp:
 
 @pytest.fixture(scope="module")
 def runner(op):
-    return op.create_runners(1)[0]
+    return runner_for(op)
 
 
 # ---------------------------------------------------------------------------
@@ -114,7 +106,7 @@ def test_params_validation():
 
 
 def test_registered():
-    from serving.registry import resolve_op_class
+    from serving.config.registry import resolve_op_class
 
     assert resolve_op_class("ernie_cls") is ErnieClsOp
     assert ErnieClsOp.input_kind == "text" and ErnieClsOp.needs_model is True
@@ -292,20 +284,17 @@ def test_ocr_chain_labels_recognised_lines(runner):
     """det -> rec -> ernie on a rendered image: rec's line dicts come back labelled."""
     pytest.importorskip("ops.ocr_det")
     pytest.importorskip("ops.ocr_rec")
-    rapidocr = pytest.importorskip("rapidocr_paddle")
+    pytest.importorskip("rapidocr_paddle")
     from PIL import Image, ImageDraw, ImageFont
 
     from ops.ocr_det import OcrDetOp
     from ops.ocr_rec import OcrRecOp
-    from serving.direct import run_chain_direct
+    from serving.engine.direct import run_chain_direct
 
-    models = os.path.join(os.path.dirname(rapidocr.__file__), "models")
     chain = []
-    for name, cls, model_dir in (("det", OcrDetOp, os.path.join(models, "ch_PP-OCRv4_det_infer")),
-                                 ("rec", OcrRecOp, os.path.join(models, "ch_PP-OCRv4_rec_infer"))):
-        ocr_op = cls(OpContext(name, conf=_conf(model_config=model_dir), params=cls.Params()))
-        ocr_op.load()
-        chain.append((ocr_op, ocr_op.create_runners(1)[0]))
+    for name, cls, model in (("det", OcrDetOp, "ch_PP-OCRv4_det_infer"), ("rec", OcrRecOp, "ch_PP-OCRv4_rec_infer")):
+        ocr_op = make_real_op(cls, name=name, model_dir=ocr_model_dir(model), load=True, max_batch_size=32)
+        chain.append((ocr_op, runner_for(ocr_op)))
     ernie = make_op()
     chain.append((ernie, runner))
 

@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from serving.config import parse_config
+from serving.engine.pipeline import Pipeline
 from serving.errors import BadRequest, DeadlineExceeded, InternalError, Overloaded, ShuttingDown
-from serving.pipeline import Pipeline
 
-FAKES = "tests.engine_fakes"
+FAKES = "tests.support.engine_fakes"
 
 
 def op(cls, inputs=(), params=None, **svc):
@@ -216,7 +216,7 @@ def test_dead_worker_thread_is_replaced(pipelines, caplog):
 
 def test_profile_and_tracer_lines(caplog):
     p = make({"split": op("SplitOp")}, use_profile=True)
-    with caplog.at_level(logging.INFO, logger="serving.pipeline"):
+    with caplog.at_level(logging.INFO, logger="serving.engine.pipeline"):
         p.submit({"id": 1, "n": 3}, logid=42).result()
         p.shutdown(timeout=5)
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("profile"))
@@ -280,7 +280,7 @@ def test_run_batch_sizes_empty_means_any_size(pipelines):
 
 
 def test_split_sizes():
-    from serving.stage import split_sizes
+    from serving.engine.execute import split_sizes
 
     assert split_sizes(13, [1, 2, 4, 8, 16, 32]) == [8, 4, 1]
     assert split_sizes(32, [1, 2, 4, 8, 16, 32]) == [32]

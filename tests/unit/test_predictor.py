@@ -1,76 +1,34 @@
-"""Tests for serving.predictor: config translation, loading, running, cloning."""
+"""Tests for serving.runners.paddle_inference: config translation, loading, running, cloning."""
 from __future__ import annotations
 
 import os
-import types
 
 import numpy as np
 import pytest
 
 paddle = pytest.importorskip("paddle")
 
-from serving import predictor as sp  # noqa: E402
-from serving.predictor import (  # noqa: E402
+from serving.config import ConfigError, TensorRTConf, parse_config  # noqa: E402
+from serving.paths import model_files  # noqa: E402
+from serving.runners import paddle_inference as sp  # noqa: E402
+from serving.runners.paddle_inference import (  # noqa: E402
     Precision,
     build_config,
     config_plan,
     create_predictors,
-    resolve_model_files,
 )
-
-
-def make_conf(model_dir, **overrides):
-    """A stand-in for serving.config.LocalServiceConf with the same attributes."""
-    conf = dict(
-        model_config=str(model_dir) if model_dir else None,
-        device_type=0,
-        device_ids=[],
-        thread_num=1,
-        ir_optim=True,
-        use_mkldnn=False,
-        mkldnn_cache_capacity=0,
-        precision="fp32",
-        mem_optim=True,
-        min_subgraph_size=3,
-        gpu_mem_mb=500,
-        max_batch_size=8,
-        instance_num=1,
-        tensorrt=None,
-    )
-    conf.update(overrides)
-    return types.SimpleNamespace(**conf)
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    """Linear(4, 3) + relu saved with a dynamic batch dim; returns (dir, W, b)."""
-    paddle.seed(7)
-    layer = paddle.nn.Sequential(paddle.nn.Linear(4, 3), paddle.nn.ReLU())
-    layer.eval()
-    out_dir = tmp_path_factory.mktemp("tiny")
-    paddle.jit.save(
-        layer,
-        str(out_dir / "inference"),
-        input_spec=[paddle.static.InputSpec([None, 4], "float32", "x")],
-    )
-    weight = layer[0].weight.numpy()  # paddle Linear: y = x @ W + b, W is [in, out]
-    bias = layer[0].bias.numpy()
-    return out_dir, weight, bias
-
-
-def expected(x, weight, bias):
-    return np.maximum(x @ weight + bias, 0.0)
+from tests.support.tiny_model import expected, make_conf  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
-# resolve_model_files
+# model_files
 # ---------------------------------------------------------------------------
 def test_jit_save_writes_inference_files(tiny_model):
     model_dir, _, _ = tiny_model
     names = set(os.listdir(model_dir))
     assert "inference.pdiparams" in names
     assert names & {"inference.json", "inference.pdmodel"}
-    model_file, params_file = resolve_model_files(str(model_dir))
+    model_file, params_file = model_files(str(model_dir))
     assert os.path.basename(model_file) in ("inference.json", "inference.pdmodel")
     assert params_file == os.path.join(str(model_dir), "inference.pdiparams")
 
@@ -78,7 +36,7 @@ def test_jit_save_writes_inference_files(tiny_model):
 def test_resolve_legacy_pdmodel_layout(tmp_path):
     (tmp_path / "inference.pdmodel").write_bytes(b"x")
     (tmp_path / "inference.pdiparams").write_bytes(b"x")
-    assert resolve_model_files(str(tmp_path)) == (
+    assert model_files(str(tmp_path)) == (
         str(tmp_path / "inference.pdmodel"),
         str(tmp_path / "inference.pdiparams"),
     )
@@ -87,20 +45,20 @@ def test_resolve_legacy_pdmodel_layout(tmp_path):
 def test_resolve_prefers_json_when_both(tmp_path):
     for name in ("inference.pdmodel", "inference.json", "inference.pdiparams"):
         (tmp_path / name).write_bytes(b"x")
-    assert resolve_model_files(str(tmp_path))[0] == str(tmp_path / "inference.json")
+    assert model_files(str(tmp_path))[0] == str(tmp_path / "inference.json")
 
 
 def test_resolve_errors_name_the_dir(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope"):
-        resolve_model_files(str(tmp_path / "nope"))
+        model_files(str(tmp_path / "nope"))
     (tmp_path / "inference.pdmodel").write_bytes(b"x")
     with pytest.raises(FileNotFoundError, match=r"inference\.pdiparams") as err:
-        resolve_model_files(str(tmp_path))
+        model_files(str(tmp_path))
     assert str(tmp_path) in str(err.value)
     (tmp_path / "inference.pdmodel").unlink()
     (tmp_path / "inference.pdiparams").write_bytes(b"x")
     with pytest.raises(FileNotFoundError, match=r"inference\.json or inference\.pdmodel"):
-        resolve_model_files(str(tmp_path))
+        model_files(str(tmp_path))
 
 
 # ---------------------------------------------------------------------------
@@ -154,21 +112,28 @@ def test_cpu_plan_mkldnn_on_with_cache_and_bf16(tiny_model):
     assert not steps(plan, "set_mkldnn_cache_capacity")
 
 
-def test_cpu_plan_rejects_impossible_precisions(tiny_model):
+def _svc_error(model_dir, **service) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"op": {"m": {"class": "tests.support.config_fakes:FakeModelOp", "local_service_conf":
+                                   {"model_config": str(model_dir), **service}}}}, source="c.yml")
+    return str(info.value)
+
+
+def test_impossible_precisions_are_config_errors_naming_the_key(tiny_model):
     model_dir, _, _ = tiny_model
-    with pytest.raises(ValueError, match="fp16"):
-        config_plan(make_conf(model_dir, precision="fp16"))
-    with pytest.raises(ValueError, match="use_mkldnn"):
-        config_plan(make_conf(model_dir, precision="bf16", use_mkldnn=False))
-    with pytest.raises(ValueError, match="unknown precision"):
-        config_plan(make_conf(model_dir, precision="fp8"))
+    assert _svc_error(model_dir, precision="fp16") == (
+        "c.yml: op.m.local_service_conf.precision: fp16 needs a GPU (device_type 1 or 2); use fp32 or bf16 on CPU")
+    assert _svc_error(model_dir, precision="bf16", use_mkldnn=False).startswith(
+        "c.yml: op.m.local_service_conf.precision: bf16 on CPU needs use_mkldnn: true")
+    assert _svc_error(model_dir, precision="fp8").startswith(
+        "c.yml: op.m.local_service_conf.precision: must be one of")
     with pytest.raises(ValueError, match="model_config"):
         config_plan(make_conf(None))
 
 
 def test_gpu_plan(tiny_model):
     model_dir, _, _ = tiny_model
-    conf = make_conf(model_dir, device_type=1, device_ids=[1], precision="fp16", gpu_mem_mb=256)
+    conf = make_conf(model_dir, device_type=1, devices="1", precision="fp16", gpu_mem_mb=256)
     plan = config_plan(conf)
     assert steps(plan, "enable_use_gpu") == [(256, 1, Precision("fp16"))]
     names = [n for n, _ in plan]
@@ -181,11 +146,9 @@ def test_gpu_plan(tiny_model):
 
 def test_trt_plan(tiny_model):
     model_dir, _, _ = tiny_model
-    shape = types.SimpleNamespace(min=[1, 4], opt=[8, 4], max=[32, 4])
-    trt = types.SimpleNamespace(workspace_size=1 << 28, min_subgraph_size=5, use_static=True,
-                                use_calib_mode=False, dynamic_shape={"x": shape})
-    conf = make_conf(model_dir, device_type=2, device_ids=[0], precision="fp16",
-                     max_batch_size=32, tensorrt=trt)
+    trt = TensorRTConf(workspace_size=1 << 28, min_subgraph_size=5, use_static=True, use_calib_mode=False,
+                       dynamic_shape={"x": {"min": [1, 4], "opt": [8, 4], "max": [32, 4]}})
+    conf = make_conf(model_dir, device_type=2, devices="0", precision="fp16", max_batch_size=32, tensorrt=trt)
     plan = config_plan(conf)
     names = [n for n, _ in plan]
     assert names.index("enable_use_gpu") < names.index("enable_tensorrt_engine")
@@ -223,7 +186,7 @@ def test_gpu_conf_on_cpu_build_fails_clearly(tiny_model):
         pytest.skip("GPU build")
     model_dir, _, _ = tiny_model
     with pytest.raises(RuntimeError, match="GPU build"):
-        create_predictors(make_conf(model_dir, device_type=1, device_ids=[0]), 1)
+        create_predictors(make_conf(model_dir, device_type=1, devices="0"), 1)
 
 
 # ---------------------------------------------------------------------------
@@ -291,12 +254,20 @@ def test_feed_name_errors(tiny_model):
         pred.run({"z": x})
 
 
-def test_create_predictors_count_and_missing_model(tmp_path, tiny_model):
+def test_create_predictors_count_and_model_files_gone(tmp_path, tiny_model):
     model_dir, _, _ = tiny_model
     with pytest.raises(ValueError):
         create_predictors(make_conf(model_dir), 0)
-    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
-        create_predictors(make_conf(tmp_path), 1)
+    # the config layer checked the directory; its files can still vanish before loading
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    for name in os.listdir(model_dir):
+        (gone / name).write_bytes((model_dir / name).read_bytes())
+    conf = make_conf(gone)
+    for child in gone.iterdir():
+        child.unlink()
+    with pytest.raises(FileNotFoundError, match=str(gone)):
+        create_predictors(conf, 1)
 
 
 def test_gpu_round_robin_loads_one_per_device(monkeypatch, tiny_model):
@@ -328,7 +299,7 @@ def test_gpu_round_robin_loads_one_per_device(monkeypatch, tiny_model):
         return cls(FakePaddle(device_id), f"gpu:{device_id}")
 
     monkeypatch.setattr(sp.PaddlePredictor, "load", classmethod(fake_load))
-    preds = create_predictors(make_conf(model_dir, device_type=1, device_ids=[0, 1]), 5)
+    preds = create_predictors(make_conf(model_dir, device_type=1, devices="0,1"), 5)
     assert loads == [0, 1]
     assert [p.device for p in preds] == ["gpu:0", "gpu:1", "gpu:0", "gpu:1", "gpu:0"]
     assert [p._predictor.dev for p in preds] == [0, 1, 0, 1, 0]
@@ -367,12 +338,9 @@ def test_cpu_plan_openvino(tiny_model):
     assert steps(plan, "enable_openvino_engine") == [(Precision("bf16"),)]
     assert steps(plan, "set_cpu_math_library_num_threads") == [(3,)]  # OpenVINO's thread count
     assert "enable_mkldnn" not in names and "enable_mkldnn_bfloat16" not in names
-    with pytest.raises(ValueError, match="alternative CPU engines"):
-        config_plan(make_conf(model_dir, use_openvino=True, use_mkldnn=True))
-    with pytest.raises(ValueError, match="not available with use_openvino"):
-        config_plan(make_conf(model_dir, use_openvino=True, precision="int8"))
-    with pytest.raises(ValueError, match="CPU engine"):
-        config_plan(make_conf(model_dir, use_openvino=True, device_type=1))
+    assert "alternative CPU engines" in _svc_error(model_dir, use_openvino=True, use_mkldnn=True)
+    assert "not available with use_openvino" in _svc_error(model_dir, use_openvino=True, precision="int8")
+    assert "CPU engine" in _svc_error(model_dir, use_openvino=True, device_type=1)
 
 
 def test_openvino_predictor_matches_and_leaves_no_cache_behind(tiny_model, tmp_path, monkeypatch):

@@ -9,20 +9,21 @@ import pytest
 
 pytest.importorskip("paddle")
 
-from serving.op import Op, OpContext  # noqa: E402
-from serving.process_runner import ProcessPredictor  # noqa: E402
-from tests.unit.test_predictor import expected, make_conf, tiny_model  # noqa: E402,F401
+from serving.engine.pipeline import runners_for  # noqa: E402
+from serving.runners.process import ProcessPredictor  # noqa: E402
+from tests.support.ops import make_op  # noqa: E402
+from tests.support.tiny_model import expected, make_conf  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner(tiny_model):  # noqa: F811
+def runner(tiny_model):
     model_dir, _, _ = tiny_model
     predictor = ProcessPredictor(make_conf(model_dir))
     yield predictor
     predictor.close()
 
 
-def test_runs_in_a_child_process_and_matches_numpy(runner, tiny_model):  # noqa: F811
+def test_runs_in_a_child_process_and_matches_numpy(runner, tiny_model):
     _, weight, bias = tiny_model
     assert runner.pid and runner.pid != os.getpid()
     assert runner.input_names == ["x"]
@@ -35,7 +36,7 @@ def test_runs_in_a_child_process_and_matches_numpy(runner, tiny_model):  # noqa:
     assert first.sum() > 0  # outputs are copies, not views of a reused buffer
 
 
-def test_feeds_larger_than_the_initial_segment(runner, tiny_model):  # noqa: F811
+def test_feeds_larger_than_the_initial_segment(runner, tiny_model):
     _, weight, bias = tiny_model
     x = np.random.default_rng(0).random((200_000, 4), dtype=np.float32)  # 3.2 MB in, 2.4 MB out
     (out,) = runner.run({"x": x})
@@ -66,11 +67,12 @@ def test_load_failure_is_reported(tmp_path):
         ProcessPredictor(make_conf(tmp_path))
 
 
-def test_op_create_runners_honours_instance_mode(tiny_model):  # noqa: F811
+def test_the_engine_builds_process_runners_for_instance_mode_process(tiny_model):
+    from serving.op import Op
+
     model_dir, _, _ = tiny_model
-    conf = make_conf(model_dir, instance_mode="process")
-    op = Op(OpContext(name="tiny", conf=type("C", (), {"local_service_conf": conf})()))
-    runners = op.create_runners(2)
+    op = make_op(Op, model_dir=str(model_dir), instance_mode="process", thread_num=1)
+    runners = runners_for(op, 2)
     try:
         assert all(isinstance(r, ProcessPredictor) for r in runners)
         assert len({r.pid for r in runners}) == 2
@@ -80,27 +82,7 @@ def test_op_create_runners_honours_instance_mode(tiny_model):  # noqa: F811
     assert all(r.pid is None for r in runners)
 
 
-def test_openvino_processes_get_disjoint_cpu_sets(monkeypatch):
-    from serving import process_runner as pr
-
-    monkeypatch.setattr(pr.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    ov = make_conf(None, use_openvino=True, thread_num=1, instance_mode="process", instance_num=2)
-    assert pr.openvino_cpu_sets(ov, 2) == [[0], [1]]
-    assert pr.openvino_cpu_sets(ov, 2, offset=2) == [[2], [3]]
-    assert pr.openvino_cpu_sets(ov, 3, offset=3) == [[3], [0], [1]]  # wraps round
-    two = make_conf(None, use_openvino=True, thread_num=2)
-    assert pr.openvino_cpu_sets(two, 2, offset=1) == [[1, 2], [3, 0]]
-    wide = make_conf(None, use_openvino=True, thread_num=16)
-    assert pr.openvino_cpu_sets(wide, 1) == [[0, 1, 2, 3]]  # capped at the CPUs available
-    assert pr.pinned_cpu_count(ov) == 2
-    # oneDNN processes and in-process instances are not pinned
-    onednn = make_conf(None, use_mkldnn=True, instance_mode="process", instance_num=2)
-    assert pr.openvino_cpu_sets(onednn, 2) == [None, None]
-    assert pr.pinned_cpu_count(onednn) == 0
-    assert pr.pinned_cpu_count(make_conf(None, use_openvino=True, instance_mode="thread")) == 0
-
-
-def test_a_pinned_child_runs_on_its_cpu(tiny_model):  # noqa: F811
+def test_a_pinned_child_runs_on_its_cpu(tiny_model):
     import os as _os
 
     model_dir, weight, bias = tiny_model

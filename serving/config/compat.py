@@ -1,0 +1,113 @@
+"""Paddle Serving compatibility: the pass that runs on the raw mapping before
+validation. Keys that mean nothing here are dropped (and logged once by the
+loader); op-level aliases (``batch_size`` ...) fold into their real keys;
+``use_trt`` becomes ``device_type: 2``. Giving both spellings is an error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.config.schema import OP_ALIASES, device_type_value, is_int, is_number
+
+# Paddle Serving keys that have no meaning here: accepted, logged once, dropped.
+IGNORED_TOP_KEYS = frozenset({"rpc_port", "grpc_gateway_port", "build_dag_each_worker"})
+IGNORED_DAG_KEYS = frozenset({"is_thread_op", "retry", "client_type", "channel_recv_frist_arrive"})
+IGNORED_OP_KEYS = frozenset({
+    "client_type", "fetch_list", "workdir", "server_endpoints", "client_config", "use_encryption_model",
+})
+IGNORED_LOCAL_SERVICE_KEYS = frozenset({
+    "client_type", "fetch_list", "workdir", "use_xpu", "use_lite", "use_ascend_cl", "use_calib",
+    "use_encryption_model", "mkldnn_op_list", "mkldnn_bf16_op_list", "gpu_multi_stream",
+})
+
+
+@dataclass
+class Notes:
+    """What the Paddle Serving pass found, for one parse."""
+
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # dropped key paths
+    renamed: dict[str, str] = field(default_factory=dict)  # our key path -> the alias the file used
+
+
+def _drop_ignored(data: dict, ignored_keys: frozenset, prefix: str, notes: Notes) -> None:
+    for key in list(data):
+        if key in ignored_keys:
+            data.pop(key)
+            notes.ignored.append(prefix + str(key))
+
+
+def _fold_aliases(op: dict, svc: Any, path: str, notes: Notes) -> None:
+    for alias, target in OP_ALIASES.items():
+        if alias not in op:
+            continue
+        value = op.pop(alias)
+        if target.startswith("local_service_conf."):
+            if not isinstance(svc, dict):
+                continue  # local_service_conf itself is wrong; pydantic reports it
+            holder, key = svc, target.split(".", 1)[1]
+        else:
+            holder, key = op, target
+        if key in holder:
+            both = f"given twice: as '{path}.{alias}' and '{path}.{target}'; keep one"
+            notes.problems.append((f"{path}.{alias}", both))
+            continue
+        if alias == "auto_batching_timeout" and is_number(value):
+            value = max(value, 0)  # Paddle Serving's -1: no wait
+        if alias == "timeout" and is_int(value) and value <= 0:
+            value = -1  # Paddle Serving: <= 0 means no limit
+        holder[key] = value
+        notes.renamed[f"{path}.{target}"] = f"{path}.{alias}"
+
+
+def _apply_use_trt(svc: dict, path: str, notes: Notes) -> None:
+    if "use_trt" not in svc:
+        return
+    use_trt = svc.pop("use_trt")
+    device_type = device_type_value(svc.get("device_type", 0))
+    if use_trt is True and is_int(device_type) and device_type >= 1:
+        svc["device_type"] = 2
+    else:
+        notes.ignored.append(f"{path}.local_service_conf.use_trt")
+
+
+def _normalize_op(name: str, op: Any, notes: Notes) -> Any:
+    path = f"op.{name}"
+    if op is None:
+        op = {}
+    if not isinstance(op, dict):
+        return op
+    op = dict(op)
+    if "name" in op:
+        notes.problems.append((f"{path}.name", "unknown key (an op's name is its key under 'op:')"))
+        op.pop("name")
+    if "cls" in op:
+        notes.problems.append((f"{path}.cls", "unknown key (did you mean 'class'?)"))
+        op.pop("cls")
+    op["name"] = name
+    _drop_ignored(op, IGNORED_OP_KEYS, path + ".", notes)
+    svc = op.get("local_service_conf")
+    if svc is None:
+        svc = {}
+    if isinstance(svc, dict):
+        svc = dict(svc)
+        _drop_ignored(svc, IGNORED_LOCAL_SERVICE_KEYS, path + ".local_service_conf.", notes)
+        _apply_use_trt(svc, path, notes)
+    _fold_aliases(op, svc, path, notes)
+    op["local_service_conf"] = svc
+    return op
+
+
+def normalize(data: dict, default_name: str, notes: Notes) -> dict:
+    """Copy of ``data`` with Paddle Serving keys dropped or folded, op names filled in."""
+    data = dict(data)
+    _drop_ignored(data, IGNORED_TOP_KEYS, "", notes)
+    data.setdefault("name", default_name)
+    if isinstance(data.get("dag"), dict):
+        data["dag"] = dict(data["dag"])
+        _drop_ignored(data["dag"], IGNORED_DAG_KEYS, "dag.", notes)
+    if isinstance(data.get("op"), dict):
+        data["op"] = {name: _normalize_op(str(name), op, notes) for name, op in data["op"].items()}
+    return data
+

@@ -1,0 +1,170 @@
+"""Config errors: ``ConfigError`` (every line ``<file>: <key.path>: <message>``)
+and the translation of pydantic's validation errors into that form, with
+"did you mean" hints for unknown keys."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic.dataclasses import is_pydantic_dataclass
+
+FILE_KEY = "(file)"
+ROOT_KEY = "(top level)"
+
+
+class ConfigError(ValueError):
+    """An invalid config. Each line of the message is ``<file>: <key.path>: <message>``.
+
+    ``problems`` holds the ``(key path, message)`` pairs; ``source`` the file.
+    """
+
+    def __init__(self, source: str, key: str, message: str):
+        self.source = source
+        self.problems: list[tuple[str, str]] = [(key, message)]
+        super().__init__(f"{source}: {key}: {message}")
+
+    @classmethod
+    def many(cls, source: str, problems: list[tuple[str, str]]) -> ConfigError:
+        err = cls(source, *problems[0])
+        err.problems = list(problems)
+        err.args = ("\n".join(f"{source}: {k}: {m}" for k, m in problems),)
+        return err
+
+    @property
+    def key(self) -> str:
+        return self.problems[0][0]
+
+
+class FieldProblem(ValueError):
+    """Raised by a model validator to pin a message on one of the model's fields."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+
+# ---------------------------------------------------------------------------
+# pydantic errors -> "<key.path>: <message>"
+# ---------------------------------------------------------------------------
+def _unwrap_optional(tp: Any) -> Any:
+    if get_origin(tp) is Union:
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return args[0] if len(args) == 1 else tp
+    return tp
+
+
+def _yaml_fields(tp: Any) -> dict[str, Any] | None:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields = tp.model_fields
+    elif is_pydantic_dataclass(tp):
+        fields = tp.__pydantic_fields__
+    else:
+        return None
+    return {(f.alias or n): f.annotation for n, f in fields.items()}
+
+
+def _known_keys(root: type, loc: tuple) -> list[str]:
+    """The keys allowed where the unknown key ``loc[-1]`` was found."""
+    tp: Any = root
+    for part in loc[:-1]:
+        tp = _unwrap_optional(tp)
+        fields = _yaml_fields(tp)
+        if fields is not None:
+            if part not in fields:
+                return []
+            tp = fields[part]
+        elif get_origin(tp) in (dict, Mapping):
+            tp = get_args(tp)[1]
+        elif get_origin(tp) is list:
+            tp = get_args(tp)[0]
+        else:
+            return []
+    tp = _unwrap_optional(tp)
+    fields = _yaml_fields(tp)
+    if fields is None:
+        return []
+    hidden = getattr(tp, "yaml_hidden_keys", frozenset())
+    extra = getattr(tp, "yaml_extra_keys", frozenset())
+    return [k for k in fields if k not in hidden] + sorted(extra)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unknown_key_message(key: Any, known: list[str]) -> str:
+    close = difflib.get_close_matches(str(key), known, n=1)
+    if close:
+        return f"unknown key (did you mean {close[0]!r}?)"
+    if known:
+        return f"unknown key (known keys: {', '.join(known)})"
+    return "unknown key"
+
+
+_TYPE_NAMES = MappingProxyType({
+    "int": "an integer", "float": "a number", "bool": "true or false", "string": "a string",
+    "list": "a list", "dict": "a mapping", "model": "a mapping", "model_attributes": "a mapping",
+    "dataclass": "a mapping", "dataclass_exact": "a mapping",
+})
+_BOUNDS = MappingProxyType({
+    "greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<",
+})
+
+
+def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:
+    """``(loc, message)`` for one pydantic error dict."""
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    got = _show(err.get("input"))
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+        return loc, _unknown_key_message(loc[-1], _known_keys(root, loc))
+    if kind in ("missing", "missing_argument", "missing_keyword_only_argument"):
+        return loc, "required key missing"
+    if loc and loc[-1] == "[key]":
+        key = loc[-2] if len(loc) > 1 else None
+        return loc[:-2] + (str(key),), f"key must be a string, got {_show(key)}"
+    base = kind.rsplit("_", 1)[0] if kind.endswith(("_type", "_parsing", "_from_float")) else None
+    if kind == "int_from_float":
+        base = "int"
+    if base in _TYPE_NAMES:
+        return loc, f"must be {_TYPE_NAMES[base]}, got {got}"
+    if kind in _BOUNDS:
+        limit = next(iter(ctx.values()), "?")
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)
+        return loc, f"must be {_BOUNDS[kind]} {limit}, got {got}"
+    if kind == "literal_error":
+        return loc, f"must be one of {ctx.get('expected', '?')}, got {got}"
+    if kind == "string_pattern_mismatch":
+        return loc, f"must match {ctx.get('pattern', '?')}, got {got}"
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        error = ctx["error"]
+        if isinstance(error, FieldProblem):
+            return loc + (error.field,), str(error)
+        return loc, str(error)
+    return loc, str(err.get("msg", kind))
+
+
+def _dotted(prefix: str, loc: tuple) -> str:
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path = f"{path}.{part}" if path else str(part)
+    return path or ROOT_KEY
+
+
+def validation_problems(exc: ValidationError, root: type, prefix: str = "") -> list[tuple[str, str]]:
+    """A pydantic ``ValidationError`` -> ``[(key path, message)]`` (``prefix`` prepended)."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc, message = _error_message(err, root)
+        problems.append((_dotted(prefix, loc), message))
+    return problems

@@ -1,0 +1,113 @@
+"""config.yml -> a validated :class:`ServingConfig`, parsed once at start-up.
+
+Every problem becomes a :class:`ConfigError` whose lines read
+``<file>: <key.path>: <message>``. Parsing happens in four steps:
+
+1. YAML with a loader that rejects duplicate mapping keys (yaml_loader.py);
+2. the Paddle Serving pass (compat.py): drop keys that mean nothing here,
+   fold op-level aliases into their real keys;
+3. pydantic field validation (schema.py), errors phrased by errors.py;
+4. op classes (registry.py), op ``params`` and the DAG (dag.py).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from serving.config.compat import Notes, normalize
+from serving.config.dag import Dag, DagError
+from serving.config.errors import FILE_KEY, ROOT_KEY, ConfigError, validation_problems
+from serving.config.registry import resolve_op_class
+from serving.config.schema import NAME_PATTERN, ServingConfig
+from serving.config.yaml_loader import load_yaml
+from serving.paths import resolve_pkg_path
+
+logger = logging.getLogger(__name__)
+
+def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for op in config.ops:
+        path = f"op.{op.name}"
+        try:
+            op_class = resolve_op_class(op.cls)
+        except ValueError as exc:
+            problems.append((f"{path}.class", str(exc)))
+            continue
+        op._op_class = op_class
+        try:
+            op._params_model = op_class.Params.model_validate(op.params)
+        except ValidationError as exc:
+            problems.extend(validation_problems(exc, op_class.Params, f"{path}.params"))
+        if getattr(op_class, "needs_model", True) and op.local_service_conf.model_config is None:
+            problems.append((f"{path}.local_service_conf.model_config", f"required by op class {op.cls!r}"))
+    if problems:
+        return problems
+    try:
+        config._dag_graph = Dag({op.name: op.input_ops for op in config.ops})
+    except DagError as exc:
+        key = f"op.{exc.op}.input_ops" if exc.op else "op"
+        problems.append((key, str(exc)))
+    return problems
+
+def _default_name(stem: str) -> str:
+    return stem if re.fullmatch(NAME_PATTERN, stem or "") else "pipeline"
+
+def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path: str) -> ServingConfig:
+    if data is None:
+        raise ConfigError(source, ROOT_KEY, "the file is empty; expected a mapping with an 'op:' section")
+    if not isinstance(data, dict):
+        raise ConfigError(source, ROOT_KEY, f"must be a mapping, got {type(data).__name__}")
+    notes = Notes()
+    data = normalize(data, default_name, notes)
+    problems = notes.problems
+    config = None
+    try:
+        config = ServingConfig.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        problems.extend((notes.renamed.get(key, key), message)
+                        for key, message in validation_problems(exc, ServingConfig))
+    if problems:
+        raise ConfigError.many(source, problems)
+    assert config is not None
+    config._source_path = source_path
+    problems = _bind_ops(config)
+    if problems:
+        raise ConfigError.many(source, problems)
+    if notes.ignored:
+        logger.info("%s: ignored Paddle Serving key(s) that have no meaning in batchline: %s",
+                    source, ", ".join(notes.ignored))
+    return config
+
+def parse_config(data: dict, source: str = "<config>") -> ServingConfig:
+    """Validate an already-loaded config mapping.
+
+    ``source`` names the file in error messages; when it is a path (not
+    ``<...>``), relative model paths resolve against its directory and the
+    default ``name`` is its stem.
+    """
+    if source.startswith("<"):
+        return _parse(data, source, os.getcwd(), "pipeline", source)
+    path = os.path.abspath(source)
+    return _parse(data, source, os.path.dirname(path), _default_name(Path(path).stem), path)
+
+def load_config(path: str | os.PathLike) -> ServingConfig:
+    """Read, validate and resolve a config file (plain path or ``pkg://package/file.yml``)."""
+    source = os.fspath(path)
+    try:
+        resolved = resolve_pkg_path(source)
+    except ValueError as exc:
+        raise ConfigError(source, FILE_KEY, str(exc)) from None
+    try:
+        text = Path(resolved).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(source, FILE_KEY, f"no such file: {resolved}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(source, FILE_KEY, f"cannot read: {exc}") from None
+    data = load_yaml(text, source)
+    return _parse(data, source, os.path.dirname(resolved), _default_name(Path(resolved).stem), resolved)
+

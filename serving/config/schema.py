@@ -1,0 +1,400 @@
+"""The config file's typed form: pydantic models for the whole file, ``dag:``,
+each op and its ``local_service_conf``. Field validators phrase their own
+problems; :mod:`serving.config.errors` turns them into ``file: key: message``.
+
+``LocalServiceConf`` is a pydantic *dataclass*, not a ``BaseModel``: its
+Paddle Serving field ``model_config`` would collide with pydantic's reserved
+``BaseModel.model_config``.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from serving.config.dag import Dag
+from serving.config.errors import FieldProblem
+from serving.paths import model_files, resolve_pkg_path
+
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+DEVICE_TYPE_NAMES = MappingProxyType({"cpu": 0, "gpu": 1, "trt": 2, "tensorrt": 2})
+# Paddle Serving op-level spellings -> our key (relative to the op); folded by compat.py
+OP_ALIASES = MappingProxyType({
+    "concurrency": "local_service_conf.concurrency",
+    "batch_size": "local_service_conf.max_batch_size",
+    "auto_batching_timeout": "local_service_conf.max_queue_delay",
+    "timeout": "timeout_ms",
+})
+
+
+def _checked_model_dir(value: str, base_dir: str | None) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    path = resolve_pkg_path(value, base_dir)
+    try:
+        model_files(path)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    return path
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def device_type_value(value: Any) -> Any:
+    """``'cpu'``/``'gpu'``/``'trt'`` -> 0/1/2; other values unchanged."""
+    if isinstance(value, str) and value.strip().lower() in DEVICE_TYPE_NAMES:
+        return DEVICE_TYPE_NAMES[value.strip().lower()]
+    return value
+
+
+class TrtShape(BaseModel):
+    """TensorRT dynamic-shape range of one input."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    min: list[int]
+    opt: list[int]
+    max: list[int]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TrtShape:
+        if not len(self.min) == len(self.opt) == len(self.max):
+            raise ValueError("min, opt and max must have the same length")
+        for lo, mid, hi in zip(self.min, self.opt, self.max):
+            if not lo <= mid <= hi:
+                raise ValueError(
+                    f"need min <= opt <= max in every dimension, got {self.min}, {self.opt}, {self.max}")
+        return self
+
+
+class TensorRTConf(BaseModel):
+    """Paddle-TensorRT engine settings (``device_type: 2``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    workspace_size: int = Field(1 << 30, ge=1)
+    min_subgraph_size: int = Field(3, ge=0)
+    use_static: bool = False
+    use_calib_mode: bool = False
+    dynamic_shape: dict[str, TrtShape] = Field(default_factory=dict)
+
+
+@pydantic_dataclass(config=ConfigDict(extra="forbid"))
+class LocalServiceConf:
+    """Predictor and batcher settings of one op (``op.<name>.local_service_conf``).
+
+    Strict per field: a dataclass that is strict as a whole refuses mappings.
+    """
+
+    model_config: str | None = Field(None, strict=True)
+    device_type: int = Field(0, strict=True)
+    devices: str = Field("", strict=True)
+    thread_num: int = Field(2, ge=1, strict=True)
+    ir_optim: bool = Field(True, strict=True)
+    use_mkldnn: bool = Field(False, strict=True)
+    mkldnn_cache_capacity: int = Field(0, ge=0, strict=True)
+    # CPU: run the whole model in Paddle Inference's OpenVINO engine instead of
+    # its oneDNN kernels (an alternative to use_mkldnn; fp32 or bf16)
+    use_openvino: bool = Field(False, strict=True)
+    precision: Literal["fp32", "fp16", "int8", "bf16"] = "fp32"
+    mem_optim: bool = Field(True, strict=True)
+    min_subgraph_size: int = Field(3, ge=0, strict=True)
+    gpu_mem_mb: int = Field(500, ge=1, strict=True)
+    max_batch_size: int = Field(1, ge=1, strict=True)
+    max_queue_delay: float = Field(0.0, ge=0, strict=True)
+    preferred_batch_size: list[int] = Field(default_factory=list, strict=True)
+    # predictor calls are made only at these batch sizes (a larger sub-batch is
+    # split, largest first), so oneDNN sees a few repeating shapes; None = powers
+    # of two up to max_batch_size, [] = any size
+    run_batch_sizes: list[int] | None = Field(None, strict=True)
+    batching_policy: Literal["adaptive", "fixed"] = "adaptive"
+    # when several instances are idle, cut a due batch into equal parts, one per
+    # idle instance (null: on for instance_mode process, whose instances run in parallel)
+    spread_batches: bool | None = Field(None, strict=True)
+    concurrency: int = Field(1, ge=1, strict=True)
+    instance_num: int = Field(1, ge=1, strict=True)
+    instance_mode: Literal["thread", "process"] = "thread"
+    max_body_size: int = Field(67108864, ge=1, strict=True)
+    tensorrt: TensorRTConf | None = None
+
+    @field_validator("model_config")
+    @classmethod
+    def _model_dir(cls, value: str | None, info) -> str | None:
+        if value is None:
+            return None
+        base_dir = (info.context or {}).get("base_dir")
+        return _checked_model_dir(value, base_dir)
+
+    @field_validator("device_type", mode="before")
+    @classmethod
+    def _device_type(cls, value: Any) -> Any:
+        value = device_type_value(value)
+        if isinstance(value, str):
+            raise ValueError(f"must be 0 (cpu), 1 (gpu), 2 (gpu+tensorrt) or 'cpu'/'gpu'/'trt', got {value!r}")
+        if is_int(value) and value not in (0, 1, 2):
+            raise ValueError(f"device_type {value} is not supported; use 0 (cpu), 1 (gpu) or 2 (gpu+tensorrt)")
+        return value
+
+    @field_validator("devices", mode="before")
+    @classmethod
+    def _devices(cls, value: Any) -> Any:
+        if is_int(value):
+            value = str(value)
+        if value is None:
+            value = ""
+        if isinstance(value, str):
+            value = value.replace(" ", "")
+            if value and not re.fullmatch(r"\d+(,\d+)*", value):
+                raise ValueError(f"must be GPU ids separated by commas like '0,1', got {value!r}")
+        return value
+
+    @field_validator("precision", mode="before")
+    @classmethod
+    def _precision(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("preferred_batch_size", "run_batch_sizes", mode="before")
+    @classmethod
+    def _preferred_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if is_int(value):
+            return [value]
+        return value
+
+    @field_validator("preferred_batch_size")
+    @classmethod
+    def _preferred_positive(cls, value: list[int]) -> list[int]:
+        bad = [v for v in value if v < 1]
+        if bad:
+            raise ValueError(f"sizes must be >= 1, got {bad[0]}")
+        return value
+
+    @model_validator(mode="after")
+    def _engine_and_precision(self) -> LocalServiceConf:
+        """Combinations Paddle cannot honour, refused here so ``batchline check`` names them."""
+        if self.use_openvino:
+            if self.device_type != 0:
+                raise FieldProblem("use_openvino", f"is a CPU engine; device_type is {self.device_type} "
+                                                   "(use device_type 0, or drop use_openvino)")
+            if self.use_mkldnn:
+                raise FieldProblem("use_openvino", "and use_mkldnn are two alternative CPU engines: "
+                                                   "set only one of them")
+            if self.precision not in ("fp32", "bf16"):
+                raise FieldProblem("precision", f"{self.precision} is not available with use_openvino "
+                                                "(fp32 or bf16)")
+        elif self.device_type == 0:
+            if self.precision == "fp16":
+                raise FieldProblem("precision", "fp16 needs a GPU (device_type 1 or 2); use fp32 or bf16 on CPU")
+            if self.precision in ("bf16", "int8") and not self.use_mkldnn:
+                raise FieldProblem("precision", f"{self.precision} on CPU needs use_mkldnn: true "
+                                                "(or use_openvino: true for bf16)")
+        return self
+
+    @model_validator(mode="after")
+    def _preferred_within_max(self) -> LocalServiceConf:
+        too_big = [v for v in self.preferred_batch_size if v > self.max_batch_size]
+        if too_big:
+            raise FieldProblem(
+                "preferred_batch_size",
+                f"{too_big[0]} is larger than max_batch_size {self.max_batch_size}",
+            )
+        self.preferred_batch_size = sorted(set(self.preferred_batch_size))
+        if self.run_batch_sizes:
+            bad = [v for v in self.run_batch_sizes if not 1 <= v <= self.max_batch_size]
+            if bad:
+                raise FieldProblem("run_batch_sizes", f"{bad[0]} is not between 1 and max_batch_size "
+                                                       f"{self.max_batch_size}")
+        return self
+
+    @property
+    def predictor_batch_sizes(self) -> list[int]:
+        """Batch sizes predictor calls are made at (ascending; always has 1), or [] for any size."""
+        if self.run_batch_sizes == []:
+            return []
+        if self.run_batch_sizes is None:
+            sizes = {1 << k for k in range(self.max_batch_size.bit_length()) if 1 << k <= self.max_batch_size}
+            sizes.add(self.max_batch_size)
+        else:
+            sizes = set(self.run_batch_sizes)
+        return sorted(sizes | {1})
+
+    @property
+    def spreads_batches(self) -> bool:
+        """``spread_batches``, with null meaning: only process instances (they overlap)."""
+        if self.spread_batches is not None:
+            return self.spread_batches
+        return self.instance_mode == "process" and self.instance_num > 1
+
+    @property
+    def device_ids(self) -> list[int]:
+        """``devices`` as GPU ids: ``"0,1"`` -> ``[0, 1]``, ``""`` -> ``[]``."""
+        return [int(d) for d in self.devices.split(",") if d.strip()]
+
+    @property
+    def device_label(self) -> str:
+        """``"cpu"``, ``"cpu+openvino"``, ``"gpu"``, ``"gpu:0,1"`` or ``"gpu:0+trt"``."""
+        if self.device_type == 0:
+            return "cpu+openvino" if self.use_openvino else "cpu"
+        label = "gpu" + (f":{self.devices}" if self.devices else "")
+        return label + ("+trt" if self.device_type == 2 else "")
+
+
+class OpConfig(BaseModel):
+    """One op of the graph (``op.<name>``)."""
+
+    # Not strict as a whole: strict mode would refuse a mapping for the
+    # LocalServiceConf dataclass; each scalar field is strict instead.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    yaml_hidden_keys: ClassVar[frozenset] = frozenset({"name"})
+    yaml_extra_keys: ClassVar[frozenset] = frozenset(OP_ALIASES)
+
+    name: str = Field(strict=True)
+    cls: str = Field(alias="class", strict=True)
+    input_ops: list[str] = Field(default_factory=list, strict=True)
+    params: dict[str, Any] = Field(default_factory=dict, strict=True)
+    local_service_conf: LocalServiceConf = Field(default_factory=LocalServiceConf)
+    timeout_ms: int | None = Field(None, strict=True)
+    retry: int = Field(1, ge=0, strict=True)
+
+    _params_model: BaseModel | None = PrivateAttr(default=None)
+    _op_class: type | None = PrivateAttr(default=None)
+
+    @field_validator("input_ops", "params", "local_service_conf", mode="before")
+    @classmethod
+    def _empty_is_default(cls, value: Any, info) -> Any:
+        if value is None:  # a YAML key written with no value
+            return {"input_ops": [], "params": {}, "local_service_conf": {}}[info.field_name]
+        if info.field_name == "local_service_conf" and isinstance(value, Mapping):
+            return dict(value)
+        return value
+
+    @field_validator("timeout_ms", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any) -> Any:
+        if is_int(value) and value == -1:
+            return None
+        if is_int(value) and value < 1:
+            raise ValueError(f"must be >= 1 (ms), or -1 for no limit, got {value}")
+        return value
+
+    @property
+    def params_model(self) -> BaseModel | None:
+        """``params`` validated against the op class's ``Params`` model."""
+        return self._params_model
+
+    @property
+    def op_class(self) -> type | None:
+        """The resolved :class:`serving.op.Op` subclass."""
+        return self._op_class
+
+
+class TracerConf(BaseModel):
+    """Periodic per-op summary in the log; ``interval_s: 0`` (or negative) turns it off."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    interval_s: float = Field(0.0, ge=0)
+
+    @field_validator("interval_s", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        if is_number(value) and value < 0:
+            return 0.0  # Paddle Serving's -1
+        return value
+
+
+class DagConfig(BaseModel):
+    """Engine-wide settings (``dag:``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    channel_size: int = Field(64, ge=1)
+    request_timeout_ms: int = Field(30000, ge=1)
+    max_queue_size: int = Field(512, ge=1)
+    use_profile: bool = False
+    tracer: TracerConf = Field(default_factory=TracerConf)
+    priority_levels: int = Field(1, ge=1, le=16)
+    priority_max_wait_ms: int = Field(1000, ge=0)
+    shutdown_timeout_s: float = Field(30.0, ge=0)
+
+    @field_validator("tracer", mode="before")
+    @classmethod
+    def _tracer(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class ServingConfig(BaseModel):
+    """A whole config file."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    name: str = Field(pattern=NAME_PATTERN)
+    http_port: int = Field(9999, ge=1, le=65535)
+    host: str = "127.0.0.1"
+    worker_num: int = Field(16, ge=1)
+    auth_token: str | None = None
+    max_image_pixels: int = Field(40000000, ge=1)
+    max_inputs_per_request: int = Field(64, ge=1)
+    dag: DagConfig = Field(default_factory=DagConfig)
+    op: dict[str, OpConfig]
+
+    _source_path: str = PrivateAttr(default="<config>")
+    _dag_graph: Dag | None = PrivateAttr(default=None)
+
+    @field_validator("dag", mode="before")
+    @classmethod
+    def _dag(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("op")
+    @classmethod
+    def _some_ops(cls, value: dict[str, OpConfig]) -> dict[str, OpConfig]:
+        if not value:
+            raise ValueError("must define at least one op")
+        return value
+
+    @property
+    def source_path(self) -> str:
+        """The file this config came from (absolute), or the ``source`` label."""
+        return self._source_path
+
+    @property
+    def ops(self) -> list[OpConfig]:
+        """Ops in config order."""
+        return list(self.op.values())
+
+    @property
+    def dag_graph(self) -> Dag:
+        """The op graph (built once)."""
+        if self._dag_graph is None:
+            self._dag_graph = Dag({op.name: op.input_ops for op in self.ops})
+        return self._dag_graph
+
+    def op_table(self) -> list[dict[str, Any]]:
+        """One row per op (config order): what ``batchline check`` and ``GET /{name}/config`` show."""
+        rows = []
+        for op in self.ops:
+            svc = op.local_service_conf
+            rows.append({
+                "op": op.name,
+                "class": op.cls,
+                "inputs": list(op.input_ops),
+                "max_batch_size": svc.max_batch_size,
+                "max_queue_delay": svc.max_queue_delay,
+                "preferred_batch_size": list(svc.preferred_batch_size),
+                "batching_policy": svc.batching_policy,
+                "concurrency": svc.concurrency,
+                "instance_num": svc.instance_num,
+                "instance_mode": svc.instance_mode,
+                "device": svc.device_label,
+                "precision": svc.precision,
+                "model": svc.model_config or "-",
+            })
+        return rows
+

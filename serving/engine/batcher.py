@@ -1,0 +1,284 @@
+"""Per-op dynamic batcher: a bounded, priority-aware queue of items that hands
+an idle predictor instance the batch it should run next.
+
+Only idle instances ask for work (:meth:`Batcher.next_batch`), so "an instance
+is idle" is implicit in every decision. Given the queued items, a batch is
+formed when the first of these holds (see README, "Batching rules"):
+
+1. ``max_batch_size`` items are queued -> take ``max_batch_size``;
+2. a ``preferred_batch_size`` can be formed -> take the largest one <= queued;
+3. the oldest item has waited ``max_queue_delay`` -> take what is queued;
+4. (``adaptive`` policy) waiting is not expected to pay off: the next arrival
+   is not expected before the fixed per-batch cost it would save, or the
+   arrival stream has stalled -> take what is queued now;
+5. the batcher is closing (drain) -> take what is queued.
+
+With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
+to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
+on all idle instances in parallel instead of as one batch on one of them. For
+instances that really run in parallel (child processes, GPUs) and models whose
+per-item cost hardly falls with batch size (CPU); it never delays a batch.
+
+Items are taken highest priority first, FIFO within a level; an item that has
+waited longer than ``priority_max_wait`` is taken before everything else
+(oldest first), so no level starves. Items whose deadline passed are handed
+to ``on_expired`` and never reach a predictor; items whose request already
+failed (``is_dead``) are dropped.
+
+All decisions go through :meth:`poll` with an explicit ``now``; tests drive it
+with a fake clock instead of sleeping.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.engine.estimators import ArrivalEstimator, CostModel
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class QueuedItem:
+    payload: Any
+    enqueued: float
+    deadline: float | None
+    priority: int
+    seq: int
+
+
+@dataclass
+class Decision:
+    """Outcome of one :meth:`Batcher.poll`."""
+
+    batch: list[QueuedItem] = field(default_factory=list)
+    expired: list[QueuedItem] = field(default_factory=list)
+    wait: float | None = None  # seconds until the next decision is due; None = until an event
+    reason: str = ""
+
+
+class Batcher:
+    def __init__(
+        self,
+        *,
+        max_batch_size: int,
+        max_queue_delay_s: float,
+        preferred_sizes: Sequence[int] = (),
+        policy: str = "adaptive",
+        priority_levels: int = 1,
+        priority_max_wait_s: float = 1.0,
+        capacity: int = 1024,
+        clock: Clock = time.monotonic,
+        cost_model: CostModel | None = None,
+        arrivals: ArrivalEstimator | None = None,
+        is_dead: Callable[[Any], bool] = lambda payload: False,
+        spread: bool = False,
+    ):
+        if max_batch_size < 1:
+            raise ValueError("max_batch_size must be >= 1")
+        if policy not in ("adaptive", "fixed"):
+            raise ValueError(f"unknown batching policy {policy!r}")
+        self.max_batch_size = max_batch_size
+        self.max_queue_delay_s = max(0.0, max_queue_delay_s)
+        self.preferred_sizes = sorted({p for p in preferred_sizes if 1 <= p <= max_batch_size}, reverse=True)
+        self.policy = policy
+        self.priority_levels = max(1, priority_levels)
+        self.priority_max_wait_s = priority_max_wait_s
+        self.capacity = max(1, capacity)
+        self.clock = clock
+        self.cost = cost_model or CostModel()
+        self.arrivals = arrivals or ArrivalEstimator()
+        self._is_dead = is_dead
+        self.spread = spread
+        self._idle = 0  # instances inside next_batch (asking for work)
+        self._levels: list[deque[QueuedItem]] = [deque() for _ in range(self.priority_levels)]
+        self._count = 0
+        self._seq = itertools.count()
+        self._closed = False
+        self._cond = threading.Condition()
+
+    # ---- producer side -----------------------------------------------------
+    def put(self, payloads: Sequence[Any], *, priority: int = 0, deadline: float | None = None,
+            timeout: float | None = None) -> bool:
+        """Queue one request's items as one arrival. Blocks while the queue is
+        full (backpressure); a group larger than ``capacity`` is admitted once
+        the queue is empty. Returns False if closed or timed out."""
+        if not payloads:
+            return True
+        level = min(max(int(priority), 0), self.priority_levels - 1)
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._closed and self._count and self._count + len(payloads) > self.capacity:
+                remaining = None if end is None else end - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            if self._closed:
+                return False
+            now = self.clock()
+            for payload in payloads:
+                self._levels[level].append(QueuedItem(payload, now, deadline, level, next(self._seq)))
+            self._count += len(payloads)
+            self.arrivals.observe(now)
+            self._cond.notify_all()
+        return True
+
+    def close(self) -> None:
+        """Stop accepting; queued items are still handed out (drain)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def depth(self) -> int:
+        return self._count
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ---- consumer side -------------------------------------------------------
+    def next_batch(self, timeout: float | None = None,
+                   on_expired: Callable[[list[QueuedItem]], None] | None = None) -> list[QueuedItem] | None:
+        """Block until a batch is due and return it; None when closed and
+        empty, or when ``timeout`` passes with nothing due.
+
+        While inside, the caller counts as an idle instance (for ``spread``);
+        it stops counting in the same locked step that hands it a batch, so
+        the next idle instance sees the right number."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._idle += 1
+        counted = True
+        try:
+            while True:
+                with self._cond:
+                    decision = self.poll(idle=self._idle)
+                    if not decision.batch and not decision.expired:
+                        if self._closed and self._count == 0:
+                            return None
+                        wait = decision.wait
+                        if end is not None:
+                            remaining = end - time.monotonic()
+                            if remaining <= 0:
+                                return None
+                            wait = remaining if wait is None else min(wait, remaining)
+                        self._cond.wait(wait)
+                        continue
+                    if decision.batch:
+                        self._idle -= 1
+                        counted = False
+                    self._cond.notify_all()  # room for blocked producers, news for idle instances
+                if decision.expired and on_expired is not None:
+                    on_expired(decision.expired)
+                if decision.batch:
+                    return decision.batch
+        finally:
+            if counted:
+                with self._cond:
+                    self._idle -= 1
+
+    def record_run(self, batch_size: int, seconds: float) -> None:
+        """Feed the cost model with a measured batch run."""
+        self.cost.observe(batch_size, seconds)
+
+    def poll(self, now: float | None = None, idle: int = 1) -> Decision:
+        """Decide, without blocking, whether a batch is due at ``now`` for one
+        of ``idle`` instances asking for work.
+
+        Must be called with the lock held or from a single thread (tests)."""
+        now = self.clock() if now is None else now
+        decision = Decision()
+        self._drop_dead_heads(now, decision)
+        n = self._count
+        if n == 0:
+            return decision
+        take, reason, wait = self._how_many(n, now)
+        if take and self.spread and idle > 1:
+            share = -(-n // idle)  # ceil: every idle instance gets a part
+            if share < take:
+                take, reason = share, f"{reason}, spread over {idle} idle instances"
+        if take:
+            decision.batch = self._take(take, now, decision)
+            decision.reason = reason
+        else:
+            decision.wait = wait
+        return decision
+
+    # ---- internals ---------------------------------------------------------------
+    def _how_many(self, n: int, now: float) -> tuple[int, str, float | None]:
+        cap = self.max_batch_size
+        if n >= cap:
+            return cap, "max_batch_size", None
+        for size in self.preferred_sizes:
+            if size <= n:
+                return size, "preferred", None
+        if self._closed:
+            return n, "drain", None
+        due = self._oldest_enqueued() + self.max_queue_delay_s
+        if now >= due:
+            return n, "max_queue_delay", None
+        if self.policy == "adaptive":
+            keep_until = self._adaptive_wait_until(now)
+            if keep_until is None or now >= keep_until:
+                return n, "adaptive", None
+            return 0, "", max(0.0, min(due, keep_until) - now)
+        return 0, "", max(0.0, due - now)
+
+    def _adaptive_wait_until(self, now: float) -> float | None:
+        """Until when waiting for more items is expected to pay off (None: not at all).
+
+        Waiting pays off while the next arrival is expected sooner than the
+        fixed per-batch cost that batching it would save; once the stream has
+        been silent for twice its usual gap, it is taken as stalled."""
+        gap = self.arrivals.expected_gap()
+        fixed = self.cost.fixed_cost()
+        last = self.arrivals.last_arrival
+        if gap is None or fixed is None or last is None or gap >= fixed:
+            return None
+        return last + 2.0 * gap
+
+    def _oldest_enqueued(self) -> float:
+        return min(q[0].enqueued for q in self._levels if q)
+
+    def _drop_dead_heads(self, now: float, decision: Decision) -> None:
+        for q in self._levels:
+            while q and (self._is_dead(q[0].payload) or _expired(q[0], now)):
+                item = q.popleft()
+                self._count -= 1
+                if not self._is_dead(item.payload):
+                    decision.expired.append(item)
+
+    def _next_source(self, now: float) -> deque[QueuedItem] | None:
+        starving = [q for q in self._levels if q and now - q[0].enqueued > self.priority_max_wait_s]
+        if starving:
+            return min(starving, key=lambda q: q[0].seq)
+        for q in reversed(self._levels):
+            if q:
+                return q
+        return None
+
+    def _take(self, k: int, now: float, decision: Decision) -> list[QueuedItem]:
+        batch: list[QueuedItem] = []
+        while len(batch) < k:
+            q = self._next_source(now)
+            if q is None:
+                break
+            item = q.popleft()
+            self._count -= 1
+            if self._is_dead(item.payload):
+                continue
+            if _expired(item, now):
+                decision.expired.append(item)
+                continue
+            batch.append(item)
+        return batch
+
+
+def _expired(item: QueuedItem, now: float) -> bool:
+    return item.deadline is not None and now >= item.deadline

@@ -1,0 +1,242 @@
+"""One op at run time: its input channel, intake workers (expand +
+preprocess), batcher, predictor instances (one thread each, one batch at a
+time) and postprocess workers.
+
+``deliver(request, output)`` is called with the op's output for a request;
+the pipeline wires it to the consumers' joins or to the response.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from serving.config.schema import OpConfig
+from serving.engine.batcher import Batcher, QueuedItem
+from serving.engine.channel import Channel, Join
+from serving.engine.execute import CallStats, run_batch, run_with_retry
+from serving.engine.metrics import Metrics
+from serving.engine.request import OpTiming, RequestState
+from serving.engine.supervise import SupervisedThreads
+from serving.engine.window_stats import WindowStats
+from serving.errors import DeadlineExceeded, ServingError, ShuttingDown, as_serving_error
+from serving.op import Op, Runner
+
+log = logging.getLogger(__name__)
+
+Deliver = Callable[[RequestState, Any], None]
+
+
+@dataclass
+class _Slot:
+    """One item of one request in this op."""
+
+    work: _RequestWork
+    index: int
+    item: Any
+
+
+class _RequestWork:
+    """This op's item results for one request, filled in any order."""
+
+    def __init__(self, request: RequestState, inputs: dict[str, Any], count: int):
+        self.request = request
+        self.inputs = inputs
+        self.results: list[Any] = [None] * count
+        self._remaining = count
+        self._lock = threading.Lock()
+
+    def store(self, index: int, result: Any) -> bool:
+        """Store a result; True when it was the last one."""
+        with self._lock:
+            self.results[index] = result
+            self._remaining -= 1
+            return self._remaining == 0
+
+
+class OpStage:
+    def __init__(self, op: Op, *, conf: OpConfig, metrics: Metrics, deliver: Deliver,
+                 channel_size: int, priority_levels: int = 1, priority_max_wait_s: float = 1.0,
+                 batcher_capacity: int | None = None, clock: Callable[[], float] = time.monotonic):
+        svc = conf.local_service_conf
+        self.op = op
+        self.name = op.name
+        self.conf = conf
+        self.metrics = metrics
+        self.deliver = deliver
+        self.clock = clock
+        self.channel = Channel(self.name, channel_size)
+        self.join = Join(self.channel, conf.input_ops or ["input"])
+        self.batcher = Batcher(
+            max_batch_size=svc.max_batch_size,
+            max_queue_delay_s=svc.max_queue_delay / 1000.0,
+            preferred_sizes=svc.preferred_batch_size,
+            policy=svc.batching_policy,
+            priority_levels=priority_levels,
+            priority_max_wait_s=priority_max_wait_s,
+            capacity=batcher_capacity or max(4 * svc.max_batch_size, channel_size),
+            clock=clock,
+            is_dead=lambda slot: slot.work.request.done,
+            spread=svc.spreads_batches,
+        )
+        self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
+        self.retry = conf.retry
+        self.window = WindowStats()
+        self._threads = SupervisedThreads(f"op-{self.name}")
+        self._post = ThreadPoolExecutor(max_workers=svc.concurrency, thread_name_prefix=f"{self.name}-post")
+        self._runners: list[Runner] = []
+        self._batch_ids = itertools.count(1)
+        self.run_sizes: list[int] = svc.predictor_batch_sizes
+
+    # ---- life cycle ------------------------------------------------------------------
+    def start(self, runners: list[Runner]) -> None:
+        self._runners = runners
+        svc = self.conf.local_service_conf
+        for i in range(svc.concurrency):
+            self._threads.start(f"intake-{i}", self._intake_once)
+        for i, runner in enumerate(runners):
+            self._threads.start(f"instance-{i}", lambda r=runner: self._instance_once(r))
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Close intake and batcher; workers finish what is queued, then exit."""
+        self.channel.close()
+        self._threads.join_role("intake", timeout)
+        self.batcher.close()
+        self._threads.join_role("instance", timeout)
+        self._post.shutdown(wait=True)
+        for runner in self._runners:
+            runner.close()
+
+    def accept(self, source: str, request: RequestState, output: Any) -> None:
+        """Called by an upstream op (or the pipeline, with source "input")."""
+        self.join.deliver(source, request, output)
+
+    # ---- intake: expand + preprocess, per request -------------------------------------------
+    def _intake_once(self) -> bool:
+        entry = self.channel.get()
+        if entry is None:
+            return False
+        request, inputs = entry
+        if request.done:
+            return True
+        try:
+            self._intake(request, inputs)
+        except Exception as exc:  # a bad input fails its own request only
+            self._fail(request, exc)
+        return True
+
+    def _intake(self, request: RequestState, inputs: dict[str, Any]) -> None:
+        if request.remaining() <= 0:
+            raise DeadlineExceeded(f"deadline passed before op {self.name!r}")
+        payloads = list(self.op.expand(inputs))
+        if not payloads:
+            self._finish(request, inputs, [])
+            return
+        work = _RequestWork(request, inputs, len(payloads))
+        slots = [_Slot(work, i, self.op.preprocess(p)) for i, p in enumerate(payloads)]
+        deadline = request.deadline
+        if self.timeout_s is not None:
+            deadline = min(deadline, self.clock() + self.timeout_s)
+        while not self.batcher.put(slots, priority=request.priority, deadline=deadline,
+                                   timeout=max(0.001, min(0.5, deadline - self.clock()))):
+            if self.batcher.closed:
+                raise ShuttingDown(f"server is shutting down (op {self.name!r} accepts no new items)")
+            if request.done:
+                return
+            if self.clock() >= deadline:
+                raise DeadlineExceeded(f"deadline passed while waiting for room in op {self.name!r}")
+        self.metrics.queue_depth.labels(self.name).set(self.batcher.depth)
+
+    # ---- instances: one batch at a time per runner -----------------------------------------
+    def _instance_once(self, runner: Runner) -> bool:
+        batch = self.batcher.next_batch(on_expired=self._expire)
+        if batch is None:
+            return False
+        try:
+            self.metrics.queue_depth.labels(self.name).set(self.batcher.depth)
+            started = self.clock()
+            outcomes, calls = run_with_retry(self.op, runner, [q.payload.item for q in batch], self.run_sizes,
+                                             self.retry, owners=[q.payload.work.request.id for q in batch])
+            run_s = self.clock() - started
+            self.batcher.record_run(len(batch), run_s)
+            self._record_batch(batch, started, run_s, calls)
+            for queued, outcome in zip(batch, outcomes):
+                self._post.submit(self._postprocess, queued.payload, outcome)
+        except BaseException as exc:  # the thread dies and is replaced; its batch must not vanish
+            for queued in batch:
+                self._fail(queued.payload.work.request, exc)
+            raise
+        return True
+
+    def run_batch(self, runner: Runner, items: list[Any], *, record: bool = True) -> list[Any]:
+        """collate -> run -> uncollate for one batch; raises on failure.
+        ``record=False`` keeps warm-up runs out of the metrics."""
+        outputs, calls = run_batch(self.op, runner, items, self.run_sizes)
+        if record:
+            self._record_calls(calls)
+        return outputs
+
+    def _record_calls(self, calls: CallStats) -> None:
+        m = self.metrics
+        for rows, requests in zip(calls.rows, calls.requests):
+            m.call_rows.labels(self.name).observe(rows)
+            m.call_requests.labels(self.name).observe(requests)
+        if calls.padded_units:
+            m.real_units.labels(self.name).inc(calls.real_units)
+            m.padded_units.labels(self.name).inc(calls.padded_units)
+
+    def _record_batch(self, batch: list[QueuedItem], started: float, run_s: float, calls: CallStats) -> None:
+        m = self.metrics
+        m.batch_size.labels(self.name).observe(len(batch))
+        m.run_time.labels(self.name).observe(run_s)
+        m.items.labels(self.name).inc(len(batch))
+        self._record_calls(calls)
+        batch_id = next(self._batch_ids)
+        for queued in batch:
+            wait = max(0.0, started - queued.enqueued)
+            m.queue_wait.labels(self.name).observe(wait)
+            queued.payload.work.request.add_timing(OpTiming(self.name, wait, len(batch), run_s, batch_id))
+        self.window.record_batch(len(batch), [started + run_s - q.enqueued for q in batch])
+
+    # ---- postprocess + merge, per item / per request ------------------------------------------
+    def _postprocess(self, slot: _Slot, outcome: Any) -> None:
+        request = slot.work.request
+        if request.done:
+            return
+        try:
+            if isinstance(outcome, ServingError):
+                raise outcome
+            result = self.op.postprocess(slot.item, outcome)
+            if slot.work.store(slot.index, result):
+                self._finish(request, slot.work.inputs, slot.work.results)
+        except Exception as exc:
+            self._fail(request, exc)
+
+    def _finish(self, request: RequestState, inputs: dict[str, Any], results: list[Any]) -> None:
+        output = self.op.merge(inputs, results)
+        self.deliver(request, output)
+
+    def _expire(self, expired: list[QueuedItem]) -> None:
+        for queued in expired:
+            self._fail(queued.payload.work.request,
+                       DeadlineExceeded(f"deadline passed while queued in op {self.name!r}"))
+
+    def _fail(self, request: RequestState, exc: BaseException) -> None:
+        error = as_serving_error(exc)
+        if error.status >= 500 and not isinstance(exc, ServingError):
+            log.error("op %s: request %s failed", self.name, request.id, exc_info=exc)
+        if request.fail(error):
+            self.metrics.op_errors.labels(self.name, str(error.status)).inc()
+
+    # ---- introspection -----------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """For the tracer: counters since the last snapshot plus queue depth."""
+        stats = self.window.take()
+        stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
+        return stats
+

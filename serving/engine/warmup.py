@@ -1,0 +1,31 @@
+"""Warm-up before serving: every shape an op warms runs once on every
+instance, and the batcher's cost model is seeded, so the first requests meet
+warm kernels and a batcher that already knows what a batch costs."""
+from __future__ import annotations
+
+import time
+
+from serving.engine.stage import OpStage
+from serving.op import Runner
+
+
+def warm(stage: OpStage, runners: list[Runner]) -> None:
+    """Run every warm-up shape once per instance (and the first one at every
+    predictor batch size), then seed the batcher's cost model with the
+    first shape at batch 1 and at max_batch_size."""
+    items = list(stage.op.warmup_items())
+    if not items:
+        return
+    for runner in runners:
+        for item in items:
+            stage.run_batch(runner, [item], record=False)
+        for size in stage.run_sizes:  # the first shape at every predictor batch size
+            stage.run_batch(runner, [items[0]] * size, record=False)
+    max_batch = stage.conf.local_service_conf.max_batch_size
+    for size in sorted({1, max_batch}):
+        elapsed = 0.0
+        for _ in range(2):  # the second run is the warm one
+            began = time.monotonic()
+            stage.run_batch(runners[0], [items[0]] * size, record=False)
+            elapsed = time.monotonic() - began
+        stage.batcher.record_run(size, elapsed)

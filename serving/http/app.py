@@ -1,0 +1,219 @@
+"""The Flask app: Paddle Serving compatible and native prediction endpoints,
+health, metrics and config. Every failure gets its real HTTP status."""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from serving.config.schema import ServingConfig
+from serving.engine.pipeline import Pipeline
+from serving.engine.request import RequestState
+from serving.errors import (
+    ClientDisconnected,
+    NotFound,
+    PayloadTooLarge,
+    ServingError,
+    Unauthorized,
+    as_serving_error,
+    error_for_status,
+)
+from serving.http.auth import bearer_matches
+from serving.http.decode import InputLimits, decode_input, decoded_pixels
+from serving.http.encode import plain, to_json
+from serving.http.parse import ParsedRequest, parse_native, parse_paddle
+
+log = logging.getLogger(__name__)
+
+HEALTH_PATHS = ("/health/live", "/health/ready", "/v2/health/live", "/v2/health/ready")
+
+
+@dataclass
+class HttpLimits:
+    max_body_size: int
+    max_inputs: int
+    inputs: InputLimits
+    wait_slice_s: float = 0.05  # how often a waiting handler checks for a disconnected client
+
+
+class HandlerCount:
+    """Prediction handlers running now (the server waits for zero on shutdown)."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> HandlerCount:
+        with self._cond:
+            self._n += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._cond:
+            self._n -= 1
+            self._cond.notify_all()
+
+    def wait_zero(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._n == 0, timeout)
+
+
+def limits_from_config(config: ServingConfig) -> HttpLimits:
+    sources = config.dag_graph.sources
+    body = max(config.op[s].local_service_conf.max_body_size for s in sources)
+    return HttpLimits(max_body_size=body, max_inputs=config.max_inputs_per_request,
+                      inputs=InputLimits(max_image_pixels=config.max_image_pixels,
+                                         max_request_pixels=2 * config.max_image_pixels))
+
+
+def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: HttpLimits | None = None) -> Flask:
+    """Build the app around one started (or starting) :class:`serving.engine.pipeline.Pipeline`."""
+    app = Flask("batchline")
+    limits = limits or limits_from_config(pipeline.config)
+    app.config["MAX_CONTENT_LENGTH"] = limits.max_body_size
+    app.json.ensure_ascii = False
+    handlers = HandlerCount()
+    app.extensions["batchline.handlers"] = handlers
+    kind = pipeline.input_kind() or "image"
+    priority_levels = pipeline.config.dag.priority_levels
+
+    def paddle_error(err: ServingError, logid: Any = None) -> Response:
+        resp = jsonify(err_no=err.err_no, err_msg=err.message, key=[], value=[], logid=logid)
+        return _with_status(resp, err)
+
+    def native_error(err: ServingError) -> Response:
+        return _with_status(jsonify(error={"status": err.status, "message": err.message}), err)
+
+    def error_response(err: ServingError) -> Response:
+        return paddle_error(err) if request.path.endswith("/prediction") else native_error(err)
+
+    @app.errorhandler(ServingError)
+    def _serving_error(err: ServingError):
+        return error_response(err)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException):
+        if exc.code == 413:
+            err: ServingError = PayloadTooLarge(f"request body over max_body_size ({limits.max_body_size} bytes)")
+        elif exc.code == 404:
+            err = NotFound(f"no route {request.path!r}; pipeline is {pipeline.name!r}")
+        else:
+            err = error_for_status(exc.code or 500, exc.description or exc.name)
+        return error_response(err)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        log.exception("unhandled error on %s", request.path)
+        return error_response(as_serving_error(exc))
+
+    @app.before_request
+    def _auth():
+        if not auth_token or request.path in HEALTH_PATHS:
+            return None
+        if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
+            raise Unauthorized("missing or wrong bearer token")
+        return None
+
+    def check_pipeline(name: str) -> None:
+        if name != pipeline.name:
+            raise NotFound(f"unknown pipeline {name[:64]!r}; this server runs {pipeline.name!r}")
+
+    def decode_all(parsed: ParsedRequest) -> list[Any]:
+        values, pixels = [], 0
+        for i, (k, v, raw) in enumerate(parsed.inputs):
+            values.append(decode_input(k, v, f"input {i}", limits.inputs, raw=raw))
+            pixels += decoded_pixels(values[-1])
+            if pixels > limits.inputs.max_request_pixels:
+                raise PayloadTooLarge(f"the request's images hold over {limits.inputs.max_request_pixels} pixels "
+                                      f"in all (limit per request)")
+        return values
+
+    def run_inputs(parsed: ParsedRequest) -> list[RequestState]:
+        values = decode_all(parsed)
+        handles: list[RequestState] = []
+        try:
+            for value in values:
+                handles.append(pipeline.submit(value, priority=parsed.priority, timeout_ms=parsed.timeout_ms,
+                                               logid=parsed.logid))
+        except ServingError as err:  # e.g. overloaded half-way: cancel what was admitted
+            for handle in handles:
+                handle.fail(err)
+            raise
+        disconnected: Callable[[], bool] = request.environ.get("waitress.client_disconnected", lambda: False)
+        for i, handle in enumerate(handles):
+            while not handle.wait(min(limits.wait_slice_s, max(0.0, handle.remaining()))):
+                if handle.remaining() <= 0:
+                    break
+                if disconnected():
+                    for h in handles:
+                        h.fail(ClientDisconnected("client closed the connection"))
+                    break
+            try:
+                handle.result(timeout=0)
+            except TimeoutError:
+                pass
+            except ServingError as err:
+                failure = err.with_prefix(f"input {i}: ") if len(handles) > 1 else err
+                for h in handles:
+                    h.fail(failure)
+                raise failure from None
+        return handles
+
+    @app.post("/<name>/prediction")
+    def prediction(name: str):
+        check_pipeline(name)
+        with handlers:
+            parsed = parse_paddle(request.get_data(), kind=kind, max_inputs=limits.max_inputs,
+                                  priority_levels=priority_levels)
+            try:
+                handles = run_inputs(parsed)
+            except ServingError as err:
+                return paddle_error(err, parsed.logid)
+            values = [to_json(h.result(timeout=0)) for h in handles]
+            return jsonify(err_no=0, err_msg="", key=["result"] * len(values), value=values, logid=parsed.logid)
+
+    @app.post("/<name>/predict")
+    def predict(name: str):
+        check_pipeline(name)
+        with handlers:
+            parsed = parse_native(request, kind=kind, max_inputs=limits.max_inputs, priority_levels=priority_levels)
+            handles = run_inputs(parsed)
+            body: dict[str, Any] = {"results": [plain(h.result(timeout=0)) for h in handles]}
+            if parsed.timing:
+                body["timing"] = [h.timing_summary() for h in handles]
+            return jsonify(body)
+
+    @app.get("/<name>/config")
+    def config(name: str):
+        check_pipeline(name)
+        return jsonify(pipeline=pipeline.name, input=kind, ops=pipeline.op_table())
+
+    @app.get("/health/live")
+    @app.get("/v2/health/live")
+    def live():
+        return jsonify(status="live")
+
+    @app.get("/health/ready")
+    @app.get("/v2/health/ready")
+    def ready():
+        if pipeline.ready:
+            return jsonify(status="ready")
+        return jsonify(status="not ready"), 503
+
+    @app.get("/metrics")
+    def metrics():
+        return Response(pipeline.metrics.render(), mimetype="text/plain; version=0.0.4")
+
+    return app
+
+
+def _with_status(resp: Response, err: ServingError) -> Response:
+    resp.status_code = err.status
+    if err.retry_after is not None:
+        resp.headers["Retry-After"] = str(max(1, int(round(err.retry_after))))
+    return resp

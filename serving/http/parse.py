@@ -1,0 +1,126 @@
+"""Parse the two request formats into one shape: a list of (kind, value, raw)
+inputs plus per-request options. Every malformed request becomes a 4xx."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.errors import BadRequest, PayloadTooLarge
+from serving.http.decode import KEYS_BY_KIND, key_kind
+
+_INTEGER = re.compile(r"-?[0-9]{1,12}")  # ASCII digits only; bounded length
+
+
+@dataclass
+class ParsedRequest:
+    inputs: list[tuple[str, Any, bool]] = field(default_factory=list)  # (kind, value, value_is_raw_bytes)
+    logid: Any = None
+    priority: int = 0
+    timeout_ms: int | None = None
+    timing: bool = False
+
+
+def _json_body(data: bytes) -> Any:
+    if not data:
+        raise BadRequest("empty request body; expected JSON")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadRequest("request body is not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise BadRequest("request body is not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+
+
+def _int_option(obj: dict, name: str, low: int, high: int | None) -> int | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        text = value.strip() if isinstance(value, str) else ""
+        if not _INTEGER.fullmatch(text):
+            shown = f"{text[:20]!r}" if isinstance(value, str) else type(value).__name__
+            raise BadRequest(f"'{name}' must be an integer, got {shown}")
+        value = int(text)
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"between {low} and {high}"
+        raise BadRequest(f"'{name}' must be {bound}, got {value}")
+    return value
+
+
+def _options(obj: dict, parsed: ParsedRequest, priority_levels: int) -> None:
+    parsed.priority = _int_option(obj, "priority", 0, priority_levels - 1) or 0
+    parsed.timeout_ms = _int_option(obj, "timeout_ms", 1, None)
+    timing = obj.get("timing", False)
+    parsed.timing = timing in (True, 1, "1", "true", "yes")
+
+
+def _check_count(n: int, max_inputs: int) -> None:
+    if n == 0:
+        raise BadRequest("request has no inputs")
+    if n > max_inputs:
+        raise PayloadTooLarge(f"request has {n} inputs (limit {max_inputs} per request)")
+
+
+def parse_paddle(data: bytes, *, kind: str, max_inputs: int, priority_levels: int) -> ParsedRequest:
+    """Paddle Serving's ``{"key": [...], "value": [...], "logid": 0}``."""
+    body = _json_body(data)
+    if not isinstance(body, dict):
+        raise BadRequest(f"request body must be a JSON object, got {type(body).__name__}")
+    keys, values = body.get("key"), body.get("value")
+    if not isinstance(keys, list) or not isinstance(values, list):
+        raise BadRequest("request needs 'key' and 'value' lists")
+    if len(keys) != len(values):
+        raise BadRequest(f"'key' has {len(keys)} entries but 'value' has {len(values)}")
+    _check_count(len(keys), max_inputs)
+    parsed = ParsedRequest(logid=body.get("logid"))
+    _options(body, parsed, priority_levels)
+    for i, (key, value) in enumerate(zip(keys, values)):
+        if not isinstance(key, str):
+            raise BadRequest(f"key[{i}] must be a string, got {type(key).__name__}")
+        if key_kind(key) != kind:
+            raise BadRequest(f"key[{i}] is {key[:64]!r}; this pipeline takes {KEYS_BY_KIND[kind][0]!r}")
+        parsed.inputs.append((kind, value, False))
+    return parsed
+
+
+def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: int) -> ParsedRequest:
+    """JSON ``{"inputs": [{"image": b64} | {"text": s}]}``, multipart uploads
+    (fields ``image`` / ``text``), or a raw ``image/*`` / ``text/plain`` body.
+    Options come from the JSON body or the query string."""
+    mimetype = request.mimetype or ""
+    parsed = ParsedRequest()
+    if mimetype == "application/json":
+        body = _json_body(request.get_data())
+        if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
+            raise BadRequest("JSON body must be an object with an 'inputs' list")
+        _options(body, parsed, priority_levels)
+        _check_count(len(body["inputs"]), max_inputs)
+        for i, entry in enumerate(body["inputs"]):
+            if not isinstance(entry, dict) or len(entry) != 1:
+                raise BadRequest(f"inputs[{i}] must be an object with one key, e.g. {{\"{kind}\": ...}}")
+            (key, value), = entry.items()
+            if key_kind(key) != kind:
+                raise BadRequest(f"inputs[{i}] has key {str(key)[:64]!r}; this pipeline takes {kind!r}")
+            parsed.inputs.append((kind, value, False))
+        return parsed
+    _options(request.args.to_dict(), parsed, priority_levels)
+    if mimetype == "multipart/form-data":
+        if kind == "image":
+            parsed.inputs = [(kind, f.read(), True) for f in request.files.getlist("image")]
+        else:
+            parsed.inputs = [(kind, t, False) for t in request.form.getlist("text")]
+            parsed.inputs += [(kind, f.read(), True) for f in request.files.getlist("text")]
+        _check_count(len(parsed.inputs), max_inputs)
+        return parsed
+    if (kind == "image" and mimetype.startswith("image/")) or (kind == "text" and mimetype == "text/plain"):
+        parsed.inputs = [(kind, request.get_data(), True)]
+        _check_count(1 if parsed.inputs[0][1] else 0, max_inputs)
+        return parsed
+    raise BadRequest(f"unsupported Content-Type {mimetype or '(none)'!r}; send application/json, "
+                     f"multipart/form-data or {'image/*' if kind == 'image' else 'text/plain'}")

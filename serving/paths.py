@@ -1,0 +1,67 @@
+"""Paths in configs: ``pkg://<package>/<path>`` inside an installed package,
+plain paths relative to the config file; and the files of a Paddle model
+directory. Shared by config validation and the runners."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+PKG_SCHEME = "pkg://"
+# a Paddle model directory: one program file (PIR .json preferred) and its weights
+MODEL_GRAPH_FILES = ("inference.json", "inference.pdmodel")
+MODEL_PARAMS_FILE = "inference.pdiparams"
+
+
+def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> str:
+    """Absolute path for ``spec``.
+
+    ``pkg://<package>/<rel path>`` resolves inside the installed package
+    (found with ``importlib.util.find_spec``, without importing it when it
+    is top-level). A plain relative path is taken relative to ``base_dir``
+    (the config file's directory) or else the working directory.
+    Raises ValueError when the package is not installed.
+    """
+    spec = os.fspath(spec)
+    if spec.startswith(PKG_SCHEME):
+        package, _, rel = spec[len(PKG_SCHEME):].partition("/")
+        if not package:
+            raise ValueError(f"bad package path {spec!r}: expected pkg://<package>/<path>")
+        try:
+            found = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise ValueError(f"package {package!r} of {spec!r} is not installed")
+        locations = list(found.submodule_search_locations or [])
+        if not locations:
+            raise ValueError(f"{package!r} of {spec!r} is a module, not a package")
+        for location in locations:
+            candidate = os.path.join(location, rel)
+            if os.path.exists(candidate):
+                return os.path.abspath(candidate)
+        return os.path.abspath(os.path.join(locations[0], rel))
+    path = os.path.expanduser(spec)
+    if not os.path.isabs(path) and base_dir is not None:
+        path = os.path.join(os.fspath(base_dir), path)
+    return os.path.abspath(path)
+
+
+def model_files(model_dir: str) -> tuple[str, str]:
+    """``(program file, params file)`` of a Paddle model directory.
+
+    Accepts ``inference.json`` (Paddle 3 PIR) or ``inference.pdmodel`` (legacy
+    program), preferring ``.json`` when both exist, with ``inference.pdiparams``.
+    Raises :class:`FileNotFoundError` naming the directory and the missing file.
+    """
+    if not model_dir or not os.path.exists(model_dir):
+        raise FileNotFoundError(f"model directory not found: {model_dir}")
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"not a directory: {model_dir}")
+    program = next((os.path.join(model_dir, n) for n in MODEL_GRAPH_FILES
+                    if os.path.isfile(os.path.join(model_dir, n))), None)
+    if program is None:
+        raise FileNotFoundError(f"{model_dir} has no {' or '.join(MODEL_GRAPH_FILES)}")
+    params = os.path.join(model_dir, MODEL_PARAMS_FILE)
+    if not os.path.isfile(params):
+        raise FileNotFoundError(f"{model_dir} has no {MODEL_PARAMS_FILE}")
+    return program, params

@@ -1,0 +1,42 @@
+"""``local_service_conf`` -> predictor instances (the configured runners).
+
+``instance_mode: thread`` loads one Paddle predictor in this process and
+clones the rest (shared weights); ``instance_mode: process`` starts one child
+process per instance, pinned to the CPU sets of the plan
+(:mod:`serving.runners.cpu_plan`), loading their models in parallel.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from serving.config.schema import LocalServiceConf
+from serving.op import Runner
+from serving.runners.cpu_plan import CpuSet
+from serving.runners.paddle_inference import create_predictors
+from serving.runners.process import ProcessPredictor
+
+
+def create_process_predictors(conf: LocalServiceConf, count: int,
+                              cpu_sets: Sequence[CpuSet] | None = None) -> list[ProcessPredictor]:
+    """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
+    sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
+    if len(sets) != count:
+        raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
+    devices = conf.device_ids or [0]
+    runners = [ProcessPredictor(conf, devices[i % len(devices)] if conf.device_type >= 1 else None,
+                                wait_ready=False, cpus=sets[i]) for i in range(count)]
+    try:
+        for runner in runners:  # the children load their models in parallel
+            runner.wait_ready()
+    except Exception:
+        for runner in runners:
+            runner.close()
+        raise
+    return runners
+
+
+def create_runners(conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None) -> list[Runner]:
+    """The ``count`` predictor instances ``conf`` describes."""
+    if conf.instance_mode == "process":
+        return list(create_process_predictors(conf, count, cpu_sets))
+    return list(create_predictors(conf, count))

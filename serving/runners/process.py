@@ -1,0 +1,173 @@
+"""A Paddle predictor in its own process (``instance_mode: process``).
+
+The stock Paddle 3.3 CPU wheel holds the GIL inside ``Predictor.run()``, so in
+one process predictors of different ops take turns and Python work (HTTP,
+pre/post-processing) stops while a model runs. A :class:`ProcessPredictor`
+runs the model in a child process instead: the server's thread blocks on a
+pipe (GIL released) while the child computes, so det, rec and the Python work
+overlap on several cores.
+
+Feeds and outputs travel through shared memory (one segment each way, grown on
+demand); only a small JSON header crosses the pipe. Nothing is pickled after
+start-up, and only this server's own processes are on either end.
+If the child dies, the current run raises (the engine retries the batch item
+by item) and the next run starts a fresh child.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from serving.config.schema import LocalServiceConf
+from serving.runners.paddle_inference import PaddlePredictor, check_feed
+from serving.runners.shared_memory import Segment, array_views, write_arrays
+
+log = logging.getLogger(__name__)
+
+
+def _child_main(conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: list[int] | None = None) -> None:
+    """Child process: load the predictor, then serve run requests until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
+
+    try:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        predictor = PaddlePredictor.load(conf, device_id)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
+        return
+    conn.send_bytes(json.dumps({"status": "ready", "inputs": predictor.input_names,
+                                "outputs": predictor.output_names}).encode())
+    feed_segment, out_segment = Segment(), Segment()
+    try:
+        while True:
+            try:
+                request = json.loads(conn.recv_bytes())
+            except EOFError:
+                return
+            if request.get("op") == "stop":
+                return
+            try:
+                shm = feed_segment.attach(request["shm"])
+                views = array_views(shm, request["inputs"])
+                outputs = predictor.run({m["name"]: v for m, v in zip(request["inputs"], views)})
+                del views
+                meta = write_arrays(out_segment, [(str(i), o) for i, o in enumerate(outputs)])
+                reply = {"status": "ok", "shm": out_segment.name, "outputs": meta}
+            except Exception as exc:  # noqa: BLE001 - reported to the parent
+                reply = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+            conn.send_bytes(json.dumps(reply).encode())
+    finally:
+        feed_segment.release(unlink=False)
+        out_segment.release(unlink=True)
+
+
+class ProcessPredictor:
+    """Same interface as :class:`serving.runners.paddle_inference.PaddlePredictor`
+    (``input_names``, ``output_names``, ``run``); one batch at a time."""
+
+    def __init__(self, conf: LocalServiceConf, device_id: int | None = None, *, start_timeout: float = 300.0,
+                 wait_ready: bool = True, cpus: list[int] | None = None):
+        self._conf = conf
+        self._device_id = device_id
+        self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
+        self._start_timeout = start_timeout
+        self._ctx = multiprocessing.get_context("spawn")
+        self._feed = Segment()
+        self._out = Segment()
+        self._lock = threading.Lock()
+        self._proc: Any = None
+        self._conn: Any = None
+        self.input_names: list[str] = []
+        self.output_names: list[str] = []
+        self.device = "cpu" if conf.device_type == 0 else f"gpu:{device_id or 0}"
+        self._spawn()
+        if wait_ready:
+            self.wait_ready()
+
+    def _start(self) -> None:
+        self._spawn()
+        self.wait_ready()
+
+    def _spawn(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_child_main, args=(child, self._conf, self._device_id, self.cpus),
+                                       name="batchline-predictor", daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def wait_ready(self) -> None:
+        """Block until the child has loaded its model (raises if it could not)."""
+        parent = self._conn
+        if not parent.poll(self._start_timeout):
+            self._kill()
+            raise RuntimeError(f"predictor process did not start within {self._start_timeout:.0f}s")
+        try:
+            hello = json.loads(parent.recv_bytes())
+        except EOFError:
+            self._proc.join(5)
+            code = self._proc.exitcode
+            self._kill()
+            raise RuntimeError(f"predictor process failed to load the model: it exited with code {code} "
+                               f"(model dir {self._conf.model_config})") from None
+        if hello["status"] != "ready":
+            self._kill()
+            raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
+        self.input_names, self.output_names = hello["inputs"], hello["outputs"]
+        log.info("predictor process %s ready (inputs=%s%s)", self._proc.pid, self.input_names,
+                 f", pinned to CPUs {self.cpus}" if self.cpus else "")
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+        if self._proc is not None:
+            self._proc.join(5)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        check_feed(self.input_names, feed)
+        with self._lock:
+            if self._proc is None or not self._proc.is_alive():
+                self._kill()
+                self._start()
+            meta = write_arrays(self._feed, [(n, feed[n]) for n in self.input_names])
+            try:
+                self._conn.send_bytes(json.dumps({"op": "run", "shm": self._feed.name, "inputs": meta}).encode())
+                reply = json.loads(self._conn.recv_bytes())
+            except (EOFError, OSError) as exc:
+                code = self._proc.exitcode if self._proc is not None else None
+                self._kill()
+                self._out.release(unlink=True)  # the dead child cannot unlink its segment
+                raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
+            if reply["status"] != "ok":
+                raise RuntimeError(f"predictor process: {reply['message']}")
+            shm = self._out.attach(reply["shm"])
+            return [v.copy() for v in array_views(shm, reply["outputs"])]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.send_bytes(json.dumps({"op": "stop"}).encode())
+                except OSError:
+                    pass
+            if self._proc is not None:
+                self._proc.join(10)
+            self._kill()
+            self._out.release(unlink=False)
+            self._feed.release(unlink=True)

@@ -1,0 +1,141 @@
+"""Fake ops and runners for engine tests: no model, deterministic outputs,
+injectable failures. Request values are dicts like {"id": 7, "n": 3}."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from serving.errors import BadRequest
+from serving.op import Op, SubBatch
+
+
+class FakeRunner:
+    """y = 2x, records the batch sizes it saw; optionally slow or failing."""
+
+    def __init__(self, delay_s: float = 0.0, fail_when: Any = None):
+        self.delay_s = delay_s
+        self.fail_when = fail_when  # callable(values) -> bool: raise for this feed
+        self.batch_sizes: list[int] = []
+        self._busy = threading.Lock()
+
+    input_names = ["x"]
+
+    def close(self) -> None:
+        self.closed = True
+
+    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if not self._busy.acquire(blocking=False):
+            raise AssertionError("two threads used one runner at once")
+        try:
+            x = feed["x"]
+            self.batch_sizes.append(len(x))
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            if self.fail_when is not None and self.fail_when(x.tolist()):
+                raise RuntimeError("injected predictor failure")
+            return [x * 2]
+        finally:
+            self._busy.release()
+
+
+class FakeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    delay_ms: float = 0.0
+    fail_value: float | None = None      # predictor raises when a batch holds this value
+    bad_preprocess: float | None = None  # preprocess raises BadRequest on this value
+
+
+class _FakeBase(Op):
+    Params = FakeParams
+    needs_model = False
+    input_kind = "text"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.runners: list[FakeRunner] = []
+
+    def create_runners(self, count: int) -> list[FakeRunner]:
+        fail = self.params.fail_value
+        self.runners = [FakeRunner(self.params.delay_ms / 1000.0,
+                                   None if fail is None else (lambda xs, f=fail: f in xs))
+                        for _ in range(count)]
+        return self.runners
+
+    def preprocess(self, payload: Any) -> Any:
+        if self.params.bad_preprocess is not None and payload[1] == self.params.bad_preprocess:
+            raise BadRequest(f"bad item {payload}")
+        return payload
+
+    def collate(self, items):
+        x = np.array([float(v) for _, v in items], dtype=np.float32)
+        return [SubBatch(indices=list(range(len(items))), feed={"x": x}, real_units=len(items),
+                         padded_units=len(items))]
+
+    def postprocess(self, item, output):
+        return (item[0], float(output[0]))
+
+    def warmup_items(self):
+        return [("warm", 1.0)]
+
+
+class SplitOp(_FakeBase):
+    """Source op: {"id": r, "n": k} -> k items (r, r*100 + j); output: the doubled values."""
+
+    def expand(self, inputs):
+        value = inputs["input"]
+        return [(value["id"], value["id"] * 100 + j) for j in range(value["n"])]
+
+    def merge(self, inputs, results):
+        rid = inputs["input"]["id"]
+        assert all(r[0] == rid for r in results)
+        return {"id": rid, "values": [r[1] for r in results]}
+
+
+class AddOp(_FakeBase):
+    """Downstream op: each upstream value -> one item; doubles again."""
+
+    def expand(self, inputs):
+        (upstream,) = inputs.values()
+        return [(upstream["id"], v) for v in upstream["values"]]
+
+    def merge(self, inputs, results):
+        (upstream,) = inputs.values()
+        return {"id": upstream["id"], "values": [r[1] for r in results]}
+
+
+class JoinOp(_FakeBase):
+    """Fan-in op: one item per request, combining both inputs; no inference needed per value."""
+
+    def expand(self, inputs):
+        ids = {v["id"] for v in inputs.values()}
+        assert len(ids) == 1, f"join mixed requests: {ids}"
+        return [(ids.pop(), float(sum(sum(v["values"]) for v in inputs.values())))]
+
+    def merge(self, inputs, results):
+        return {"id": results[0][0], "total": results[0][1], "parts": {k: v["values"] for k, v in inputs.items()}}
+
+
+class EchoTextOp(_FakeBase):
+    """Text in -> {"text", "double_len"}; "bad" fails preprocessing, "boom" the predictor."""
+
+    def expand(self, inputs):
+        return [inputs["input"]]
+
+    def preprocess(self, payload):
+        if payload == "bad":
+            raise BadRequest("text 'bad' rejected")
+        return (payload, -1.0 if payload == "boom" else float(len(payload)))
+
+    def create_runners(self, count):
+        self.runners = [FakeRunner(self.params.delay_ms / 1000.0, lambda xs: -1.0 in xs) for _ in range(count)]
+        return self.runners
+
+    def postprocess(self, item, output):
+        return {"text": item[0], "double_len": int(output[0])}
+
+    def merge(self, inputs, results):
+        return results[0]
