@@ -16,6 +16,7 @@ pages, 14 width buckets):
 
     python bench/batching_gain.py [--duration 8 --rounds 2 --clients 32]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ def offline_rates(op, runner, items, batches: list[int], seconds: float, rounds:
             for sub in op.collate(chunk):
                 op.run(runner, sub.feed)
             return batch
+
         return call
 
     runs: dict = {b: [] for b in batches}
@@ -50,7 +52,7 @@ def offline_rates(op, runner, items, batches: list[int], seconds: float, rounds:
         for i in range(min(chunks, 64)):
             caller(b)(i)
     for rnd in range(rounds):
-        for b in (batches if rnd % 2 == 0 else batches[::-1]):
+        for b in batches if rnd % 2 == 0 else batches[::-1]:
             runs[b].append(common.time_loop(caller(b), seconds / rounds, min_calls=2))
     out = {}
     for b, rs in runs.items():
@@ -69,8 +71,12 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=8.0, help="measured seconds per round and server")
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--prime", type=float, default=15.0,
-                    help="unmeasured seconds of load per server and input set first (warms oneDNN shapes)")
+    ap.add_argument(
+        "--prime",
+        type=float,
+        default=15.0,
+        help="unmeasured seconds of load per server and input set first (warms oneDNN shapes)",
+    )
     ap.add_argument("--offline-seconds", type=float, default=6.0, help="per batch size and input set")
     common.add_engine_arg(ap)
     ap.add_argument("--sets", default="fixed,mixed")
@@ -94,12 +100,17 @@ def main() -> int:
         items = [op.preprocess(common.decode_png(c)) for c in sets[set_name]]
         rates = offline_rates(op, runners[0], items, [1, args.batch], args.offline_seconds, args.rounds)
         r1, rb = rates[1], rates[args.batch]
-        offline[set_name] = {"batch_1": r1, f"batch_{args.batch}": rb,
-                             "gain": rb["items_per_s"] / r1["items_per_s"],
-                             "widths": sorted({op.bucket_width(it.width) for it in items})}
-        print(f"offline {set_name:5s}: {r1['items_per_s']:7.2f} items/s at batch 1, "
-              f"{rb['items_per_s']:7.2f} at batch {args.batch}  -> gain {offline[set_name]['gain']:.2f}x",
-              flush=True)
+        offline[set_name] = {
+            "batch_1": r1,
+            f"batch_{args.batch}": rb,
+            "gain": rb["items_per_s"] / r1["items_per_s"],
+            "widths": sorted({op.bucket_width(it.width) for it in items}),
+        }
+        print(
+            f"offline {set_name:5s}: {r1['items_per_s']:7.2f} items/s at batch 1, "
+            f"{rb['items_per_s']:7.2f} at batch {args.batch}  -> gain {offline[set_name]['gain']:.2f}x",
+            flush=True,
+        )
     del op, runners
 
     # ---- served: both servers up, interleaved rounds ------------------------------------------
@@ -111,15 +122,19 @@ def main() -> int:
                 for srv in (on_srv, off_srv):
                     common.closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
             for rnd in range(args.rounds):
-                for label, srv in (("on", on_srv), ("off", off_srv)) if rnd % 2 == 0 else \
-                        (("off", off_srv), ("on", on_srv)):
+                for label, srv in (
+                    (("on", on_srv), ("off", off_srv)) if rnd % 2 == 0 else (("off", off_srv), ("on", on_srv))
+                ):
                     res = common.closed_loop(srv.url, name, payloads, args.clients, args.duration, args.warmup)
                     served[set_name][label].append(res)
                     stats = res.get("op_stats", {}).get(args.op, {})
-                    print(f"served  {set_name:5s} batching {label:3s} round {rnd}: {res['qps']:7.2f} req/s "
-                          f"p50 {res['latency_ms']['p50']:.0f} ms, mean batch "
-                          f"{stats.get('mean_batch_size') or 0:.1f}, run {stats.get('mean_run_ms') or 0:.0f} ms, "
-                          f"queue wait {stats.get('mean_queue_wait_ms') or 0:.0f} ms", flush=True)
+                    print(
+                        f"served  {set_name:5s} batching {label:3s} round {rnd}: {res['qps']:7.2f} req/s "
+                        f"p50 {res['latency_ms']['p50']:.0f} ms, mean batch "
+                        f"{stats.get('mean_batch_size') or 0:.1f}, run {stats.get('mean_run_ms') or 0:.0f} ms, "
+                        f"queue wait {stats.get('mean_queue_wait_ms') or 0:.0f} ms",
+                        flush=True,
+                    )
 
     def qps(results: list) -> float:
         return sum(r["ok"] for r in results) / sum(r["duration_s"] for r in results)
@@ -129,20 +144,35 @@ def main() -> int:
         on, off = qps(served[set_name]["on"]), qps(served[set_name]["off"])
         served_gain = on / off
         eff = served_gain / offline[set_name]["gain"]
-        summary[set_name] = {"served_on_qps": on, "served_off_qps": off, "served_gain": served_gain,
-                             "offline_gain": offline[set_name]["gain"], "efficiency": eff,
-                             "served_on_vs_offline_batch": on / offline[set_name][f"batch_{args.batch}"]["items_per_s"],
-                             "served_off_vs_offline_1": off / offline[set_name]["batch_1"]["items_per_s"]}
-    common.write_result("batching_gain", {
-        "args": vars(args), "configs": {"on": common.load_yaml(on_path), "off": common.load_yaml(off_path)},
-        "offline": offline, "served": served, "summary": summary, "target": TARGET})
+        summary[set_name] = {
+            "served_on_qps": on,
+            "served_off_qps": off,
+            "served_gain": served_gain,
+            "offline_gain": offline[set_name]["gain"],
+            "efficiency": eff,
+            "served_on_vs_offline_batch": on / offline[set_name][f"batch_{args.batch}"]["items_per_s"],
+            "served_off_vs_offline_1": off / offline[set_name]["batch_1"]["items_per_s"],
+        }
+    common.write_result(
+        "batching_gain",
+        {
+            "args": vars(args),
+            "configs": {"on": common.load_yaml(on_path), "off": common.load_yaml(off_path)},
+            "offline": offline,
+            "served": served,
+            "summary": summary,
+            "target": TARGET,
+        },
+    )
     print()
     for set_name in chosen:
         s = summary[set_name]
-        print(f"{set_name:5s}: served gain {s['served_gain']:.2f}x ({s['served_on_qps']:.2f} vs "
-              f"{s['served_off_qps']:.2f} req/s), offline gain {s['offline_gain']:.2f}x, "
-              f"efficiency {s['efficiency']:.2f} (target >= {TARGET}: "
-              f"{common.verdict(s['efficiency'], TARGET)})")
+        print(
+            f"{set_name:5s}: served gain {s['served_gain']:.2f}x ({s['served_on_qps']:.2f} vs "
+            f"{s['served_off_qps']:.2f} req/s), offline gain {s['offline_gain']:.2f}x, "
+            f"efficiency {s['efficiency']:.2f} (target >= {TARGET}: "
+            f"{common.verdict(s['efficiency'], TARGET)})"
+        )
     last = chosen[-1]
     print(f"RATIO batching efficiency ({last}) = {summary[last]['efficiency']:.2f}")
     return 0

@@ -14,6 +14,7 @@
 Every script prints its ratio last and exits non-zero when it could not
 measure (raise :class:`BenchError`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,9 +52,13 @@ ENGINES: dict[str, dict[str, bool]] = {
 
 def add_engine_arg(ap: Any, default: str = "config") -> None:
     """``--engine``: the CPU engine every op of the bench config runs on."""
-    ap.add_argument("--engine", choices=sorted(ENGINES), default=default,
-                    help=f"CPU engine for every op: oneDNN, OpenVINO, plain Paddle kernels, or as the "
-                         f"config says (default: {default})")
+    ap.add_argument(
+        "--engine",
+        choices=sorted(ENGINES),
+        default=default,
+        help=f"CPU engine for every op: oneDNN, OpenVINO, plain Paddle kernels, or as the "
+        f"config says (default: {default})",
+    )
 
 
 class BenchError(RuntimeError):
@@ -77,10 +82,14 @@ def load_repo_config(name: str) -> dict:
         return yaml.safe_load(f)
 
 
-def apply_overrides(config: Mapping[str, Any], ops: Mapping[str, Mapping[str, Any]] | None = None,
-                    all_ops: Mapping[str, Any] | None = None, top: Mapping[str, Any] | None = None,
-                    dag: Mapping[str, Any] | None = None,
-                    params: Mapping[str, Mapping[str, Any]] | None = None) -> dict:
+def apply_overrides(
+    config: Mapping[str, Any],
+    ops: Mapping[str, Mapping[str, Any]] | None = None,
+    all_ops: Mapping[str, Any] | None = None,
+    top: Mapping[str, Any] | None = None,
+    dag: Mapping[str, Any] | None = None,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict:
     """A deep copy of ``config`` with overrides applied.
 
     ``ops``: ``{op_name: {local_service_conf key: value}}``; ``all_ops``: keys
@@ -143,8 +152,9 @@ def served(config_path: str, *, ready_timeout: float = 300.0, env: Mapping[str, 
     from tests.support.server_process import ServerProcess
 
     try:
-        server = ServerProcess(config_path, ready_timeout=ready_timeout, extra_args=("--host", "127.0.0.1"),
-                               env=dict(env or {}))
+        server = ServerProcess(
+            config_path, ready_timeout=ready_timeout, extra_args=("--host", "127.0.0.1"), env=dict(env or {})
+        )
     except RuntimeError as exc:
         raise BenchError(f"server for {config_path} did not start: {exc}") from None
     try:
@@ -208,9 +218,16 @@ def bench_documents(count: int = 24, seed: int = 7) -> list[Any]:
     i = 0
     scripts = ("en", "zh", "mixed")
     while len(docs) < count:
-        docs.append(random_document(seed * 7919 + i, script=scripts[i % 3], n_lines=3 + i % 6,
-                                    font_size=(20, 24, 28, 32)[i % 4], words=(2, 7),
-                                    name=f"r{i:02d}"))
+        docs.append(
+            random_document(
+                seed * 7919 + i,
+                script=scripts[i % 3],
+                n_lines=3 + i % 6,
+                font_size=(20, 24, 28, 32)[i % 4],
+                words=(2, 7),
+                name=f"r{i:02d}",
+            )
+        )
         i += 1
     return docs
 
@@ -239,9 +256,11 @@ def _config_digest(config_path: str, op: str) -> str:
     with open(config_path, encoding="utf-8") as f:
         data = yaml.safe_load(f)
     conf = data["op"][op]
-    return hashlib.sha1(json.dumps([conf.get("class"), conf.get("params"),
-                                    conf["local_service_conf"].get("model_config")],
-                                   sort_keys=True).encode()).hexdigest()[:10]
+    return hashlib.sha1(
+        json.dumps(
+            [conf.get("class"), conf.get("params"), conf["local_service_conf"].get("model_config")], sort_keys=True
+        ).encode()
+    ).hexdigest()[:10]
 
 
 def crops_dir(count_docs: int = 24, seed: int = 7, det_config: str | None = None) -> str:
@@ -311,8 +330,16 @@ def image_payloads(images: Sequence[bytes]) -> list[dict]:
     return [make_payload([("image", img)]) for img in images]
 
 
-def closed_loop(url: str, name: str, payloads: Sequence[dict], concurrency: int, duration_s: float,
-                warmup_s: float = 1.0, timeout: float = 60.0, metrics: bool = True) -> dict:
+def closed_loop(
+    url: str,
+    name: str,
+    payloads: Sequence[dict],
+    concurrency: int,
+    duration_s: float,
+    warmup_s: float = 1.0,
+    timeout: float = 60.0,
+    metrics: bool = True,
+) -> dict:
     """Closed loop against a batchline-compatible server (``POST /{name}/prediction``);
     returns LevelResult.to_dict() plus per-op stats from /metrics (when scrapeable)."""
     from client.bench import scrape
@@ -364,8 +391,13 @@ def time_loop(fn: Callable[[int], int], duration_s: float, min_calls: int = 3) -
     elapsed = time.perf_counter() - start
     from client.stats import latency_summary
 
-    return {"calls": i, "items": items, "seconds": elapsed, "items_per_s": items / elapsed,
-            "latency_ms": latency_summary(lat)}
+    return {
+        "calls": i,
+        "items": items,
+        "seconds": elapsed,
+        "items_per_s": items / elapsed,
+        "latency_ms": latency_summary(lat),
+    }
 
 
 def rss_kb(pid: int) -> int:
@@ -399,9 +431,15 @@ def machine_info() -> dict:
         except md.PackageNotFoundError:
             return None
 
-    return {"nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
-            "paddle": ver("paddlepaddle"), "paddleocr": ver("paddleocr"), "thread_num": THREADS,
-            "loadavg_at_start": load}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "paddle": ver("paddlepaddle"),
+        "paddleocr": ver("paddleocr"),
+        "thread_num": THREADS,
+        "loadavg_at_start": load,
+    }
 
 
 def write_result(name: str, doc: Mapping[str, Any]) -> str:

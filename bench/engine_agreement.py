@@ -17,6 +17,7 @@ page by page, in order), the largest box difference, and ms per page
 
     python bench/engine_agreement.py [--variants openvino,bf16,pad32] [--pages 60]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,14 +42,22 @@ def pages(random_pages: int) -> list:
     images = [d.image for seed in (0, 3, 7) for d in sample_documents(seed)]
     scripts = ("en", "zh", "mixed")
     for i in range(random_pages):
-        images.append(random_document(1234 + i, script=scripts[i % 3], n_lines=2 + i % 7,
-                                      font_size=(18, 22, 26, 30, 36)[i % 5], words=(1, 9),
-                                      name=f"x{i}").image)
+        images.append(
+            random_document(
+                1234 + i,
+                script=scripts[i % 3],
+                n_lines=2 + i % 7,
+                font_size=(18, 22, 26, 30, 36)[i % 5],
+                words=(1, 9),
+                name=f"x{i}",
+            ).image
+        )
     return images
 
 
 def rec_bf16():
     """oneDNN predictors built meanwhile run the rec model in bfloat16."""
+
     def enable(original, config):
         original(config)
         if "rec" in os.path.basename(os.path.dirname(config.prog_file())):
@@ -80,8 +89,9 @@ def pad_rec_groups_to(ocr, step: int) -> None:
 def build(variant: str | None, threads: int, cache_dir: str):
     from tests.support.ocr_reference import make_reference
 
-    context = {"openvino": lambda: common.paddleocr_engine_openvino(cache_dir),
-               "bf16": rec_bf16}.get(variant or "", contextlib.nullcontext)
+    context = {"openvino": lambda: common.paddleocr_engine_openvino(cache_dir), "bf16": rec_bf16}.get(
+        variant or "", contextlib.nullcontext
+    )
     with context():
         ocr = make_reference(use_angle_cls=False, cpu_threads=threads, enable_mkldnn=True)
     if variant == "pad32":
@@ -133,16 +143,28 @@ def main() -> int:
         for variant in variants:
             answers, ms = read(build(variant, args.threads, cache_dir), images, warm)
             lines, same, box_diff = compare(reference, answers)
-            rows[variant] = {"lines": lines, "identical": same, "identical_ratio": same / max(1, lines),
-                             "max_box_diff_px": box_diff, "ms_per_page": ms, "speedup": ref_ms / ms}
-    print(f"{len(images)} pages, {rows[variants[0]]['lines'] if variants else 0} reference lines; "
-          f"PaddleOCR on oneDNN, cpu_threads {args.threads}: {ref_ms:.0f} ms/page")
+            rows[variant] = {
+                "lines": lines,
+                "identical": same,
+                "identical_ratio": same / max(1, lines),
+                "max_box_diff_px": box_diff,
+                "ms_per_page": ms,
+                "speedup": ref_ms / ms,
+            }
+    print(
+        f"{len(images)} pages, {rows[variants[0]]['lines'] if variants else 0} reference lines; "
+        f"PaddleOCR on oneDNN, cpu_threads {args.threads}: {ref_ms:.0f} ms/page"
+    )
     for variant, row in rows.items():
-        print(f"{variant:9s}: identical lines {row['identical']}/{row['lines']} = {row['identical_ratio']:.4f} "
-              f"(>= {TARGET}: {common.verdict(row['identical_ratio'], TARGET)}), max box diff "
-              f"{row['max_box_diff_px']:.1f} px, {row['ms_per_page']:.0f} ms/page ({row['speedup']:.2f}x)")
-    common.write_result("engine_agreement", {"args": vars(args), "pages": len(images), "reference_ms_per_page": ref_ms,
-                                             "variants": rows, "target": TARGET})
+        print(
+            f"{variant:9s}: identical lines {row['identical']}/{row['lines']} = {row['identical_ratio']:.4f} "
+            f"(>= {TARGET}: {common.verdict(row['identical_ratio'], TARGET)}), max box diff "
+            f"{row['max_box_diff_px']:.1f} px, {row['ms_per_page']:.0f} ms/page ({row['speedup']:.2f}x)"
+        )
+    common.write_result(
+        "engine_agreement",
+        {"args": vars(args), "pages": len(images), "reference_ms_per_page": ref_ms, "variants": rows, "target": TARGET},
+    )
     if variants:
         first = variants[0]
         print(f"RATIO {first} identical lines = {rows[first]['identical_ratio']:.4f}")

@@ -14,6 +14,7 @@ batchline_op_padded_units_total) with and without grouping.
 
     python bench/ernie_batching.py [--clients 32 --duration 8 --rounds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,7 @@ def mixed_texts(count: int, seed: int = 3) -> list[str]:
 def padding(before, after, op: str) -> dict:
     real = after.delta(before, "batchline_op_real_units_total", op=op)
     padded = after.delta(before, "batchline_op_padded_units_total", op=op)
-    return {"real_tokens": real, "padded_tokens": padded,
-            "padding_ratio": (1 - real / padded) if padded else None}
+    return {"real_tokens": real, "padded_tokens": padded, "padding_ratio": (1 - real / padded) if padded else None}
 
 
 def main() -> int:
@@ -66,9 +66,12 @@ def main() -> int:
     svc.update(common.ENGINES[args.engine])
     paths = {
         "grouped": common.derive_config(args.config, tag="ernie-grouped", ops={args.op: {**svc, "max_batch_size": 32}}),
-        "ungrouped": common.derive_config(args.config, tag="ernie-ungrouped",
-                                          ops={args.op: {**svc, "max_batch_size": 32}},
-                                          params={args.op: {"length_buckets": [max_seq]}}),
+        "ungrouped": common.derive_config(
+            args.config,
+            tag="ernie-ungrouped",
+            ops={args.op: {**svc, "max_batch_size": 32}},
+            params={args.op: {"length_buckets": [max_seq]}},
+        ),
         "no_batch": common.derive_config(args.config, tag="ernie-nobatch", ops={args.op: {**svc, "max_batch_size": 1}}),
     }
     name = common.pipeline_name(paths["grouped"])
@@ -79,8 +82,11 @@ def main() -> int:
 
     runs: dict = {k: [] for k in paths}
     pads: dict = {}
-    with common.served(paths["grouped"]) as g, common.served(paths["ungrouped"]) as u, \
-            common.served(paths["no_batch"]) as n:
+    with (
+        common.served(paths["grouped"]) as g,
+        common.served(paths["ungrouped"]) as u,
+        common.served(paths["no_batch"]) as n,
+    ):
         servers = {"grouped": g, "ungrouped": u, "no_batch": n}
         for srv in servers.values():
             if args.prime > 0:
@@ -88,13 +94,16 @@ def main() -> int:
         before = {k: common.scrape_metrics(s.url) for k, s in servers.items()}
         order = list(servers)
         for rnd in range(args.rounds):
-            for k in (order if rnd % 2 == 0 else order[::-1]):
+            for k in order if rnd % 2 == 0 else order[::-1]:
                 res = common.closed_loop(servers[k].url, name, payloads, args.clients, args.duration, args.warmup)
                 runs[k].append(res)
                 st = res.get("op_stats", {}).get(args.op, {})
-                print(f"round {rnd} {k:9s}: {res['qps']:7.1f} req/s  p50 {res['latency_ms']['p50']:.0f} ms  "
-                      f"batch {st.get('mean_batch_size') or 0:.1f}  run {st.get('mean_run_ms') or 0:.1f} ms  "
-                      f"padding {100 * (st.get('padding_ratio') or 0):.0f}%", flush=True)
+                print(
+                    f"round {rnd} {k:9s}: {res['qps']:7.1f} req/s  p50 {res['latency_ms']['p50']:.0f} ms  "
+                    f"batch {st.get('mean_batch_size') or 0:.1f}  run {st.get('mean_run_ms') or 0:.1f} ms  "
+                    f"padding {100 * (st.get('padding_ratio') or 0):.0f}%",
+                    flush=True,
+                )
         after = {k: common.scrape_metrics(s.url) for k, s in servers.items()}
         for k in servers:
             pads[k] = padding(before[k], after[k], args.op)
@@ -104,12 +113,22 @@ def main() -> int:
 
     rates = {k: qps(k) for k in runs}
     gain = rates["grouped"] / rates["no_batch"]
-    common.write_result("ernie_batching", {
-        "args": vars(args), "req_per_s": rates, "served_gain": gain, "padding": pads, "runs": runs,
-        "text_tokens_hint": {"texts": len(texts), "max_seq_len": max_seq}})
+    common.write_result(
+        "ernie_batching",
+        {
+            "args": vars(args),
+            "req_per_s": rates,
+            "served_gain": gain,
+            "padding": pads,
+            "runs": runs,
+            "text_tokens_hint": {"texts": len(texts), "max_seq_len": max_seq},
+        },
+    )
     print()
-    print(f"req/s at {args.clients} clients: grouped {rates['grouped']:.1f}, ungrouped {rates['ungrouped']:.1f}, "
-          f"no batching {rates['no_batch']:.1f}")
+    print(
+        f"req/s at {args.clients} clients: grouped {rates['grouped']:.1f}, ungrouped {rates['ungrouped']:.1f}, "
+        f"no batching {rates['no_batch']:.1f}"
+    )
     pg, pu = pads["grouped"]["padding_ratio"], pads["ungrouped"]["padding_ratio"]
     print(f"padding ratio: with length grouping {100 * (pg or 0):.1f}%, without {100 * (pu or 0):.1f}%")
     print(f"grouped / ungrouped throughput = {rates['grouped'] / rates['ungrouped']:.2f}x")

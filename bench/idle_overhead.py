@@ -14,6 +14,7 @@ interleaved blocks:
 
     python bench/idle_overhead.py [--requests 60 --block 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,18 +35,27 @@ def main() -> int:
     ap.add_argument("--op", default="rec")
     ap.add_argument("--delay", type=float, default=10.0, help="max_queue_delay in ms")
     ap.add_argument("--requests", type=int, default=100, help="measured requests per condition")
-    ap.add_argument("--block", type=int, default=1,
-                    help="requests per condition before switching (1: strict alternation, least drift)")
-    ap.add_argument("--crop", choices=("short", "median"), default="short",
-                    help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
-                         "bucket (default: least predictor time, so the least noise), or the median-width crop")
+    ap.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        help="requests per condition before switching (1: strict alternation, least drift)",
+    )
+    ap.add_argument(
+        "--crop",
+        choices=("short", "median"),
+        default="short",
+        help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
+        "bucket (default: least predictor time, so the least noise), or the median-width crop",
+    )
     common.add_engine_arg(ap)
     args = ap.parse_args()
 
     svc = {"thread_num": common.THREADS, "instance_num": 1, "max_queue_delay": args.delay}
     svc.update(common.ENGINES[args.engine])
-    adaptive = common.derive_config(args.config, tag="idle-adaptive",
-                                    ops={args.op: {**svc, "batching_policy": "adaptive"}})
+    adaptive = common.derive_config(
+        args.config, tag="idle-adaptive", ops={args.op: {**svc, "batching_policy": "adaptive"}}
+    )
     fixed = common.derive_config(args.config, tag="idle-fixed", ops={args.op: {**svc, "batching_policy": "fixed"}})
     name = common.pipeline_name(adaptive)
 
@@ -69,13 +79,19 @@ def main() -> int:
 
     lat: dict[str, list[float]] = {"in_process": [], "adaptive": [], "fixed": [], "http_floor": []}
     answers = {}
-    with common.served(adaptive) as srv_a, common.served(fixed) as srv_f, \
-            PipelineClient(srv_a.url, pool_size=1) as ca, PipelineClient(srv_f.url, pool_size=1) as cf:
-        calls = {"in_process": direct,
-                 "adaptive": lambda: answers.__setitem__("adaptive", ca.predict_raw(name, payload)),
-                 "fixed": lambda: answers.__setitem__("fixed", cf.predict_raw(name, payload)),
-                 # the HTTP round trip alone (GET /health/live on the adaptive server): the floor
-                 "http_floor": lambda: ca.health_live()}
+    with (
+        common.served(adaptive) as srv_a,
+        common.served(fixed) as srv_f,
+        PipelineClient(srv_a.url, pool_size=1) as ca,
+        PipelineClient(srv_f.url, pool_size=1) as cf,
+    ):
+        calls = {
+            "in_process": direct,
+            "adaptive": lambda: answers.__setitem__("adaptive", ca.predict_raw(name, payload)),
+            "fixed": lambda: answers.__setitem__("fixed", cf.predict_raw(name, payload)),
+            # the HTTP round trip alone (GET /health/live on the adaptive server): the floor
+            "http_floor": lambda: ca.health_live(),
+        }
         for fn in calls.values():  # warm: connections, this shape, the cost/arrival estimates
             for _ in range(5):
                 fn()
@@ -92,18 +108,32 @@ def main() -> int:
     summ = {k: latency_summary(v) for k, v in lat.items()}
     over_a = summ["adaptive"]["p50"] - summ["in_process"]["p50"]
     over_f = summ["fixed"]["p50"] - summ["in_process"]["p50"]
-    common.write_result("idle_overhead", {
-        "args": vars(args), "crop_width": width, "latency_ms": summ, "answer": answers.get("adaptive"),
-        "overhead_p50_ms": {"adaptive": over_a, "fixed": over_f}, "target_ms": TARGET_MS})
+    common.write_result(
+        "idle_overhead",
+        {
+            "args": vars(args),
+            "crop_width": width,
+            "latency_ms": summ,
+            "answer": answers.get("adaptive"),
+            "overhead_p50_ms": {"adaptive": over_a, "fixed": over_f},
+            "target_ms": TARGET_MS,
+        },
+    )
     for k, s in summ.items():
         print(f"{k:10s}: p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms  mean {s['mean']:7.2f} ms  (n={len(lat[k])})")
-    print(f"served adaptive - http floor - in-process p50: "
-          f"{summ['adaptive']['p50'] - summ['http_floor']['p50'] - summ['in_process']['p50']:+.2f} ms (engine hand-offs)")
+    print(
+        f"served adaptive - http floor - in-process p50: "
+        f"{summ['adaptive']['p50'] - summ['http_floor']['p50'] - summ['in_process']['p50']:+.2f} ms (engine hand-offs)"
+    )
     print(f"crop width {width} px (resized); max_queue_delay {args.delay:g} ms")
-    print(f"fixed policy overhead p50: {over_f:+.2f} ms; fixed - adaptive p50: "
-          f"{summ['fixed']['p50'] - summ['adaptive']['p50']:+.2f} ms (pays the {args.delay:g} ms delay)")
-    print(f"adaptive overhead p50: {over_a:+.2f} ms (target <= {TARGET_MS} ms: "
-          f"{common.verdict(over_a, TARGET_MS, higher_is_better=False)})")
+    print(
+        f"fixed policy overhead p50: {over_f:+.2f} ms; fixed - adaptive p50: "
+        f"{summ['fixed']['p50'] - summ['adaptive']['p50']:+.2f} ms (pays the {args.delay:g} ms delay)"
+    )
+    print(
+        f"adaptive overhead p50: {over_a:+.2f} ms (target <= {TARGET_MS} ms: "
+        f"{common.verdict(over_a, TARGET_MS, higher_is_better=False)})"
+    )
     print(f"RATIO idle overhead p50 (adaptive) = {over_a:.2f} ms")
     return 0
 

@@ -9,6 +9,7 @@ has run real batches). Target: RSS(4) / RSS(1) <= 1.3 after warm-up.
 
     python bench/memory.py [--load 15 --clients 16]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ def main() -> int:
     svc: dict = {"thread_num": common.THREADS}
     svc.update(common.ENGINES[args.engine])
     one = common.derive_config(args.config, tag="mem-1", ops={args.op: {**svc, "instance_num": 1}})
-    many = common.derive_config(args.config, tag=f"mem-{args.instances}",
-                                ops={args.op: {**svc, "instance_num": args.instances}})
+    many = common.derive_config(
+        args.config, tag=f"mem-{args.instances}", ops={args.op: {**svc, "instance_num": args.instances}}
+    )
     name = common.pipeline_name(one)
     crops = common.bench_crops()
     payloads = common.image_payloads(crops)
@@ -50,15 +52,24 @@ def main() -> int:
             rss["after_load"] = {"1": common.rss_kb(s1.proc.pid), str(args.instances): common.rss_kb(sn.proc.pid)}
 
     ratios = {phase: v[str(args.instances)] / v["1"] for phase, v in rss.items()}
-    common.write_result("memory" if args.engine == "config" else f"memory_{args.engine}", {"args": vars(args), "rss_kb": rss, "ratios": ratios, "target": TARGET})
+    common.write_result(
+        "memory" if args.engine == "config" else f"memory_{args.engine}",
+        {"args": vars(args), "rss_kb": rss, "ratios": ratios, "target": TARGET},
+    )
     for phase, v in rss.items():
-        print(f"{phase:10s}: RSS instance_num=1 {v['1'] / 1024:7.1f} MiB, instance_num={args.instances} "
-              f"{v[str(args.instances)] / 1024:7.1f} MiB -> {ratios[phase]:.2f}x")
-    print(f"after warm-up: {ratios['warm']:.2f}x (target <= {TARGET}: "
-          f"{common.verdict(ratios['warm'], TARGET, higher_is_better=False)})")
+        print(
+            f"{phase:10s}: RSS instance_num=1 {v['1'] / 1024:7.1f} MiB, instance_num={args.instances} "
+            f"{v[str(args.instances)] / 1024:7.1f} MiB -> {ratios[phase]:.2f}x"
+        )
+    print(
+        f"after warm-up: {ratios['warm']:.2f}x (target <= {TARGET}: "
+        f"{common.verdict(ratios['warm'], TARGET, higher_is_better=False)})"
+    )
     if "after_load" in ratios:
-        print(f"after load:    {ratios['after_load']:.2f}x (target <= {TARGET}: "
-              f"{common.verdict(ratios['after_load'], TARGET, higher_is_better=False)})")
+        print(
+            f"after load:    {ratios['after_load']:.2f}x (target <= {TARGET}: "
+            f"{common.verdict(ratios['after_load'], TARGET, higher_is_better=False)})"
+        )
     print(f"RATIO memory {args.instances} instances / 1 = {ratios['warm']:.2f}x")
     return 0
 

@@ -21,6 +21,7 @@ Targets: batchline >= 1.5x each peer (images/s).
 
     python bench/ocr_vs_peers.py [--clients 8 --duration 15 --rounds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,14 +98,20 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=common.THREADS, help="Paddle math threads, for everyone")
     ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
     ap.add_argument("--check", type=int, default=6, help="pages whose answers are compared across contenders")
-    ap.add_argument("--instance-mode", choices=("thread", "process"), default=None,
-                    help="batchline's instance_mode for every op (default: as configured)")
-    ap.add_argument("--op-threads", type=int, default=0,
-                    help="batchline thread_num per op instance (default: as configured)")
+    ap.add_argument(
+        "--instance-mode",
+        choices=("thread", "process"),
+        default=None,
+        help="batchline's instance_mode for every op (default: as configured)",
+    )
+    ap.add_argument(
+        "--op-threads", type=int, default=0, help="batchline thread_num per op instance (default: as configured)"
+    )
     ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
     common.add_engine_arg(ap)
-    ap.add_argument("--no-ov-loop", action="store_true",
-                    help="skip the diagnostic PaddleOCR-on-OpenVINO in-process loop")
+    ap.add_argument(
+        "--no-ov-loop", action="store_true", help="skip the diagnostic PaddleOCR-on-OpenVINO in-process loop"
+    )
     args = ap.parse_args()
 
     # Default: the config as shipped (engine, instance_mode / instance_num / thread_num).
@@ -123,8 +130,7 @@ def main() -> int:
         mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
         engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
         layout.append(f"{op_name} {engine} {mode} {n}x{t}")
-    budget = ("batchline per op: " + ", ".join(layout) +
-              f"; peers: PaddleOCR oneDNN, cpu_threads = {args.threads}")
+    budget = "batchline per op: " + ", ".join(layout) + f"; peers: PaddleOCR oneDNN, cpu_threads = {args.threads}"
     print(f"thread budget: {budget}", flush=True)
     name = common.pipeline_name(path)
     pngs = common.document_pngs(args.images)
@@ -152,6 +158,7 @@ def main() -> int:
                     img = common.decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
                     engine.ocr(img, cls=False)
                     return 1
+
                 return in_process
 
             in_process = loop_of(ocr)
@@ -170,26 +177,33 @@ def main() -> int:
                     if ocr_ov is not None:
                         c = [str(t) for _, (t, _) in (ocr_ov.ocr(images[i], cls=False)[0] or [])]
                         same_ov += sum(x == y for x, y in zip(c, ref))
-                agreement = {"reference_lines": total, "batchline_same_text": same_ours,
-                             "peer_same_text": same_peer,
-                             "in_process_ov_same_text": same_ov if ocr_ov is not None else None}
+                agreement = {
+                    "reference_lines": total,
+                    "batchline_same_text": same_ours,
+                    "peer_same_text": same_peer,
+                    "in_process_ov_same_text": same_ov if ocr_ov is not None else None,
+                }
             if args.prime > 0:
                 common.closed_loop(ours.url, name, payloads, args.clients, args.prime, 0.0)
                 common.closed_loop(peer.url, "ocr", payloads, args.clients, args.prime, 0.0, metrics=False)
                 common.time_loop(in_process, args.prime / 2)
                 if ocr_ov is not None:
                     common.time_loop(loop_of(ocr_ov), args.prime / 2)
-            order = (["batchline", "peer_server", "in_process"] + (["in_process_ov"] if ocr_ov is not None else [])
-                     + (["batchline_c1"] if args.c1 else []))
+            order = (
+                ["batchline", "peer_server", "in_process"]
+                + (["in_process_ov"] if ocr_ov is not None else [])
+                + (["batchline_c1"] if args.c1 else [])
+            )
             for rnd in range(args.rounds):
-                for who in (order if rnd % 2 == 0 else order[::-1]):
+                for who in order if rnd % 2 == 0 else order[::-1]:
                     if who.startswith("batchline"):
                         clients = 1 if who == "batchline_c1" else args.clients
                         r = common.closed_loop(ours.url, name, payloads, clients, args.duration, args.warmup)
                         rate = r["qps"]
                     elif who == "peer_server":
-                        r = common.closed_loop(peer.url, "ocr", payloads, args.clients, args.duration, args.warmup,
-                                               metrics=False)
+                        r = common.closed_loop(
+                            peer.url, "ocr", payloads, args.clients, args.duration, args.warmup, metrics=False
+                        )
                         rate = r["qps"]
                     else:
                         loop = in_process if who == "in_process" else loop_of(ocr_ov)
@@ -198,8 +212,10 @@ def main() -> int:
                     results[who].append(r)
                     extra = ""
                     for op_name, st in (r.get("op_stats") or {}).items():
-                        extra += (f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} run "
-                                  f"{st.get('mean_run_ms') or 0:.0f}ms wait {st.get('mean_queue_wait_ms') or 0:.0f}ms]")
+                        extra += (
+                            f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} run "
+                            f"{st.get('mean_run_ms') or 0:.0f}ms wait {st.get('mean_queue_wait_ms') or 0:.0f}ms]"
+                        )
                     print(f"round {rnd} {who:11s}: {rate:6.2f} images/s{extra}", flush=True)
     finally:
         peer.stop()
@@ -215,32 +231,64 @@ def main() -> int:
     c1_r = rate("batchline_c1") if results["batchline_c1"] else None
     ov_r = rate("in_process_ov") if results["in_process_ov"] else None
     vs_peer, vs_inproc = ours_r / peer_r, ours_r / inproc_r
-    variant = "_".join(f"{k}{v}" for k, v in (("mode-", args.instance_mode), ("instances", args.instances),
-                                                  ("threads", args.op_threads),
-                                                  ("engine-", args.engine if args.engine != "config" else None))
-                       if v)
-    common.write_result("ocr_vs_peers" + (f"_{variant}" if variant else ""), {  # variants don't overwrite
-        "args": vars(args), "thread_budget": budget, "config": common.load_yaml(path), "images_per_s": {
-            "batchline": ours_r, "peer_server": peer_r, "in_process": inproc_r, "in_process_openvino": ov_r,
-            "batchline_1_client": c1_r},
-        "ratios": {"vs_peer_server": vs_peer, "vs_in_process": vs_inproc,
-                   "vs_in_process_openvino": ours_r / ov_r if ov_r else None}, "agreement": agreement,
-        "rounds": results, "target": TARGET})
+    variant = "_".join(
+        f"{k}{v}"
+        for k, v in (
+            ("mode-", args.instance_mode),
+            ("instances", args.instances),
+            ("threads", args.op_threads),
+            ("engine-", args.engine if args.engine != "config" else None),
+        )
+        if v
+    )
+    common.write_result(
+        "ocr_vs_peers" + (f"_{variant}" if variant else ""),
+        {  # variants don't overwrite
+            "args": vars(args),
+            "thread_budget": budget,
+            "config": common.load_yaml(path),
+            "images_per_s": {
+                "batchline": ours_r,
+                "peer_server": peer_r,
+                "in_process": inproc_r,
+                "in_process_openvino": ov_r,
+                "batchline_1_client": c1_r,
+            },
+            "ratios": {
+                "vs_peer_server": vs_peer,
+                "vs_in_process": vs_inproc,
+                "vs_in_process_openvino": ours_r / ov_r if ov_r else None,
+            },
+            "agreement": agreement,
+            "rounds": results,
+            "target": TARGET,
+        },
+    )
     print()
-    print(f"answers on {args.check} pages: PaddleOCR {agreement.get('reference_lines')} lines; same text: "
-          f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}"
-          + (f", PaddleOCR on OpenVINO {agreement.get('in_process_ov_same_text')}" if ov_r else ""))
-    print(f"images/s: batchline {ours_r:.2f}, Flask+PaddleOCR server {peer_r:.2f}, PaddleOCR in-process {inproc_r:.2f}"
-          f"  ({args.clients} clients; peers on oneDNN)")
+    print(
+        f"answers on {args.check} pages: PaddleOCR {agreement.get('reference_lines')} lines; same text: "
+        f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}"
+        + (f", PaddleOCR on OpenVINO {agreement.get('in_process_ov_same_text')}" if ov_r else "")
+    )
+    print(
+        f"images/s: batchline {ours_r:.2f}, Flask+PaddleOCR server {peer_r:.2f}, PaddleOCR in-process {inproc_r:.2f}"
+        f"  ({args.clients} clients; peers on oneDNN)"
+    )
     print(f"thread budget: {budget}")
     if c1_r is not None:
         print(f"diagnostic: batchline at 1 client {c1_r:.2f} images/s = {c1_r / inproc_r:.2f}x PaddleOCR in-process")
-    print(f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {common.verdict(vs_peer, TARGET)})")
-    print(f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: "
-          f"{common.verdict(vs_inproc, TARGET)})")
+    print(
+        f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {common.verdict(vs_peer, TARGET)})"
+    )
+    print(
+        f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: "
+        f"{common.verdict(vs_inproc, TARGET)})"
+    )
     if ov_r:
-        print(f"diagnostic: batchline / PaddleOCR in-process on OpenVINO = {ours_r / ov_r:.2f}x "
-              f"({ov_r:.2f} images/s: what the engine alone gives a sequential loop)")
+        print(
+            f"diagnostic: batchline / PaddleOCR in-process on OpenVINO = {ours_r / ov_r:.2f}x "
+            f"({ov_r:.2f} images/s: what the engine alone gives a sequential loop)"
+        )
     print(f"RATIO ocr vs peers = {vs_peer:.2f}x server, {vs_inproc:.2f}x in-process")
     return 0
 

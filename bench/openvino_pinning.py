@@ -14,6 +14,7 @@ runs at about half speed each and ``cpu/wall`` is ~0.5.
 
     python bench/openvino_pinning.py [--calls 40]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,16 +84,21 @@ def main() -> int:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         raise common.BenchError("needs at least 2 CPUs")
-    rows = {"alone": measure([None], args.calls), "two unpinned": measure([None, None], args.calls),
-            "two pinned": measure([[cpus[0]], [cpus[1]]], args.calls)}
+    rows = {
+        "alone": measure([None], args.calls),
+        "two unpinned": measure([None, None], args.calls),
+        "two pinned": measure([[cpus[0]], [cpus[1]]], args.calls),
+    }
     for name, results in rows.items():
         cells = ", ".join(f"{ms:.1f} ms/call (cpu/wall {share:.2f})" for ms, share in results)
         print(f"{name:13s}: {cells}")
     alone = rows["alone"][0][0]
     unpinned = max(ms for ms, _ in rows["two unpinned"]) / alone
     pinned = max(ms for ms, _ in rows["two pinned"]) / alone
-    common.write_result("openvino_pinning", {"args": vars(args), "ms_per_call": rows,
-                                             "slowdown_unpinned": unpinned, "slowdown_pinned": pinned})
+    common.write_result(
+        "openvino_pinning",
+        {"args": vars(args), "ms_per_call": rows, "slowdown_unpinned": unpinned, "slowdown_pinned": pinned},
+    )
     print(f"RATIO call time with a second process / alone = {unpinned:.2f}x unpinned, {pinned:.2f}x pinned")
     return 0
 

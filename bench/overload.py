@@ -14,6 +14,7 @@ refusal is a 503 with Retry-After; the p99 latency of accepted requests (all
 but the 503s) is within ``request_timeout_ms``; RSS after the run is within
 ``--rss-growth`` of the RSS before it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,17 @@ from client.loadgen import run_open_loop  # noqa: E402
 from client.pipeline_client import PipelineError  # noqa: E402
 
 # the fake server: a batch of n costs 50 + 10 n ms on one instance -> ~60 requests/s at batch 8
-FAKE_SERVER = {"delay_ms": 50, "per_item_ms": 10, "max_batch_size": 8, "max_queue_delay": 5, "instance_num": 1,
-               "concurrency": 2, "worker_num": 16, "request_timeout_ms": 5000, "max_queue_size": 512}
+FAKE_SERVER = {
+    "delay_ms": 50,
+    "per_item_ms": 10,
+    "max_batch_size": 8,
+    "max_queue_delay": 5,
+    "instance_num": 1,
+    "concurrency": 2,
+    "worker_num": 16,
+    "request_timeout_ms": 5000,
+    "max_queue_size": 512,
+}
 
 
 class HealthProbe:
@@ -75,8 +85,17 @@ class HealthProbe:
         self._thread.join(15)
 
 
-def offer(url: str, name: str, image: bytes, rate: float, duration_s: float, *, max_in_flight: int,
-          client_timeout_s: float, seed: int = 0):
+def offer(
+    url: str,
+    name: str,
+    image: bytes,
+    rate: float,
+    duration_s: float,
+    *,
+    max_in_flight: int,
+    client_timeout_s: float,
+    seed: int = 0,
+):
     """Open-loop load; returns (LevelResult, Outcomes)."""
     body = paddle_body(image)
     outcomes = Outcomes()
@@ -94,13 +113,28 @@ def offer(url: str, name: str, image: bytes, rate: float, duration_s: float, *, 
 
     # sleep clamped at 0: client.loadgen's dispatcher can compute a negative sleep when its
     # clock moves between the check and the call (ValueError kills the dispatcher thread)
-    result = run_open_loop(requests.Session, one, rate=rate, duration_s=duration_s, max_in_flight=max_in_flight,
-                           seed=seed, sleep=lambda s: time.sleep(max(0.0, s)))
+    result = run_open_loop(
+        requests.Session,
+        one,
+        rate=rate,
+        duration_s=duration_s,
+        max_in_flight=max_in_flight,
+        seed=seed,
+        sleep=lambda s: time.sleep(max(0.0, s)),
+    )
     return result, outcomes
 
 
-def summarize(result, outcomes: Outcomes, timeout_ms: float, rss: RssSampler, rss_before: int,
-              health: HealthProbe, capacity: float, rate: float) -> dict:
+def summarize(
+    result,
+    outcomes: Outcomes,
+    timeout_ms: float,
+    rss: RssSampler,
+    rss_before: int,
+    health: HealthProbe,
+    capacity: float,
+    rate: float,
+) -> dict:
     statuses = outcomes.by_status()
     ok_lat = outcomes.latencies(lambda s: s == 200)
     accepted_lat = outcomes.latencies(lambda s: s not in (503, 0))
@@ -108,18 +142,27 @@ def summarize(result, outcomes: Outcomes, timeout_ms: float, rss: RssSampler, rs
     no_retry_after = sum(1 for s, _, ra in outcomes.items if s == 503 and not ra)
     rss_after = rss.samples[-1][1] if rss.samples else 0
     return {
-        "capacity_rps": round(capacity, 1), "offered_rps": round(rate, 1), "duration_s": round(result.duration_s, 1),
-        "sent": len(outcomes.items), "dropped_client_side": result.dropped, "statuses": statuses,
+        "capacity_rps": round(capacity, 1),
+        "offered_rps": round(rate, 1),
+        "duration_s": round(result.duration_s, 1),
+        "sent": len(outcomes.items),
+        "dropped_client_side": result.dropped,
+        "statuses": statuses,
         "accepted": sum(n for s, n in statuses.items() if s not in (503, 0)),
-        "rejected_503": statuses.get(503, 0), "no_answer": statuses.get(0, 0),
+        "rejected_503": statuses.get(503, 0),
+        "no_answer": statuses.get(0, 0),
         "goodput_rps": round(len(ok_lat) / result.duration_s, 1) if result.duration_s else 0.0,
-        "latency_ok_ms": pct_ms(ok_lat), "latency_accepted_ms": pct_ms(accepted_lat),
+        "latency_ok_ms": pct_ms(ok_lat),
+        "latency_accepted_ms": pct_ms(accepted_lat),
         "latency_503_ms": pct_ms(rejected_lat),
-        "latency_by_status_ms": {str(st): pct_ms(outcomes.latencies(lambda s, st=st: s == st)) for st in statuses}, "503_without_retry_after": no_retry_after,
+        "latency_by_status_ms": {str(st): pct_ms(outcomes.latencies(lambda s, st=st: s == st)) for st in statuses},
+        "503_without_retry_after": no_retry_after,
         "health_ready_ms": pct_ms([lat for _, lat in health.results]),
         "health_not_200": sum(1 for s, _ in health.results if s != 200),
         "request_timeout_ms": timeout_ms,
-        "rss_before": rss_before, "rss_after": rss_after, "rss_peak": rss.peak(),
+        "rss_before": rss_before,
+        "rss_after": rss_after,
+        "rss_peak": rss.peak(),
     }
 
 
@@ -144,24 +187,37 @@ def format_summary(s: dict) -> str:
     def pct(d):
         return f"p50 {d['p50']:.0f} / p90 {d['p90']:.0f} / p99 {d['p99']:.0f} / max {d['max']:.0f} ms (n={d['n']})"
 
-    return "\n".join([
-        f"capacity {s['capacity_rps']} req/s (closed loop); offered {s['offered_rps']} req/s for {s['duration_s']} s",
-        f"sent {s['sent']} (client-side drops {s['dropped_client_side']}); statuses {s['statuses']}",
-        f"accepted {s['accepted']}, rejected 503 {s['rejected_503']}, no answer {s['no_answer']}; "
-        f"goodput {s['goodput_rps']} req/s",
-        f"200 latency:       {pct(s['latency_ok_ms'])}",
-        f"accepted latency:  {pct(s['latency_accepted_ms'])}  (request_timeout_ms {s['request_timeout_ms']})",
-        f"503 latency:       {pct(s['latency_503_ms'])}; 503 without Retry-After: {s['503_without_retry_after']}",
-        *[f"  status {st}: {pct(d)}" for st, d in s["latency_by_status_ms"].items() if st not in ("200", "503")],
-        f"/health/ready:     {pct(s['health_ready_ms'])}; not 200: {s['health_not_200']}",
-        f"server RSS before {mb(s['rss_before'])}, after {mb(s['rss_after'])}, peak {mb(s['rss_peak'])}",
-    ])
+    return "\n".join(
+        [
+            f"capacity {s['capacity_rps']} req/s (closed loop); offered {s['offered_rps']} req/s for {s['duration_s']} s",
+            f"sent {s['sent']} (client-side drops {s['dropped_client_side']}); statuses {s['statuses']}",
+            f"accepted {s['accepted']}, rejected 503 {s['rejected_503']}, no answer {s['no_answer']}; "
+            f"goodput {s['goodput_rps']} req/s",
+            f"200 latency:       {pct(s['latency_ok_ms'])}",
+            f"accepted latency:  {pct(s['latency_accepted_ms'])}  (request_timeout_ms {s['request_timeout_ms']})",
+            f"503 latency:       {pct(s['latency_503_ms'])}; 503 without Retry-After: {s['503_without_retry_after']}",
+            *[f"  status {st}: {pct(d)}" for st, d in s["latency_by_status_ms"].items() if st not in ("200", "503")],
+            f"/health/ready:     {pct(s['health_ready_ms'])}; not 200: {s['health_not_200']}",
+            f"server RSS before {mb(s['rss_before'])}, after {mb(s['rss_after'])}, peak {mb(s['rss_peak'])}",
+        ]
+    )
 
 
-def run(config: str = FAKE, *, url: str | None = None, duration_s: float = 60.0, factor: float = 3.0,
-        capacity: float | None = None, capacity_s: float = 5.0, capacity_concurrency: int | None = None,
-        image_path: str | None = None, timeout_ms: float | None = None, rss_growth: float = 0.25,
-        fake_overrides: dict | None = None, log=print) -> tuple[dict, list[str]]:
+def run(
+    config: str = FAKE,
+    *,
+    url: str | None = None,
+    duration_s: float = 60.0,
+    factor: float = 3.0,
+    capacity: float | None = None,
+    capacity_s: float = 5.0,
+    capacity_concurrency: int | None = None,
+    image_path: str | None = None,
+    timeout_ms: float | None = None,
+    rss_growth: float = 0.25,
+    fake_overrides: dict | None = None,
+    log=print,
+) -> tuple[dict, list[str]]:
     fake = dict(FAKE_SERVER, **(fake_overrides or {}))
     with load_target(config, url, fake, image_path) as target:
         url, pid, name, image = target.url, target.pid, target.name, target.image
@@ -177,8 +233,7 @@ def run(config: str = FAKE, *, url: str | None = None, duration_s: float = 60.0,
         if capacity_concurrency is None:
             capacity_concurrency = target.capacity_concurrency(config)
         if capacity is None:
-            capacity, lat = measure_capacity(url, name, image, concurrency=capacity_concurrency,
-                                             duration_s=capacity_s)
+            capacity, lat = measure_capacity(url, name, image, concurrency=capacity_concurrency, duration_s=capacity_s)
             log(f"capacity: {capacity:.1f} req/s at concurrency {capacity_concurrency} (latency {lat})")
         rate = factor * capacity
         max_queue = fake["max_queue_size"] if config == FAKE else 512
@@ -186,8 +241,15 @@ def run(config: str = FAKE, *, url: str | None = None, duration_s: float = 60.0,
         rss_before = rss_bytes(pid) if pid else 0
         log(f"offering {rate:.1f} req/s for {duration_s:.0f} s (client max_in_flight {max_in_flight}) ...")
         with RssSampler(pid or -1) as rss, HealthProbe(url) as health:
-            result, outcomes = offer(url, name, image, rate, duration_s, max_in_flight=max_in_flight,
-                                     client_timeout_s=timeout_ms / 1000.0 + 30)
+            result, outcomes = offer(
+                url,
+                name,
+                image,
+                rate,
+                duration_s,
+                max_in_flight=max_in_flight,
+                client_timeout_s=timeout_ms / 1000.0 + 30,
+            )
             time.sleep(1.0)  # let the server settle before the last RSS sample
         summary = summarize(result, outcomes, timeout_ms, rss, rss_before, health, capacity, rate)
         problems = verdict(summary, rss_growth)
@@ -215,10 +277,19 @@ def main(argv: list[str] | None = None) -> int:
         overrides["max_queue_size"] = args.max_queue_size
     if args.request_timeout_ms:
         overrides["request_timeout_ms"] = args.request_timeout_ms
-    summary, problems = run(args.config, url=args.url, duration_s=args.duration, factor=args.factor,
-                            capacity=args.capacity, capacity_s=args.capacity_seconds,
-                            capacity_concurrency=args.capacity_concurrency, image_path=args.image,
-                            timeout_ms=args.timeout_ms, rss_growth=args.rss_growth, fake_overrides=overrides)
+    summary, problems = run(
+        args.config,
+        url=args.url,
+        duration_s=args.duration,
+        factor=args.factor,
+        capacity=args.capacity,
+        capacity_s=args.capacity_seconds,
+        capacity_concurrency=args.capacity_concurrency,
+        image_path=args.image,
+        timeout_ms=args.timeout_ms,
+        rss_growth=args.rss_growth,
+        fake_overrides=overrides,
+    )
     print(format_summary(summary))
     print("PASS" if not problems else "FAIL:\n  " + "\n  ".join(problems))
     if args.json:

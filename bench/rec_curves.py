@@ -12,6 +12,7 @@ bench/run_all.sh draws both with ``batchline bench --plot``.
 
     python bench/rec_curves.py [--duration 5 --warmup 2 --concurrency 1,4,16,32]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,10 @@ def main() -> int:
     crops = common.crops_dir()
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
     runs = {"on": (32, "batching on (max_batch_size 32)"), "off": (1, "batching off (max_batch_size 1)")}
-    paths = {k: common.derive_config(args.config, tag=f"curve-{k}", ops={args.op: {**svc, "max_batch_size": size}})
-             for k, (size, _) in runs.items()}
+    paths = {
+        k: common.derive_config(args.config, tag=f"curve-{k}", ops={args.op: {**svc, "max_batch_size": size}})
+        for k, (size, _) in runs.items()
+    }
     name = common.pipeline_name(paths["on"])
     docs: dict = {}
     # both servers up; each level is measured on one then the other (order alternating), so
@@ -55,11 +58,30 @@ def main() -> int:
                 common.closed_loop(srv.url, name, payloads, 32, args.prime, 0.0)
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
         for i, c in enumerate(levels):
-            for key in (("on", "off") if i % 2 == 0 else ("off", "on")):
+            for key in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 out = os.path.join(common.RESULTS_DIR, f"rec_curve_{key}_c{c}.json")
-                cmd = [sys.executable, "-m", "serving.cli", "bench", "--url", servers[key].url, "--pipeline", name,
-                       "--inputs", crops, "--concurrency", str(c), "--duration", str(args.duration),
-                       "--warmup", str(args.warmup), "--json", out, "--label", runs[key][1]]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "serving.cli",
+                    "bench",
+                    "--url",
+                    servers[key].url,
+                    "--pipeline",
+                    name,
+                    "--inputs",
+                    crops,
+                    "--concurrency",
+                    str(c),
+                    "--duration",
+                    str(args.duration),
+                    "--warmup",
+                    str(args.warmup),
+                    "--json",
+                    out,
+                    "--label",
+                    runs[key][1],
+                ]
                 print("$ batchline " + " ".join(cmd[3:]), flush=True)
                 proc = subprocess.run(cmd, cwd=common.ROOT)
                 if proc.returncode != 0:

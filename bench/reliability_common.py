@@ -4,6 +4,7 @@ known-good request, summarise latencies.
 
 Nothing here talks to anything but 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def fake_config_file(**kwargs: Any) -> str:
     return path
 
 
-def start_server(config: str, *, ready_timeout: float = 300.0, env: dict | None = None,
-                 **fake_kwargs: Any) -> ServerProcess:
+def start_server(
+    config: str, *, ready_timeout: float = 300.0, env: dict | None = None, **fake_kwargs: Any
+) -> ServerProcess:
     """``config`` is a path, or :data:`FAKE` for a fake-op image config built from ``fake_kwargs``."""
     path = fake_config_file(**fake_kwargs) if config == FAKE else config
     return ServerProcess(path, ready_timeout=ready_timeout, env=env)
@@ -256,8 +258,9 @@ class Outcomes:
         return [lat for status, lat, _ in list(self.items) if pred(status)]
 
 
-def measure_capacity(url: str, name: str, image: bytes, *, concurrency: int, duration_s: float,
-                     warmup_s: float = 1.0) -> tuple[float, dict[str, float]]:
+def measure_capacity(
+    url: str, name: str, image: bytes, *, concurrency: int, duration_s: float, warmup_s: float = 1.0
+) -> tuple[float, dict[str, float]]:
     """Closed-loop throughput (successful requests/s) and latency percentiles."""
     from client.loadgen import run_closed_loop
 
@@ -273,6 +276,7 @@ def measure_capacity(url: str, name: str, image: bytes, *, concurrency: int, dur
 
             raise PipelineError(r.status_code, r.text[:200])
 
-    result = run_closed_loop(factory, one, concurrency=concurrency, duration_s=duration_s, warmup_s=warmup_s,
-                             max_requests=100_000)
+    result = run_closed_loop(
+        factory, one, concurrency=concurrency, duration_s=duration_s, warmup_s=warmup_s, max_requests=100_000
+    )
     return result.qps, result.latency_ms

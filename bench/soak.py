@@ -10,6 +10,7 @@ warm (after ``--warmup`` seconds of load, default 10% of the run, at most 60 s),
 so one-off allocations at first use (thread stacks, arenas, caches) do not count
 as a leak.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,17 +27,28 @@ from bench.reliability_common import FAKE, RssSampler, load_target, mb, measure_
 FAKE_SERVER = dict(OVERLOAD_FAKE, max_queue_size=128)
 
 
-def run(config: str = FAKE, *, url: str | None = None, minutes: float = 10.0, load: float = 0.7,
-        rate: float | None = None, capacity_s: float = 5.0, image_path: str | None = None,
-        warmup_s: float | None = None, rss_interval_s: float = 5.0, fake_overrides: dict | None = None,
-        log=print) -> dict:
+def run(
+    config: str = FAKE,
+    *,
+    url: str | None = None,
+    minutes: float = 10.0,
+    load: float = 0.7,
+    rate: float | None = None,
+    capacity_s: float = 5.0,
+    image_path: str | None = None,
+    warmup_s: float | None = None,
+    rss_interval_s: float = 5.0,
+    fake_overrides: dict | None = None,
+    log=print,
+) -> dict:
     fake = dict(FAKE_SERVER, **(fake_overrides or {}))
     with load_target(config, url, fake, image_path) as target:
         url, pid, name, image = target.url, target.pid, target.name, target.image
         capacity = None
         if rate is None:
-            capacity, _ = measure_capacity(url, name, image, concurrency=target.capacity_concurrency(config),
-                                           duration_s=capacity_s)
+            capacity, _ = measure_capacity(
+                url, name, image, concurrency=target.capacity_concurrency(config), duration_s=capacity_s
+            )
             rate = load * capacity
             log(f"capacity {capacity:.1f} req/s -> soak at {rate:.1f} req/s for {minutes:g} min")
         duration_s = minutes * 60.0
@@ -48,12 +60,19 @@ def run(config: str = FAKE, *, url: str | None = None, minutes: float = 10.0, lo
         statuses = outcomes.by_status()
         rss_warm, rss_end = rss.at(warm), rss.samples[-1][1] if rss.samples else 0
         return {
-            "capacity_rps": round(capacity, 1) if capacity else None, "rate_rps": round(rate, 1),
-            "duration_s": round(elapsed, 1), "requests": len(outcomes.items), "statuses": statuses,
-            "errors": sum(n for s, n in statuses.items() if s != 200), "dropped_client_side": result.dropped,
+            "capacity_rps": round(capacity, 1) if capacity else None,
+            "rate_rps": round(rate, 1),
+            "duration_s": round(elapsed, 1),
+            "requests": len(outcomes.items),
+            "statuses": statuses,
+            "errors": sum(n for s, n in statuses.items() if s != 200),
+            "dropped_client_side": result.dropped,
             "latency_ms": pct_ms(outcomes.latencies(lambda s: s == 200)),
-            "rss_start": rss.samples[0][1] if rss.samples else 0, "rss_warm": rss_warm, "rss_end": rss_end,
-            "rss_peak": rss.peak(), "warmup_s": warm,
+            "rss_start": rss.samples[0][1] if rss.samples else 0,
+            "rss_warm": rss_warm,
+            "rss_end": rss_end,
+            "rss_peak": rss.peak(),
+            "warmup_s": warm,
             "drift": (rss_end - rss_warm) / rss_warm if rss_warm else None,
             "rss_samples_mb": [(round(t), round(s / (1 << 20), 1)) for t, s in rss.samples],
         }
@@ -71,15 +90,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-drift", type=float, default=0.05, help="allowed RSS drift, fraction (default 0.05)")
     ap.add_argument("--json", help="write the summary as JSON here")
     args = ap.parse_args(argv)
-    s = run(args.config, url=args.url, minutes=args.minutes, load=args.load, rate=args.rate, image_path=args.image,
-            warmup_s=args.warmup)
-    print(f"{s['requests']} requests at {s['rate_rps']} req/s over {s['duration_s']} s "
-          f"(capacity {s['capacity_rps']}); statuses {s['statuses']}; client-side drops {s['dropped_client_side']}")
+    s = run(
+        args.config,
+        url=args.url,
+        minutes=args.minutes,
+        load=args.load,
+        rate=args.rate,
+        image_path=args.image,
+        warmup_s=args.warmup,
+    )
+    print(
+        f"{s['requests']} requests at {s['rate_rps']} req/s over {s['duration_s']} s "
+        f"(capacity {s['capacity_rps']}); statuses {s['statuses']}; client-side drops {s['dropped_client_side']}"
+    )
     lat = s["latency_ms"]
     print(f"latency p50 {lat['p50']} / p90 {lat['p90']} / p99 {lat['p99']} / max {lat['max']} ms")
     if s["rss_warm"]:
-        print(f"RSS start {mb(s['rss_start'])}, warm (t={s['warmup_s']:.0f}s) {mb(s['rss_warm'])}, "
-              f"end {mb(s['rss_end'])}, peak {mb(s['rss_peak'])}; drift {s['drift'] * 100:+.2f}%")
+        print(
+            f"RSS start {mb(s['rss_start'])}, warm (t={s['warmup_s']:.0f}s) {mb(s['rss_warm'])}, "
+            f"end {mb(s['rss_end'])}, peak {mb(s['rss_peak'])}; drift {s['drift'] * 100:+.2f}%"
+        )
         print("RSS samples (s, MB): " + " ".join(f"{t}:{m}" for t, m in s["rss_samples_mb"]))
     problems = []
     if s["errors"]:

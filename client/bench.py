@@ -15,6 +15,7 @@ queue wait and padding ratio for that level alone. ``--json`` saves the
 results; ``--plot`` draws throughput and p99 latency against the load knob,
 overlaying any ``--from`` result files.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,30 +38,39 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="server base URL (omit with --from to only plot)")
     parser.add_argument("--pipeline", default="ocr", help="pipeline name (default: ocr)")
-    parser.add_argument("--inputs", action="append", default=[], metavar="DIR|GLOB",
-                        help="images to send (repeatable)")
+    parser.add_argument("--inputs", action="append", default=[], metavar="DIR|GLOB", help="images to send (repeatable)")
     parser.add_argument("--text-file", help="text inputs, one per line")
-    parser.add_argument("--concurrency", default="1,4,16,32",
-                        help="closed-loop levels, comma separated (default: 1,4,16,32)")
+    parser.add_argument(
+        "--concurrency", default="1,4,16,32", help="closed-loop levels, comma separated (default: 1,4,16,32)"
+    )
     parser.add_argument("--rate", help="open-loop levels in requests/s, comma separated")
-    parser.add_argument("--max-in-flight", type=int, default=64,
-                        help="open loop: worker threads; busier arrivals are dropped")
+    parser.add_argument(
+        "--max-in-flight", type=int, default=64, help="open loop: worker threads; busier arrivals are dropped"
+    )
     parser.add_argument("--seed", type=int, default=0, help="open loop: arrival RNG seed")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per level")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds not counted per level")
     parser.add_argument("--max-requests", type=int, help="stop a level after N measured requests")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    parser.add_argument("--token", default=os.environ.get("BATCHLINE_TOKEN"),
-                        help="bearer token (default: $BATCHLINE_TOKEN)")
+    parser.add_argument(
+        "--token", default=os.environ.get("BATCHLINE_TOKEN"), help="bearer token (default: $BATCHLINE_TOKEN)"
+    )
     parser.add_argument("--protocol", choices=("paddle", "native"), default="paddle")
     parser.add_argument("--priority", type=int, help="priority field sent with each request")
     parser.add_argument("--label", help="name of this run in tables, JSON and plots")
     parser.add_argument("--json", metavar="OUT", help="write results as JSON")
     parser.add_argument("--plot", metavar="OUT.png", help="plot qps and p99 vs load")
-    parser.add_argument("--from", dest="from_files", nargs="+", default=[], metavar="RESULT.json",
-                        help="earlier --json results to overlay on --plot")
-    parser.add_argument("--progress", action="store_true",
-                        help="show the progress line even when stderr is not a terminal")
+    parser.add_argument(
+        "--from",
+        dest="from_files",
+        nargs="+",
+        default=[],
+        metavar="RESULT.json",
+        help="earlier --json results to overlay on --plot",
+    )
+    parser.add_argument(
+        "--progress", action="store_true", help="show the progress line even when stderr is not a terminal"
+    )
 
 
 def _levels(text: str, kind: Callable[[str], Any]) -> list[Any]:
@@ -70,8 +80,9 @@ def _levels(text: str, kind: Callable[[str], Any]) -> list[Any]:
     return values
 
 
-def load_payloads(image_specs: list[str], text_file: str | None, protocol: str,
-                  priority: int | None = None) -> list[dict[str, Any]]:
+def load_payloads(
+    image_specs: list[str], text_file: str | None, protocol: str, priority: int | None = None
+) -> list[dict[str, Any]]:
     """One ready JSON body per input (images first, then text lines)."""
     inputs = []
     for path in expand_images(image_specs):
@@ -99,8 +110,10 @@ class _ProgressLine:
         self.stream, self.level = stream, level
 
     def __call__(self, p: dict[str, Any]) -> None:
-        self.stream.write(f"\r[{self.level}] {p['phase']} {p['elapsed_s']:6.1f}s  ok={p['ok']}"
-                          f" failed={p['failed']} dropped={p['dropped']}   ")
+        self.stream.write(
+            f"\r[{self.level}] {p['phase']} {p['elapsed_s']:6.1f}s  ok={p['ok']}"
+            f" failed={p['failed']} dropped={p['dropped']}   "
+        )
         self.stream.flush()
 
     def done(self) -> None:
@@ -130,11 +143,13 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
             level = f"rate={knob:g}/s" if open_loop else f"c={knob}"
             progress = _ProgressLine(err, level) if show else None
             before = scrape(admin)
-            common = dict(duration_s=args.duration, warmup_s=args.warmup,
-                          max_requests=args.max_requests, progress=progress)
+            common = dict(
+                duration_s=args.duration, warmup_s=args.warmup, max_requests=args.max_requests, progress=progress
+            )
             if open_loop:
-                res = run_open_loop(factory, make_request, knob, seed=args.seed,
-                                    max_in_flight=args.max_in_flight, **common)
+                res = run_open_loop(
+                    factory, make_request, knob, seed=args.seed, max_in_flight=args.max_in_flight, **common
+                )
             else:
                 res = run_closed_loop(factory, make_request, knob, **common)
             if progress:
@@ -156,20 +171,23 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
 
 def format_table(levels: list[dict[str, Any]]) -> str:
     """The results table (from :meth:`LevelResult.to_dict` dicts) with op stats under each level."""
-    head = (f"{'level':>12} {'requests':>9} {'qps':>9} {'p50 ms':>9} {'p90 ms':>9} "
-            f"{'p99 ms':>9}  errors")
+    head = f"{'level':>12} {'requests':>9} {'qps':>9} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9}  errors"
     lines = [head, "-" * len(head)]
     for lv in levels:
         knob = f"{lv['rate']:g}/s" if lv["mode"] == "open" else f"c={lv['concurrency']}"
         lat = lv["latency_ms"]
-        lines.append(f"{knob:>12} {lv['requests']:>9} {lv['qps']:>9.2f} {_fmt(lat.get('p50')):>9} "
-                     f"{_fmt(lat.get('p90')):>9} {_fmt(lat.get('p99')):>9}  "
-                     f"{format_errors(lv['errors'], lv.get('dropped', 0))}")
+        lines.append(
+            f"{knob:>12} {lv['requests']:>9} {lv['qps']:>9.2f} {_fmt(lat.get('p50')):>9} "
+            f"{_fmt(lat.get('p90')):>9} {_fmt(lat.get('p99')):>9}  "
+            f"{format_errors(lv['errors'], lv.get('dropped', 0))}"
+        )
         for op, s in lv.get("op_stats", {}).items():
-            lines.append(f"{'':>12}   op {op}: batch {_fmt(s.get('mean_batch_size'), '.2f')}"
-                         f"  queue wait {_fmt(s.get('mean_queue_wait_ms'))} ms"
-                         f"  run {_fmt(s.get('mean_run_ms'))} ms"
-                         f"  padding {_fmt(_pct(s.get('padding_ratio')))}%")
+            lines.append(
+                f"{'':>12}   op {op}: batch {_fmt(s.get('mean_batch_size'), '.2f')}"
+                f"  queue wait {_fmt(s.get('mean_queue_wait_ms'))} ms"
+                f"  run {_fmt(s.get('mean_run_ms'))} ms"
+                f"  padding {_fmt(_pct(s.get('padding_ratio')))}%"
+            )
     return "\n".join(lines)
 
 
@@ -188,12 +206,18 @@ def _json_safe(obj: Any) -> Any:
 
 
 def results_document(args: argparse.Namespace, results: list[LevelResult]) -> dict[str, Any]:
-    return _json_safe({
-        "label": args.label or args.pipeline, "url": args.url, "pipeline": args.pipeline,
-        "protocol": args.protocol, "mode": "open" if args.rate else "closed",
-        "duration_s": args.duration, "warmup_s": args.warmup,
-        "levels": [r.to_dict() for r in results],
-    })
+    return _json_safe(
+        {
+            "label": args.label or args.pipeline,
+            "url": args.url,
+            "pipeline": args.pipeline,
+            "protocol": args.protocol,
+            "mode": "open" if args.rate else "closed",
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "levels": [r.to_dict() for r in results],
+        }
+    )
 
 
 def plot_runs(runs: list[dict[str, Any]], out_path: str) -> None:
@@ -245,8 +269,7 @@ def load_runs(paths: list[str]) -> list[dict[str, Any]]:
     return runs
 
 
-def main(args: argparse.Namespace, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
+def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     if not args.url and not args.from_files:

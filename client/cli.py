@@ -11,6 +11,7 @@ per ``--text``. Output per input: ``== <path or text>`` then, for OCR, one
 status 1 if any request failed (the error, with its HTTP status, goes to
 stderr).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,14 +36,17 @@ def expand_images(specs: Iterable[str]) -> list[str]:
     out: list[str] = []
     for spec in specs:
         if os.path.isdir(spec):
-            out.extend(sorted(os.path.join(spec, n) for n in os.listdir(spec)
-                              if n.lower().endswith(IMAGE_EXTS)
-                              and os.path.isfile(os.path.join(spec, n))))
+            out.extend(
+                sorted(
+                    os.path.join(spec, n)
+                    for n in os.listdir(spec)
+                    if n.lower().endswith(IMAGE_EXTS) and os.path.isfile(os.path.join(spec, n))
+                )
+            )
         elif os.path.isfile(spec):
             out.append(spec)
         else:
-            matches = sorted(p for p in glob.glob(spec) if os.path.isfile(p)
-                             and p.lower().endswith(IMAGE_EXTS))
+            matches = sorted(p for p in glob.glob(spec) if os.path.isfile(p) and p.lower().endswith(IMAGE_EXTS))
             if not matches:
                 raise FileNotFoundError(f"no image found at {spec!r}")
             out.extend(matches)
@@ -50,20 +54,24 @@ def expand_images(specs: Iterable[str]) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="*", metavar="IMAGE|DIR",
-                        help="image files or directories of images")
+    parser.add_argument("inputs", nargs="*", metavar="IMAGE|DIR", help="image files or directories of images")
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:9999")
     parser.add_argument("--pipeline", default="ocr", help="pipeline name (default: ocr)")
-    parser.add_argument("--text", action="append", default=[],
-                        help="text input (repeatable), e.g. for an ERNIE pipeline")
+    parser.add_argument(
+        "--text", action="append", default=[], help="text input (repeatable), e.g. for an ERNIE pipeline"
+    )
     parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument("--draw", metavar="OUT_DIR",
-                        help="save each image with its boxes and text drawn into OUT_DIR")
-    parser.add_argument("--token", default=os.environ.get("BATCHLINE_TOKEN"),
-                        help="bearer token (default: $BATCHLINE_TOKEN)")
+    parser.add_argument("--draw", metavar="OUT_DIR", help="save each image with its boxes and text drawn into OUT_DIR")
+    parser.add_argument(
+        "--token", default=os.environ.get("BATCHLINE_TOKEN"), help="bearer token (default: $BATCHLINE_TOKEN)"
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    parser.add_argument("--protocol", choices=("paddle", "native"), default="paddle",
-                        help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict")
+    parser.add_argument(
+        "--protocol",
+        choices=("paddle", "native"),
+        default="paddle",
+        help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict",
+    )
 
 
 def format_result(result: Any) -> list[str]:
@@ -104,8 +112,7 @@ def _report(label: str, result: Any, as_json: bool, out: TextIO) -> None:
             out.write(line + "\n")
 
 
-def main(args: argparse.Namespace, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
+def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -7,6 +7,7 @@ PaddleOCR's ``draw_ocr_box_txt`` made familiar). The font is the first found
 of :data:`FONT_CANDIDATES` — a CJK-capable one when installed, so Chinese
 text is legible — else DejaVu, else PIL's built-in bitmap font.
 """
+
 from __future__ import annotations
 
 import io
@@ -72,8 +73,7 @@ def _text_size(draw: ImageDraw.ImageDraw, text: str, font) -> tuple[int, int]:
     return right - left, bottom - top
 
 
-def _fit_font(draw: ImageDraw.ImageDraw, text: str, width: float, height: float,
-              get_font: Callable[[int], Any]):
+def _fit_font(draw: ImageDraw.ImageDraw, text: str, width: float, height: float, get_font: Callable[[int], Any]):
     """Largest font (down to 8 px) whose rendering of ``text`` fits ``width`` x ``height``."""
     size = int(max(8, min(64, height * 0.8)))
     font = get_font(size)
@@ -86,8 +86,9 @@ def _fit_font(draw: ImageDraw.ImageDraw, text: str, width: float, height: float,
     return font
 
 
-def draw_ocr(image: Any, results: Iterable[Mapping[str, Any]],
-             font_path: str | None = None, fill_alpha: float = 0.3) -> Image.Image:
+def draw_ocr(
+    image: Any, results: Iterable[Mapping[str, Any]], font_path: str | None = None, fill_alpha: float = 0.3
+) -> Image.Image:
     """Side-by-side picture of ``results`` (``[{"text", "score", "box"}, ...]``) on ``image``."""
     img = open_image(image)
     items = [r for r in results if isinstance(r, Mapping) and r.get("box") and len(r["box"]) >= 3]

@@ -20,6 +20,7 @@ Latency percentiles are over successful requests; ``qps`` is successful
 requests per second of the measured window (first counted start to last
 counted finish, at least ``duration_s`` unless ``max_requests`` ended it early).
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,13 +47,13 @@ PROGRESS_INTERVAL_S = 0.5
 class LevelResult:
     """Outcome of one load level (one concurrency or one rate)."""
 
-    mode: str                              # "closed" or "open"
-    concurrency: int | None = None      # closed loop: client threads
-    rate: float | None = None           # open loop: offered requests/s
-    duration_s: float = 0.0                # measured window
+    mode: str  # "closed" or "open"
+    concurrency: int | None = None  # closed loop: client threads
+    rate: float | None = None  # open loop: offered requests/s
+    duration_s: float = 0.0  # measured window
     ok: int = 0
-    errors: dict[str, int] = field(default_factory=dict)   # failed requests per HTTP status
-    dropped: int = 0                       # open loop: arrivals refused client-side
+    errors: dict[str, int] = field(default_factory=dict)  # failed requests per HTTP status
+    dropped: int = 0  # open loop: arrivals refused client-side
     latencies_s: list[float] = field(default_factory=list)  # successful requests
     op_stats: dict[str, dict[str, float | None]] = field(default_factory=dict)
     label: str = ""
@@ -83,11 +84,20 @@ class LevelResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no raw latencies)."""
         return {
-            "label": self.label, "mode": self.mode, "concurrency": self.concurrency,
-            "rate": self.rate, "duration_s": self.duration_s, "requests": self.requests,
-            "ok": self.ok, "failed": self.failed, "errors": dict(self.errors),
-            "dropped": self.dropped, "qps": self.qps, "latency_ms": self.latency_ms,
-            "op_stats": self.op_stats, "interrupted": self.interrupted,
+            "label": self.label,
+            "mode": self.mode,
+            "concurrency": self.concurrency,
+            "rate": self.rate,
+            "duration_s": self.duration_s,
+            "requests": self.requests,
+            "ok": self.ok,
+            "failed": self.failed,
+            "errors": dict(self.errors),
+            "dropped": self.dropped,
+            "qps": self.qps,
+            "latency_ms": self.latency_ms,
+            "op_stats": self.op_stats,
+            "interrupted": self.interrupted,
         }
 
 
@@ -148,8 +158,7 @@ def _call(make_request: MakeRequest, client: Any, i: int, warned: threading.Even
     except Exception:  # noqa: BLE001 - a load generator must keep going; logged once
         if not warned.is_set():
             warned.set()
-            log.warning("request %d raised a non-HTTP error (counted as status 0)", i,
-                        exc_info=True)
+            log.warning("request %d raised a non-HTTP error (counted as status 0)", i, exc_info=True)
         return 0
 
 
@@ -159,9 +168,15 @@ def _close(client: Any) -> None:
         close()
 
 
-def _monitor(threads: list[threading.Thread], rec: _Recorder, stop: threading.Event,
-             progress: Progress | None, t0: float, measure_start: float,
-             clock: Callable[[], float]) -> bool:
+def _monitor(
+    threads: list[threading.Thread],
+    rec: _Recorder,
+    stop: threading.Event,
+    progress: Progress | None,
+    t0: float,
+    measure_start: float,
+    clock: Callable[[], float],
+) -> bool:
     """Wait for ``threads``, reporting progress; True if interrupted by Ctrl-C."""
     interrupted = False
     while any(t.is_alive() for t in threads):
@@ -176,29 +191,42 @@ def _monitor(threads: list[threading.Thread], rec: _Recorder, stop: threading.Ev
             continue
         if progress is not None:
             now = clock()
-            progress({"elapsed_s": now - t0, "phase": "warmup" if now < measure_start else "run",
-                      **rec.counts()})
+            progress({"elapsed_s": now - t0, "phase": "warmup" if now < measure_start else "run", **rec.counts()})
     return interrupted
 
 
-def _result(mode: str, rec: _Recorder, duration_s: float, max_requests: int | None,
-            interrupted: bool, **knob: Any) -> LevelResult:
+def _result(
+    mode: str, rec: _Recorder, duration_s: float, max_requests: int | None, interrupted: bool, **knob: Any
+) -> LevelResult:
     if rec.first_start is not None and rec.last_finish is not None:
         window = rec.last_finish - rec.first_start
         if max_requests is None and not interrupted:
             window = max(window, duration_s)
     else:
         window = duration_s
-    return LevelResult(mode=mode, duration_s=window, ok=len(rec.latencies),
-                       errors=rec.errors.as_dict(), dropped=rec.dropped,
-                       latencies_s=list(rec.latencies), interrupted=interrupted, **knob)
+    return LevelResult(
+        mode=mode,
+        duration_s=window,
+        ok=len(rec.latencies),
+        errors=rec.errors.as_dict(),
+        dropped=rec.dropped,
+        latencies_s=list(rec.latencies),
+        interrupted=interrupted,
+        **knob,
+    )
 
 
-def run_closed_loop(client_factory: ClientFactory, make_request: MakeRequest, concurrency: int,
-                    duration_s: float, warmup_s: float = 0.0, max_requests: int | None = None,
-                    progress: Progress | None = None,
-                    stop_event: threading.Event | None = None,
-                    clock: Callable[[], float] = time.monotonic) -> LevelResult:
+def run_closed_loop(
+    client_factory: ClientFactory,
+    make_request: MakeRequest,
+    concurrency: int,
+    duration_s: float,
+    warmup_s: float = 0.0,
+    max_requests: int | None = None,
+    progress: Progress | None = None,
+    stop_event: threading.Event | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> LevelResult:
     """``concurrency`` threads send back-to-back; see the module docstring."""
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
@@ -230,16 +258,14 @@ def run_closed_loop(client_factory: ClientFactory, make_request: MakeRequest, co
         finally:
             _close(client)
 
-    threads = [threading.Thread(target=worker, name=f"closed-loop-{n}", daemon=True)
-               for n in range(concurrency)]
+    threads = [threading.Thread(target=worker, name=f"closed-loop-{n}", daemon=True) for n in range(concurrency)]
     for t in threads:
         t.start()
     interrupted = _monitor(threads, rec, stop, progress, t0, measure_start, clock)
     return _result("closed", rec, duration_s, max_requests, interrupted, concurrency=concurrency)
 
 
-def poisson_arrivals(rate: float, duration_s: float, seed: int = 0,
-                     max_count: int | None = None) -> list[float]:
+def poisson_arrivals(rate: float, duration_s: float, seed: int = 0, max_count: int | None = None) -> list[float]:
     """Arrival offsets (seconds from 0, increasing, < ``duration_s``) of a Poisson
     process with ``rate`` arrivals/s: exponential inter-arrival gaps from a seeded RNG."""
     if rate <= 0:
@@ -253,12 +279,20 @@ def poisson_arrivals(rate: float, duration_s: float, seed: int = 0,
     return out
 
 
-def run_open_loop(client_factory: ClientFactory, make_request: MakeRequest, rate: float,
-                  duration_s: float, warmup_s: float = 0.0, max_requests: int | None = None,
-                  max_in_flight: int = 64, seed: int = 0, progress: Progress | None = None,
-                  stop_event: threading.Event | None = None,
-                  clock: Callable[[], float] = time.monotonic,
-                  sleep: Callable[[float], None] = time.sleep) -> LevelResult:
+def run_open_loop(
+    client_factory: ClientFactory,
+    make_request: MakeRequest,
+    rate: float,
+    duration_s: float,
+    warmup_s: float = 0.0,
+    max_requests: int | None = None,
+    max_in_flight: int = 64,
+    seed: int = 0,
+    progress: Progress | None = None,
+    stop_event: threading.Event | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> LevelResult:
     """Poisson arrivals at ``rate``/s on ``max_in_flight`` workers; see the module docstring."""
     if max_in_flight < 1:
         raise ValueError("max_in_flight must be >= 1")
@@ -309,10 +343,8 @@ def run_open_loop(client_factory: ClientFactory, make_request: MakeRequest, rate
             for _ in workers:
                 work.put(None)
 
-    workers = [threading.Thread(target=worker, name=f"open-loop-{n}", daemon=True)
-               for n in range(max_in_flight)]
-    threads = workers + [threading.Thread(target=dispatcher, name="open-loop-dispatch",
-                                          daemon=True)]
+    workers = [threading.Thread(target=worker, name=f"open-loop-{n}", daemon=True) for n in range(max_in_flight)]
+    threads = workers + [threading.Thread(target=dispatcher, name="open-loop-dispatch", daemon=True)]
     for t in threads:
         t.start()
     interrupted = _monitor(threads, rec, stop, progress, t0, measure_start, clock)

@@ -15,6 +15,7 @@ Sharing one client between a few threads works in practice (its connection pool
 is sized by ``pool_size``), but for load tests create one client per thread,
 as ``batchline bench`` does.
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,8 +36,7 @@ class PipelineError(Exception):
     """A request failed: ``status`` (HTTP code, 0 = no answer), ``message``,
     ``retry_after`` (seconds or None) and the raw response ``body`` (str)."""
 
-    def __init__(self, status: int, message: str, *, retry_after: float | None = None,
-                 body: str = ""):
+    def __init__(self, status: int, message: str, *, retry_after: float | None = None, body: str = ""):
         super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status = status
         self.message = message
@@ -68,8 +68,9 @@ def image_bytes(image: ImageLike) -> bytes:
         out = io.BytesIO()
         image.save(out, format="PNG")
         return out.getvalue()
-    raise TypeError(f"unsupported image type {type(image).__name__}: "
-                    "pass bytes, a path, a numpy BGR array or a PIL image")
+    raise TypeError(
+        f"unsupported image type {type(image).__name__}: pass bytes, a path, a numpy BGR array or a PIL image"
+    )
 
 
 def b64(data: bytes) -> str:
@@ -116,8 +117,7 @@ def _parse_value(value: Any) -> Any:
 class PipelineClient:
     """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict`` (native)."""
 
-    def __init__(self, url: str, timeout: float = 30.0, token: str | None = None,
-                 pool_size: int = 64):
+    def __init__(self, url: str, timeout: float = 30.0, token: str | None = None, pool_size: int = 64):
         if "://" not in url:
             url = "http://" + url
         self.url = url.rstrip("/")
@@ -143,13 +143,11 @@ class PipelineClient:
     @staticmethod
     def _check(resp: requests.Response) -> Any:
         if resp.status_code != 200:
-            raise PipelineError(resp.status_code, _error_message(resp),
-                                retry_after=_retry_after(resp), body=resp.text)
+            raise PipelineError(resp.status_code, _error_message(resp), retry_after=_retry_after(resp), body=resp.text)
         try:
             return resp.json()
         except ValueError as e:
-            raise PipelineError(resp.status_code, f"response is not JSON: {resp.text[:200]!r}",
-                                body=resp.text) from e
+            raise PipelineError(resp.status_code, f"response is not JSON: {resp.text[:200]!r}", body=resp.text) from e
 
     # ------------------------------------------------------------------ prediction
     def predict_raw(self, name: str, payload: dict[str, Any], protocol: str = "paddle") -> dict:
@@ -162,18 +160,26 @@ class PipelineClient:
         if not isinstance(body, dict):
             raise PipelineError(200, f"unexpected answer: {str(body)[:200]}", body=str(body))
         if protocol == "paddle" and body.get("err_no", 0) != 0:
-            raise PipelineError(200, str(body.get("err_msg") or f"err_no={body['err_no']}"),
-                                body=json.dumps(body))
+            raise PipelineError(200, str(body.get("err_msg") or f"err_no={body['err_no']}"), body=json.dumps(body))
         return body
 
-    def predict(self, name: str, *, image: ImageLike | None = None,
-                images: Iterable[ImageLike] | None = None, text: str | None = None,
-                texts: Iterable[str] | None = None, priority: int | None = None,
-                timeout_ms: int | None = None, protocol: str = "paddle") -> list[Any]:
+    def predict(
+        self,
+        name: str,
+        *,
+        image: ImageLike | None = None,
+        images: Iterable[ImageLike] | None = None,
+        text: str | None = None,
+        texts: Iterable[str] | None = None,
+        priority: int | None = None,
+        timeout_ms: int | None = None,
+        protocol: str = "paddle",
+    ) -> list[Any]:
         """Send images then texts in one request; return one parsed result per input, in order."""
         inputs = build_inputs(image=image, images=images, text=text, texts=texts)
-        payload = make_payload(inputs, protocol=protocol, priority=priority,
-                               timeout_ms=timeout_ms, logid=next(self._logids))
+        payload = make_payload(
+            inputs, protocol=protocol, priority=priority, timeout_ms=timeout_ms, logid=next(self._logids)
+        )
         body = self.predict_raw(name, payload, protocol=protocol)
         if protocol == "native":
             results = body.get("results")
@@ -235,9 +241,14 @@ def build_inputs(*, image=None, images=None, text=None, texts=None) -> list[tupl
     return [("image", image_bytes(i)) for i in imgs] + [("text", str(t)) for t in txts]
 
 
-def make_payload(inputs: Sequence[tuple], *, protocol: str = "paddle",
-                 priority: int | None = None, timeout_ms: int | None = None,
-                 logid: int = 0) -> dict[str, Any]:
+def make_payload(
+    inputs: Sequence[tuple],
+    *,
+    protocol: str = "paddle",
+    priority: int | None = None,
+    timeout_ms: int | None = None,
+    logid: int = 0,
+) -> dict[str, Any]:
     """The JSON body for ``inputs`` from :func:`build_inputs` in the given protocol."""
     _route(protocol)
 
@@ -245,8 +256,11 @@ def make_payload(inputs: Sequence[tuple], *, protocol: str = "paddle",
         return b64(value) if kind == "image" else value
 
     if protocol == "paddle":
-        payload: dict[str, Any] = {"key": [k for k, _ in inputs],
-                                   "value": [enc(k, v) for k, v in inputs], "logid": logid}
+        payload: dict[str, Any] = {
+            "key": [k for k, _ in inputs],
+            "value": [enc(k, v) for k, v in inputs],
+            "logid": logid,
+        }
     else:
         payload = {"inputs": [{k: enc(k, v)} for k, v in inputs]}
     if priority is not None:

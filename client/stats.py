@@ -12,6 +12,7 @@ known data:
 * :func:`op_stats` — per-op mean batch size, mean queue wait and padding ratio
   over an interval, from a snapshot taken before and one taken after.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def latency_summary(latencies_s: Sequence[float],
-                    percentiles: Iterable[float] = PERCENTILES) -> dict[str, float]:
+def latency_summary(latencies_s: Sequence[float], percentiles: Iterable[float] = PERCENTILES) -> dict[str, float]:
     """Latency percentiles, mean and max in milliseconds: ``{"p50": .., "mean": .., "max": ..}``."""
     ms = [x * 1000.0 for x in latencies_s]
     out: dict[str, float] = {}
@@ -182,8 +182,9 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
 
-def op_stats(before: MetricsSnapshot, after: MetricsSnapshot,
-             prefix: str = "batchline_op") -> dict[str, dict[str, float | None]]:
+def op_stats(
+    before: MetricsSnapshot, after: MetricsSnapshot, prefix: str = "batchline_op"
+) -> dict[str, dict[str, float | None]]:
     """Per-op statistics over the interval between two scrapes.
 
     For each op seen in ``after``: ``batches`` (Δ count of the batch-size
@@ -193,11 +194,11 @@ def op_stats(before: MetricsSnapshot, after: MetricsSnapshot,
     is ``None`` when its denominator did not move.
     """
     ops = set()
-    for suffix in ("batch_size_count", "items_total", "queue_wait_seconds_count",
-                   "padded_units_total"):
+    for suffix in ("batch_size_count", "items_total", "queue_wait_seconds_count", "padded_units_total"):
         ops.update(after.label_values(f"{prefix}_{suffix}", "op"))
     out: dict[str, dict[str, float | None]] = {}
     for op in sorted(ops):
+
         def d(suffix: str) -> float:
             return after.delta(before, f"{prefix}_{suffix}", op=op)
 

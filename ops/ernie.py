@@ -10,6 +10,7 @@ to the smallest bucket >= the longest item of the group), so short and long
 texts are not padded together; the model masks padding itself
 (``input_ids != [PAD]``), so a text gets the same scores alone or in a batch.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,19 @@ class ErnieClsParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_seq_len: int = Field(128, ge=3, le=4096, description="tokens per text incl. [CLS]/[SEP]; longer texts are truncated")
-    length_buckets: list[int] = Field(default_factory=lambda: [16, 32, 64, 128],
-                                      description="padded lengths; a sub-batch pads to the smallest bucket >= its longest item")
+    max_seq_len: int = Field(
+        128, ge=3, le=4096, description="tokens per text incl. [CLS]/[SEP]; longer texts are truncated"
+    )
+    length_buckets: list[int] = Field(
+        default_factory=lambda: [16, 32, 64, 128],
+        description="padded lengths; a sub-batch pads to the smallest bucket >= its longest item",
+    )
     labels: list[str] | None = Field(None, description="label names overriding the model's labels.txt")
-    vocab: str | None = Field(None, description="vocab.txt path (default: the model directory's); "
-                                 "a relative path is looked up in the model directory, then the working directory")
+    vocab: str | None = Field(
+        None,
+        description="vocab.txt path (default: the model directory's); "
+        "a relative path is looked up in the model directory, then the working directory",
+    )
     field: str = Field("text", min_length=1, description="key of the text in upstream line dicts")
 
     @field_validator("length_buckets")
@@ -108,15 +116,23 @@ class ErnieClsOp(Op):
             labels = T.read_labels(labels_path)
         max_position = self._max_position()
         if max_position is not None and p.max_seq_len > max_position:
-            raise ValueError(f"op {self.name!r}: max_seq_len {p.max_seq_len} exceeds the model's "
-                             f"max_position {max_position} (config.json)")
+            raise ValueError(
+                f"op {self.name!r}: max_seq_len {p.max_seq_len} exceeds the model's "
+                f"max_position {max_position} (config.json)"
+            )
         tokenizer = T.build_tokenizer(vocab_path, p.max_seq_len)
         self.pad_id = tokenizer.token_to_id(T.PAD_TOKEN)
         self.buckets = [b for b in p.length_buckets if b < p.max_seq_len] + [p.max_seq_len]
         self.labels = labels
         self.tokenizer = tokenizer
-        logger.info("op %s: vocab %s (%d tokens), labels %s, buckets %s", self.name, vocab_path,
-                    tokenizer.get_vocab_size(), labels, self.buckets)
+        logger.info(
+            "op %s: vocab %s (%d tokens), labels %s, buckets %s",
+            self.name,
+            vocab_path,
+            tokenizer.get_vocab_size(),
+            labels,
+            self.buckets,
+        )
 
     def _max_position(self) -> int | None:
         """``max_position`` from the model's ``config.json``, if it has one."""
@@ -149,8 +165,9 @@ class ErnieClsOp(Op):
             elif isinstance(value, (list, tuple)):
                 lines.extend(value)
             else:
-                raise BadRequest(f"op {self.name!r}: cannot read texts from upstream {name!r} output "
-                                 f"of type {type(value).__name__}")
+                raise BadRequest(
+                    f"op {self.name!r}: cannot read texts from upstream {name!r} output of type {type(value).__name__}"
+                )
         return lines
 
     def _line_text(self, line: Any) -> str | None:
@@ -191,8 +208,10 @@ class ErnieClsOp(Op):
     def postprocess(self, item: Encoded, output: Any) -> dict:
         logits = np.asarray(output[0], dtype=np.float64).reshape(-1)
         if logits.shape[0] != len(self.labels):
-            raise InternalError(f"op {self.name!r}: model returned {logits.shape[0]} logits "
-                                f"but {len(self.labels)} labels are configured")
+            raise InternalError(
+                f"op {self.name!r}: model returned {logits.shape[0]} logits "
+                f"but {len(self.labels)} labels are configured"
+            )
         probs = T.softmax(logits)
         best = int(np.argmax(probs))
         return {
@@ -208,10 +227,12 @@ class ErnieClsOp(Op):
         subs = []
         for length, indices in T.group_by_bucket(lengths, self.buckets).items():
             ids = T.pad_ids([items[i].ids for i in indices], length, self.pad_id)
-            subs.append(SubBatch(
-                indices=indices,
-                feed={"input_ids": ids, "token_type_ids": np.zeros_like(ids)},
-                real_units=sum(lengths[i] for i in indices),
-                padded_units=ids.size,
-            ))
+            subs.append(
+                SubBatch(
+                    indices=indices,
+                    feed={"input_ids": ids, "token_type_ids": np.zeros_like(ids)},
+                    real_units=sum(lengths[i] for i in indices),
+                    padded_units=ids.size,
+                )
+            )
         return subs

@@ -9,6 +9,7 @@ imported on first use because those modules import Paddle.
 
 Cheap to import: numpy only at module level; cv2/paddleocr lazily.
 """
+
 from __future__ import annotations
 
 import math
@@ -98,8 +99,9 @@ def import_ppocr() -> None:
     try:
         import paddleocr  # noqa: F401  (side effect: sys.path gains the ppocr dir)
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError("the OCR ops need PaddleOCR 2.10, which batchline installs: "
-                           "pip install 'paddleocr==2.10.0'") from exc
+        raise RuntimeError(
+            "the OCR ops need PaddleOCR 2.10, which batchline installs: pip install 'paddleocr==2.10.0'"
+        ) from exc
 
 
 # ---------------------------------------------------------------------------
@@ -230,9 +232,9 @@ def pad_batch(arrays: Sequence[np.ndarray], shape: Sequence[int], mode: str = "z
         out[i, :, :h, :w] = a
         if mode == "edge":
             if w < shape[2]:
-                out[i, :, :h, w:] = a[:, :, w - 1:w]
+                out[i, :, :h, w:] = a[:, :, w - 1 : w]
             if h < shape[1]:
-                out[i, :, h:, :] = out[i, :, h - 1:h, :]
+                out[i, :, h:, :] = out[i, :, h - 1 : h, :]
         elif mode != "zero":
             raise ValueError(f"unknown pad mode {mode!r}")
     return out

@@ -10,6 +10,7 @@ Hooks:
               > ``cls_thresh`` is rotated by 180 degrees
   merge       {"image", "boxes", "box_type", "crops", "angles": [[label, score]]}
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,8 +53,8 @@ class ClsParams(BaseModel):
 
 @dataclass
 class ClsItem:
-    crop: np.ndarray    # the BGR crop (rotated in postprocess if needed)
-    image: np.ndarray   # float32 (C, H, w) normalized, w <= cls_image_shape width
+    crop: np.ndarray  # the BGR crop (rotated in postprocess if needed)
+    image: np.ndarray  # float32 (C, H, w) normalized, w <= cls_image_shape width
 
 
 class OcrClsOp(Op):
@@ -93,8 +94,13 @@ class OcrClsOp(Op):
 
     def merge(self, inputs: Mapping[str, Any], results: list[Any]) -> Any:
         det = self._upstream(inputs, self.name)
-        return {"image": det["image"], "boxes": list(det["boxes"]), "box_type": det.get("box_type", "quad"),
-                "crops": [r[0] for r in results], "angles": [[r[1], r[2]] for r in results]}
+        return {
+            "image": det["image"],
+            "boxes": list(det["boxes"]),
+            "box_type": det.get("box_type", "quad"),
+            "crops": [r[0] for r in results],
+            "angles": [[r[1], r[2]] for r in results],
+        }
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> ClsItem:
@@ -120,5 +126,8 @@ class OcrClsOp(Op):
         c, h, w = self.params.cls_image_shape
         feed = pad_batch([it.image for it in items], (c, h, w))
         real = sum(it.image.shape[2] for it in items) * h
-        return [SubBatch(indices=list(range(len(items))), feed={"x": feed}, real_units=real,
-                         padded_units=w * h * len(items))]
+        return [
+            SubBatch(
+                indices=list(range(len(items))), feed={"x": feed}, real_units=real, padded_units=w * h * len(items)
+            )
+        ]

@@ -14,6 +14,7 @@ Hooks:
               ``predict_system.py`` does -> boxes in original-image coordinates
   merge       {"image": image, "boxes": [[[x, y] x4], ...], "box_type": "quad"}
 """
+
 from __future__ import annotations
 
 import logging
@@ -91,9 +92,9 @@ class DetParams(BaseModel):
 class DetItem:
     """A preprocessed image: normalized CHW tensor + PaddleOCR's shape_list row."""
 
-    image: np.ndarray          # float32 (3, h, w), h and w multiples of 32
-    shape: np.ndarray          # [src_h, src_w, ratio_h, ratio_w]
-    src_hw: tuple[int, int]    # original image (h, w)
+    image: np.ndarray  # float32 (3, h, w), h and w multiples of 32
+    shape: np.ndarray  # [src_h, src_w, ratio_h, ratio_w]
+    src_hw: tuple[int, int]  # original image (h, w)
 
 
 class OcrDetOp(Op):
@@ -113,18 +114,27 @@ class OcrDetOp(Op):
         from ppocr.postprocess import build_post_process
 
         p = self.params
-        self._pre_ops = create_operators([
-            {"DetResizeForTest": {"limit_side_len": p.limit_side_len, "limit_type": p.limit_type}},
-            {"NormalizeImage": {"std": list(p.std), "mean": list(p.mean), "scale": "1./255.", "order": "hwc"}},
-            {"ToCHWImage": None},
-            {"KeepKeys": {"keep_keys": ["image", "shape"]}},
-        ])
+        self._pre_ops = create_operators(
+            [
+                {"DetResizeForTest": {"limit_side_len": p.limit_side_len, "limit_type": p.limit_type}},
+                {"NormalizeImage": {"std": list(p.std), "mean": list(p.mean), "scale": "1./255.", "order": "hwc"}},
+                {"ToCHWImage": None},
+                {"KeepKeys": {"keep_keys": ["image", "shape"]}},
+            ]
+        )
         self._transform = transform
-        self._post = build_post_process({
-            "name": "DBPostProcess", "thresh": p.thresh, "box_thresh": p.box_thresh,
-            "max_candidates": p.max_candidates, "unclip_ratio": p.unclip_ratio,
-            "use_dilation": p.use_dilation, "score_mode": p.score_mode, "box_type": p.box_type,
-        })
+        self._post = build_post_process(
+            {
+                "name": "DBPostProcess",
+                "thresh": p.thresh,
+                "box_thresh": p.box_thresh,
+                "max_candidates": p.max_candidates,
+                "unclip_ratio": p.unclip_ratio,
+                "use_dilation": p.use_dilation,
+                "score_mode": p.score_mode,
+                "box_type": p.box_type,
+            }
+        )
 
     def _require_loaded(self) -> None:
         if self._pre_ops is None:
@@ -217,11 +227,17 @@ class OcrDetOp(Op):
         for idx, (ph, pw), real in zip(groups, shapes, reals):
             idx = sorted(idx)
             feed = pad_batch([items[i].image for i in idx], (3, ph, pw), mode=self.params.pad_mode)
-            subs.append(SubBatch(indices=idx, feed={"x": feed}, real_units=real,
-                                 padded_units=ph * pw * len(idx),
-                                 meta=[items[i].image.shape[1:] for i in idx]))
+            subs.append(
+                SubBatch(
+                    indices=idx,
+                    feed={"x": feed},
+                    real_units=real,
+                    padded_units=ph * pw * len(idx),
+                    meta=[items[i].image.shape[1:] for i in idx],
+                )
+            )
         return subs
 
     def uncollate(self, sub: SubBatch, outputs: list[np.ndarray]) -> list[Any]:
         prob = outputs[0]
-        return [prob[k:k + 1, :, :h, :w] for k, (h, w) in enumerate(sub.meta)]
+        return [prob[k : k + 1, :, :h, :w] for k, (h, w) in enumerate(sub.meta)]

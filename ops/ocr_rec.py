@@ -14,6 +14,7 @@ Hooks:
   merge       [{"text", "score", "box"}] in reading order with score >=
               ``drop_score``; as a source op {"text", "score"}
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,14 +48,15 @@ class RecParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    char_dict: str = DEFAULT_CHAR_DICT      # path or pkg://package/path
+    char_dict: str = DEFAULT_CHAR_DICT  # path or pkg://package/path
     use_space_char: bool = True
     drop_score: float = Field(0.5, ge=0, le=1)
     rec_image_shape: tuple[int, int, int] = (3, 48, 320)
     # padded crop widths (ascending, >= rec_image_shape[2]); wider crops pad to a
     # multiple of bucket_step; crops wider than max_width are squeezed to it
     width_buckets: list[int] = Field(
-        default_factory=lambda: [320, 360, 400, 440, 480, 540, 600, 680, 760, 840, 960, 1120, 1280, 1600, 1920])
+        default_factory=lambda: [320, 360, 400, 440, 480, 540, 600, 680, 760, 840, 960, 1120, 1280, 1600, 1920]
+    )
     bucket_step: int = Field(320, ge=8)
     max_width: int = Field(3200, ge=8)
     # "bucket": pad each crop to the smallest width bucket >= its width (batches
@@ -94,7 +96,7 @@ class RecParams(BaseModel):
 class RecItem:
     """A normalized crop, resized to the model height, not yet padded."""
 
-    image: np.ndarray           # float32 (C, H, w)
+    image: np.ndarray  # float32 (C, H, w)
     pad_width: int | None = None  # pad_policy "paddleocr": the exact padded width
 
     @property
@@ -120,7 +122,7 @@ def paddleocr_pad_widths(crops: Sequence[np.ndarray], img_h: int, img_w: int, ba
     order = np.argsort(np.array(ratios))
     widths = [0] * len(crops)
     for beg in range(0, len(crops), batch):
-        group = order[beg:beg + batch]
+        group = order[beg : beg + batch]
         max_ratio = max([img_w / img_h] + [ratios[i] for i in group])
         for i in group:
             widths[i] = int(img_h * max_ratio)
@@ -160,8 +162,9 @@ class OcrRecOp(Op):
         import_ppocr()
         from ppocr.postprocess import build_post_process
 
-        self._decode = build_post_process({"name": "CTCLabelDecode", "character_dict_path": path,
-                                           "use_space_char": self.params.use_space_char})
+        self._decode = build_post_process(
+            {"name": "CTCLabelDecode", "character_dict_path": path, "use_space_char": self.params.use_space_char}
+        )
 
     def _require_loaded(self) -> None:
         if self._decode is None:
@@ -170,8 +173,10 @@ class OcrRecOp(Op):
     def bucket_width(self, width: int) -> int:
         """Padded width for a crop resized to ``width`` pixels."""
         width = max(int(width), self.params.rec_image_shape[2])
-        return min(round_up_to_bucket(width, self.params.width_buckets, self.params.bucket_step),
-                   max(self.params.max_width, self.params.width_buckets[-1] if self.params.width_buckets else 0))
+        return min(
+            round_up_to_bucket(width, self.params.width_buckets, self.params.bucket_step),
+            max(self.params.max_width, self.params.width_buckets[-1] if self.params.width_buckets else 0),
+        )
 
     def warmup_items(self) -> list[RecItem]:
         c, h, _ = self.params.rec_image_shape
@@ -234,7 +239,13 @@ class OcrRecOp(Op):
         for width in sorted(groups):
             idx = groups[width]
             feed = pad_batch([items[i].image for i in idx], (c, h, width))
-            subs.append(SubBatch(indices=idx, feed={"x": feed},
-                                 real_units=sum(items[i].width for i in idx) * h,
-                                 padded_units=width * h * len(idx), meta=width))
+            subs.append(
+                SubBatch(
+                    indices=idx,
+                    feed={"x": feed},
+                    real_units=sum(items[i].width for i in idx) * h,
+                    padded_units=width * h * len(idx),
+                    meta=width,
+                )
+            )
         return subs

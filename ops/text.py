@@ -7,6 +7,7 @@ characters split apart, lowercase, accents stripped), BERT pre-tokenizer
 ``[CLS] $A [SEP]`` template. Nothing is cached here: callers (ops) own the
 tokenizer they build.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -61,9 +62,7 @@ def build_tokenizer(vocab_path: str, max_seq_len: int = 128, lowercase: bool = T
         raise ValueError(f"max_seq_len must be >= 3, got {max_seq_len}")
     vocab = read_vocab(vocab_path)
     tok = Tokenizer(WordPiece(vocab, unk_token=UNK_TOKEN, max_input_chars_per_word=100))
-    tok.normalizer = BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase
-    )
+    tok.normalizer = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
     tok.pre_tokenizer = BertPreTokenizer()
     tok.post_processor = TemplateProcessing(
         single=f"{CLS_TOKEN} $A {SEP_TOKEN}",

@@ -8,6 +8,7 @@ and ``serve`` are the server's own. Other commands plug in through the
 client. Only the module of the command being run is imported, so
 ``batchline check`` never imports the server, Paddle or a model.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,6 +77,7 @@ def _unavailable(command: str, error: str) -> Callable[[argparse.Namespace], int
     def handler(args: argparse.Namespace) -> int:
         sys.stderr.write(f"batchline {command}: not available: {error}\n")
         return 1
+
     return handler
 
 
@@ -83,8 +85,9 @@ def _first_line(module: ModuleType) -> str:
     return (module.__doc__ or "").strip().split("\n")[0].replace("``", "")
 
 
-def _add_module_command(subparsers: argparse._SubParsersAction, command: str, load: Loader,
-                        help_text: str | None, chosen: bool) -> None:
+def _add_module_command(
+    subparsers: argparse._SubParsersAction, command: str, load: Loader, help_text: str | None, chosen: bool
+) -> None:
     if not chosen and help_text is not None:  # listed in --help, not run: no need to import it
         subparsers.add_parser(command, help=help_text)
         return
@@ -117,10 +120,12 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The argument parser; only the module of the command named in ``argv`` is imported
     (with no command named, plugins are imported to list their help)."""
-    parser = argparse.ArgumentParser(prog="batchline",
-                                     description="Inference pipeline server with per-op dynamic batching.")
-    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                        help="logging level (default: INFO)")
+    parser = argparse.ArgumentParser(
+        prog="batchline", description="Inference pipeline server with per-op dynamic batching."
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS, help="logging level (default: INFO)"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     chosen = _chosen_command(argv)
@@ -148,12 +153,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = _chosen_command(argv)
     if chosen is not None and chosen not in builtin_commands() and chosen not in plugin_commands():
         known = ", ".join([*builtin_commands(), *sorted(plugin_commands())])
-        sys.stderr.write(f"batchline: unknown command {chosen!r} (commands: {known}); the client's commands "
-                         f"(predict, bench) are registered when batchline is installed: pip install -e .\n")
+        sys.stderr.write(
+            f"batchline: unknown command {chosen!r} (commands: {known}); the client's commands "
+            f"(predict, bench) are registered when batchline is installed: pip install -e .\n"
+        )
         return 2
     args = build_parser(argv).parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     return int(args.handler(args) or 0)
 
 

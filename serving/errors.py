@@ -7,6 +7,7 @@ layer maps ``status`` to the response code and ``message`` to ``err_msg``.
 Any other exception escaping an op is wrapped by :func:`as_serving_error`
 into a 500 without leaking a traceback to the client (the traceback is logged).
 """
+
 from __future__ import annotations
 
 import copy
@@ -112,8 +113,18 @@ class DeadlineExceeded(ServingError):
 
 
 _BY_STATUS: dict[int, type[ServingError]] = {
-    cls.status: cls for cls in (BadRequest, Unauthorized, NotFound, MethodNotAllowed, PayloadTooLarge,
-                                UnsupportedMediaType, InternalError, Overloaded, DeadlineExceeded)
+    cls.status: cls
+    for cls in (
+        BadRequest,
+        Unauthorized,
+        NotFound,
+        MethodNotAllowed,
+        PayloadTooLarge,
+        UnsupportedMediaType,
+        InternalError,
+        Overloaded,
+        DeadlineExceeded,
+    )
 }
 
 

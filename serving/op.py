@@ -12,6 +12,7 @@ Ops import this module only: the errors they may raise and the path helper
 are re-exported here. The engine knows nothing about OCR or ERNIE; ops know
 nothing about HTTP, the engine or how their runners are built.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -27,8 +28,18 @@ from serving.paths import resolve_pkg_path
 if TYPE_CHECKING:
     from serving.config.schema import OpConfig
 
-__all__ = ["BadRequest", "InternalError", "NoParams", "Op", "OpContext", "PayloadTooLarge", "Runner",
-           "ServingError", "SubBatch", "resolve_pkg_path"]
+__all__ = [
+    "BadRequest",
+    "InternalError",
+    "NoParams",
+    "Op",
+    "OpContext",
+    "PayloadTooLarge",
+    "Runner",
+    "ServingError",
+    "SubBatch",
+    "resolve_pkg_path",
+]
 
 Feed = dict[str, np.ndarray]
 
@@ -98,8 +109,9 @@ class Op:
         self.ctx = ctx
         self.name = ctx.name
         self.conf = ctx.conf
-        self.params: Any = ctx.params if isinstance(ctx.params, self.Params) else \
-            self.Params.model_validate(ctx.params.model_dump())
+        self.params: Any = (
+            ctx.params if isinstance(ctx.params, self.Params) else self.Params.model_validate(ctx.params.model_dump())
+        )
 
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:

@@ -1,6 +1,7 @@
 """Paths in configs: ``pkg://<package>/<path>`` inside an installed package,
 plain paths relative to the config file; and the files of a Paddle model
 directory. Shared by config validation and the runners."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,7 +24,7 @@ def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[s
     """
     spec = os.fspath(spec)
     if spec.startswith(PKG_SCHEME):
-        package, _, rel = spec[len(PKG_SCHEME):].partition("/")
+        package, _, rel = spec[len(PKG_SCHEME) :].partition("/")
         if not package:
             raise ValueError(f"bad package path {spec!r}: expected pkg://<package>/<path>")
         try:
@@ -57,8 +58,9 @@ def model_files(model_dir: str) -> tuple[str, str]:
         raise FileNotFoundError(f"model directory not found: {model_dir}")
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"not a directory: {model_dir}")
-    program = next((os.path.join(model_dir, n) for n in MODEL_GRAPH_FILES
-                    if os.path.isfile(os.path.join(model_dir, n))), None)
+    program = next(
+        (os.path.join(model_dir, n) for n in MODEL_GRAPH_FILES if os.path.isfile(os.path.join(model_dir, n))), None
+    )
     if program is None:
         raise FileNotFoundError(f"{model_dir} has no {' or '.join(MODEL_GRAPH_FILES)}")
     params = os.path.join(model_dir, MODEL_PARAMS_FILE)

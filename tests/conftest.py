@@ -1,4 +1,5 @@
 """Shared pytest setup: make the checkout importable without installing it."""
+
 import os
 import sys
 

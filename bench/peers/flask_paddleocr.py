@@ -10,6 +10,7 @@ drives both:
 
     python bench/peers/flask_paddleocr.py --port 9998 --cpu-threads 2 --mkldnn
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +51,13 @@ def create_app(ocr, name: str = "ocr"):
         with lock:  # one PaddleOCR object: never two threads in it at once
             res = ocr.ocr(img, cls=False)
         page = res[0] if res and res[0] else []
-        lines = [{"text": str(text), "score": float(score), "box": [[float(x), float(y)] for x, y in box]}
-                 for box, (text, score) in page]
-        return jsonify({"err_no": 0, "err_msg": "", "key": ["result"],
-                        "value": [json.dumps(lines, ensure_ascii=False)]})
+        lines = [
+            {"text": str(text), "score": float(score), "box": [[float(x), float(y)] for x, y in box]}
+            for box, (text, score) in page
+        ]
+        return jsonify(
+            {"err_no": 0, "err_msg": "", "key": ["result"], "value": [json.dumps(lines, ensure_ascii=False)]}
+        )
 
     return app
 

@@ -9,6 +9,7 @@ word pieces), ``labels.txt``, ``inference.json`` + ``inference.pdiparams``
 ``README.md`` with the held-out accuracy and the reproducing command.
 Deterministic from ``--seed`` (the held-out set uses ``--seed + 1000``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,16 +23,47 @@ import unicodedata
 
 log = logging.getLogger("pipelines.ernie_fields.build")
 
-SUFFIXES = ["s", "es", "ed", "ing", "ly", "er", "ers", "est", "tion", "tions", "ment", "ness", "ity",
-            "al", "ful", "less", "able", "ive", "ous", "ic", "th", "st", "nd", "rd"]
+SUFFIXES = [
+    "s",
+    "es",
+    "ed",
+    "ing",
+    "ly",
+    "er",
+    "ers",
+    "est",
+    "tion",
+    "tions",
+    "ment",
+    "ness",
+    "ity",
+    "al",
+    "ful",
+    "less",
+    "able",
+    "ive",
+    "ous",
+    "ic",
+    "th",
+    "st",
+    "nd",
+    "rd",
+]
 EXTRA_CHARS = ["€", "£"]
 
 
 def _is_cjk(ch: str) -> bool:
     cp = ord(ch)
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
-            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
 
 
 def default_char_dict() -> str:
@@ -84,8 +116,8 @@ def _batches(data, batch_size, rng, window=32):
     batches = []
     span = batch_size * window
     for w in range(0, len(idx), span):
-        chunk = sorted(idx[w:w + span], key=lambda j: len(data[j][0]))
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        chunk = sorted(idx[w : w + span], key=lambda j: len(data[j][0]))
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     rng.shuffle(batches)
     for b in batches:
         yield [data[j] for j in b]
@@ -109,7 +141,7 @@ def predict(paddle, model, encoded, batch_size=256):
     preds = []
     with paddle.no_grad():
         for i in range(0, len(encoded), batch_size):
-            ids, tt = _to_feed(paddle, encoded[i:i + batch_size])
+            ids, tt = _to_feed(paddle, encoded[i : i + batch_size])
             preds.append(model(ids, tt).numpy().argmax(-1))
     model.train()
     return np.concatenate(preds)
@@ -175,8 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     steps_per_epoch = (len(train_x) + args.batch_size - 1) // args.batch_size
     total = steps_per_epoch * args.epochs
     sched = paddle.optimizer.lr.OneCycleLR(max_learning_rate=args.lr, total_steps=total, phase_pct=0.1)
-    opt = paddle.optimizer.AdamW(learning_rate=sched, parameters=model.parameters(), weight_decay=0.01,
-                                 grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0))
+    opt = paddle.optimizer.AdamW(
+        learning_rate=sched,
+        parameters=model.parameters(),
+        weight_decay=0.01,
+        grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0),
+    )
     loss_fn = paddle.nn.CrossEntropyLoss()
     rng = random.Random(args.seed)
     pairs = list(zip(train_x, train_y))
@@ -204,27 +240,47 @@ def main(argv: list[str] | None = None) -> int:
     from paddle.static import InputSpec
 
     prefix = os.path.join(args.out, "inference")
-    paddle.jit.save(model, prefix, input_spec=[
-        InputSpec([None, None], "int64", name="input_ids"),
-        InputSpec([None, None], "int64", name="token_type_ids"),
-    ])
+    paddle.jit.save(
+        model,
+        prefix,
+        input_spec=[
+            InputSpec([None, None], "int64", name="input_ids"),
+            InputSpec([None, None], "int64", name="token_type_ids"),
+        ],
+    )
     written = sorted(f for f in os.listdir(args.out) if f.startswith("inference."))
     log.info("exported %s", written)
     # The official number: the exported model under Paddle Inference.
     exported_pred = predict_exported(args.out, held_x, args.threads)
     acc = float((exported_pred == np.asarray(held_y)).mean())
     if not np.array_equal(exported_pred, pred):
-        log.warning("exported model disagrees with dygraph on %d held-out lines",
-                    int((exported_pred != pred).sum()))
+        log.warning("exported model disagrees with dygraph on %d held-out lines", int((exported_pred != pred).sum()))
     train_texts = {t for t, _ in train}
     unseen = np.asarray([t not in train_texts for t, _ in held])
     unseen_acc = float((exported_pred[unseen] == np.asarray(held_y)[unseen]).mean()) if unseen.any() else float("nan")
     per_label = {lab: float((exported_pred[np.asarray(held_y) == i] == i).mean()) for i, lab in enumerate(LABELS)}
-    log.info("exported model held-out accuracy %.4f; %d of %d held-out lines also occur in the training set; "
-             "accuracy on the %d unseen lines %.4f", acc, int((~unseen).sum()), len(held), int(unseen.sum()), unseen_acc)
+    log.info(
+        "exported model held-out accuracy %.4f; %d of %d held-out lines also occur in the training set; "
+        "accuracy on the %d unseen lines %.4f",
+        acc,
+        int((~unseen).sum()),
+        len(held),
+        int(unseen.sum()),
+        unseen_acc,
+    )
     with open(os.path.join(args.out, "config.json"), "w", encoding="utf-8") as f:
-        json.dump({"architecture": "ernie", **cfg.to_dict(), "labels": LABELS, "max_seq_len": args.max_seq_len,
-                   "seed": args.seed, "held_out_accuracy": round(acc, 4)}, f, indent=2)
+        json.dump(
+            {
+                "architecture": "ernie",
+                **cfg.to_dict(),
+                "labels": LABELS,
+                "max_seq_len": args.max_seq_len,
+                "seed": args.seed,
+                "held_out_accuracy": round(acc, 4),
+            },
+            f,
+            indent=2,
+        )
         f.write("\n")
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
     size = sum(os.path.getsize(os.path.join(args.out, f)) for f in written)
@@ -233,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("seed", "train_per_label", "eval_per_label", "epochs", "batch_size", "lr", "max_seq_len", "threads"):
         if getattr(args, key) != getattr(defaults, key):
             cmd += f" --{key.replace('_', '-')} {getattr(args, key)}"
-    _write_readme(args.out, cmd, acc, per_label, cfg, len(train), len(held), n_params, size, args,
-                  int(unseen.sum()), unseen_acc)
+    _write_readme(
+        args.out, cmd, acc, per_label, cfg, len(train), len(held), n_params, size, args, int(unseen.sum()), unseen_acc
+    )
     log.info("done in %.0fs: %d parameters, %.1f MB", time.time() - t0, n_params, size / 1e6)
     return 0
 
@@ -253,7 +310,7 @@ def predict_exported(model_dir: str, encoded: list[list[int]], threads: int, bat
     predictor = pi.create_predictor(config)
     preds = []
     for i in range(0, len(encoded), batch_size):
-        chunk = encoded[i:i + batch_size]
+        chunk = encoded[i : i + batch_size]
         ids = pad_ids(chunk, max(len(x) for x in chunk))
         for name, arr in (("input_ids", ids), ("token_type_ids", np.zeros_like(ids))):
             handle = predictor.get_input_handle(name)

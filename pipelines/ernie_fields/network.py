@@ -9,6 +9,7 @@ padding is masked out (batched and unbatched runs agree).
 Paddle is imported lazily by :func:`build_model`, so importing this module is
 cheap.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -48,9 +49,11 @@ def build_model(cfg: ErnieConfig):
         def forward(self, input_ids, token_type_ids):
             ones = paddle.ones_like(input_ids)
             position_ids = paddle.cumsum(ones, axis=-1) - ones  # [B, L]: 0..L-1
-            emb = (self.word_embeddings(input_ids)
-                   + self.position_embeddings(position_ids)
-                   + self.token_type_embeddings(token_type_ids))
+            emb = (
+                self.word_embeddings(input_ids)
+                + self.position_embeddings(position_ids)
+                + self.token_type_embeddings(token_type_ids)
+            )
             return self.dropout(self.layer_norm(emb))
 
     class ErnieForSequenceClassification(nn.Layer):
@@ -58,8 +61,13 @@ def build_model(cfg: ErnieConfig):
             super().__init__()
             self.embeddings = ErnieEmbeddings()
             layer = nn.TransformerEncoderLayer(
-                d_model=cfg.hidden_size, nhead=cfg.num_heads, dim_feedforward=cfg.intermediate_size,
-                dropout=cfg.dropout, activation="gelu", attn_dropout=cfg.dropout, act_dropout=0.0,
+                d_model=cfg.hidden_size,
+                nhead=cfg.num_heads,
+                dim_feedforward=cfg.intermediate_size,
+                dropout=cfg.dropout,
+                activation="gelu",
+                attn_dropout=cfg.dropout,
+                act_dropout=0.0,
                 normalize_before=False,
             )
             self.encoder = nn.TransformerEncoder(layer, cfg.num_layers)
@@ -68,8 +76,8 @@ def build_model(cfg: ErnieConfig):
             self.classifier = nn.Linear(cfg.hidden_size, cfg.num_labels)
 
         def forward(self, input_ids, token_type_ids):
-            keep = paddle.cast(input_ids != cfg.pad_id, "float32")          # [B, L]
-            attn_mask = paddle.unsqueeze((keep - 1.0) * 1e4, axis=[1, 2])    # [B, 1, 1, L] additive
+            keep = paddle.cast(input_ids != cfg.pad_id, "float32")  # [B, L]
+            attn_mask = paddle.unsqueeze((keep - 1.0) * 1e4, axis=[1, 2])  # [B, 1, 1, L] additive
             seq = self.encoder(self.embeddings(input_ids, token_type_ids), src_mask=attn_mask)
             pooled = paddle.tanh(self.pooler(seq[:, 0]))
             return self.classifier(self.dropout(pooled))

@@ -3,6 +3,7 @@ validation. Keys that mean nothing here are dropped (and logged once by the
 loader); op-level aliases (``batch_size`` ...) fold into their real keys;
 ``use_trt`` becomes ``device_type: 2``. Giving both spellings is an error.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,13 +14,31 @@ from serving.config.schema import OP_ALIASES, device_type_value, is_int, is_numb
 # Paddle Serving keys that have no meaning here: accepted, logged once, dropped.
 IGNORED_TOP_KEYS = frozenset({"rpc_port", "grpc_gateway_port", "build_dag_each_worker"})
 IGNORED_DAG_KEYS = frozenset({"is_thread_op", "retry", "client_type", "channel_recv_frist_arrive"})
-IGNORED_OP_KEYS = frozenset({
-    "client_type", "fetch_list", "workdir", "server_endpoints", "client_config", "use_encryption_model",
-})
-IGNORED_LOCAL_SERVICE_KEYS = frozenset({
-    "client_type", "fetch_list", "workdir", "use_xpu", "use_lite", "use_ascend_cl", "use_calib",
-    "use_encryption_model", "mkldnn_op_list", "mkldnn_bf16_op_list", "gpu_multi_stream",
-})
+IGNORED_OP_KEYS = frozenset(
+    {
+        "client_type",
+        "fetch_list",
+        "workdir",
+        "server_endpoints",
+        "client_config",
+        "use_encryption_model",
+    }
+)
+IGNORED_LOCAL_SERVICE_KEYS = frozenset(
+    {
+        "client_type",
+        "fetch_list",
+        "workdir",
+        "use_xpu",
+        "use_lite",
+        "use_ascend_cl",
+        "use_calib",
+        "use_encryption_model",
+        "mkldnn_op_list",
+        "mkldnn_bf16_op_list",
+        "gpu_multi_stream",
+    }
+)
 
 
 @dataclass
@@ -110,4 +129,3 @@ def normalize(data: dict, default_name: str, notes: Notes) -> dict:
     if isinstance(data.get("op"), dict):
         data["op"] = {name: _normalize_op(str(name), op, notes) for name, op in data["op"].items()}
     return data
-

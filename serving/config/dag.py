@@ -7,6 +7,7 @@ sinks, a dict ``{sink name: output}`` in config order. Fan-out (one op
 feeding several) and fan-in (an op with several inputs) are both allowed;
 cycles, self loops and unknown inputs raise :class:`DagError`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -112,7 +113,7 @@ class Dag:
         while node not in path:
             path.append(node)
             node = next(i for i in self._inputs[node] if i in pending)
-        members = path[path.index(node):]
+        members = path[path.index(node) :]
         members.reverse()  # we walked against the data flow
         start = min(range(len(members)), key=lambda i: self._index[members[i]])
         members = members[start:] + members[:start]

@@ -1,6 +1,7 @@
 """Config errors: ``ConfigError`` (every line ``<file>: <key.path>: <message>``)
 and the translation of pydantic's validation errors into that form, with
 "did you mean" hints for unknown keys."""
+
 from __future__ import annotations
 
 import difflib
@@ -44,7 +45,6 @@ class FieldProblem(ValueError):
     def __init__(self, field: str, message: str):
         super().__init__(message)
         self.field = field
-
 
 
 # ---------------------------------------------------------------------------
@@ -106,14 +106,28 @@ def _unknown_key_message(key: Any, known: list[str]) -> str:
     return "unknown key"
 
 
-_TYPE_NAMES = MappingProxyType({
-    "int": "an integer", "float": "a number", "bool": "true or false", "string": "a string",
-    "list": "a list", "dict": "a mapping", "model": "a mapping", "model_attributes": "a mapping",
-    "dataclass": "a mapping", "dataclass_exact": "a mapping",
-})
-_BOUNDS = MappingProxyType({
-    "greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<",
-})
+_TYPE_NAMES = MappingProxyType(
+    {
+        "int": "an integer",
+        "float": "a number",
+        "bool": "true or false",
+        "string": "a string",
+        "list": "a list",
+        "dict": "a mapping",
+        "model": "a mapping",
+        "model_attributes": "a mapping",
+        "dataclass": "a mapping",
+        "dataclass_exact": "a mapping",
+    }
+)
+_BOUNDS = MappingProxyType(
+    {
+        "greater_than_equal": ">=",
+        "greater_than": ">",
+        "less_than_equal": "<=",
+        "less_than": "<",
+    }
+)
 
 
 def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:

@@ -9,6 +9,7 @@ Every problem becomes a :class:`ConfigError` whose lines read
 3. pydantic field validation (schema.py), errors phrased by errors.py;
 4. op classes (registry.py), op ``params`` and the DAG (dag.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,6 +29,7 @@ from serving.config.yaml_loader import load_yaml
 from serving.paths import resolve_pkg_path
 
 logger = logging.getLogger(__name__)
+
 
 def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
@@ -54,8 +56,10 @@ def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
         problems.append((key, str(exc)))
     return problems
 
+
 def _default_name(stem: str) -> str:
     return stem if re.fullmatch(NAME_PATTERN, stem or "") else "pipeline"
+
 
 def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path: str) -> ServingConfig:
     if data is None:
@@ -69,8 +73,9 @@ def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path
     try:
         config = ServingConfig.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        problems.extend((notes.renamed.get(key, key), message)
-                        for key, message in validation_problems(exc, ServingConfig))
+        problems.extend(
+            (notes.renamed.get(key, key), message) for key, message in validation_problems(exc, ServingConfig)
+        )
     if problems:
         raise ConfigError.many(source, problems)
     assert config is not None
@@ -79,9 +84,11 @@ def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path
     if problems:
         raise ConfigError.many(source, problems)
     if notes.ignored:
-        logger.info("%s: ignored Paddle Serving key(s) that have no meaning in batchline: %s",
-                    source, ", ".join(notes.ignored))
+        logger.info(
+            "%s: ignored Paddle Serving key(s) that have no meaning in batchline: %s", source, ", ".join(notes.ignored)
+        )
     return config
+
 
 def parse_config(data: dict, source: str = "<config>") -> ServingConfig:
     """Validate an already-loaded config mapping.
@@ -94,6 +101,7 @@ def parse_config(data: dict, source: str = "<config>") -> ServingConfig:
         return _parse(data, source, os.getcwd(), "pipeline", source)
     path = os.path.abspath(source)
     return _parse(data, source, os.path.dirname(path), _default_name(Path(path).stem), path)
+
 
 def load_config(path: str | os.PathLike) -> ServingConfig:
     """Read, validate and resolve a config file (plain path or ``pkg://package/file.yml``)."""
@@ -110,4 +118,3 @@ def load_config(path: str | os.PathLike) -> ServingConfig:
         raise ConfigError(source, FILE_KEY, f"cannot read: {exc}") from None
     data = load_yaml(text, source)
     return _parse(data, source, os.path.dirname(resolved), _default_name(Path(resolved).stem), resolved)
-

@@ -4,6 +4,7 @@
 import path, ``package.module:Class`` or ``package.module.Class``. The module
 is imported only when the name is resolved.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -12,12 +13,14 @@ from types import MappingProxyType
 
 from serving.op import Op
 
-BUILTIN_OPS = MappingProxyType({
-    "ocr_det": "ops.ocr_det:OcrDetOp",
-    "ocr_cls": "ops.ocr_cls:OcrClsOp",
-    "ocr_rec": "ops.ocr_rec:OcrRecOp",
-    "ernie_cls": "ops.ernie:ErnieClsOp",
-})
+BUILTIN_OPS = MappingProxyType(
+    {
+        "ocr_det": "ops.ocr_det:OcrDetOp",
+        "ocr_cls": "ops.ocr_cls:OcrClsOp",
+        "ocr_rec": "ops.ocr_rec:OcrRecOp",
+        "ernie_cls": "ops.ernie:ErnieClsOp",
+    }
+)
 
 
 class OpClassError(ValueError):
@@ -49,9 +52,7 @@ def _import(module: str, spec: str):
             raise OpClassError(f"cannot resolve op class {spec!r}: no module named {missing!r}") from exc
         raise OpClassError(f"cannot import {module!r} for op class {spec!r}: {exc}") from exc
     except Exception as exc:  # the module itself failed while importing
-        raise OpClassError(
-            f"importing {module!r} for op class {spec!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise OpClassError(f"importing {module!r} for op class {spec!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def resolve_op_class(spec: str) -> type[Op]:

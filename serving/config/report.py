@@ -1,5 +1,6 @@
 """A config as text: the resolved op table and the DAG, shown by
 ``batchline check`` and logged by ``batchline serve`` at start-up."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,10 +8,19 @@ from typing import Any
 from serving.config.dag import Dag
 
 TABLE_COLUMNS = (
-    ("op", "op"), ("class", "class"), ("inputs", "inputs"), ("max_batch_size", "max_batch"),
-    ("max_queue_delay", "delay_ms"), ("preferred_batch_size", "preferred"), ("batching_policy", "policy"),
-    ("concurrency", "concurrency"), ("instance_num", "instances"), ("instance_mode", "mode"),
-    ("device", "device"), ("precision", "precision"), ("model", "model"),
+    ("op", "op"),
+    ("class", "class"),
+    ("inputs", "inputs"),
+    ("max_batch_size", "max_batch"),
+    ("max_queue_delay", "delay_ms"),
+    ("preferred_batch_size", "preferred"),
+    ("batching_policy", "policy"),
+    ("concurrency", "concurrency"),
+    ("instance_num", "instances"),
+    ("instance_mode", "mode"),
+    ("device", "device"),
+    ("precision", "precision"),
+    ("model", "model"),
 )
 
 

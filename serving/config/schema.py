@@ -6,6 +6,7 @@ problems; :mod:`serving.config.errors` turns them into ``file: key: message``.
 Paddle Serving field ``model_config`` would collide with pydantic's reserved
 ``BaseModel.model_config``.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,12 +24,14 @@ from serving.paths import model_files, resolve_pkg_path
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 DEVICE_TYPE_NAMES = MappingProxyType({"cpu": 0, "gpu": 1, "trt": 2, "tensorrt": 2})
 # Paddle Serving op-level spellings -> our key (relative to the op); folded by compat.py
-OP_ALIASES = MappingProxyType({
-    "concurrency": "local_service_conf.concurrency",
-    "batch_size": "local_service_conf.max_batch_size",
-    "auto_batching_timeout": "local_service_conf.max_queue_delay",
-    "timeout": "timeout_ms",
-})
+OP_ALIASES = MappingProxyType(
+    {
+        "concurrency": "local_service_conf.concurrency",
+        "batch_size": "local_service_conf.max_batch_size",
+        "auto_batching_timeout": "local_service_conf.max_queue_delay",
+        "timeout": "timeout_ms",
+    }
+)
 
 
 def _checked_model_dir(value: str, base_dir: str | None) -> str:
@@ -71,8 +74,7 @@ class TrtShape(BaseModel):
             raise ValueError("min, opt and max must have the same length")
         for lo, mid, hi in zip(self.min, self.opt, self.max):
             if not lo <= mid <= hi:
-                raise ValueError(
-                    f"need min <= opt <= max in every dimension, got {self.min}, {self.opt}, {self.max}")
+                raise ValueError(f"need min <= opt <= max in every dimension, got {self.min}, {self.opt}, {self.max}")
         return self
 
 
@@ -183,20 +185,23 @@ class LocalServiceConf:
         """Combinations Paddle cannot honour, refused here so ``batchline check`` names them."""
         if self.use_openvino:
             if self.device_type != 0:
-                raise FieldProblem("use_openvino", f"is a CPU engine; device_type is {self.device_type} "
-                                                   "(use device_type 0, or drop use_openvino)")
+                raise FieldProblem(
+                    "use_openvino",
+                    f"is a CPU engine; device_type is {self.device_type} (use device_type 0, or drop use_openvino)",
+                )
             if self.use_mkldnn:
-                raise FieldProblem("use_openvino", "and use_mkldnn are two alternative CPU engines: "
-                                                   "set only one of them")
+                raise FieldProblem(
+                    "use_openvino", "and use_mkldnn are two alternative CPU engines: set only one of them"
+                )
             if self.precision not in ("fp32", "bf16"):
-                raise FieldProblem("precision", f"{self.precision} is not available with use_openvino "
-                                                "(fp32 or bf16)")
+                raise FieldProblem("precision", f"{self.precision} is not available with use_openvino (fp32 or bf16)")
         elif self.device_type == 0:
             if self.precision == "fp16":
                 raise FieldProblem("precision", "fp16 needs a GPU (device_type 1 or 2); use fp32 or bf16 on CPU")
             if self.precision in ("bf16", "int8") and not self.use_mkldnn:
-                raise FieldProblem("precision", f"{self.precision} on CPU needs use_mkldnn: true "
-                                                "(or use_openvino: true for bf16)")
+                raise FieldProblem(
+                    "precision", f"{self.precision} on CPU needs use_mkldnn: true (or use_openvino: true for bf16)"
+                )
         return self
 
     @model_validator(mode="after")
@@ -211,8 +216,9 @@ class LocalServiceConf:
         if self.run_batch_sizes:
             bad = [v for v in self.run_batch_sizes if not 1 <= v <= self.max_batch_size]
             if bad:
-                raise FieldProblem("run_batch_sizes", f"{bad[0]} is not between 1 and max_batch_size "
-                                                       f"{self.max_batch_size}")
+                raise FieldProblem(
+                    "run_batch_sizes", f"{bad[0]} is not between 1 and max_batch_size {self.max_batch_size}"
+                )
         return self
 
     @property
@@ -381,20 +387,21 @@ class ServingConfig(BaseModel):
         rows = []
         for op in self.ops:
             svc = op.local_service_conf
-            rows.append({
-                "op": op.name,
-                "class": op.cls,
-                "inputs": list(op.input_ops),
-                "max_batch_size": svc.max_batch_size,
-                "max_queue_delay": svc.max_queue_delay,
-                "preferred_batch_size": list(svc.preferred_batch_size),
-                "batching_policy": svc.batching_policy,
-                "concurrency": svc.concurrency,
-                "instance_num": svc.instance_num,
-                "instance_mode": svc.instance_mode,
-                "device": svc.device_label,
-                "precision": svc.precision,
-                "model": svc.model_config or "-",
-            })
+            rows.append(
+                {
+                    "op": op.name,
+                    "class": op.cls,
+                    "inputs": list(op.input_ops),
+                    "max_batch_size": svc.max_batch_size,
+                    "max_queue_delay": svc.max_queue_delay,
+                    "preferred_batch_size": list(svc.preferred_batch_size),
+                    "batching_policy": svc.batching_policy,
+                    "concurrency": svc.concurrency,
+                    "instance_num": svc.instance_num,
+                    "instance_mode": svc.instance_mode,
+                    "device": svc.device_label,
+                    "precision": svc.precision,
+                    "model": svc.model_config or "-",
+                }
+            )
         return rows
-

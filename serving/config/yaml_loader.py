@@ -1,5 +1,6 @@
 """YAML for config files: a SafeLoader that rejects duplicate mapping keys
 anywhere, and YAML errors reported as ConfigErrors with line and column."""
+
 from __future__ import annotations
 
 from typing import Any

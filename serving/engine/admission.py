@@ -12,6 +12,7 @@ Rule 2 keeps the latency of accepted requests within their deadline under
 overload, where rule 1 alone lets a long queue build (measured: p99 of
 accepted requests 21 s against a 5 s deadline at 3x capacity).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,16 @@ from serving.errors import Overloaded
 
 
 class Admission:
-    def __init__(self, max_in_flight: int, clock: Callable[[], float], *, window_s: float = 10.0,
-                 min_samples: int = 16, wait_share: float = 0.5, min_in_flight: int = 4):
+    def __init__(
+        self,
+        max_in_flight: int,
+        clock: Callable[[], float],
+        *,
+        window_s: float = 10.0,
+        min_samples: int = 16,
+        wait_share: float = 0.5,
+        min_in_flight: int = 4,
+    ):
         self.max_in_flight = max_in_flight
         self.clock = clock
         self.window_s = window_s
@@ -53,8 +62,10 @@ class Admission:
     def check(self, in_flight: int, time_limit_s: float) -> None:
         """Raise Overloaded if a new request should not be admitted now."""
         if in_flight >= self.max_in_flight:
-            raise Overloaded(f"{in_flight} requests in flight (max_queue_size {self.max_in_flight})",
-                             retry_after=self._retry_after(in_flight))
+            raise Overloaded(
+                f"{in_flight} requests in flight (max_queue_size {self.max_in_flight})",
+                retry_after=self._retry_after(in_flight),
+            )
         if in_flight < self.min_in_flight:
             return
         rate = self.completion_rate()
@@ -62,8 +73,11 @@ class Admission:
             return
         expected = in_flight / rate
         if expected > self.wait_share * time_limit_s:
-            raise Overloaded(f"expected wait {expected * 1000:.0f} ms exceeds half the request's time limit "
-                             f"({time_limit_s * 1000:.0f} ms)", retry_after=max(1.0, math.ceil(expected)))
+            raise Overloaded(
+                f"expected wait {expected * 1000:.0f} ms exceeds half the request's time limit "
+                f"({time_limit_s * 1000:.0f} ms)",
+                retry_after=max(1.0, math.ceil(expected)),
+            )
 
     def _retry_after(self, in_flight: int) -> float:
         rate = self.completion_rate()

@@ -28,6 +28,7 @@ failed (``is_dead``) are dropped.
 All decisions go through :meth:`poll` with an explicit ``now``; tests drive it
 with a fake clock instead of sleeping.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -103,8 +104,9 @@ class Batcher:
         self._cond = threading.Condition()
 
     # ---- producer side -----------------------------------------------------
-    def put(self, payloads: Sequence[Any], *, priority: int = 0, deadline: float | None = None,
-            timeout: float | None = None) -> bool:
+    def put(
+        self, payloads: Sequence[Any], *, priority: int = 0, deadline: float | None = None, timeout: float | None = None
+    ) -> bool:
         """Queue one request's items as one arrival. Blocks while the queue is
         full (backpressure); a group larger than ``capacity`` is admitted once
         the queue is empty. Returns False if closed or timed out."""
@@ -143,8 +145,9 @@ class Batcher:
         return self._closed
 
     # ---- consumer side -------------------------------------------------------
-    def next_batch(self, timeout: float | None = None,
-                   on_expired: Callable[[list[QueuedItem]], None] | None = None) -> list[QueuedItem] | None:
+    def next_batch(
+        self, timeout: float | None = None, on_expired: Callable[[list[QueuedItem]], None] | None = None
+    ) -> list[QueuedItem] | None:
         """Block until a batch is due and return it; None when closed and
         empty, or when ``timeout`` passes with nothing due.
 

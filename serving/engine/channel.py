@@ -5,6 +5,7 @@ A full channel blocks its producer (backpressure); nothing here grows without
 bound. The join holds partial inputs keyed by request id; its size is bounded
 by the pipeline's admission limit, and entries of failed requests are removed.
 """
+
 from __future__ import annotations
 
 import queue

@@ -3,6 +3,7 @@
 Used as the no-server reference (tests compare the served pipeline with it;
 benchmarks measure the server's overhead against it) and for quick scripts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,7 @@ def run_op_direct(op: Op, runner: Runner, inputs: Mapping[str, Any], *, max_batc
     results: list[Any] = []
     step = max_batch_size or max(1, len(items))
     for start in range(0, len(items), step):
-        chunk = items[start:start + step]
+        chunk = items[start : start + step]
         outputs, _ = run_batch(op, runner, chunk, run_sizes=[])
         results += [op.postprocess(item, out) for item, out in zip(chunk, outputs)]
     return op.merge(inputs, results)

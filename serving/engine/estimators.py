@@ -6,6 +6,7 @@
 * :class:`ArrivalEstimator` tracks the gap between arrivals (one arrival = one
   request's items put together) as an exponentially weighted mean.
 """
+
 from __future__ import annotations
 
 import threading

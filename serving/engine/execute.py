@@ -6,6 +6,7 @@ Predictor calls are made only at the op's ``run_batch_sizes``: a sub-batch of
 13 with sizes ``[1, 2, 4, 8]`` runs as 8 + 4 + 1, each part re-collated, so
 kernels see a few repeating shapes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 class CallStats:
     """What the predictor calls of one batch held."""
 
-    rows: list[int] = field(default_factory=list)      # items per call
+    rows: list[int] = field(default_factory=list)  # items per call
     requests: list[int] = field(default_factory=list)  # distinct requests per call
     real_units: int = 0
     padded_units: int = 0
@@ -49,8 +50,10 @@ def _checked_subs(op: Op, items: Sequence[Any]) -> list[SubBatch]:
     subs = op.collate(items)
     seen = sorted(i for sub in subs for i in sub.indices)
     if seen != list(range(len(items))):
-        raise InternalError(f"op {op.name!r}: collate() must place each of the {len(items)} items in exactly "
-                            f"one sub-batch; it placed {len(seen)} (indices {seen[:16]})")
+        raise InternalError(
+            f"op {op.name!r}: collate() must place each of the {len(items)} items in exactly "
+            f"one sub-batch; it placed {len(seen)} (indices {seen[:16]})"
+        )
     return subs
 
 
@@ -64,15 +67,21 @@ def predictor_calls(op: Op, items: Sequence[Any], run_sizes: Sequence[int]) -> I
             continue
         start = 0
         for size in split_sizes(n, run_sizes):
-            chunk = sub.indices[start:start + size]
+            chunk = sub.indices[start : start + size]
             start += size
             for part in _checked_subs(op, [items[i] for i in chunk]):
-                yield SubBatch(indices=[chunk[j] for j in part.indices], feed=part.feed,
-                               real_units=part.real_units, padded_units=part.padded_units, meta=part.meta)
+                yield SubBatch(
+                    indices=[chunk[j] for j in part.indices],
+                    feed=part.feed,
+                    real_units=part.real_units,
+                    padded_units=part.padded_units,
+                    meta=part.meta,
+                )
 
 
-def run_batch(op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequence[int],
-              owners: Sequence[Hashable] | None = None) -> tuple[list[Any], CallStats]:
+def run_batch(
+    op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequence[int], owners: Sequence[Hashable] | None = None
+) -> tuple[list[Any], CallStats]:
     """Per-item raw outputs of one batch and what its predictor calls held;
     raises on failure. ``owners[i]`` identifies item i's request (for the
     requests-per-call count)."""
@@ -81,8 +90,10 @@ def run_batch(op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequence[
     for sub in predictor_calls(op, items, run_sizes):
         results = op.uncollate(sub, op.run(runner, sub.feed))
         if len(results) != len(sub.indices):
-            raise InternalError(f"op {op.name!r}: uncollate() returned {len(results)} results "
-                                f"for a predictor call of {len(sub.indices)} items")
+            raise InternalError(
+                f"op {op.name!r}: uncollate() returned {len(results)} results "
+                f"for a predictor call of {len(sub.indices)} items"
+            )
         for idx, out in zip(sub.indices, results):
             outputs[idx] = out
         stats.rows.append(len(sub.indices))
@@ -92,8 +103,14 @@ def run_batch(op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequence[
     return outputs, stats
 
 
-def run_with_retry(op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequence[int], retry: int,
-                   owners: Sequence[Hashable] | None = None) -> tuple[list[Any], CallStats]:
+def run_with_retry(
+    op: Op,
+    runner: Runner,
+    items: Sequence[Any],
+    run_sizes: Sequence[int],
+    retry: int,
+    owners: Sequence[Hashable] | None = None,
+) -> tuple[list[Any], CallStats]:
     """Per-item raw outputs, or a ServingError for items that failed.
 
     A failed batch is retried item by item ``retry`` times, so one bad item
@@ -114,8 +131,7 @@ def run_with_retry(op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequ
     return outcomes, stats
 
 
-def _run_alone(op: Op, runner: Runner, item: Any, run_sizes: Sequence[int],
-               attempts: int) -> tuple[Any, CallStats]:
+def _run_alone(op: Op, runner: Runner, item: Any, run_sizes: Sequence[int], attempts: int) -> tuple[Any, CallStats]:
     error: Exception = InternalError(f"op {op.name!r}: no attempt made")
     for _ in range(attempts):
         try:

@@ -7,6 +7,7 @@ deadlines, warm-up, and draining shutdown.
     lines = handle.result()                # raises ServingError on failure
     pipeline.shutdown()                    # drain, then stop
 """
+
 from __future__ import annotations
 
 import itertools
@@ -47,8 +48,9 @@ def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None) -> lis
 
 
 class Pipeline:
-    def __init__(self, config: ServingConfig, *, metrics: Metrics | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, config: ServingConfig, *, metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic
+    ):
         self.config = config
         self.name = config.name
         self.dag = config.dag_graph
@@ -59,10 +61,15 @@ class Pipeline:
         for name in self.dag.order:
             op_conf = config.op[name]
             self.stages[name] = OpStage(
-                make_op(op_conf), conf=op_conf, metrics=self.metrics,
-                deliver=self._deliver_fn(name), channel_size=dag_conf.channel_size,
+                make_op(op_conf),
+                conf=op_conf,
+                metrics=self.metrics,
+                deliver=self._deliver_fn(name),
+                channel_size=dag_conf.channel_size,
                 priority_levels=dag_conf.priority_levels,
-                priority_max_wait_s=dag_conf.priority_max_wait_ms / 1000.0, clock=clock)
+                priority_max_wait_s=dag_conf.priority_max_wait_ms / 1000.0,
+                clock=clock,
+            )
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -82,9 +89,12 @@ class Pipeline:
             stage.op.load()
             svc = stage.conf.local_service_conf
             if svc.instance_num > 1 and svc.instance_mode == "thread" and svc.device_type == 0 and stage.op.needs_model:
-                log.warning("op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
-                            "each keeps its own workspace memory; consider instance_mode: process", name,
-                            svc.instance_num)
+                log.warning(
+                    "op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
+                    "each keeps its own workspace memory; consider instance_mode: process",
+                    name,
+                    svc.instance_num,
+                )
             runners = runners_for(stage.op, svc.instance_num, cpu_plan[name])
             if warmup:
                 warm(stage, runners)
@@ -127,8 +137,9 @@ class Pipeline:
         return drained
 
     # ---- requests ------------------------------------------------------------------------
-    def submit(self, value: Any, *, priority: int = 0, timeout_ms: int | None = None,
-               logid: Any = None) -> RequestState:
+    def submit(
+        self, value: Any, *, priority: int = 0, timeout_ms: int | None = None, logid: Any = None
+    ) -> RequestState:
         """Admit one request (one image or text) and start it; never blocks on
         a full server: beyond ``max_queue_size`` it raises Overloaded (503)."""
         dag_conf = self.config.dag
@@ -139,8 +150,14 @@ class Pipeline:
             self.admission.check(self._in_flight, limit_ms / 1000.0)
             self._in_flight += 1
         self.metrics.in_flight.labels(self.name).inc()
-        request = RequestState(next(self._ids), value, deadline=self.clock() + limit_ms / 1000.0,
-                               priority=priority, logid=logid, clock=self.clock)
+        request = RequestState(
+            next(self._ids),
+            value,
+            deadline=self.clock() + limit_ms / 1000.0,
+            priority=priority,
+            logid=logid,
+            clock=self.clock,
+        )
         with self._lock:
             self._active[request.id] = request
         request.add_done_callback(self._on_done)
@@ -151,12 +168,15 @@ class Pipeline:
     def _deliver_fn(self, name: str) -> Callable[[RequestState, Any], None]:
         consumers = self.dag.consumers(name)
         if consumers:
+
             def deliver(request: RequestState, output: Any) -> None:
                 for consumer in consumers:
                     self.stages[consumer].accept(name, request, output)
         else:
+
             def deliver(request: RequestState, output: Any) -> None:
                 self._sink_output(name, request, output)
+
         return deliver
 
     def _sink_output(self, sink: str, request: RequestState, output: Any) -> None:
@@ -192,10 +212,20 @@ class Pipeline:
 
     def _log_profile(self, request: RequestState, status: int) -> None:
         summary = request.timing_summary()
-        parts = [f"{op}[wait={v['queue_wait_ms']:.1f}ms batch={','.join(map(str, v['batch_sizes']))} "
-                 f"run={v['run_ms']:.1f}ms]" for op, v in summary["ops"].items()]
-        log.info("profile pipeline=%s request=%s logid=%s status=%s total=%.1fms %s", self.name, request.id,
-                 request.logid, status, summary["total_ms"], " ".join(parts))
+        parts = [
+            f"{op}[wait={v['queue_wait_ms']:.1f}ms batch={','.join(map(str, v['batch_sizes']))} "
+            f"run={v['run_ms']:.1f}ms]"
+            for op, v in summary["ops"].items()
+        ]
+        log.info(
+            "profile pipeline=%s request=%s logid=%s status=%s total=%.1fms %s",
+            self.name,
+            request.id,
+            request.logid,
+            status,
+            summary["total_ms"],
+            " ".join(parts),
+        )
 
     # ---- introspection -------------------------------------------------------------------------
     def op_table(self) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """One request's life in the engine: its value, deadline, priority, outputs
 per op, timeline, and the one-shot result the caller waits for."""
+
 from __future__ import annotations
 
 import threading
@@ -29,8 +30,16 @@ class RequestState:
     are ignored, so a request that timed out can never also succeed.
     """
 
-    def __init__(self, request_id: int, value: Any, *, deadline: float, priority: int = 0,
-                 logid: Any = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        request_id: int,
+        value: Any,
+        *,
+        deadline: float,
+        priority: int = 0,
+        logid: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.id = request_id
         self.value = value
         self.deadline = deadline
@@ -97,8 +106,9 @@ class RequestState:
         if not self._event.wait(max(0.0, limit)):
             if self.remaining() > 0:
                 raise TimeoutError(f"request {self.id} still running")
-            self.fail(DeadlineExceeded(f"request {self.id} timed out after "
-                                       f"{(self._clock() - self.created) * 1000:.0f} ms"))
+            self.fail(
+                DeadlineExceeded(f"request {self.id} timed out after {(self._clock() - self.created) * 1000:.0f} ms")
+            )
         if self._error is not None:
             raise self._error
         return self._result

@@ -5,6 +5,7 @@ time) and postprocess workers.
 ``deliver(request, output)`` is called with the op's output for a request;
 the pipeline wires it to the consumers' joins or to the response.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -60,9 +61,19 @@ class _RequestWork:
 
 
 class OpStage:
-    def __init__(self, op: Op, *, conf: OpConfig, metrics: Metrics, deliver: Deliver,
-                 channel_size: int, priority_levels: int = 1, priority_max_wait_s: float = 1.0,
-                 batcher_capacity: int | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        op: Op,
+        *,
+        conf: OpConfig,
+        metrics: Metrics,
+        deliver: Deliver,
+        channel_size: int,
+        priority_levels: int = 1,
+        priority_max_wait_s: float = 1.0,
+        batcher_capacity: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         svc = conf.local_service_conf
         self.op = op
         self.name = op.name
@@ -142,8 +153,9 @@ class OpStage:
         deadline = request.deadline
         if self.timeout_s is not None:
             deadline = min(deadline, self.clock() + self.timeout_s)
-        while not self.batcher.put(slots, priority=request.priority, deadline=deadline,
-                                   timeout=max(0.001, min(0.5, deadline - self.clock()))):
+        while not self.batcher.put(
+            slots, priority=request.priority, deadline=deadline, timeout=max(0.001, min(0.5, deadline - self.clock()))
+        ):
             if self.batcher.closed:
                 raise ShuttingDown(f"server is shutting down (op {self.name!r} accepts no new items)")
             if request.done:
@@ -160,8 +172,14 @@ class OpStage:
         try:
             self.metrics.queue_depth.labels(self.name).set(self.batcher.depth)
             started = self.clock()
-            outcomes, calls = run_with_retry(self.op, runner, [q.payload.item for q in batch], self.run_sizes,
-                                             self.retry, owners=[q.payload.work.request.id for q in batch])
+            outcomes, calls = run_with_retry(
+                self.op,
+                runner,
+                [q.payload.item for q in batch],
+                self.run_sizes,
+                self.retry,
+                owners=[q.payload.work.request.id for q in batch],
+            )
             run_s = self.clock() - started
             self.batcher.record_run(len(batch), run_s)
             self._record_batch(batch, started, run_s, calls)
@@ -223,8 +241,9 @@ class OpStage:
 
     def _expire(self, expired: list[QueuedItem]) -> None:
         for queued in expired:
-            self._fail(queued.payload.work.request,
-                       DeadlineExceeded(f"deadline passed while queued in op {self.name!r}"))
+            self._fail(
+                queued.payload.work.request, DeadlineExceeded(f"deadline passed while queued in op {self.name!r}")
+            )
 
     def _fail(self, request: RequestState, exc: BaseException) -> None:
         error = as_serving_error(exc)
@@ -239,4 +258,3 @@ class OpStage:
         stats = self.window.take()
         stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
         return stats
-

@@ -5,6 +5,7 @@ and False to stop (its input was closed). Per-request failures are handled
 inside ``step``; an exception escaping it is a bug in the engine or an op,
 so the thread logs it and hands its role to a fresh thread.
 """
+
 from __future__ import annotations
 
 import logging

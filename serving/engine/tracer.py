@@ -1,5 +1,6 @@
 """Periodic per-op summary in the log (Paddle Serving's ``tracer``):
 qps, item latency p50/p99, mean batch size, queue depths."""
+
 from __future__ import annotations
 
 import logging
@@ -36,6 +37,8 @@ class Tracer:
         out = [f"tracer pipeline={self.pipeline.name} in_flight={self.pipeline.in_flight}"]
         for stage in self.pipeline.stages.values():
             s = stage.snapshot()
-            out.append(f"tracer op={s['op']} qps={s['qps']:.1f} p50={s['p50_ms']:.1f}ms p99={s['p99_ms']:.1f}ms "
-                       f"mean_batch={s['mean_batch']:.2f} queue={s['queue_depth']} channel={s['channel_depth']}")
+            out.append(
+                f"tracer op={s['op']} qps={s['qps']:.1f} p50={s['p50_ms']:.1f}ms p99={s['p99_ms']:.1f}ms "
+                f"mean_batch={s['mean_batch']:.2f} queue={s['queue_depth']} channel={s['channel_depth']}"
+            )
         return out

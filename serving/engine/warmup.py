@@ -1,6 +1,7 @@
 """Warm-up before serving: every shape an op warms runs once on every
 instance, and the batcher's cost model is seeded, so the first requests meet
 warm kernels and a batcher that already knows what a batch costs."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """Per-op counters between two tracer ticks: items, batches, latency percentiles."""
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,6 @@
 """The Flask app: Paddle Serving compatible and native prediction endpoints,
 health, metrics and config. Every failure gets its real HTTP status."""
+
 from __future__ import annotations
 
 import logging
@@ -66,9 +67,11 @@ class HandlerCount:
 def limits_from_config(config: ServingConfig) -> HttpLimits:
     sources = config.dag_graph.sources
     body = max(config.op[s].local_service_conf.max_body_size for s in sources)
-    return HttpLimits(max_body_size=body, max_inputs=config.max_inputs_per_request,
-                      inputs=InputLimits(max_image_pixels=config.max_image_pixels,
-                                         max_request_pixels=2 * config.max_image_pixels))
+    return HttpLimits(
+        max_body_size=body,
+        max_inputs=config.max_inputs_per_request,
+        inputs=InputLimits(max_image_pixels=config.max_image_pixels, max_request_pixels=2 * config.max_image_pixels),
+    )
 
 
 def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: HttpLimits | None = None) -> Flask:
@@ -129,8 +132,10 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
             values.append(decode_input(k, v, f"input {i}", limits.inputs, raw=raw))
             pixels += decoded_pixels(values[-1])
             if pixels > limits.inputs.max_request_pixels:
-                raise PayloadTooLarge(f"the request's images hold over {limits.inputs.max_request_pixels} pixels "
-                                      f"in all (limit per request)")
+                raise PayloadTooLarge(
+                    f"the request's images hold over {limits.inputs.max_request_pixels} pixels "
+                    f"in all (limit per request)"
+                )
         return values
 
     def run_inputs(parsed: ParsedRequest) -> list[RequestState]:
@@ -138,8 +143,9 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
         handles: list[RequestState] = []
         try:
             for value in values:
-                handles.append(pipeline.submit(value, priority=parsed.priority, timeout_ms=parsed.timeout_ms,
-                                               logid=parsed.logid))
+                handles.append(
+                    pipeline.submit(value, priority=parsed.priority, timeout_ms=parsed.timeout_ms, logid=parsed.logid)
+                )
         except ServingError as err:  # e.g. overloaded half-way: cancel what was admitted
             for handle in handles:
                 handle.fail(err)
@@ -168,8 +174,9 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
     def prediction(name: str):
         check_pipeline(name)
         with handlers:
-            parsed = parse_paddle(request.get_data(), kind=kind, max_inputs=limits.max_inputs,
-                                  priority_levels=priority_levels)
+            parsed = parse_paddle(
+                request.get_data(), kind=kind, max_inputs=limits.max_inputs, priority_levels=priority_levels
+            )
             try:
                 handles = run_inputs(parsed)
             except ServingError as err:

@@ -1,6 +1,7 @@
 """The bearer token the server requires: ``auth_token`` in the config, else
 the ``BATCHLINE_AUTH_TOKEN`` environment variable. ``BATCHLINE_TOKEN`` (the
 name the client once read) is accepted with a warning."""
+
 from __future__ import annotations
 
 import hmac

@@ -9,6 +9,7 @@ header first, so a decompression bomb is refused before it is decoded.
 Every failure is a 4xx ServingError naming the input, so malformed input
 never reaches an op as a surprise.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,8 +28,8 @@ KEYS_BY_KIND = {"image": ("image", "img"), "text": ("text", "words", "sentence")
 
 @dataclass(frozen=True)
 class InputLimits:
-    max_image_pixels: int = 40_000_000     # one image
-    max_request_pixels: int = 80_000_000   # all images of one request, decoded
+    max_image_pixels: int = 40_000_000  # one image
+    max_request_pixels: int = 80_000_000  # all images of one request, decoded
     max_text_chars: int = 100_000
 
 

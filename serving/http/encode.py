@@ -1,5 +1,6 @@
 """Pipeline outputs -> JSON: a string per value for the Paddle Serving
 endpoint (never a Python repr to ``eval``), plain JSON for the native one."""
+
 from __future__ import annotations
 
 import json

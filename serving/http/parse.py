@@ -1,5 +1,6 @@
 """Parse the two request formats into one shape: a list of (kind, value, raw)
 inputs plus per-request options. Every malformed request becomes a 4xx."""
+
 from __future__ import annotations
 
 import json
@@ -103,8 +104,8 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
         _check_count(len(body["inputs"]), max_inputs)
         for i, entry in enumerate(body["inputs"]):
             if not isinstance(entry, dict) or len(entry) != 1:
-                raise BadRequest(f"inputs[{i}] must be an object with one key, e.g. {{\"{kind}\": ...}}")
-            (key, value), = entry.items()
+                raise BadRequest(f'inputs[{i}] must be an object with one key, e.g. {{"{kind}": ...}}')
+            ((key, value),) = entry.items()
             if key_kind(key) != kind:
                 raise BadRequest(f"inputs[{i}] has key {str(key)[:64]!r}; this pipeline takes {kind!r}")
             parsed.inputs.append((kind, value, False))
@@ -122,5 +123,7 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
         parsed.inputs = [(kind, request.get_data(), True)]
         _check_count(1 if parsed.inputs[0][1] else 0, max_inputs)
         return parsed
-    raise BadRequest(f"unsupported Content-Type {mimetype or '(none)'!r}; send application/json, "
-                     f"multipart/form-data or {'image/*' if kind == 'image' else 'text/plain'}")
+    raise BadRequest(
+        f"unsupported Content-Type {mimetype or '(none)'!r}; send application/json, "
+        f"multipart/form-data or {'image/*' if kind == 'image' else 'text/plain'}"
+    )

@@ -4,6 +4,7 @@ with waitress, and drain on SIGTERM/SIGINT.
 Shutdown order: stop admitting (new requests get 503), let every accepted
 request finish, let the HTTP layer write the answers, then stop. Exit 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,12 @@ DEFAULT_CONFIG = "pkg://configs/ocr.yml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", default=DEFAULT_CONFIG,
-                        help=f"pipeline config.yml (default: the embedded OCR pipeline, {DEFAULT_CONFIG})")
+    parser.add_argument(
+        "config",
+        nargs="?",
+        default=DEFAULT_CONFIG,
+        help=f"pipeline config.yml (default: the embedded OCR pipeline, {DEFAULT_CONFIG})",
+    )
     parser.add_argument("--host", default=None, help="bind address (default: config 'host', 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port (default: config 'http_port')")
     parser.add_argument("--no-warmup", action="store_true", help="skip warming predictor shapes at start-up")
@@ -44,8 +49,7 @@ def http_threads(config: ServingConfig) -> int:
 class Server:
     """One pipeline behind waitress; :meth:`run` blocks until drained."""
 
-    def __init__(self, config: ServingConfig, *, host: str | None = None, port: int | None = None,
-                 warmup: bool = True):
+    def __init__(self, config: ServingConfig, *, host: str | None = None, port: int | None = None, warmup: bool = True):
         self.config = config
         self.pipeline = Pipeline(config)
         self.warmup = warmup
@@ -58,12 +62,19 @@ class Server:
     def start_listening(self) -> None:
         threads = http_threads(self.config)
         self._waitress = create_server(
-            self.app, host=self.host, port=self.port, threads=threads,
-            connection_limit=threads + 128, backlog=2048, channel_request_lookahead=1,
+            self.app,
+            host=self.host,
+            port=self.port,
+            threads=threads,
+            connection_limit=threads + 128,
+            backlog=2048,
+            channel_request_lookahead=1,
             # waitress refuses (plain 413, unread) bodies far over the limit; those
             # just over it still reach Flask for a JSON 413 naming the limit
             max_request_body_size=2 * self.app.config["MAX_CONTENT_LENGTH"] + (64 << 10),
-            ident="batchline", clear_untrusted_proxy_headers=True)
+            ident="batchline",
+            clear_untrusted_proxy_headers=True,
+        )
         self.port = self._waitress.effective_port
 
     @property

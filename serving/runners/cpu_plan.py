@@ -11,6 +11,7 @@ balances them better than a fixed plan.
 The plan is made once for everything the server runs, so no two ops are
 pinned to the same cores unless the CPUs run out.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,7 +42,6 @@ def plan_cpus(confs: Sequence[LocalServiceConf], available: Sequence[int] | None
             plan.append([None] * conf.instance_num)
             continue
         per = max(1, min(conf.thread_num, len(cpus)))
-        plan.append([[cpus[(offset + i * per + k) % len(cpus)] for k in range(per)]
-                     for i in range(conf.instance_num)])
+        plan.append([[cpus[(offset + i * per + k) % len(cpus)] for k in range(per)] for i in range(conf.instance_num)])
         offset += conf.instance_num * per
     return plan

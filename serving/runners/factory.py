@@ -5,6 +5,7 @@ clones the rest (shared weights); ``instance_mode: process`` starts one child
 process per instance, pinned to the CPU sets of the plan
 (:mod:`serving.runners.cpu_plan`), loading their models in parallel.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -16,15 +17,20 @@ from serving.runners.paddle_inference import create_predictors
 from serving.runners.process import ProcessPredictor
 
 
-def create_process_predictors(conf: LocalServiceConf, count: int,
-                              cpu_sets: Sequence[CpuSet] | None = None) -> list[ProcessPredictor]:
+def create_process_predictors(
+    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None
+) -> list[ProcessPredictor]:
     """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
     if len(sets) != count:
         raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
     devices = conf.device_ids or [0]
-    runners = [ProcessPredictor(conf, devices[i % len(devices)] if conf.device_type >= 1 else None,
-                                wait_ready=False, cpus=sets[i]) for i in range(count)]
+    runners = [
+        ProcessPredictor(
+            conf, devices[i % len(devices)] if conf.device_type >= 1 else None, wait_ready=False, cpus=sets[i]
+        )
+        for i in range(count)
+    ]
     try:
         for runner in runners:  # the children load their models in parallel
             runner.wait_ready()

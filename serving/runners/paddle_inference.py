@@ -33,6 +33,7 @@ Facts about Paddle 3.3 (CPU build) this module relies on:
   ``mkldnn_cache_capacity`` for variable shapes, and see
   :meth:`PaddlePredictor.shrink_memory`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -116,21 +117,31 @@ def _gpu_steps(conf: LocalServiceConf, device_id: int | None) -> list[PlanStep]:
     if conf.device_type != 2:
         return steps
     trt = conf.tensorrt
-    steps.append(("enable_tensorrt_engine", (
-        trt.workspace_size if trt else 1 << 30,
-        conf.max_batch_size,
-        trt.min_subgraph_size if trt else conf.min_subgraph_size,
-        Precision(conf.precision),
-        trt.use_static if trt else False,
-        trt.use_calib_mode if trt else False,
-    )))
+    steps.append(
+        (
+            "enable_tensorrt_engine",
+            (
+                trt.workspace_size if trt else 1 << 30,
+                conf.max_batch_size,
+                trt.min_subgraph_size if trt else conf.min_subgraph_size,
+                Precision(conf.precision),
+                trt.use_static if trt else False,
+                trt.use_calib_mode if trt else False,
+            ),
+        )
+    )
     if trt and trt.dynamic_shape:
         shapes = trt.dynamic_shape
-        steps.append(("set_trt_dynamic_shape_info", (
-            {n: list(s.min) for n, s in shapes.items()},
-            {n: list(s.max) for n, s in shapes.items()},
-            {n: list(s.opt) for n, s in shapes.items()},
-        )))
+        steps.append(
+            (
+                "set_trt_dynamic_shape_info",
+                (
+                    {n: list(s.min) for n, s in shapes.items()},
+                    {n: list(s.max) for n, s in shapes.items()},
+                    {n: list(s.opt) for n, s in shapes.items()},
+                ),
+            )
+        )
     return steps
 
 
@@ -236,8 +247,10 @@ class PaddlePredictor:
         # ./__cache__ in the working directory). The model is compiled once,
         # at creation, so a private directory removed right after is enough.
         if not config.openvino_engine_enabled():  # a Paddle build without OpenVINO keeps its own kernels
-            logger.warning("use_openvino: this Paddle build did not enable its OpenVINO engine; %s runs on "
-                           "Paddle's CPU kernels", conf.model_config)
+            logger.warning(
+                "use_openvino: this Paddle build did not enable its OpenVINO engine; %s runs on Paddle's CPU kernels",
+                conf.model_config,
+            )
             return cls(paddle.inference.create_predictor(config), device)
         with tempfile.TemporaryDirectory(prefix="batchline-openvino-") as cache_dir:
             config.set_optim_cache_dir(cache_dir)
@@ -270,8 +283,10 @@ class PaddlePredictor:
         if _identical(outputs, last[1]) and not _identical(inputs, last[0]):
             self._last = None
             shapes = {n: list(np.shape(feed[n])) for n in self.input_names}
-            raise RuntimeError(f"the OpenVINO engine failed on inputs {shapes} (its error is in the log); "
-                               "refusing the previous run's outputs")
+            raise RuntimeError(
+                f"the OpenVINO engine failed on inputs {shapes} (its error is in the log); "
+                "refusing the previous run's outputs"
+            )
 
     def shrink_memory(self) -> int:
         """Release cached activation memory (after a burst of large shapes).
@@ -315,8 +330,14 @@ def create_predictors(conf: LocalServiceConf, count: int) -> list[PaddlePredicto
             loaded[dev] = predictor
             logger.info(
                 "loaded predictor %s on %s in %.3fs (inputs=%s outputs=%s threads=%s mkldnn=%s precision=%s)",
-                model_dir, predictor.device, time.perf_counter() - start, predictor.input_names,
-                predictor.output_names, conf.thread_num, conf.use_mkldnn, conf.precision,
+                model_dir,
+                predictor.device,
+                time.perf_counter() - start,
+                predictor.input_names,
+                predictor.output_names,
+                conf.thread_num,
+                conf.use_mkldnn,
+                conf.precision,
             )
         else:
             predictor = source.clone()

@@ -13,6 +13,7 @@ start-up, and only this server's own processes are on either end.
 If the child dies, the current run raises (the engine retries the batch item
 by item) and the next run starts a fresh child.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,9 @@ def _child_main(conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: 
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
         return
-    conn.send_bytes(json.dumps({"status": "ready", "inputs": predictor.input_names,
-                                "outputs": predictor.output_names}).encode())
+    conn.send_bytes(
+        json.dumps({"status": "ready", "inputs": predictor.input_names, "outputs": predictor.output_names}).encode()
+    )
     feed_segment, out_segment = Segment(), Segment()
     try:
         while True:
@@ -74,8 +76,15 @@ class ProcessPredictor:
     """Same interface as :class:`serving.runners.paddle_inference.PaddlePredictor`
     (``input_names``, ``output_names``, ``run``); one batch at a time."""
 
-    def __init__(self, conf: LocalServiceConf, device_id: int | None = None, *, start_timeout: float = 300.0,
-                 wait_ready: bool = True, cpus: list[int] | None = None):
+    def __init__(
+        self,
+        conf: LocalServiceConf,
+        device_id: int | None = None,
+        *,
+        start_timeout: float = 300.0,
+        wait_ready: bool = True,
+        cpus: list[int] | None = None,
+    ):
         self._conf = conf
         self._device_id = device_id
         self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
@@ -99,8 +108,12 @@ class ProcessPredictor:
 
     def _spawn(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_child_main, args=(child, self._conf, self._device_id, self.cpus),
-                                       name="batchline-predictor", daemon=True)
+        self._proc = self._ctx.Process(
+            target=_child_main,
+            args=(child, self._conf, self._device_id, self.cpus),
+            name="batchline-predictor",
+            daemon=True,
+        )
         self._proc.start()
         child.close()
         self._conn = parent
@@ -117,14 +130,20 @@ class ProcessPredictor:
             self._proc.join(5)
             code = self._proc.exitcode
             self._kill()
-            raise RuntimeError(f"predictor process failed to load the model: it exited with code {code} "
-                               f"(model dir {self._conf.model_config})") from None
+            raise RuntimeError(
+                f"predictor process failed to load the model: it exited with code {code} "
+                f"(model dir {self._conf.model_config})"
+            ) from None
         if hello["status"] != "ready":
             self._kill()
             raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
-        log.info("predictor process %s ready (inputs=%s%s)", self._proc.pid, self.input_names,
-                 f", pinned to CPUs {self.cpus}" if self.cpus else "")
+        log.info(
+            "predictor process %s ready (inputs=%s%s)",
+            self._proc.pid,
+            self.input_names,
+            f", pinned to CPUs {self.cpus}" if self.cpus else "",
+        )
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.is_alive():

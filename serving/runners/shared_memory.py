@@ -1,6 +1,7 @@
 """Shared-memory segments that carry feeds and outputs between the server and a
 predictor process: a segment the creator grows on demand, and arrays written
 into it / viewed out of it with a small JSON-able header."""
+
 from __future__ import annotations
 
 from multiprocessing import shared_memory

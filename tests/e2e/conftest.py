@@ -1,5 +1,6 @@
 """Session fixtures shared by the OCR e2e tests: the rendered pages and
 PaddleOCR 2.10's reading of them (computed once per test session)."""
+
 import pytest
 
 

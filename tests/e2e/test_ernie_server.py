@@ -1,5 +1,6 @@
 """ERNIE pipelines through the real server: text -> field label, and
 det -> rec -> ERNIE on a rendered document."""
+
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,9 +12,15 @@ from tests.support.server_process import ServerProcess
 pytestmark = pytest.mark.e2e
 
 TEXTS = {
-    "2024-03-15": "date", "2024年3月15日": "date", "¥1,234.50": "money", "总计：345.00元": "money",
-    "Tel: 138-1234-5678": "phone", "电话 010-12345678": "phone", "订单号 20240315001": "id",
-    "北京市海淀区中关村大街1号": "address", "221B Baker Street, London": "address",
+    "2024-03-15": "date",
+    "2024年3月15日": "date",
+    "¥1,234.50": "money",
+    "总计：345.00元": "money",
+    "Tel: 138-1234-5678": "phone",
+    "电话 010-12345678": "phone",
+    "订单号 20240315001": "id",
+    "北京市海淀区中关村大街1号": "address",
+    "221B Baker Street, London": "address",
 }
 
 

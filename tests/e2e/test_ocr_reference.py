@@ -16,6 +16,7 @@ Two modes are checked (see ops/ocr_rec.py ``pad_policy``):
 ``compare_with_reference`` is reusable (the server e2e test compares the
 served pipeline's answers with the same function).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,9 +28,13 @@ import pytest
 
 from tests.support.ocr_reference import MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
-    not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),
-    reason="needs paddle, paddleocr and rapidocr_paddle")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),
+        reason="needs paddle, paddleocr and rapidocr_paddle",
+    ),
+]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -128,10 +133,13 @@ def test_bucket_policy_matches_reference_up_to_spaces(config, runners, docs, ref
     ours = run_all(chain, docs, max_batch_size)
     rate, bad, total = summary(reference, ours, ignore_spaces=True)
     assert rate >= MIN_MATCH, (rate, total, bad)
+
     # ... and is at least as accurate as PaddleOCR against the rendered ground truth
     def exact(lines_per_doc):
-        return sum(sum(1 for g, l in zip(d.lines, lines) if g.text == _line(l).text)
-                   for d, lines in zip(docs, lines_per_doc))
+        return sum(
+            sum(1 for g, l in zip(d.lines, lines) if g.text == _line(l).text) for d, lines in zip(docs, lines_per_doc)
+        )
+
     assert exact(ours) >= exact(reference), (exact(ours), exact(reference))
 
 
@@ -151,7 +159,7 @@ def test_rec_source_op_matches_reference_rec_only(config, runners, docs):
     ocr = make_reference()
     texts = ["Hello World", "invoice total 12.50", "今天天气很好", "No.17 north station", "pipeline"]
     crops = [render_line(t, font_size=s) for t, s in zip(texts, (32, 28, 30, 26, 40))]
-    (rec, runner), = variant(config, runners, ["rec"], rec={"pad_policy": "paddleocr"})
+    ((rec, runner),) = variant(config, runners, ["rec"], rec={"pad_policy": "paddleocr"})
     from serving.engine.direct import run_op_direct
 
     for crop in crops:

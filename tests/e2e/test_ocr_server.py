@@ -2,6 +2,7 @@
 bundled client: same text as PaddleOCR 2.10 one request at a time and with 16
 requests in flight, a multi-line image read end to end, and bad input answered
 with 4xx while the server keeps serving."""
+
 import base64
 import json
 import os
@@ -77,8 +78,13 @@ def test_multi_line_image_through_the_predict_command(server, tmp_path):
     doc = render_document(lines, font_size=34)
     path = tmp_path / "page.png"
     path.write_bytes(png(doc.image))
-    out = subprocess.run([sys.executable, "-m", "serving.cli", "predict", "--url", server.url, str(path)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "serving.cli", "predict", "--url", server.url, str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     texts = [line.split("\t")[0] for line in out.stdout.splitlines() if "\t" in line]
     assert [t.replace(" ", "") for t in texts] == [t.replace(" ", "") for t in lines]

@@ -6,6 +6,7 @@ client disconnects and deadlines, a short overload and a short soak.
 The full-size runs are bench/fuzz.py, bench/overload.py and bench/soak.py;
 results in docs/RELIABILITY.md.
 """
+
 import base64
 import json
 import re
@@ -24,9 +25,21 @@ from tests.support.server_process import ServerProcess
 pytestmark = pytest.mark.e2e
 
 NAME = "img"
-SERVER = dict(name=NAME, delay_ms=20, per_item_ms=1, max_batch_size=16, max_queue_delay=5, instance_num=1,
-              concurrency=2, request_timeout_ms=10000, max_queue_size=256, worker_num=8,
-              max_body_size=1 << 20, max_image_pixels=4_000_000, max_inputs_per_request=8)
+SERVER = dict(
+    name=NAME,
+    delay_ms=20,
+    per_item_ms=1,
+    max_batch_size=16,
+    max_queue_delay=5,
+    instance_num=1,
+    concurrency=2,
+    request_timeout_ms=10000,
+    max_queue_size=256,
+    worker_num=8,
+    max_body_size=1 << 20,
+    max_image_pixels=4_000_000,
+    max_inputs_per_request=8,
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +56,9 @@ def b64(data: bytes) -> str:
 
 
 def native(url, img, timeout=30, **options):
-    return requests.post(f"{url}/{NAME}/predict", json={"inputs": [{"image": b64(encode_png(img))}], **options},
-                         timeout=timeout)
+    return requests.post(
+        f"{url}/{NAME}/predict", json={"inputs": [{"image": b64(encode_png(img))}], **options}, timeout=timeout
+    )
 
 
 def full_log(server) -> str:
@@ -77,8 +91,11 @@ def occupy_instance(url):
 # malformed input
 # ---------------------------------------------------------------------------
 def test_short_fuzz_against_the_real_server(server):
-    limits = Limits(max_body_size=SERVER["max_body_size"], max_inputs=SERVER["max_inputs_per_request"],
-                    max_image_pixels=SERVER["max_image_pixels"])
+    limits = Limits(
+        max_body_size=SERVER["max_body_size"],
+        max_inputs=SERVER["max_inputs_per_request"],
+        max_image_pixels=SERVER["max_image_pixels"],
+    )
     report = run_fuzz(server.url, NAME, limits, 200, seed=7, heavy=False, pid=server.proc.pid, deadline_s=120)
     assert report.total == 200
     assert not report.failures, report.failures[:5]
@@ -91,8 +108,9 @@ def test_short_fuzz_against_the_real_server(server):
 # ---------------------------------------------------------------------------
 # faults inside one batch of 16
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("fault, message", [("postprocess", "injected postprocess failure"),
-                                            ("run", "injected predictor failure")])
+@pytest.mark.parametrize(
+    "fault, message", [("postprocess", "injected postprocess failure"), ("run", "injected predictor failure")]
+)
 def test_one_bad_item_in_a_batch_of_16_fails_exactly_its_request(server, fault, message):
     images = [make_image(20 + i, 12, seed=i, fault=fault if i == 5 else None) for i in range(16)]
     blocker, _ = occupy_instance(server.url)
@@ -133,8 +151,10 @@ def test_dead_instance_thread_is_replaced_and_logged(server):
 def _raw_request(url: str, body: bytes) -> socket.socket:
     host, port = url.split("//")[1].split(":")
     sock = socket.create_connection((host, int(port)), timeout=10)
-    head = (f"POST /{NAME}/prediction HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    head = (
+        f"POST /{NAME}/prediction HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     sock.sendall(head + body)
     return sock
 
@@ -146,7 +166,7 @@ def test_client_disconnect_drops_the_request_before_inference(server):
     blocker, items_before = occupy_instance(server.url)
     sock = _raw_request(server.url, body)
     time.sleep(0.2)  # admitted and queued behind the slow batch
-    sock.close()     # the client goes away mid-request
+    sock.close()  # the client goes away mid-request
     assert blocker.result().status_code == 200
     end = time.monotonic() + 5
     while metric(server.url, "batchline_requests_total", pipeline=NAME, status="499") < gone_before + 1:
@@ -198,10 +218,21 @@ def test_submit_blocked_on_a_full_channel_honours_the_deadline():
     from serving.engine.pipeline import Pipeline
     from serving.errors import DeadlineExceeded
 
-    p = Pipeline(parse_config({
-        "name": NAME, "dag": {"request_timeout_ms": 10000, "max_queue_size": 64, "channel_size": 1},
-        "op": {"stats": {"class": "tests.support.image_fakes:ImageStatsOp", "params": {"delay_ms": 1000},
-                         "local_service_conf": {"max_batch_size": 1, "concurrency": 1}}}}))
+    p = Pipeline(
+        parse_config(
+            {
+                "name": NAME,
+                "dag": {"request_timeout_ms": 10000, "max_queue_size": 64, "channel_size": 1},
+                "op": {
+                    "stats": {
+                        "class": "tests.support.image_fakes:ImageStatsOp",
+                        "params": {"delay_ms": 1000},
+                        "local_service_conf": {"max_batch_size": 1, "concurrency": 1},
+                    }
+                },
+            }
+        )
+    )
     p.start(warmup=False)
     try:
         img = make_image(8, 8)

@@ -1,5 +1,6 @@
 """The real server process with a fake (model-free) pipeline: start-up,
 answers over real HTTP, and SIGTERM under load losing nothing."""
+
 import json
 import textwrap
 import threading
@@ -31,8 +32,7 @@ def config_file(tmp_path):
 
 
 def post(url, text, timeout=30):
-    return requests.post(url + "/echo/prediction", data=json.dumps({"key": ["text"], "value": [text]}),
-                         timeout=timeout)
+    return requests.post(url + "/echo/prediction", data=json.dumps({"key": ["text"], "value": [text]}), timeout=timeout)
 
 
 def test_sigterm_under_load_answers_every_accepted_request(config_file):
@@ -79,7 +79,9 @@ def test_sigterm_under_load_answers_every_accepted_request(config_file):
 
 def test_serve_rejects_a_bad_config(tmp_path):
     bad = tmp_path / "bad.yml"
-    bad.write_text("op:\n  echo:\n    class: tests.support.engine_fakes:EchoTextOp\n    local_service_conf: {max_batch_size: 0}\n")
+    bad.write_text(
+        "op:\n  echo:\n    class: tests.support.engine_fakes:EchoTextOp\n    local_service_conf: {max_batch_size: 0}\n"
+    )
     with pytest.raises(RuntimeError, match="max_batch_size"):
         ServerProcess(str(bad), ready_timeout=60)
 

@@ -17,6 +17,7 @@ Failures on demand (:class:`FakeConfig`):
 batchline metric names: op ``det`` (images) and ``cls`` (texts) record one batch
 per request, queue wait 2 ms, run 10 ms, and 80 real units per 100 padded.
 """
+
 from __future__ import annotations
 
 import base64
@@ -54,18 +55,17 @@ class _Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.batch_size = Histogram("batchline_op_batch_size", "batch size", ["op"], registry=r,
-                                    buckets=(1, 2, 4, 8, 16, 32))
+        self.batch_size = Histogram(
+            "batchline_op_batch_size", "batch size", ["op"], registry=r, buckets=(1, 2, 4, 8, 16, 32)
+        )
         self.queue_wait = Histogram("batchline_op_queue_wait_seconds", "wait", ["op"], registry=r)
         self.run = Histogram("batchline_op_run_seconds", "run", ["op"], registry=r)
         self.real = Counter("batchline_op_real_units", "real units", ["op"], registry=r)
         self.padded = Counter("batchline_op_padded_units", "padded units", ["op"], registry=r)
         self.items = Counter("batchline_op_items", "items", ["op"], registry=r)
         self.op_errors = Counter("batchline_op_errors", "errors", ["op", "status"], registry=r)
-        self.requests = Counter("batchline_requests", "requests", ["pipeline", "status"],
-                                registry=r)
-        self.in_flight = Gauge("batchline_requests_in_flight", "in flight", ["pipeline"],
-                               registry=r)
+        self.requests = Counter("batchline_requests", "requests", ["pipeline", "status"], registry=r)
+        self.in_flight = Gauge("batchline_requests_in_flight", "in flight", ["pipeline"], registry=r)
         self.seconds = Histogram("batchline_request_seconds", "latency", ["pipeline"], registry=r)
 
     def batch(self, op: str, n: int) -> None:
@@ -85,10 +85,12 @@ def _ocr_result(data: bytes) -> list[dict[str, Any]]:
         raise FakeError(400, f"cannot decode image: {type(e).__name__}") from e
     w, h = img.size
     return [
-        {"text": f"{w}x{h}", "score": 0.99,
-         "box": [[2, 2], [w - 2, 2], [w - 2, h // 2], [2, h // 2]]},
-        {"text": "你好 world", "score": 0.875,
-         "box": [[2, h // 2 + 1], [w - 2, h // 2 + 1], [w - 2, h - 2], [2, h - 2]]},
+        {"text": f"{w}x{h}", "score": 0.99, "box": [[2, 2], [w - 2, 2], [w - 2, h // 2], [2, h // 2]]},
+        {
+            "text": "你好 world",
+            "score": 0.875,
+            "box": [[2, h // 2 + 1], [w - 2, h // 2 + 1], [w - 2, h - 2], [2, h - 2]],
+        },
     ]
 
 
@@ -96,8 +98,11 @@ def _text_result(text: str) -> dict[str, Any]:
     if text in TEXT_STATUSES:
         raise FakeError(TEXT_STATUSES[text], f"forced {TEXT_STATUSES[text]}")
     positive = "good" in text or "好" in text
-    return {"label": "positive" if positive else "negative", "score": 0.9,
-            "probs": [0.1, 0.9] if positive else [0.9, 0.1]}
+    return {
+        "label": "positive" if positive else "negative",
+        "score": 0.9,
+        "probs": [0.1, 0.9] if positive else [0.9, 0.1],
+    }
 
 
 def create_app(config: FakeConfig | None = None) -> Flask:
@@ -163,15 +168,19 @@ def create_app(config: FakeConfig | None = None) -> Flask:
                         raise FakeError(400, "image value is not base64") from e
                 inputs.append((k, v))
             if "__err_no__" in values:  # Paddle Serving style: HTTP 200 but err_no != 0
-                return jsonify({"err_no": 7, "err_msg": "forced err_no", "key": [], "value": [],
-                                "logid": logid})
+                return jsonify({"err_no": 7, "err_msg": "forced err_no", "key": [], "value": [], "logid": logid})
             results = run(name, inputs)
         except FakeError as e:
-            return fail(name, e, {"err_no": e.status, "err_msg": e.message, "key": [],
-                                  "value": [], "logid": logid})
-        return jsonify({"err_no": 0, "err_msg": "", "key": ["result"] * len(results),
-                        "value": [json.dumps(r, ensure_ascii=False) for r in results],
-                        "logid": logid})
+            return fail(name, e, {"err_no": e.status, "err_msg": e.message, "key": [], "value": [], "logid": logid})
+        return jsonify(
+            {
+                "err_no": 0,
+                "err_msg": "",
+                "key": ["result"] * len(results),
+                "value": [json.dumps(r, ensure_ascii=False) for r in results],
+                "logid": logid,
+            }
+        )
 
     @app.post("/<name>/predict")
     def predict(name: str):
@@ -200,9 +209,12 @@ def create_app(config: FakeConfig | None = None) -> Flask:
     def config(name: str):
         if name not in cfg.pipelines:
             return jsonify({"error": {"status": 404, "message": "unknown pipeline"}}), 404
-        return jsonify([{"name": "det", "class": "ocr_det", "input_ops": [], "max_batch_size": 4},
-                        {"name": "rec", "class": "ocr_rec", "input_ops": ["det"],
-                         "max_batch_size": 32}])
+        return jsonify(
+            [
+                {"name": "det", "class": "ocr_det", "input_ops": [], "max_batch_size": 4},
+                {"name": "rec", "class": "ocr_rec", "input_ops": ["det"], "max_batch_size": 32},
+            ]
+        )
 
     @app.get("/health/live")
     @app.get("/v2/health/live")
@@ -212,8 +224,7 @@ def create_app(config: FakeConfig | None = None) -> Flask:
     @app.get("/health/ready")
     @app.get("/v2/health/ready")
     def ready():
-        return (jsonify({"status": "ready"}), 200) if cfg.ready else \
-            (jsonify({"status": "not ready"}), 503)
+        return (jsonify({"status": "ready"}), 200) if cfg.ready else (jsonify({"status": "not ready"}), 503)
 
     @app.get("/metrics")
     def metrics_route():
@@ -232,11 +243,11 @@ class FakeServer:
 
     def __init__(self, config: FakeConfig | None = None):
         self.config = config or FakeConfig()
-        self._server = make_server("127.0.0.1", 0, create_app(self.config),
-                                   threaded=True, request_handler=_QuietHandler)
+        self._server = make_server(
+            "127.0.0.1", 0, create_app(self.config), threaded=True, request_handler=_QuietHandler
+        )
         self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-server",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-server", daemon=True)
 
     def __enter__(self) -> FakeServer:
         self._thread.start()

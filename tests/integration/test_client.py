@@ -4,6 +4,7 @@ The fake server (tests/integration/fake_server.py) runs in a background thread
 on 127.0.0.1 with a free port. Tests assert behaviour — counts and statuses —
 never speed.
 """
+
 import json
 import os
 import socket
@@ -66,6 +67,7 @@ def _free_port():
 
 # ----------------------------------------------------------------------------- PipelineClient
 
+
 @pytest.mark.parametrize("protocol", ["paddle", "native"])
 def test_predict_image_forms_and_order(server, image_dir, protocol):
     arr = np.zeros((30, 90, 3), np.uint8)  # numpy BGR array -> PNG
@@ -73,8 +75,7 @@ def test_predict_image_forms_and_order(server, image_dir, protocol):
         by_path = c.predict("ocr", image=str(image_dir / "img0.png"), protocol=protocol)
         by_bytes = c.predict("ocr", image=(image_dir / "img1.png").read_bytes(), protocol=protocol)
         by_array = c.predict("ocr", image=arr, protocol=protocol)
-        many = c.predict("ocr", images=[image_dir / "img2.png", arr], text="good day",
-                         protocol=protocol)
+        many = c.predict("ocr", images=[image_dir / "img2.png", arr], text="good day", protocol=protocol)
     assert by_path[0][0]["text"] == "120x40"
     assert by_path[0][0]["score"] == pytest.approx(0.99)
     assert len(by_path[0][0]["box"]) == 4
@@ -94,8 +95,9 @@ def test_predict_texts(server):
 
 def test_predict_raw_and_payload_fields(server, image_dir):
     with PipelineClient(server.url) as c:
-        body = c.predict_raw("ernie", {"key": ["text"], "value": ["good"], "logid": 42,
-                                       "priority": 1, "timeout_ms": 500})
+        body = c.predict_raw(
+            "ernie", {"key": ["text"], "value": ["good"], "logid": 42, "priority": 1, "timeout_ms": 500}
+        )
     assert body["err_no"] == 0 and body["logid"] == 42 and body["key"] == ["result"]
     assert json.loads(body["value"][0])["label"] == "positive"
 
@@ -172,6 +174,7 @@ def test_health_config_metrics(server, make_server):
 
 # ----------------------------------------------------------------------------- batchline predict
 
+
 def _predict(argv):
     return predict_cmd.main(predict_cmd.build_parser().parse_args(argv))
 
@@ -181,8 +184,7 @@ def test_cli_predict_dir_and_file(server, image_dir, capsys):
     out = capsys.readouterr().out
     assert rc == 0
     blocks = [line for line in out.splitlines() if line.startswith("== ")]
-    assert blocks == [f"== {image_dir / n}" for n in ("img0.png", "img1.png", "img2.png",
-                                                      "img1.png")]
+    assert blocks == [f"== {image_dir / n}" for n in ("img0.png", "img1.png", "img2.png", "img1.png")]
     assert "120x40\t0.9900" in out and "你好 world\t0.8750" in out
     assert "notes.txt" not in out
 
@@ -202,7 +204,7 @@ def test_cli_predict_failure_exit_1(server, image_dir, bad_image, capsys):
     cap = capsys.readouterr()
     assert rc == 1
     assert "HTTP 400" in cap.err and "broken.jpg" in cap.err
-    assert "120x40" in cap.out                              # the good image still went through
+    assert "120x40" in cap.out  # the good image still went through
     rc = _predict(["--url", server.url, "--pipeline", "nope", "--text", "x"])
     assert rc == 1 and "HTTP 404" in capsys.readouterr().err
     rc = _predict(["--url", f"http://127.0.0.1:{_free_port()}", "--timeout", "2", "--text", "x"])
@@ -230,12 +232,13 @@ def test_cli_predict_draw(server, image_dir, tmp_path, capsys):
     assert files == ["img0.png", "img1.png", "img2.png"]
     for name, (w, h) in zip(files, SIZES):
         with Image.open(out_dir / name) as img:
-            assert img.size == (2 * w, h)                  # image | text panel
+            assert img.size == (2 * w, h)  # image | text panel
             right = np.asarray(img.convert("RGB"))[:, w:]
-            assert (right < 128).any()                     # text/boxes were drawn
+            assert (right < 128).any()  # text/boxes were drawn
 
 
 # ----------------------------------------------------------------------------- batchline bench
+
 
 def _bench(argv):
     return bench_cmd.main(bench_cmd.build_parser().parse_args(argv))
@@ -244,10 +247,30 @@ def _bench(argv):
 def test_bench_closed_loop_exact_counts_json_and_plot(make_server, image_dir, tmp_path, capsys):
     s = make_server(fail_every=5)
     out_json, out_png = tmp_path / "run.json", tmp_path / "run.png"
-    rc = _bench(["--url", s.url, "--pipeline", "ocr", "--inputs", str(image_dir),
-                 "--concurrency", "1,4", "--duration", "60", "--warmup", "0",
-                 "--max-requests", "20", "--label", "on", "--json", str(out_json),
-                 "--plot", str(out_png)])
+    rc = _bench(
+        [
+            "--url",
+            s.url,
+            "--pipeline",
+            "ocr",
+            "--inputs",
+            str(image_dir),
+            "--concurrency",
+            "1,4",
+            "--duration",
+            "60",
+            "--warmup",
+            "0",
+            "--max-requests",
+            "20",
+            "--label",
+            "on",
+            "--json",
+            str(out_json),
+            "--plot",
+            str(out_png),
+        ]
+    )
     cap = capsys.readouterr()
     assert rc == 0
     doc = json.loads(out_json.read_text())
@@ -272,9 +295,28 @@ def test_bench_text_file_and_native(server, tmp_path, capsys):
     texts = tmp_path / "texts.txt"
     texts.write_text("good\nbad\n\n__500__\n", encoding="utf-8")
     out_json = tmp_path / "t.json"
-    rc = _bench(["--url", server.url, "--pipeline", "ernie", "--text-file", str(texts),
-                 "--protocol", "native", "--concurrency", "2", "--duration", "60",
-                 "--warmup", "0", "--max-requests", "9", "--json", str(out_json)])
+    rc = _bench(
+        [
+            "--url",
+            server.url,
+            "--pipeline",
+            "ernie",
+            "--text-file",
+            str(texts),
+            "--protocol",
+            "native",
+            "--concurrency",
+            "2",
+            "--duration",
+            "60",
+            "--warmup",
+            "0",
+            "--max-requests",
+            "9",
+            "--json",
+            str(out_json),
+        ]
+    )
     assert rc == 0
     (lv,) = json.loads(out_json.read_text())["levels"]
     assert lv["requests"] == 9 and lv["errors"] == {"500": 3} and lv["ok"] == 6
@@ -283,9 +325,27 @@ def test_bench_text_file_and_native(server, tmp_path, capsys):
 
 def test_bench_open_loop(server, image_dir, tmp_path, capsys):
     out_json = tmp_path / "open.json"
-    rc = _bench(["--url", server.url, "--inputs", str(image_dir / "*.png"), "--rate", "40",
-                 "--duration", "0.5", "--warmup", "0", "--seed", "3", "--max-in-flight", "8",
-                 "--json", str(out_json), "--progress"])
+    rc = _bench(
+        [
+            "--url",
+            server.url,
+            "--inputs",
+            str(image_dir / "*.png"),
+            "--rate",
+            "40",
+            "--duration",
+            "0.5",
+            "--warmup",
+            "0",
+            "--seed",
+            "3",
+            "--max-in-flight",
+            "8",
+            "--json",
+            str(out_json),
+            "--progress",
+        ]
+    )
     cap = capsys.readouterr()
     assert rc == 0
     (lv,) = json.loads(out_json.read_text())["levels"]
@@ -296,10 +356,24 @@ def test_bench_open_loop(server, image_dir, tmp_path, capsys):
 
 def test_bench_plot_overlays_from_files(tmp_path, capsys):
     def run(label, qps):
-        return {"label": label, "mode": "closed", "levels": [
-            {"mode": "closed", "concurrency": c, "rate": None, "requests": 10, "qps": q,
-             "errors": {}, "dropped": 0, "latency_ms": {"p50": 1.0, "p90": 2.0, "p99": None},
-             "op_stats": {}} for c, q in zip((1, 4, 16), qps)]}
+        return {
+            "label": label,
+            "mode": "closed",
+            "levels": [
+                {
+                    "mode": "closed",
+                    "concurrency": c,
+                    "rate": None,
+                    "requests": 10,
+                    "qps": q,
+                    "errors": {},
+                    "dropped": 0,
+                    "latency_ms": {"p50": 1.0, "p90": 2.0, "p99": None},
+                    "op_stats": {},
+                }
+                for c, q in zip((1, 4, 16), qps)
+            ],
+        }
 
     a, b = tmp_path / "on.json", tmp_path / "off.json"
     a.write_text(json.dumps(run("batching on", [10, 35, 60])))
@@ -307,17 +381,32 @@ def test_bench_plot_overlays_from_files(tmp_path, capsys):
     png = tmp_path / "cmp.png"
     assert _bench(["--plot", str(png), "--from", str(a), str(b)]) == 0
     out = capsys.readouterr().out
-    assert "== batching on" in out and "== off" in out          # empty label -> file name
+    assert "== batching on" in out and "== off" in out  # empty label -> file name
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_bench_errors(server, tmp_path, capsys):
-    assert _bench(["--pipeline", "ocr"]) == 1                       # neither --url nor --from
-    assert _bench(["--url", server.url, "--duration", "1"]) == 1    # no inputs
+    assert _bench(["--pipeline", "ocr"]) == 1  # neither --url nor --from
+    assert _bench(["--url", server.url, "--duration", "1"]) == 1  # no inputs
     assert "no inputs" in capsys.readouterr().err
     texts = tmp_path / "t.txt"
     texts.write_text("x\n")
-    rc = _bench(["--url", f"http://127.0.0.1:{_free_port()}", "--text-file", str(texts),
-                 "--concurrency", "1", "--duration", "5", "--warmup", "0",
-                 "--max-requests", "3", "--timeout", "2"])
+    rc = _bench(
+        [
+            "--url",
+            f"http://127.0.0.1:{_free_port()}",
+            "--text-file",
+            str(texts),
+            "--concurrency",
+            "1",
+            "--duration",
+            "5",
+            "--warmup",
+            "0",
+            "--max-requests",
+            "3",
+            "--timeout",
+            "2",
+        ]
+    )
     assert rc == 1 and "no request succeeded" in capsys.readouterr().err

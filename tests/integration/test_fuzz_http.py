@@ -8,6 +8,7 @@ server is ready and answers a valid request correctly.
 
 The bugs this fuzz found (now fixed) keep a regression test each at the end.
 """
+
 import base64
 import json
 
@@ -28,20 +29,30 @@ MAX_BODY = 256 * 1024
 MAX_INPUTS = 4
 MAX_PIXELS = 250_000
 
-FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.fixture(scope="module")
 def pipeline():
-    config = parse_config({
-        "name": NAME, "max_inputs_per_request": MAX_INPUTS, "max_image_pixels": MAX_PIXELS,
-        "dag": {"request_timeout_ms": 10000, "max_queue_size": 64},
-        "op": {"stats": {"class": "tests.support.image_fakes:ImageStatsOp",
-                         "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1,
-                                                "max_body_size": MAX_BODY}}},
-    })
+    config = parse_config(
+        {
+            "name": NAME,
+            "max_inputs_per_request": MAX_INPUTS,
+            "max_image_pixels": MAX_PIXELS,
+            "dag": {"request_timeout_ms": 10000, "max_queue_size": 64},
+            "op": {
+                "stats": {
+                    "class": "tests.support.image_fakes:ImageStatsOp",
+                    "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1, "max_body_size": MAX_BODY},
+                }
+            },
+        }
+    )
     p = Pipeline(config)
     p.start()
     yield p
@@ -90,8 +101,9 @@ def send_image(client, data: bytes, transport: str, *, query: str = ""):
     if transport == "multipart":
         from io import BytesIO
 
-        return client.post(f"/{NAME}/predict{query}", data={"image": (BytesIO(data), "x.png")},
-                           content_type="multipart/form-data")
+        return client.post(
+            f"/{NAME}/predict{query}", data={"image": (BytesIO(data), "x.png")}, content_type="multipart/form-data"
+        )
     return client.post(f"/{NAME}/predict{query}", data=data, content_type="image/png")
 
 
@@ -119,9 +131,10 @@ def assert_not_5xx(r):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -134,17 +147,20 @@ def test_random_bytes_as_image(client, data, transport):
 
 
 @FUZZ
-@given(which=st.integers(0, len(VALID) - 1), frac=st.floats(0, 1, exclude_max=True),
-       transport=st.sampled_from(TRANSPORTS))
+@given(
+    which=st.integers(0, len(VALID) - 1), frac=st.floats(0, 1, exclude_max=True), transport=st.sampled_from(TRANSPORTS)
+)
 def test_truncated_images(client, which, frac, transport):
     data = VALID[which]
-    assert_4xx(send_image(client, data[:int(len(data) * frac)], transport), {400})
+    assert_4xx(send_image(client, data[: int(len(data) * frac)], transport), {400})
 
 
 @FUZZ
-@given(which=st.integers(0, len(VALID) - 1), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)),
-                                                          min_size=1, max_size=10),
-       transport=st.sampled_from(TRANSPORTS))
+@given(
+    which=st.integers(0, len(VALID) - 1),
+    flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=10),
+    transport=st.sampled_from(TRANSPORTS),
+)
 def test_mutated_images_decode_or_4xx(client, which, flips, transport):
     buf = bytearray(VALID[which])
     for pos, value in flips:
@@ -152,13 +168,17 @@ def test_mutated_images_decode_or_4xx(client, which, flips, transport):
     r = send_image(client, bytes(buf), transport)
     assert_not_5xx(r)
     if r.status_code == 200:
-        result = (json.loads(r.get_json()["value"][0]) if transport == "paddle" else r.get_json()["results"][0])
+        result = json.loads(r.get_json()["value"][0]) if transport == "paddle" else r.get_json()["results"][0]
         assert result["w"] >= 2 and result["h"] >= 2
 
 
 @FUZZ
-@given(w=st.integers(0, 3), h=st.integers(0, 3), channels=st.sampled_from([0, 1, 3, 4]),
-       transport=st.sampled_from(TRANSPORTS))
+@given(
+    w=st.integers(0, 3),
+    h=st.integers(0, 3),
+    channels=st.sampled_from([0, 1, 3, 4]),
+    transport=st.sampled_from(TRANSPORTS),
+)
 def test_tiny_and_empty_images(client, w, h, channels, transport):
     assume(min(w, h) < 2)
     if w == 0 or h == 0:
@@ -209,9 +229,22 @@ def test_any_json_body_with_key_and_value_lists(client, body, native):
 
 
 @FUZZ
-@given(body=st.binary(max_size=2000), route=st.sampled_from(["prediction", "predict"]),
-       ctype=st.sampled_from([None, "application/json", "text/plain", "application/octet-stream",
-                              "multipart/form-data", "multipart/form-data; boundary=x", "image/png", "image/"]))
+@given(
+    body=st.binary(max_size=2000),
+    route=st.sampled_from(["prediction", "predict"]),
+    ctype=st.sampled_from(
+        [
+            None,
+            "application/json",
+            "text/plain",
+            "application/octet-stream",
+            "multipart/form-data",
+            "multipart/form-data; boundary=x",
+            "image/png",
+            "image/",
+        ]
+    ),
+)
 def test_any_bytes_body(client, body, route, ctype):
     r = client.post(f"/{NAME}/{route}", data=body, content_type=ctype)
     assert_not_5xx(r)
@@ -227,12 +260,14 @@ def test_any_text_body(client, text):
 
 
 @FUZZ
-@given(n_keys=st.integers(0, 300), extra_values=st.integers(-2, 2),
-       key=st.sampled_from(["image", "img", "text", "", "IMAGE"]))
+@given(
+    n_keys=st.integers(0, 300),
+    extra_values=st.integers(-2, 2),
+    key=st.sampled_from(["image", "img", "text", "", "IMAGE"]),
+)
 def test_key_lists(client, n_keys, extra_values, key):
     n_values = max(0, n_keys + extra_values)
-    r = client.post(f"/{NAME}/prediction",
-                    data=json.dumps({"key": [key] * n_keys, "value": ["aGk="] * n_values}))
+    r = client.post(f"/{NAME}/prediction", data=json.dumps({"key": [key] * n_keys, "value": ["aGk="] * n_values}))
     assert_4xx(r, {400, 413})
     if n_keys == n_values and n_keys > MAX_INPUTS:
         assert r.status_code == 413
@@ -243,8 +278,9 @@ def test_key_lists(client, n_keys, extra_values, key):
 def test_options_of_any_type(client, name, value, where):
     img = make_image(8, 8, seed=2)
     if where == "json":
-        r = client.post(f"/{NAME}/prediction",
-                        data=json.dumps({"key": ["image"], "value": [b64(encode_png(img))], name: value}))
+        r = client.post(
+            f"/{NAME}/prediction", data=json.dumps({"key": ["image"], "value": [b64(encode_png(img))], name: value})
+        )
     else:
         assume(isinstance(value, (str, int)) and not isinstance(value, bool))
         from urllib.parse import urlencode
@@ -266,9 +302,17 @@ def test_options_of_any_type(client, name, value, where):
 
 
 @FUZZ
-@given(fields=st.lists(st.tuples(st.sampled_from(["image", "img", "text", "file", ""]),
-                                 st.one_of(st.none(), st.sampled_from(["a.png", "", "x"])),
-                                 st.binary(max_size=300)), min_size=0, max_size=6))
+@given(
+    fields=st.lists(
+        st.tuples(
+            st.sampled_from(["image", "img", "text", "file", ""]),
+            st.one_of(st.none(), st.sampled_from(["a.png", "", "x"])),
+            st.binary(max_size=300),
+        ),
+        min_size=0,
+        max_size=6,
+    )
+)
 def test_multipart_fields(client, fields):
     from io import BytesIO
 
@@ -281,9 +325,12 @@ def test_multipart_fields(client, fields):
 
 
 @FUZZ
-@given(name=st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/?#%"),
-                    min_size=1, max_size=40),
-       route=st.sampled_from(["prediction", "predict", "config"]))
+@given(
+    name=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/?#%"), min_size=1, max_size=40
+    ),
+    route=st.sampled_from(["prediction", "predict", "config"]),
+)
 def test_unknown_pipelines(client, name, route):
     assume(name != NAME and name.strip() and name not in (".", ".."))
     method = client.get if route == "config" else client.post
@@ -299,8 +346,9 @@ def test_wrong_methods(client, method, route):
 
 def test_one_bad_image_among_good_fails_the_request_naming_it(client):
     good = b64(encode_png(make_image(9, 9)))
-    r = client.post(f"/{NAME}/prediction", data=json.dumps({"key": ["image"] * 3,
-                                                           "value": [good, b64(VALID[0][:50]), good]}))
+    r = client.post(
+        f"/{NAME}/prediction", data=json.dumps({"key": ["image"] * 3, "value": [good, b64(VALID[0][:50]), good]})
+    )
     assert_4xx(r, {400})
     assert "input 1" in message(r)
 
@@ -324,8 +372,9 @@ def test_regression_huge_integer_literal_is_400(client):
 def test_regression_option_digit_strings_are_400(client, value, where):
     img = encode_png(make_image(8, 8))
     if where == "json":
-        r = client.post(f"/{NAME}/prediction", data=json.dumps({"key": ["image"], "value": [b64(img)],
-                                                               "priority": value}))
+        r = client.post(
+            f"/{NAME}/prediction", data=json.dumps({"key": ["image"], "value": [b64(img)], "priority": value})
+        )
     else:
         r = send_image(client, img, "raw", query=f"?timeout_ms={value}")
     assert_4xx(r, {400})

@@ -1,5 +1,6 @@
 """Every endpoint and every error status through Flask's test client, on a
 fake text pipeline (no model)."""
+
 import base64
 import json
 
@@ -16,14 +17,19 @@ FAKES = "tests.support.engine_fakes"
 def make_pipeline(**dag):
     dag_conf = {"request_timeout_ms": 10000, "max_queue_size": 64, "priority_levels": 2}
     dag_conf.update(dag)
-    config = parse_config({
-        "name": "echo",
-        "max_inputs_per_request": 4,
-        "dag": dag_conf,
-        "op": {"echo": {"class": f"{FAKES}:EchoTextOp",
-                        "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1,
-                                               "max_body_size": 4096}}},
-    })
+    config = parse_config(
+        {
+            "name": "echo",
+            "max_inputs_per_request": 4,
+            "dag": dag_conf,
+            "op": {
+                "echo": {
+                    "class": f"{FAKES}:EchoTextOp",
+                    "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1, "max_body_size": 4096},
+                }
+            },
+        }
+    )
     return Pipeline(config)
 
 
@@ -52,27 +58,32 @@ def test_paddle_prediction_success(client):
     body = r.get_json()
     assert body["err_no"] == 0 and body["err_msg"] == "" and body["logid"] == 7
     assert body["key"] == ["result", "result"]
-    assert [json.loads(v) for v in body["value"]] == [{"text": "hello", "double_len": 10},
-                                                      {"text": "héllo 世界", "double_len": 16}]
+    assert [json.loads(v) for v in body["value"]] == [
+        {"text": "hello", "double_len": 10},
+        {"text": "héllo 世界", "double_len": 16},
+    ]
 
 
-@pytest.mark.parametrize("body, status, fragment", [
-    (b"not json", 400, "not valid JSON"),
-    (b"\xff\xfe", 400, "UTF-8"),
-    (b"[1, 2]", 400, "JSON object"),
-    (json.dumps({"key": ["text"]}).encode(), 400, "'key' and 'value'"),
-    (json.dumps({"key": ["text"], "value": ["a", "b"]}).encode(), 400, "entries"),
-    (json.dumps({"key": [], "value": []}).encode(), 400, "no inputs"),
-    (json.dumps({"key": ["image"], "value": ["aGk="]}).encode(), 400, "takes 'text'"),
-    (json.dumps({"key": [1], "value": ["a"]}).encode(), 400, "must be a string"),
-    (json.dumps({"key": ["text"], "value": [5]}).encode(), 400, "expected a string"),
-    (json.dumps({"key": ["text"], "value": ["bad"]}).encode(), 400, "rejected"),
-    (json.dumps({"key": ["text"], "value": ["a"], "priority": 5}).encode(), 400, "priority"),
-    (json.dumps({"key": ["text"], "value": ["a"], "timeout_ms": "x"}).encode(), 400, "timeout_ms"),
-    (json.dumps({"key": ["text"] * 5, "value": ["a"] * 5}).encode(), 413, "limit 4"),
-    (json.dumps({"key": ["text"], "value": ["x" * 5000]}).encode(), 413, "max_body_size"),
-    (json.dumps({"key": ["text"], "value": ["boom"]}).encode(), 500, "injected"),
-])
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        (b"not json", 400, "not valid JSON"),
+        (b"\xff\xfe", 400, "UTF-8"),
+        (b"[1, 2]", 400, "JSON object"),
+        (json.dumps({"key": ["text"]}).encode(), 400, "'key' and 'value'"),
+        (json.dumps({"key": ["text"], "value": ["a", "b"]}).encode(), 400, "entries"),
+        (json.dumps({"key": [], "value": []}).encode(), 400, "no inputs"),
+        (json.dumps({"key": ["image"], "value": ["aGk="]}).encode(), 400, "takes 'text'"),
+        (json.dumps({"key": [1], "value": ["a"]}).encode(), 400, "must be a string"),
+        (json.dumps({"key": ["text"], "value": [5]}).encode(), 400, "expected a string"),
+        (json.dumps({"key": ["text"], "value": ["bad"]}).encode(), 400, "rejected"),
+        (json.dumps({"key": ["text"], "value": ["a"], "priority": 5}).encode(), 400, "priority"),
+        (json.dumps({"key": ["text"], "value": ["a"], "timeout_ms": "x"}).encode(), 400, "timeout_ms"),
+        (json.dumps({"key": ["text"] * 5, "value": ["a"] * 5}).encode(), 413, "limit 4"),
+        (json.dumps({"key": ["text"], "value": ["x" * 5000]}).encode(), 413, "max_body_size"),
+        (json.dumps({"key": ["text"], "value": ["boom"]}).encode(), 500, "injected"),
+    ],
+)
 def test_paddle_prediction_errors(client, body, status, fragment):
     r = client.post("/echo/prediction", data=body)
     assert r.status_code == status
@@ -112,13 +123,16 @@ def test_native_multipart_and_raw_text(client):
     assert r.get_json()["results"] == [{"text": "raw body", "double_len": 16}]
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    ({"json": {"inputs": "x"}}, "'inputs' list"),
-    ({"json": {"inputs": [{"image": "aGk="}]}}, "takes 'text'"),
-    ({"json": {"inputs": [{"text": "a", "extra": 1}]}}, "one key"),
-    ({"data": b"abc", "content_type": "application/octet-stream"}, "unsupported Content-Type"),
-    ({"data": b"\xff", "content_type": "text/plain"}, "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"json": {"inputs": "x"}}, "'inputs' list"),
+        ({"json": {"inputs": [{"image": "aGk="}]}}, "takes 'text'"),
+        ({"json": {"inputs": [{"text": "a", "extra": 1}]}}, "one key"),
+        ({"data": b"abc", "content_type": "application/octet-stream"}, "unsupported Content-Type"),
+        ({"data": b"\xff", "content_type": "text/plain"}, "UTF-8"),
+    ],
+)
 def test_native_errors(client, kwargs, fragment):
     r = client.post("/echo/predict", **kwargs)
     assert r.status_code == 400
@@ -151,10 +165,19 @@ def test_not_ready_before_start_and_after_shutdown():
 
 
 def slow_pipeline(delay_ms, **dag):
-    config = parse_config({
-        "name": "echo", "dag": dict({"request_timeout_ms": 10000}, **dag),
-        "op": {"echo": {"class": f"{FAKES}:EchoTextOp", "params": {"delay_ms": delay_ms},
-                        "local_service_conf": {"max_batch_size": 1}}}})
+    config = parse_config(
+        {
+            "name": "echo",
+            "dag": dict({"request_timeout_ms": 10000}, **dag),
+            "op": {
+                "echo": {
+                    "class": f"{FAKES}:EchoTextOp",
+                    "params": {"delay_ms": delay_ms},
+                    "local_service_conf": {"max_batch_size": 1},
+                }
+            },
+        }
+    )
     p = Pipeline(config)
     p.start()
     return p
@@ -182,14 +205,21 @@ def test_deadline_is_504():
         assert r.status_code == 504 and r.get_json()["err_no"] == 504
     finally:
         p.shutdown(timeout=5)
+
+
 def test_bearer_token(pipeline):
     c = create_app(pipeline, auth_token="s3cret").test_client()
     assert paddle(c, ["text"], ["a"]).status_code == 401
-    r = c.post("/echo/prediction", data=json.dumps({"key": ["text"], "value": ["a"]}),
-               headers={"Authorization": "Bearer s3cret"})
+    r = c.post(
+        "/echo/prediction",
+        data=json.dumps({"key": ["text"], "value": ["a"]}),
+        headers={"Authorization": "Bearer s3cret"},
+    )
     assert r.status_code == 200
-    assert c.post("/echo/predict", json={"inputs": [{"text": "a"}]},
-                  headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert (
+        c.post("/echo/predict", json={"inputs": [{"text": "a"}]}, headers={"Authorization": "Bearer wrong"}).status_code
+        == 401
+    )
     assert c.get("/health/ready").status_code == 200  # probes need no token
     assert c.get("/metrics").status_code == 401
 

@@ -1,4 +1,5 @@
 """Fake ops for config/registry tests: no models, no paddle."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field

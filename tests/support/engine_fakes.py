@@ -1,5 +1,6 @@
 """Fake ops and runners for engine tests: no model, deterministic outputs,
 injectable failures. Request values are dicts like {"id": 7, "n": 3}."""
+
 from __future__ import annotations
 
 import threading
@@ -45,7 +46,7 @@ class FakeRunner:
 class FakeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     delay_ms: float = 0.0
-    fail_value: float | None = None      # predictor raises when a batch holds this value
+    fail_value: float | None = None  # predictor raises when a batch holds this value
     bad_preprocess: float | None = None  # preprocess raises BadRequest on this value
 
 
@@ -60,9 +61,10 @@ class _FakeBase(Op):
 
     def create_runners(self, count: int) -> list[FakeRunner]:
         fail = self.params.fail_value
-        self.runners = [FakeRunner(self.params.delay_ms / 1000.0,
-                                   None if fail is None else (lambda xs, f=fail: f in xs))
-                        for _ in range(count)]
+        self.runners = [
+            FakeRunner(self.params.delay_ms / 1000.0, None if fail is None else (lambda xs, f=fail: f in xs))
+            for _ in range(count)
+        ]
         return self.runners
 
     def preprocess(self, payload: Any) -> Any:
@@ -72,8 +74,9 @@ class _FakeBase(Op):
 
     def collate(self, items):
         x = np.array([float(v) for _, v in items], dtype=np.float32)
-        return [SubBatch(indices=list(range(len(items))), feed={"x": x}, real_units=len(items),
-                         padded_units=len(items))]
+        return [
+            SubBatch(indices=list(range(len(items))), feed={"x": x}, real_units=len(items), padded_units=len(items))
+        ]
 
     def postprocess(self, item, output):
         return (item[0], float(output[0]))

@@ -13,6 +13,7 @@ Fault injection is keyed on the image's top-left pixels, so a test sends a
 poisoned image and every other request stays clean: pixel (0, 1) must be
 ``SIGNATURE`` and pixel (0, 0) holds the fault code (see :data:`FAULTS`).
 """
+
 from __future__ import annotations
 
 import threading
@@ -27,10 +28,10 @@ from serving.op import Op, SubBatch
 
 SIGNATURE = (7, 77, 177)
 FAULTS = {
-    "postprocess": 11,   # postprocess raises ValueError -> that request fails (500)
-    "run": 12,           # the predictor raises for any batch holding the item -> retried item by item
+    "postprocess": 11,  # postprocess raises ValueError -> that request fails (500)
+    "run": 12,  # the predictor raises for any batch holding the item -> retried item by item
     "kill_instance": 13,  # the predictor raises a BaseException: the instance thread dies
-    "slow": 14,          # the batch holding the item takes SLOW_S longer (occupies the instance)
+    "slow": 14,  # the batch holding the item takes SLOW_S longer (occupies the instance)
 }
 SLOW_S = 1.0
 
@@ -73,8 +74,8 @@ def fault_of(img: np.ndarray) -> str | None:
 
 class ImageStatsParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    delay_ms: float = 0.0      # fixed cost per batch
-    per_item_ms: float = 0.0   # extra cost per item in the batch
+    delay_ms: float = 0.0  # fixed cost per batch
+    per_item_ms: float = 0.0  # extra cost per item in the batch
 
 
 class StatsRunner:
@@ -115,20 +116,26 @@ class ImageStatsOp(Op):
     needs_model = False
 
     def create_runners(self, count: int) -> list[StatsRunner]:
-        self.runners = [StatsRunner(self.params.delay_ms / 1000.0, self.params.per_item_ms / 1000.0)
-                        for _ in range(count)]
+        self.runners = [
+            StatsRunner(self.params.delay_ms / 1000.0, self.params.per_item_ms / 1000.0) for _ in range(count)
+        ]
         return self.runners
 
     def preprocess(self, payload: np.ndarray) -> tuple[int, int, float, str | None]:
         payload = to_bgr(payload)
-        return (int(payload.shape[1]), int(payload.shape[0]), float(np.float32(payload[0].sum())),
-                fault_of(payload))
+        return (int(payload.shape[1]), int(payload.shape[0]), float(np.float32(payload[0].sum())), fault_of(payload))
 
     def collate(self, items):
         x = np.array([it[2] for it in items], dtype=np.float32)
         codes = np.array([FAULTS.get(it[3], 0) for it in items], dtype=np.int32)
-        return [SubBatch(indices=list(range(len(items))), feed={"x": x, "fault": codes},
-                         real_units=len(items), padded_units=len(items))]
+        return [
+            SubBatch(
+                indices=list(range(len(items))),
+                feed={"x": x, "fault": codes},
+                real_units=len(items),
+                padded_units=len(items),
+            )
+        ]
 
     def uncollate(self, sub, outputs):
         return [outputs[0][i] for i in range(len(sub.indices))]
@@ -142,11 +149,23 @@ class ImageStatsOp(Op):
         return [(2, 2, 1.0, None)]
 
 
-def image_config(*, name: str = "img", delay_ms: float = 10, per_item_ms: float = 1, max_batch_size: int = 16,
-                 max_queue_delay: float = 5, instance_num: int = 1, concurrency: int = 2,
-                 request_timeout_ms: int = 10000, max_queue_size: int = 256, worker_num: int = 8,
-                 max_body_size: int = 1 << 20, max_image_pixels: int = 4_000_000,
-                 max_inputs_per_request: int = 8, extra: str = "") -> str:
+def image_config(
+    *,
+    name: str = "img",
+    delay_ms: float = 10,
+    per_item_ms: float = 1,
+    max_batch_size: int = 16,
+    max_queue_delay: float = 5,
+    instance_num: int = 1,
+    concurrency: int = 2,
+    request_timeout_ms: int = 10000,
+    max_queue_size: int = 256,
+    worker_num: int = 8,
+    max_body_size: int = 1 << 20,
+    max_image_pixels: int = 4_000_000,
+    max_inputs_per_request: int = 8,
+    extra: str = "",
+) -> str:
     """YAML text of a one-op image pipeline built on ImageStatsOp."""
     return f"""\
 name: {name}

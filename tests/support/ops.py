@@ -1,5 +1,6 @@
 """Real op objects for tests and benches, built from typed config entries (no
 stand-ins): an op class, its params and a model directory -> an Op and runners."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,12 +23,20 @@ def ocr_model_dir(name: str) -> str:
 def op_config(name: str, cls: type[Op], *, model_dir: str | None = None, **service: Any) -> OpConfig:
     """A validated ``op.<name>`` entry for ``cls`` with ``local_service_conf`` keys ``service``."""
     svc = LocalServiceConf(model_config=model_dir, **service)
-    return OpConfig.model_validate({"name": name, "class": f"{cls.__module__}:{cls.__qualname__}",
-                                    "local_service_conf": svc})
+    return OpConfig.model_validate(
+        {"name": name, "class": f"{cls.__module__}:{cls.__qualname__}", "local_service_conf": svc}
+    )
 
 
-def make_op(cls: type[Op], params: BaseModel | None = None, *, model_dir: str | None = None,
-            name: str | None = None, load: bool = False, **service: Any) -> Op:
+def make_op(
+    cls: type[Op],
+    params: BaseModel | None = None,
+    *,
+    model_dir: str | None = None,
+    name: str | None = None,
+    load: bool = False,
+    **service: Any,
+) -> Op:
     """An op of ``cls`` (default params), optionally loaded."""
     conf = op_config(name or cls.__name__, cls, model_dir=model_dir, **service)
     op = cls(OpContext(conf.name, conf=conf, params=params if params is not None else cls.Params()))

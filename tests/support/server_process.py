@@ -1,4 +1,5 @@
 """Start ``batchline serve`` in a subprocess on a free port and wait until ready."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,15 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    def __init__(self, config: str, *, port: int | None = None, ready_timeout: float = 240.0,
-                 extra_args: tuple[str, ...] = (), env: dict | None = None):
+    def __init__(
+        self,
+        config: str,
+        *,
+        port: int | None = None,
+        ready_timeout: float = 240.0,
+        extra_args: tuple[str, ...] = (),
+        env: dict | None = None,
+    ):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"batchline-serve-{self.port}.log")
@@ -30,7 +38,11 @@ class ServerProcess:
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "serving.cli", "serve", config, "--port", str(self.port), *extra_args],
-            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=full_env)
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+        )
         self._wait_ready(ready_timeout)
 
     def _wait_ready(self, timeout: float) -> None:

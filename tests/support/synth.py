@@ -11,6 +11,7 @@ Main entry points:
   :func:`sample_documents` a fixed, varied set of pages for reference tests
   :func:`encode_image`     ndarray -> PNG/JPEG bytes (what a client sends)
 """
+
 from __future__ import annotations
 
 import os
@@ -28,9 +29,116 @@ _FONT_FILES = {
     "zh": ("wqy-zenhei.ttc", "wqy-microhei.ttc"),
 }
 
-EN_WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "invoice", "total", "amount", "paid", "date", "order", "number", "customer", "service", "batch", "server", "model", "pipeline", "request", "image", "text", "line", "hello", "world", "open", "source", "python", "paddle", "serving", "latency", "throughput", "price", "quantity", "street", "city", "north", "station", "meeting", "report", "summary", "account", "balance", "delivery", "address", "phone", "email", "office", "market", "river", "garden", "window", "coffee", "table", "yellow", "purple", "orange", "simple", "quiet"]
+EN_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "invoice",
+    "total",
+    "amount",
+    "paid",
+    "date",
+    "order",
+    "number",
+    "customer",
+    "service",
+    "batch",
+    "server",
+    "model",
+    "pipeline",
+    "request",
+    "image",
+    "text",
+    "line",
+    "hello",
+    "world",
+    "open",
+    "source",
+    "python",
+    "paddle",
+    "serving",
+    "latency",
+    "throughput",
+    "price",
+    "quantity",
+    "street",
+    "city",
+    "north",
+    "station",
+    "meeting",
+    "report",
+    "summary",
+    "account",
+    "balance",
+    "delivery",
+    "address",
+    "phone",
+    "email",
+    "office",
+    "market",
+    "river",
+    "garden",
+    "window",
+    "coffee",
+    "table",
+    "yellow",
+    "purple",
+    "orange",
+    "simple",
+    "quiet",
+]
 EN_TOKENS = ("2024", "No.17", "$12.50", "3.14", "ID:4821", "v2.10", "42%", "08:30", "A-113", "(ok)")
-ZH_WORDS = ["今天", "天气", "很好", "我们", "一起", "公园", "散步", "中华", "人民", "共和国", "欢迎", "光临", "北京", "上海", "深圳", "价格", "数量", "合计", "发票", "日期", "服务", "模型", "图片", "文字", "识别", "检测", "系统", "客户", "地址", "电话", "学校", "医院", "银行", "超市", "火车站", "办公室", "会议", "报告", "时间", "金额", "编号", "名称", "说明", "产品"]
+ZH_WORDS = [
+    "今天",
+    "天气",
+    "很好",
+    "我们",
+    "一起",
+    "公园",
+    "散步",
+    "中华",
+    "人民",
+    "共和国",
+    "欢迎",
+    "光临",
+    "北京",
+    "上海",
+    "深圳",
+    "价格",
+    "数量",
+    "合计",
+    "发票",
+    "日期",
+    "服务",
+    "模型",
+    "图片",
+    "文字",
+    "识别",
+    "检测",
+    "系统",
+    "客户",
+    "地址",
+    "电话",
+    "学校",
+    "医院",
+    "银行",
+    "超市",
+    "火车站",
+    "办公室",
+    "会议",
+    "报告",
+    "时间",
+    "金额",
+    "编号",
+    "名称",
+    "说明",
+    "产品",
+]
 
 
 @cache
@@ -75,9 +183,15 @@ def _font_for(text: str, font_path: str | None) -> str | None:
     return find_font("en")
 
 
-def render_line(text: str, *, font_size: int = 32, font_path: str | None = None,
-                margin: tuple[int, int] = (12, 8), fg: tuple[int, int, int] = (20, 20, 20),
-                bg: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
+def render_line(
+    text: str,
+    *,
+    font_size: int = 32,
+    font_path: str | None = None,
+    margin: tuple[int, int] = (12, 8),
+    fg: tuple[int, int, int] = (20, 20, 20),
+    bg: tuple[int, int, int] = (255, 255, 255),
+) -> np.ndarray:
     """One text line on a plain background, tightly cropped plus ``margin`` (x, y). BGR uint8."""
     from PIL import Image, ImageDraw
 
@@ -99,7 +213,7 @@ class SynthLine:
 @dataclass
 class SynthDoc:
     name: str
-    image: np.ndarray          # BGR uint8
+    image: np.ndarray  # BGR uint8
     lines: list[SynthLine] = field(default_factory=list)
 
 
@@ -142,11 +256,20 @@ def _text_size(font, text: str, word_gap: float | None) -> tuple[int, int]:
     return sum(widths) + gap * (len(words) - 1), b_all - t_all
 
 
-def render_document(lines: Sequence[str], *, font_size: int = 28, width: int | None = None,
-                    margin: int = 30, line_gap: float = 0.9, indent: Sequence[int] | None = None,
-                    font_path: str | None = None, fg: tuple[int, int, int] = (25, 25, 25),
-                    bg: tuple[int, int, int] = (250, 250, 247), word_gap: float | None = None,
-                    name: str = "doc") -> SynthDoc:
+def render_document(
+    lines: Sequence[str],
+    *,
+    font_size: int = 28,
+    width: int | None = None,
+    margin: int = 30,
+    line_gap: float = 0.9,
+    indent: Sequence[int] | None = None,
+    font_path: str | None = None,
+    fg: tuple[int, int, int] = (25, 25, 25),
+    bg: tuple[int, int, int] = (250, 250, 247),
+    word_gap: float | None = None,
+    name: str = "doc",
+) -> SynthDoc:
     """Render ``lines`` top to bottom; returns the page and each line's ink box.
 
     ``word_gap`` (em) sets the space between words (None: the font's own space).
@@ -185,9 +308,17 @@ def random_text(rng: random.Random, script: str = "en", n_words: int = 4) -> str
     return " ".join(words)
 
 
-def random_document(seed: int, *, script: str = "en", n_lines: int = 4, font_size: int = 28,
-                    words: tuple[int, int] = (2, 6), width: int | None = None,
-                    word_gap: float | None = None, name: str | None = None) -> SynthDoc:
+def random_document(
+    seed: int,
+    *,
+    script: str = "en",
+    n_lines: int = 4,
+    font_size: int = 28,
+    words: tuple[int, int] = (2, 6),
+    width: int | None = None,
+    word_gap: float | None = None,
+    name: str | None = None,
+) -> SynthDoc:
     """A page of ``n_lines`` random lines; ``script`` is "en", "zh" or "mixed"."""
     rng = random.Random(seed)
     if script != "en" and not has_chinese_font():
@@ -199,8 +330,16 @@ def random_document(seed: int, *, script: str = "en", n_lines: int = 4, font_siz
     indent = [rng.choice((0, 0, font_size, 2 * font_size)) for _ in texts]
     fg = tuple(rng.randint(0, 60) for _ in range(3))
     bg = tuple(rng.randint(225, 255) for _ in range(3))
-    return render_document(texts, font_size=font_size, width=width, indent=indent, fg=fg, bg=bg,
-                           word_gap=word_gap, name=name or f"{script}-{seed}")
+    return render_document(
+        texts,
+        font_size=font_size,
+        width=width,
+        indent=indent,
+        fg=fg,
+        bg=bg,
+        word_gap=word_gap,
+        name=name or f"{script}-{seed}",
+    )
 
 
 def sample_documents(seed: int = 0, *, word_gap: float | None = None) -> list[SynthDoc]:
@@ -214,8 +353,8 @@ def sample_documents(seed: int = 0, *, word_gap: float | None = None) -> list[Sy
     """
     specs = [
         # (script, n_lines, font_size, words, width)
-        ("en", 1, 32, (1, 1), None),       # a single word
-        ("en", 1, 40, (6, 9), None),       # one long line
+        ("en", 1, 32, (1, 1), None),  # a single word
+        ("en", 1, 40, (6, 9), None),  # one long line
         ("en", 3, 24, (3, 6), None),
         ("en", 6, 22, (4, 8), 900),
         ("en", 8, 24, (2, 7), 800),
@@ -225,13 +364,22 @@ def sample_documents(seed: int = 0, *, word_gap: float | None = None) -> list[Sy
         ("zh", 6, 22, (4, 8), 800),
         ("mixed", 5, 26, (2, 5), None),
         ("mixed", 3, 34, (3, 6), 1200),
-        ("en", 4, 30, (5, 10), 1400),     # wide page, long lines (wide rec buckets)
+        ("en", 4, 30, (5, 10), 1400),  # wide page, long lines (wide rec buckets)
     ]
     docs = []
     for i, (script, n, size, words, width) in enumerate(specs):
-        docs.append(random_document(seed * 1000 + i, script=script, n_lines=n, font_size=size,
-                                    words=words, width=width, word_gap=word_gap,
-                                    name=f"{i:02d}-{script}-{n}x{size}"))
+        docs.append(
+            random_document(
+                seed * 1000 + i,
+                script=script,
+                n_lines=n,
+                font_size=size,
+                words=words,
+                width=width,
+                word_gap=word_gap,
+                name=f"{i:02d}-{script}-{n}x{size}",
+            )
+        )
     return docs
 
 

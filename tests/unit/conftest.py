@@ -1,4 +1,5 @@
 """Fixtures shared by the unit tests."""
+
 import pytest
 
 

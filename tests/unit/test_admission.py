@@ -1,4 +1,5 @@
 """Admission rules with a fake clock."""
+
 import pytest
 
 from serving.engine.admission import Admission

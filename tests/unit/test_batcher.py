@@ -1,4 +1,5 @@
 """Batcher decisions, driven by a fake clock (no sleeps)."""
+
 import threading
 
 import pytest
@@ -169,8 +170,7 @@ def test_adaptive_sparse_arrivals_dispatch_at_once():
 
 def test_adaptive_dense_arrivals_wait_for_more():
     clock = FakeClock()
-    b = make(clock, policy="adaptive", max_batch_size=8, max_queue_delay_s=0.010,
-             cost_model=seeded_cost(0.005, 0.001))
+    b = make(clock, policy="adaptive", max_batch_size=8, max_queue_delay_s=0.010, cost_model=seeded_cost(0.005, 0.001))
     for _ in range(4):  # arrivals every 1 ms, fixed cost 5 ms: batching pays off
         b.put(["r"])
         clock.advance(0.001)
@@ -184,8 +184,7 @@ def test_adaptive_dense_arrivals_wait_for_more():
 
 def test_adaptive_never_waits_past_delay():
     clock = FakeClock()
-    b = make(clock, policy="adaptive", max_batch_size=64, max_queue_delay_s=0.004,
-             cost_model=seeded_cost(0.050, 0.001))
+    b = make(clock, policy="adaptive", max_batch_size=64, max_queue_delay_s=0.004, cost_model=seeded_cost(0.050, 0.001))
     for _ in range(3):  # a dense stream: every 0.5 ms against a 50 ms fixed cost
         b.put(["r"])
         clock.advance(0.0005)

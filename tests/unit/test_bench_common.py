@@ -1,4 +1,5 @@
 """bench/common.py helpers that need no model and no server."""
+
 import json
 import os
 
@@ -11,18 +12,26 @@ BASE = {
     "name": "rec",
     "dag": {"channel_size": 64},
     "op": {
-        "rec": {"class": "ocr_rec", "input_ops": [],
-                "local_service_conf": {"max_batch_size": 32, "thread_num": 4},
-                "params": {"width_buckets": [320, 640]}},
+        "rec": {
+            "class": "ocr_rec",
+            "input_ops": [],
+            "local_service_conf": {"max_batch_size": 32, "thread_num": 4},
+            "params": {"width_buckets": [320, 640]},
+        },
         "post": {"class": "x.y:Z", "input_ops": ["rec"]},
     },
 }
 
 
 def test_apply_overrides_sets_op_and_all_op_keys_without_touching_the_input():
-    out = common.apply_overrides(BASE, ops={"rec": {"max_batch_size": 1}}, all_ops={"thread_num": 2},
-                                 dag={"use_profile": True}, top={"name": "rec2"},
-                                 params={"rec": {"max_width": 800}})
+    out = common.apply_overrides(
+        BASE,
+        ops={"rec": {"max_batch_size": 1}},
+        all_ops={"thread_num": 2},
+        dag={"use_profile": True},
+        top={"name": "rec2"},
+        params={"rec": {"max_width": 800}},
+    )
     rec = out["op"]["rec"]
     assert rec["local_service_conf"] == {"max_batch_size": 1, "thread_num": 2}
     assert out["op"]["post"]["local_service_conf"] == {"thread_num": 2}

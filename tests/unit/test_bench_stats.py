@@ -1,4 +1,5 @@
 """Unit tests for client.stats and client.loadgen (no server, no network)."""
+
 import math
 import random
 import statistics
@@ -21,6 +22,7 @@ from client.stats import (
 )
 
 # ----------------------------------------------------------------------------- percentiles
+
 
 def test_percentile_exact_on_known_data():
     data = list(range(1, 11))  # 1..10
@@ -57,6 +59,7 @@ def test_latency_summary_in_ms():
 
 
 # ----------------------------------------------------------------------------- errors
+
 
 def test_error_counts_by_status_thread_safe():
     errors = ErrorCounts()
@@ -117,12 +120,14 @@ batchline_requests_total{pipeline="ocr",status="503"} 7
 
 
 def test_parse_prometheus_text():
-    text = ('# a comment\n\n'
-            'm_total 3\n'
-            'h_bucket{le="+Inf",op="a b"} +Inf\n'
-            'lab{msg="say \\"hi\\"\\nthere",x="1",} 2.5e-3 1700000000\n'
-            'neg -Inf\n'
-            'nan NaN\n')
+    text = (
+        "# a comment\n\n"
+        "m_total 3\n"
+        'h_bucket{le="+Inf",op="a b"} +Inf\n'
+        'lab{msg="say \\"hi\\"\\nthere",x="1",} 2.5e-3 1700000000\n'
+        "neg -Inf\n"
+        "nan NaN\n"
+    )
     s = parse_prometheus(text)
     assert s[("m_total", ())] == 3
     assert s[("h_bucket", (("le", "+Inf"), ("op", "a b")))] == math.inf
@@ -149,13 +154,13 @@ def test_op_stats_histogram_mean_and_padding_ratio():
     stats = op_stats(MetricsSnapshot.from_text(BEFORE), MetricsSnapshot.from_text(AFTER))
     det, rec = stats["det"], stats["rec"]
     assert det["batches"] == 10
-    assert det["mean_batch_size"] == pytest.approx(3.0)          # (50-20)/(20-10)
-    assert det["mean_queue_wait_ms"] == pytest.approx(5.0)       # 0.05 s / 10
-    assert det["mean_run_ms"] == pytest.approx(200.0)            # 2.0 s / 10
-    assert det["padding_ratio"] is None                          # no padding counters for det
-    assert rec["mean_batch_size"] is None                        # no batches during the interval
+    assert det["mean_batch_size"] == pytest.approx(3.0)  # (50-20)/(20-10)
+    assert det["mean_queue_wait_ms"] == pytest.approx(5.0)  # 0.05 s / 10
+    assert det["mean_run_ms"] == pytest.approx(200.0)  # 2.0 s / 10
+    assert det["padding_ratio"] is None  # no padding counters for det
+    assert rec["mean_batch_size"] is None  # no batches during the interval
     assert rec["items"] == 90
-    assert rec["padding_ratio"] == pytest.approx(0.1)            # 1 - 900/1000
+    assert rec["padding_ratio"] == pytest.approx(0.1)  # 1 - 900/1000
 
 
 def test_op_stats_from_empty_before_snapshot():
@@ -166,14 +171,15 @@ def test_op_stats_from_empty_before_snapshot():
 
 # ----------------------------------------------------------------------------- poisson schedule
 
+
 def test_poisson_arrivals_statistics_with_seed():
     rate, duration = 200.0, 50.0
     a = poisson_arrivals(rate, duration, seed=7)
-    assert a == poisson_arrivals(rate, duration, seed=7)           # reproducible
+    assert a == poisson_arrivals(rate, duration, seed=7)  # reproducible
     assert a != poisson_arrivals(rate, duration, seed=8)
     assert all(0 < x < duration for x in a)
-    assert all(x < y for x, y in zip(a, a[1:]))                   # increasing
-    expected = rate * duration                                     # 10000, sd = 100
+    assert all(x < y for x, y in zip(a, a[1:]))  # increasing
+    expected = rate * duration  # 10000, sd = 100
     assert abs(len(a) - expected) < 4 * math.sqrt(expected)
     gaps = [y - x for x, y in zip([0.0] + a, a)]
     mean = statistics.fmean(gaps)
@@ -193,6 +199,7 @@ def test_poisson_arrivals_bounded():
 
 
 # ----------------------------------------------------------------------------- load generators
+
 
 class _Fake:
     """make_request stand-in: every ``fail_every``-th call raises a 503."""
@@ -226,7 +233,7 @@ def test_closed_loop_exact_counts_with_max_requests():
     assert res.requests == 50 and fake.calls == 50
     assert res.ok == 40 and res.errors == {"503": 10}
     assert len(res.latencies_s) == 40
-    assert fake.closed == 4                                        # one client per thread, closed
+    assert fake.closed == 4  # one client per thread, closed
     d = res.to_dict()
     assert d["requests"] == 50 and d["errors"] == {"503": 10} and d["concurrency"] == 4
     assert set(d["latency_ms"]) >= {"p50", "p90", "p99"}
@@ -238,7 +245,7 @@ def test_closed_loop_warmup_not_counted_and_duration_bounded():
     t0 = time.monotonic()
     res = run_closed_loop(fake.factory, fake, concurrency=2, duration_s=0.3, warmup_s=0.3)
     assert time.monotonic() - t0 < 5
-    assert 0 < res.requests < fake.calls                           # warm-up calls excluded
+    assert 0 < res.requests < fake.calls  # warm-up calls excluded
     assert res.errors == {}
 
 
@@ -253,12 +260,11 @@ def test_closed_loop_other_exceptions_count_as_status_0():
 def test_open_loop_accounts_every_arrival():
     rate, duration, seed = 400.0, 0.5, 11
     fake = _Fake(fail_every=4, sleep_s=0.02)
-    res = run_open_loop(fake.factory, fake, rate=rate, duration_s=duration, max_in_flight=2,
-                        seed=seed)
+    res = run_open_loop(fake.factory, fake, rate=rate, duration_s=duration, max_in_flight=2, seed=seed)
     arrivals = len(poisson_arrivals(rate, duration, seed))
     assert res.mode == "open" and res.rate == rate
-    assert res.ok + res.failed + res.dropped == arrivals            # nothing lost, nothing queued
-    assert res.dropped > 0                                          # 2 workers cannot keep up
+    assert res.ok + res.failed + res.dropped == arrivals  # nothing lost, nothing queued
+    assert res.dropped > 0  # 2 workers cannot keep up
     assert fake.calls == res.ok + res.failed
     assert res.errors.get("503", 0) == fake.calls // 4
     assert fake.closed == 2
@@ -266,8 +272,9 @@ def test_open_loop_accounts_every_arrival():
 
 def test_open_loop_max_requests_and_warmup():
     fake = _Fake()
-    res = run_open_loop(fake.factory, fake, rate=500.0, duration_s=2.0, warmup_s=0.1,
-                        max_requests=20, max_in_flight=64, seed=1)
+    res = run_open_loop(
+        fake.factory, fake, rate=500.0, duration_s=2.0, warmup_s=0.1, max_requests=20, max_in_flight=64, seed=1
+    )
     warm = sum(1 for t in poisson_arrivals(500.0, 2.1, 1) if t < 0.1)
     assert res.ok + res.dropped == 20
     assert fake.calls == warm + res.ok

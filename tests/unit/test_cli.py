@@ -1,5 +1,6 @@
 """The ``batchline`` console script: built-in commands, commands plugged in
 through entry points, and what happens when one cannot be loaded."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,16 +33,17 @@ def test_an_unknown_command_says_how_commands_are_registered(capsys):
 
 
 def test_help_lists_every_command():
-    out = subprocess.run([sys.executable, "-m", "serving.cli", "--help"], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, "-m", "serving.cli", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     for command in ("check", "serve", "predict", "bench"):
         assert command in out.stdout
 
 
 def test_serve_and_check_never_import_the_client(tmp_path):
-    code = ("import sys; from serving.cli import build_parser; build_parser(['serve']); build_parser(['check']); "
-            "sys.exit(3 if any(m == 'client' or m.startswith('client.') for m in sys.modules) else 0)")
+    code = (
+        "import sys; from serving.cli import build_parser; build_parser(['serve']); build_parser(['check']); "
+        "sys.exit(3 if any(m == 'client' or m.startswith('client.') for m in sys.modules) else 0)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 

@@ -1,4 +1,5 @@
 """serving.config (+ registry, cli check): valid files, Paddle Serving files, every error class."""
+
 import importlib.util
 import logging
 import os
@@ -131,7 +132,10 @@ def test_defaults_and_name_from_file_stem(tmp_path):
 
 
 def test_users_block_loads(tmp_path):
-    config = load_config(write(tmp_path, f"""
+    config = load_config(
+        write(
+            tmp_path,
+            f"""
         op:
           ocr_det:
             class: {FAKE}
@@ -143,7 +147,9 @@ def test_users_block_loads(tmp_path):
               preferred_batch_size: [8, 16]
               concurrency: 10
               instance_num: 2
-        """))
+        """,
+        )
+    )
     svc = config.op["ocr_det"].local_service_conf
     assert (svc.thread_num, svc.max_body_size, svc.max_batch_size) == (4, 536870912, 16)
     assert (svc.max_queue_delay, svc.preferred_batch_size, svc.concurrency, svc.instance_num) == (10.0, [8, 16], 10, 2)
@@ -157,9 +163,21 @@ def test_parse_config_from_dict():
 
 def test_op_table(models):
     rows = load_config(write(models, FULL)).op_table()
-    assert list(rows[0]) == ["op", "class", "inputs", "max_batch_size", "max_queue_delay", "preferred_batch_size",
-                             "batching_policy", "concurrency", "instance_num", "instance_mode", "device", "precision",
-                             "model"]
+    assert list(rows[0]) == [
+        "op",
+        "class",
+        "inputs",
+        "max_batch_size",
+        "max_queue_delay",
+        "preferred_batch_size",
+        "batching_policy",
+        "concurrency",
+        "instance_num",
+        "instance_mode",
+        "device",
+        "precision",
+        "model",
+    ]
     assert rows[0]["inputs"] == [] and rows[1]["inputs"] == ["det"]
     assert rows[0]["device"] == "cpu" and rows[0]["model"] == str(models / "det_model")
 
@@ -175,8 +193,21 @@ def test_devices_and_device_labels():
 
 
 def test_tensorrt_section():
-    data = {"op": {"a": {"class": FAKE, "local_service_conf": {"device_type": 2, "tensorrt": {
-        "dynamic_shape": {"x": {"min": [1, 3, 32, 32], "opt": [1, 3, 640, 640], "max": [8, 3, 960, 960]}}}}}}}
+    data = {
+        "op": {
+            "a": {
+                "class": FAKE,
+                "local_service_conf": {
+                    "device_type": 2,
+                    "tensorrt": {
+                        "dynamic_shape": {
+                            "x": {"min": [1, 3, 32, 32], "opt": [1, 3, 640, 640], "max": [8, 3, 960, 960]}
+                        }
+                    },
+                },
+            }
+        }
+    }
     trt = parse_config(data).op["a"].local_service_conf.tensorrt
     assert trt.workspace_size == 1 << 30 and trt.dynamic_shape["x"].max == [8, 3, 960, 960]
     data["op"]["a"]["local_service_conf"]["tensorrt"]["dynamic_shape"]["x"]["opt"] = [1, 3, 16, 16]
@@ -206,12 +237,17 @@ def test_resolve_unknown_package():
 
 
 def test_pkg_model_config_in_a_config_file(tmp_path):
-    config = load_config(write(tmp_path, f"""
+    config = load_config(
+        write(
+            tmp_path,
+            f"""
         op:
           det:
             class: {FAKE_MODEL}
             local_service_conf: {{model_config: "{DET_PKG}"}}
-        """))
+        """,
+        )
+    )
     assert config.op["det"].local_service_conf.model_config == resolve_pkg_path(DET_PKG)
 
 
@@ -220,7 +256,9 @@ def test_load_config_from_pkg_url(tmp_path, monkeypatch):
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     make_model(package / "m")
-    (package / "demo.yml").write_text(f"op:\n  a:\n    class: {FAKE_MODEL}\n    local_service_conf: {{model_config: m}}\n")
+    (package / "demo.yml").write_text(
+        f"op:\n  a:\n    class: {FAKE_MODEL}\n    local_service_conf: {{model_config: m}}\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     config = load_config("pkg://demo_cfg_pkg/demo.yml")
     assert config.name == "demo"
@@ -231,40 +269,54 @@ def test_load_config_from_pkg_url(tmp_path, monkeypatch):
 # errors
 # ---------------------------------------------------------------------------
 def test_unknown_key_with_hint(tmp_path):
-    path, msg = load_error(tmp_path, f"""
+    path, msg = load_error(
+        tmp_path,
+        f"""
         op:
           det:
             class: {FAKE}
             local_service_conf: {{max_batch: 4}}
-        """)
+        """,
+    )
     assert msg == f"{path}: op.det.local_service_conf.max_batch: unknown key (did you mean 'max_batch_size'?)"
 
 
-@pytest.mark.parametrize("text, line", [
-    (f"http_prot: 1\nop: {{a: {{class: {FAKE}}}}}\n", "http_prot: unknown key (did you mean 'http_port'?)"),
-    (f"dag: {{chanel_size: 1}}\nop: {{a: {{class: {FAKE}}}}}\n", "dag.chanel_size: unknown key (did you mean 'channel_size'?)"),
-    (f"dag: {{tracer: {{interval: 1}}}}\nop: {{a: {{class: {FAKE}}}}}\n",
-     "dag.tracer.interval: unknown key (did you mean 'interval_s'?)"),
-    (f"op: {{a: {{class: {FAKE}, input_op: []}}}}\n", "op.a.input_op: unknown key (did you mean 'input_ops'?)"),
-    (f"op: {{a: {{class: {FAKE}, batch_sise: 2}}}}\n", "op.a.batch_sise: unknown key (did you mean 'batch_size'?)"),
-    (f"op: {{a: {{cls: {FAKE}}}}}\n", "op.a.cls: unknown key (did you mean 'class'?)"),
-    (f"op: {{a: {{class: {FAKE}, zzz: 1}}}}\n", "op.a.zzz: unknown key (known keys: class, input_ops"),
-])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (f"http_prot: 1\nop: {{a: {{class: {FAKE}}}}}\n", "http_prot: unknown key (did you mean 'http_port'?)"),
+        (
+            f"dag: {{chanel_size: 1}}\nop: {{a: {{class: {FAKE}}}}}\n",
+            "dag.chanel_size: unknown key (did you mean 'channel_size'?)",
+        ),
+        (
+            f"dag: {{tracer: {{interval: 1}}}}\nop: {{a: {{class: {FAKE}}}}}\n",
+            "dag.tracer.interval: unknown key (did you mean 'interval_s'?)",
+        ),
+        (f"op: {{a: {{class: {FAKE}, input_op: []}}}}\n", "op.a.input_op: unknown key (did you mean 'input_ops'?)"),
+        (f"op: {{a: {{class: {FAKE}, batch_sise: 2}}}}\n", "op.a.batch_sise: unknown key (did you mean 'batch_size'?)"),
+        (f"op: {{a: {{cls: {FAKE}}}}}\n", "op.a.cls: unknown key (did you mean 'class'?)"),
+        (f"op: {{a: {{class: {FAKE}, zzz: 1}}}}\n", "op.a.zzz: unknown key (known keys: class, input_ops"),
+    ],
+)
 def test_unknown_keys_at_every_level(tmp_path, text, line):
     path, msg = load_error(tmp_path, text)
     assert f"{path}: {line}" in msg
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("thread_num", "abc", "must be an integer, got 'abc'"),
-    ("thread_num", "2", "must be an integer, got '2'"),
-    ("max_queue_delay", "soon", "must be a number, got 'soon'"),
-    ("ir_optim", "maybe", "must be true or false, got 'maybe'"),
-    ("preferred_batch_size", "big", "must be a list, got 'big'"),
-    ("precision", "fp64", "must be one of 'fp32', 'fp16', 'int8' or 'bf16', got 'fp64'"),
-    ("device_type", 4, "device_type 4 is not supported; use 0 (cpu), 1 (gpu) or 2 (gpu+tensorrt)"),
-    ("devices", "gpu0", "must be GPU ids separated by commas like '0,1', got 'gpu0'"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("thread_num", "abc", "must be an integer, got 'abc'"),
+        ("thread_num", "2", "must be an integer, got '2'"),
+        ("max_queue_delay", "soon", "must be a number, got 'soon'"),
+        ("ir_optim", "maybe", "must be true or false, got 'maybe'"),
+        ("preferred_batch_size", "big", "must be a list, got 'big'"),
+        ("precision", "fp64", "must be one of 'fp32', 'fp16', 'int8' or 'bf16', got 'fp64'"),
+        ("device_type", 4, "device_type 4 is not supported; use 0 (cpu), 1 (gpu) or 2 (gpu+tensorrt)"),
+        ("devices", "gpu0", "must be GPU ids separated by commas like '0,1', got 'gpu0'"),
+    ],
+)
 def test_wrong_types(key, value, message):
     with pytest.raises(ConfigError) as info:
         parse_config({"op": {"det": {"class": FAKE, "local_service_conf": {key: value}}}}, source="c.yml")
@@ -272,28 +324,40 @@ def test_wrong_types(key, value, message):
 
 
 def test_out_of_range(tmp_path):
-    path, msg = load_error(tmp_path, f"""
+    path, msg = load_error(
+        tmp_path,
+        f"""
         op:
           rec:
             class: {FAKE}
             local_service_conf: {{max_batch_size: 0}}
-        """, name="ocr.yml")
+        """,
+        name="ocr.yml",
+    )
     assert msg == f"{path}: op.rec.local_service_conf.max_batch_size: must be >= 1, got 0"
 
 
-@pytest.mark.parametrize("data, line", [
-    ({"http_port": 70000}, "http_port: must be <= 65535, got 70000"),
-    ({"dag": {"priority_levels": 17}}, "dag.priority_levels: must be <= 16, got 17"),
-    ({"dag": {"channel_size": 0}}, "dag.channel_size: must be >= 1, got 0"),
-    ({"name": "a b"}, "name: must match ^[A-Za-z0-9_.-]+$, got 'a b'"),
-    ({"op": {}}, "op: must define at least one op"),
-    ({"op": {"a": {"class": FAKE, "retry": -1}}}, "op.a.retry: must be >= 0, got -1"),
-    ({"op": {"a": {"class": FAKE, "timeout_ms": 0}}}, "op.a.timeout_ms: must be >= 1 (ms), or -1 for no limit, got 0"),
-    ({"op": {"a": {}}}, "op.a.class: required key missing"),
-    ({"op": {"a": {"class": FAKE, "input_ops": "b"}}}, "op.a.input_ops: must be a list, got 'b'"),
-    ({"op": {"a": {"class": FAKE, "local_service_conf": {"preferred_batch_size": [0]}}}},
-     "op.a.local_service_conf.preferred_batch_size: sizes must be >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "data, line",
+    [
+        ({"http_port": 70000}, "http_port: must be <= 65535, got 70000"),
+        ({"dag": {"priority_levels": 17}}, "dag.priority_levels: must be <= 16, got 17"),
+        ({"dag": {"channel_size": 0}}, "dag.channel_size: must be >= 1, got 0"),
+        ({"name": "a b"}, "name: must match ^[A-Za-z0-9_.-]+$, got 'a b'"),
+        ({"op": {}}, "op: must define at least one op"),
+        ({"op": {"a": {"class": FAKE, "retry": -1}}}, "op.a.retry: must be >= 0, got -1"),
+        (
+            {"op": {"a": {"class": FAKE, "timeout_ms": 0}}},
+            "op.a.timeout_ms: must be >= 1 (ms), or -1 for no limit, got 0",
+        ),
+        ({"op": {"a": {}}}, "op.a.class: required key missing"),
+        ({"op": {"a": {"class": FAKE, "input_ops": "b"}}}, "op.a.input_ops: must be a list, got 'b'"),
+        (
+            {"op": {"a": {"class": FAKE, "local_service_conf": {"preferred_batch_size": [0]}}}},
+            "op.a.local_service_conf.preferred_batch_size: sizes must be >= 1, got 0",
+        ),
+    ],
+)
 def test_range_and_shape_errors(data, line):
     data.setdefault("op", {"a": {"class": FAKE}})
     with pytest.raises(ConfigError) as info:
@@ -303,29 +367,43 @@ def test_range_and_shape_errors(data, line):
 
 def test_preferred_size_larger_than_max():
     with pytest.raises(ConfigError) as info:
-        parse_config({"op": {"det": {"class": FAKE, "local_service_conf": {
-            "max_batch_size": 8, "preferred_batch_size": [4, 16]}}}}, source="c.yml")
-    assert str(info.value) == "c.yml: op.det.local_service_conf.preferred_batch_size: 16 is larger than max_batch_size 8"
+        parse_config(
+            {
+                "op": {
+                    "det": {"class": FAKE, "local_service_conf": {"max_batch_size": 8, "preferred_batch_size": [4, 16]}}
+                }
+            },
+            source="c.yml",
+        )
+    assert (
+        str(info.value) == "c.yml: op.det.local_service_conf.preferred_batch_size: 16 is larger than max_batch_size 8"
+    )
     assert info.value.key == "op.det.local_service_conf.preferred_batch_size"
 
 
 def test_all_errors_reported_one_per_line():
     with pytest.raises(ConfigError) as info:
-        parse_config({"http_port": 0, "op": {"a": {"class": FAKE, "local_service_conf": {"concurrency": 0}}}},
-                     source="c.yml")
+        parse_config(
+            {"http_port": 0, "op": {"a": {"class": FAKE, "local_service_conf": {"concurrency": 0}}}}, source="c.yml"
+        )
     lines = str(info.value).splitlines()
-    assert lines == ["c.yml: http_port: must be >= 1, got 0",
-                     "c.yml: op.a.local_service_conf.concurrency: must be >= 1, got 0"]
+    assert lines == [
+        "c.yml: http_port: must be >= 1, got 0",
+        "c.yml: op.a.local_service_conf.concurrency: must be >= 1, got 0",
+    ]
     assert len(info.value.problems) == 2
 
 
 def test_missing_model_dir(tmp_path):
-    path, msg = load_error(tmp_path, f"""
+    path, msg = load_error(
+        tmp_path,
+        f"""
         op:
           det:
             class: {FAKE_MODEL}
             local_service_conf: {{model_config: nowhere}}
-        """)
+        """,
+    )
     assert msg == f"{path}: op.det.local_service_conf.model_config: model directory not found: {tmp_path / 'nowhere'}"
 
 
@@ -343,7 +421,9 @@ def test_model_dir_without_graph(tmp_path):
 
 def test_model_dir_with_inference_json_loads(tmp_path):
     make_model(tmp_path / "m", files=("inference.json", "inference.pdiparams"))
-    config = load_config(write(tmp_path, f"op: {{det: {{class: {FAKE_MODEL}, local_service_conf: {{model_config: m}}}}}}\n"))
+    config = load_config(
+        write(tmp_path, f"op: {{det: {{class: {FAKE_MODEL}, local_service_conf: {{model_config: m}}}}}}\n")
+    )
     assert config.op["det"].local_service_conf.model_config == str(tmp_path / "m")
 
 
@@ -353,12 +433,15 @@ def test_model_required_by_op_class():
     assert str(info.value) == (f"c.yml: op.det.local_service_conf.model_config: required by op class '{FAKE_MODEL}'")
 
 
-@pytest.mark.parametrize("cls, fragment", [
-    ("ocr_dett", "did you mean 'ocr_det'?"),
-    ("no_such_module_xyz:Op", "no module named 'no_such_module_xyz'"),
-    ("tests.support.config_fakes:Missing", "has no attribute 'Missing'"),
-    ("tests.support.config_fakes:NotAnOp", "not a subclass of serving.op.Op"),
-])
+@pytest.mark.parametrize(
+    "cls, fragment",
+    [
+        ("ocr_dett", "did you mean 'ocr_det'?"),
+        ("no_such_module_xyz:Op", "no module named 'no_such_module_xyz'"),
+        ("tests.support.config_fakes:Missing", "has no attribute 'Missing'"),
+        ("tests.support.config_fakes:NotAnOp", "not a subclass of serving.op.Op"),
+    ],
+)
 def test_unknown_op_class(cls, fragment):
     with pytest.raises(ConfigError) as info:
         parse_config({"op": {"det": {"class": cls}}}, source="c.yml")
@@ -376,11 +459,14 @@ def test_op_params_validated_against_op_class():
 
 
 def test_unknown_input_op(tmp_path):
-    path, msg = load_error(tmp_path, f"""
+    path, msg = load_error(
+        tmp_path,
+        f"""
         op:
           det: {{class: {FAKE}}}
           rec: {{class: {FAKE}, input_ops: [dett]}}
-        """)
+        """,
+    )
     assert msg == f"{path}: op.rec.input_ops: unknown input op 'dett' (did you mean 'det'?)"
 
 
@@ -390,28 +476,35 @@ def test_self_loop():
 
 
 def test_cycle(tmp_path):
-    path, msg = load_error(tmp_path, f"""
+    path, msg = load_error(
+        tmp_path,
+        f"""
         op:
           det: {{class: {FAKE}, input_ops: [rec]}}
           rec: {{class: {FAKE}, input_ops: [det]}}
-        """)
+        """,
+    )
     assert msg == f"{path}: op.det.input_ops: cycle det -> rec -> det"
 
 
 def test_duplicate_op_name(tmp_path):
-    path, msg = load_error(tmp_path, f"""
+    path, msg = load_error(
+        tmp_path,
+        f"""
         op:
           det:
             class: {FAKE}
           det:
             class: {FAKE}
-        """)
+        """,
+    )
     assert msg == f"{path}: op.det: duplicate key 'det' (lines 3 and 5)"
 
 
 def test_duplicate_key_nested(tmp_path):
-    _, msg = load_error(tmp_path, f"op:\n  a:\n    class: {FAKE}\n    local_service_conf:\n"
-                                  "      thread_num: 1\n      thread_num: 2\n")
+    _, msg = load_error(
+        tmp_path, f"op:\n  a:\n    class: {FAKE}\n    local_service_conf:\n      thread_num: 1\n      thread_num: 2\n"
+    )
     assert msg.endswith("op.a.local_service_conf.thread_num: duplicate key 'thread_num' (lines 5 and 6)")
 
 
@@ -420,10 +513,13 @@ def test_yaml_syntax_error_names_the_file(tmp_path):
     assert msg.startswith(f"{path}: line ") and "invalid YAML" in msg
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("", "(top level): the file is empty"),
-    ("- 1\n", "(top level): must be a mapping, got list"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("", "(top level): the file is empty"),
+        ("- 1\n", "(top level): must be a mapping, got list"),
+    ],
+)
 def test_empty_or_non_mapping_file(tmp_path, text, fragment):
     path, msg = load_error(tmp_path, text)
     assert msg == f"{path}: {fragment}" or msg.startswith(f"{path}: {fragment}")
@@ -491,9 +587,16 @@ def test_paddle_serving_file_loads(models, caplog):
     assert config.dag.tracer.interval_s == 0
     notices = [r.getMessage() for r in caplog.records if "ignored Paddle Serving key" in r.getMessage()]
     assert len(notices) == 1
-    for key in ("rpc_port", "build_dag_each_worker", "dag.is_thread_op", "dag.retry",
-                "op.det.local_service_conf.client_type", "op.det.local_service_conf.fetch_list",
-                "op.det.local_service_conf.mkldnn_op_list", "op.det.local_service_conf.use_trt"):
+    for key in (
+        "rpc_port",
+        "build_dag_each_worker",
+        "dag.is_thread_op",
+        "dag.retry",
+        "op.det.local_service_conf.client_type",
+        "op.det.local_service_conf.fetch_list",
+        "op.det.local_service_conf.mkldnn_op_list",
+        "op.det.local_service_conf.use_trt",
+    ):
         assert key in notices[0]
 
 
@@ -502,13 +605,24 @@ def test_use_trt_on_gpu_means_device_type_2():
     assert config.op["a"].local_service_conf.device_type == 2
 
 
-@pytest.mark.parametrize("op, keys", [
-    ({"concurrency": 2, "local_service_conf": {"concurrency": 3}}, ("op.a.concurrency", "op.a.local_service_conf.concurrency")),
-    ({"batch_size": 2, "local_service_conf": {"max_batch_size": 3}}, ("op.a.batch_size", "op.a.local_service_conf.max_batch_size")),
-    ({"auto_batching_timeout": 2, "local_service_conf": {"max_queue_delay": 3}},
-     ("op.a.auto_batching_timeout", "op.a.local_service_conf.max_queue_delay")),
-    ({"timeout": 2, "timeout_ms": 3}, ("op.a.timeout", "op.a.timeout_ms")),
-])
+@pytest.mark.parametrize(
+    "op, keys",
+    [
+        (
+            {"concurrency": 2, "local_service_conf": {"concurrency": 3}},
+            ("op.a.concurrency", "op.a.local_service_conf.concurrency"),
+        ),
+        (
+            {"batch_size": 2, "local_service_conf": {"max_batch_size": 3}},
+            ("op.a.batch_size", "op.a.local_service_conf.max_batch_size"),
+        ),
+        (
+            {"auto_batching_timeout": 2, "local_service_conf": {"max_queue_delay": 3}},
+            ("op.a.auto_batching_timeout", "op.a.local_service_conf.max_queue_delay"),
+        ),
+        ({"timeout": 2, "timeout_ms": 3}, ("op.a.timeout", "op.a.timeout_ms")),
+    ],
+)
 def test_both_alias_spellings_is_an_error(op, keys):
     with pytest.raises(ConfigError) as info:
         parse_config({"op": {"a": {"class": FAKE, **op}}}, source="c.yml")
@@ -517,12 +631,15 @@ def test_both_alias_spellings_is_an_error(op, keys):
     assert f"'{keys[0]}'" in msg and f"'{keys[1]}'" in msg
 
 
-@pytest.mark.parametrize("op, line", [
-    ({"batch_size": "x"}, "op.a.batch_size: must be an integer, got 'x'"),
-    ({"batch_size": 0}, "op.a.batch_size: must be >= 1, got 0"),
-    ({"timeout": "soon"}, "op.a.timeout: must be an integer, got 'soon'"),
-    ({"concurrency": 0}, "op.a.concurrency: must be >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "op, line",
+    [
+        ({"batch_size": "x"}, "op.a.batch_size: must be an integer, got 'x'"),
+        ({"batch_size": 0}, "op.a.batch_size: must be >= 1, got 0"),
+        ({"timeout": "soon"}, "op.a.timeout: must be an integer, got 'soon'"),
+        ({"concurrency": 0}, "op.a.concurrency: must be >= 1, got 0"),
+    ],
+)
 def test_alias_errors_name_the_spelling_the_file_used(op, line):
     with pytest.raises(ConfigError) as info:
         parse_config({"op": {"a": {"class": FAKE, **op}}}, source="c.yml")
@@ -552,8 +669,19 @@ def test_check_prints_table_and_order(models, capsys):
     lines = out.splitlines()
     assert lines[0] == f"{path}: OK"
     header = next(line for line in lines if line.startswith("op "))
-    for title in ("class", "inputs", "max_batch", "delay_ms", "preferred", "policy", "concurrency",
-                  "instances", "device", "precision", "model"):
+    for title in (
+        "class",
+        "inputs",
+        "max_batch",
+        "delay_ms",
+        "preferred",
+        "policy",
+        "concurrency",
+        "instances",
+        "device",
+        "precision",
+        "model",
+    ):
         assert title in header.split()
     det_row = next(line for line in lines if line.startswith("det "))
     assert det_row.split()[:9] == ["det", FAKE_MODEL, "(request)", "4", "10", "2,4", "adaptive", "2", "1"]
@@ -571,19 +699,27 @@ def test_check_reports_config_error(tmp_path, capsys):
 
 def test_check_does_not_import_paddle_or_the_server(tmp_path):
     path = write(tmp_path, f"op: {{a: {{class: {FAKE}}}, b: {{class: {FAKE}, input_ops: [a]}}}}\n")
-    code = ("import sys; from serving.cli import main; rc = main(['check', sys.argv[1]]); "
-            "bad = [m for m in ('paddle', 'serving.http.server', 'flask') if m in sys.modules]; "
-            "sys.exit(rc or (3 if bad else 0))")
+    code = (
+        "import sys; from serving.cli import main; rc = main(['check', sys.argv[1]]); "
+        "bad = [m for m in ('paddle', 'serving.http.server', 'flask') if m in sys.modules]; "
+        "sys.exit(rc or (3 if bad else 0))"
+    )
     result = subprocess.run([sys.executable, "-c", code, path], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("svc, key, message", [
-    ({"use_openvino": True, "use_mkldnn": True}, "use_openvino",
-     "and use_mkldnn are two alternative CPU engines: set only one of them"),
-    ({"use_openvino": True, "device_type": 1}, "use_openvino", "is a CPU engine; device_type is 1"),
-    ({"use_openvino": True, "precision": "int8"}, "precision", "int8 is not available with use_openvino"),
-])
+@pytest.mark.parametrize(
+    "svc, key, message",
+    [
+        (
+            {"use_openvino": True, "use_mkldnn": True},
+            "use_openvino",
+            "and use_mkldnn are two alternative CPU engines: set only one of them",
+        ),
+        ({"use_openvino": True, "device_type": 1}, "use_openvino", "is a CPU engine; device_type is 1"),
+        ({"use_openvino": True, "precision": "int8"}, "precision", "int8 is not available with use_openvino"),
+    ],
+)
 def test_openvino_conflicts_name_the_key(svc, key, message):
     with pytest.raises(ConfigError) as info:
         parse_config({"op": {"a": {"class": FAKE, "local_service_conf": svc}}}, source="c.yml")
@@ -592,8 +728,9 @@ def test_openvino_conflicts_name_the_key(svc, key, message):
 
 def test_openvino_accepts_fp32_and_bf16():
     for precision in ("fp32", "bf16"):
-        config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": {
-            "use_openvino": True, "precision": precision}}}})
+        config = parse_config(
+            {"op": {"a": {"class": FAKE, "local_service_conf": {"use_openvino": True, "precision": precision}}}}
+        )
         assert config.op["a"].local_service_conf.use_openvino is True
 
 

@@ -1,4 +1,5 @@
 """CPU planning: OpenVINO predictor processes get disjoint CPU sets, op after op."""
+
 from __future__ import annotations
 
 from serving.config import LocalServiceConf

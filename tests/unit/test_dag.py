@@ -1,4 +1,5 @@
 """serving.config.dag: order, sources/sinks, fan-out, fan-in and every graph error."""
+
 import pytest
 
 from serving.config.dag import Dag, DagError

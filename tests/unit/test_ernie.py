@@ -1,4 +1,5 @@
 """ERNIE op: tokenizer, bucketed collate, batched == unbatched, the embedded model."""
+
 from __future__ import annotations
 
 import os
@@ -76,7 +77,7 @@ def test_tokenizer_chinese_chars_split():
 
 def test_tokenizer_unknown_and_truncation():
     tok = T.build_tokenizer(VOCAB, 6)
-    assert tok.encode("\U0001F600").ids == [2, 1, 3]  # emoji -> [UNK]
+    assert tok.encode("\U0001f600").ids == [2, 1, 3]  # emoji -> [UNK]
     ids = T.encode(tok, "one two three four five six seven")
     assert ids == _ids(["[CLS]", "one", "two", "three", "four", "[SEP]"])
     with pytest.raises(ValueError):
@@ -136,9 +137,11 @@ def test_chained_zero_lines(op, runner):
 
 
 def test_chained_skips_empty_lines(op, runner):
-    lines = [{"text": "Tel: 138-1234-5678", "score": 0.9, "box": [[0, 0]] * 4},
-             {"text": "  ", "score": 0.1, "box": [[1, 1]] * 4},
-             {"text": "2024-03-15", "score": 0.8, "box": [[2, 2]] * 4}]
+    lines = [
+        {"text": "Tel: 138-1234-5678", "score": 0.9, "box": [[0, 0]] * 4},
+        {"text": "  ", "score": 0.1, "box": [[1, 1]] * 4},
+        {"text": "2024-03-15", "score": 0.8, "box": [[2, 2]] * 4},
+    ]
     assert op.expand({"rec": lines}) == ["Tel: 138-1234-5678", "2024-03-15"]
     out = run_op_direct(op, runner, {"rec": lines})
     assert [o["label"] for o in out] == ["phone", None, "date"]
@@ -156,12 +159,20 @@ def test_custom_field():
 # the model
 # ---------------------------------------------------------------------------
 OBVIOUS = [
-    ("2024-03-15", "date"), ("2024年3月15日", "date"), ("March 15, 2024", "date"),
-    ("¥1,234.50", "money"), ("USD 99.00", "money"), ("总计：345.00元", "money"),
-    ("Tel: 138-1234-5678", "phone"), ("电话 010-12345678", "phone"),
-    ("No. A1234567", "id"), ("订单号 20240315001", "id"),
-    ("北京市海淀区中关村大街1号", "address"), ("221B Baker Street, London", "address"),
-    ("Thank you for your purchase", "other"), ("欢迎光临", "other"),
+    ("2024-03-15", "date"),
+    ("2024年3月15日", "date"),
+    ("March 15, 2024", "date"),
+    ("¥1,234.50", "money"),
+    ("USD 99.00", "money"),
+    ("总计：345.00元", "money"),
+    ("Tel: 138-1234-5678", "phone"),
+    ("电话 010-12345678", "phone"),
+    ("No. A1234567", "id"),
+    ("订单号 20240315001", "id"),
+    ("北京市海淀区中关村大街1号", "address"),
+    ("221B Baker Street, London", "address"),
+    ("Thank you for your purchase", "other"),
+    ("欢迎光临", "other"),
 ]
 
 
@@ -298,8 +309,12 @@ def test_ocr_chain_labels_recognised_lines(runner):
     ernie = make_op()
     chain.append((ernie, runner))
 
-    lines = [("Date: 2024-03-15", "date"), ("Total: USD 99.00", "money"),
-             ("Tel: 138-1234-5678", "phone"), ("221B Baker Street, London", "address")]
+    lines = [
+        ("Date: 2024-03-15", "date"),
+        ("Total: USD 99.00", "money"),
+        ("Tel: 138-1234-5678", "phone"),
+        ("221B Baker Street, London", "address"),
+    ]
     img = Image.new("RGB", (640, 260), "white")
     draw = ImageDraw.Draw(img)
     try:

@@ -1,5 +1,6 @@
 """serving.http.decode: request values -> what a source op takes, with limits;
 and the OCR ops' normalisation of what it decoded (ops.image.to_bgr)."""
+
 from __future__ import annotations
 
 import base64

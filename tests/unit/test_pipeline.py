@@ -1,5 +1,6 @@
 """The engine end to end with fake ops: DAG wiring, fan-out/fan-in, per-request
 errors, retries, deadlines, admission, draining, worker replacement."""
+
 import logging
 import random
 import threading
@@ -17,8 +18,7 @@ FAKES = "tests.support.engine_fakes"
 def op(cls, inputs=(), params=None, **svc):
     conf = {"max_batch_size": 8, "max_queue_delay": 2, "concurrency": 2, "instance_num": 1}
     conf.update(svc)
-    return {"class": f"{FAKES}:{cls}", "input_ops": list(inputs), "params": params or {},
-            "local_service_conf": conf}
+    return {"class": f"{FAKES}:{cls}", "input_ops": list(inputs), "params": params or {}, "local_service_conf": conf}
 
 
 def make(ops, **dag):
@@ -42,8 +42,12 @@ def expected_chain(rid, n, factor):
 
 
 def test_linear_fan_out_many_submitters_get_their_own_results(pipelines):
-    p = make({"split": op("SplitOp", params={"delay_ms": 1}),
-              "add": op("AddOp", ["split"], max_batch_size=16, instance_num=2, params={"delay_ms": 1})})
+    p = make(
+        {
+            "split": op("SplitOp", params={"delay_ms": 1}),
+            "add": op("AddOp", ["split"], max_batch_size=16, instance_num=2, params={"delay_ms": 1}),
+        }
+    )
     pipelines(p)
     rng = random.Random(0)
     sizes = {rid: rng.randint(0, 20) for rid in range(1, 201)}  # 20 > max_batch_size: split across batches
@@ -61,10 +65,14 @@ def test_linear_fan_out_many_submitters_get_their_own_results(pipelines):
 
 
 def test_fan_out_and_fan_in(pipelines):
-    p = make({"split": op("SplitOp"),
-              "a": op("AddOp", ["split"]),
-              "b": op("AddOp", ["split"]),
-              "join": op("JoinOp", ["a", "b"])})
+    p = make(
+        {
+            "split": op("SplitOp"),
+            "a": op("AddOp", ["split"]),
+            "b": op("AddOp", ["split"]),
+            "join": op("JoinOp", ["a", "b"]),
+        }
+    )
     pipelines(p)
     assert p.dag.order[0] == "split" and p.dag.order[-1] == "join"
 
@@ -83,8 +91,7 @@ def test_several_sinks_answer_a_dict(pipelines):
     p = make({"split": op("SplitOp"), "a": op("AddOp", ["split"]), "b": op("AddOp", ["split"])})
     pipelines(p)
     out = p.submit({"id": 5, "n": 2}).result()
-    assert out == {"a": {"id": 5, "values": expected_chain(5, 2, 4)},
-                   "b": {"id": 5, "values": expected_chain(5, 2, 4)}}
+    assert out == {"a": {"id": 5, "values": expected_chain(5, 2, 4)}, "b": {"id": 5, "values": expected_chain(5, 2, 4)}}
 
 
 def test_zero_items_skip_inference(pipelines):
@@ -177,8 +184,12 @@ def test_admission_limit_is_fast_503(pipelines):
 
 
 def test_shutdown_drains_accepted_requests():
-    p = make({"split": op("SplitOp", params={"delay_ms": 30}, max_batch_size=2),
-              "add": op("AddOp", ["split"], params={"delay_ms": 30}, max_batch_size=2)})
+    p = make(
+        {
+            "split": op("SplitOp", params={"delay_ms": 30}, max_batch_size=2),
+            "add": op("AddOp", ["split"], params={"delay_ms": 30}, max_batch_size=2),
+        }
+    )
     handles = [p.submit({"id": r, "n": 2}) for r in range(1, 11)]
     assert p.shutdown(timeout=30) is True
     for rid, h in enumerate(handles, 1):
@@ -226,8 +237,7 @@ def test_profile_and_tracer_lines(caplog):
 
 
 def test_priority_is_served_first_under_contention(pipelines):
-    p = make({"split": op("SplitOp", params={"delay_ms": 50}, max_batch_size=1, max_queue_delay=0)},
-             priority_levels=2)
+    p = make({"split": op("SplitOp", params={"delay_ms": 50}, max_batch_size=1, max_queue_delay=0)}, priority_levels=2)
     pipelines(p)
     runner = p.stages["split"].op.runners[0]
     warm_runs = len(runner.batch_sizes)
@@ -270,8 +280,9 @@ def test_predictor_calls_use_run_batch_sizes(pipelines):
 
 
 def test_run_batch_sizes_empty_means_any_size(pipelines):
-    p = make({"split": op("SplitOp", max_batch_size=16, max_queue_delay=1000, batching_policy="fixed",
-                          run_batch_sizes=[])})
+    p = make(
+        {"split": op("SplitOp", max_batch_size=16, max_queue_delay=1000, batching_policy="fixed", run_batch_sizes=[])}
+    )
     pipelines(p)
     runner = p.stages["split"].op.runners[0]
     warm = len(runner.batch_sizes)

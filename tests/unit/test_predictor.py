@@ -1,4 +1,5 @@
 """Tests for serving.runners.paddle_inference: config translation, loading, running, cloning."""
+
 from __future__ import annotations
 
 import os
@@ -79,8 +80,7 @@ def legacy_dir(tmp_path):
 def test_cpu_plan_mkldnn_off(legacy_dir):
     plan = config_plan(make_conf(legacy_dir, thread_num=3, ir_optim=False, mem_optim=True))
     names = [n for n, _ in plan]
-    assert plan[0] == ("set_model", (str(legacy_dir / "inference.pdmodel"),
-                                     str(legacy_dir / "inference.pdiparams")))
+    assert plan[0] == ("set_model", (str(legacy_dir / "inference.pdmodel"), str(legacy_dir / "inference.pdiparams")))
     assert steps(plan, "set_cpu_math_library_num_threads") == [(3,)]
     assert steps(plan, "switch_ir_optim") == [(False,)]
     assert steps(plan, "enable_memory_optim") == [()]
@@ -100,8 +100,9 @@ def test_mem_optim_skipped_for_pir_models(tiny_model, tmp_path):
 
 def test_cpu_plan_mkldnn_on_with_cache_and_bf16(tiny_model):
     model_dir, _, _ = tiny_model
-    plan = config_plan(make_conf(model_dir, use_mkldnn=True, mkldnn_cache_capacity=10,
-                                 precision="bf16", mem_optim=False))
+    plan = config_plan(
+        make_conf(model_dir, use_mkldnn=True, mkldnn_cache_capacity=10, precision="bf16", mem_optim=False)
+    )
     names = [n for n, _ in plan]
     assert "enable_mkldnn" in names and "disable_mkldnn" not in names
     assert steps(plan, "set_mkldnn_cache_capacity") == [(10,)]
@@ -114,19 +115,29 @@ def test_cpu_plan_mkldnn_on_with_cache_and_bf16(tiny_model):
 
 def _svc_error(model_dir, **service) -> str:
     with pytest.raises(ConfigError) as info:
-        parse_config({"op": {"m": {"class": "tests.support.config_fakes:FakeModelOp", "local_service_conf":
-                                   {"model_config": str(model_dir), **service}}}}, source="c.yml")
+        parse_config(
+            {
+                "op": {
+                    "m": {
+                        "class": "tests.support.config_fakes:FakeModelOp",
+                        "local_service_conf": {"model_config": str(model_dir), **service},
+                    }
+                }
+            },
+            source="c.yml",
+        )
     return str(info.value)
 
 
 def test_impossible_precisions_are_config_errors_naming_the_key(tiny_model):
     model_dir, _, _ = tiny_model
     assert _svc_error(model_dir, precision="fp16") == (
-        "c.yml: op.m.local_service_conf.precision: fp16 needs a GPU (device_type 1 or 2); use fp32 or bf16 on CPU")
+        "c.yml: op.m.local_service_conf.precision: fp16 needs a GPU (device_type 1 or 2); use fp32 or bf16 on CPU"
+    )
     assert _svc_error(model_dir, precision="bf16", use_mkldnn=False).startswith(
-        "c.yml: op.m.local_service_conf.precision: bf16 on CPU needs use_mkldnn: true")
-    assert _svc_error(model_dir, precision="fp8").startswith(
-        "c.yml: op.m.local_service_conf.precision: must be one of")
+        "c.yml: op.m.local_service_conf.precision: bf16 on CPU needs use_mkldnn: true"
+    )
+    assert _svc_error(model_dir, precision="fp8").startswith("c.yml: op.m.local_service_conf.precision: must be one of")
     with pytest.raises(ValueError, match="model_config"):
         config_plan(make_conf(None))
 
@@ -146,18 +157,19 @@ def test_gpu_plan(tiny_model):
 
 def test_trt_plan(tiny_model):
     model_dir, _, _ = tiny_model
-    trt = TensorRTConf(workspace_size=1 << 28, min_subgraph_size=5, use_static=True, use_calib_mode=False,
-                       dynamic_shape={"x": {"min": [1, 4], "opt": [8, 4], "max": [32, 4]}})
+    trt = TensorRTConf(
+        workspace_size=1 << 28,
+        min_subgraph_size=5,
+        use_static=True,
+        use_calib_mode=False,
+        dynamic_shape={"x": {"min": [1, 4], "opt": [8, 4], "max": [32, 4]}},
+    )
     conf = make_conf(model_dir, device_type=2, devices="0", precision="fp16", max_batch_size=32, tensorrt=trt)
     plan = config_plan(conf)
     names = [n for n, _ in plan]
     assert names.index("enable_use_gpu") < names.index("enable_tensorrt_engine")
-    assert steps(plan, "enable_tensorrt_engine") == [
-        (1 << 28, 32, 5, Precision("fp16"), True, False)
-    ]
-    assert steps(plan, "set_trt_dynamic_shape_info") == [
-        ({"x": [1, 4]}, {"x": [32, 4]}, {"x": [8, 4]})
-    ]
+    assert steps(plan, "enable_tensorrt_engine") == [(1 << 28, 32, 5, Precision("fp16"), True, False)]
+    assert steps(plan, "set_trt_dynamic_shape_info") == [({"x": [1, 4]}, {"x": [32, 4]}, {"x": [8, 4]})]
 
 
 def test_trt_plan_without_tensorrt_section(tiny_model):
@@ -205,7 +217,7 @@ def test_tiny_model_runs_batches(tiny_model, use_mkldnn):
     assert out7.shape == (7, 3)
     np.testing.assert_allclose(out7, expected(x7, weight, bias), rtol=1e-5, atol=1e-5)
     for i in range(7):
-        (out1,) = pred.run({"x": x7[i:i + 1]})
+        (out1,) = pred.run({"x": x7[i : i + 1]})
         np.testing.assert_allclose(out1[0], out7[i], rtol=1e-5, atol=1e-5)
 
 

@@ -1,4 +1,5 @@
 """ProcessPredictor: a Paddle predictor in a child process fed through shared memory."""
+
 from __future__ import annotations
 
 import os
