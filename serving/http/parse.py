@@ -11,7 +11,9 @@ from typing import Any
 from serving.errors import BadRequest, PayloadTooLarge
 from serving.http.decode import KEYS_BY_KIND, key_kind
 
-_INTEGER = re.compile(r"-?[0-9]{1,12}")  # ASCII digits only; bounded length
+# ASCII digits only, as many as a JSON body may carry (Python's int parsing limit):
+# a query string and a JSON body accept the same integers
+_INTEGER = re.compile(r"-?[0-9]{1,4300}")
 
 
 @dataclass

@@ -240,3 +240,12 @@ def test_base64_errors_named():
     assert decode_base64("data:image/png;base64," + base64.b64encode(b"hi").decode(), "x") == b"hi"
     wrapped = base64.encodebytes(b"x" * 100).decode()  # line breaks every 76 characters
     assert "\n" in wrapped.strip() and decode_base64(wrapped, "x") == b"x" * 100
+
+
+def test_an_integer_option_is_an_integer_whatever_its_length_or_transport(client):
+    """Regression: the query string refused integers over 12 digits that a JSON body accepted."""
+    big = "1" + "0" * 15
+    native = client.post(f"/echo/predict?timeout_ms={big}", data=b"abc", content_type="text/plain")
+    assert native.status_code == 200, native.get_data(as_text=True)
+    paddle = client.post("/echo/prediction", json={"key": ["text"], "value": ["abc"], "timeout_ms": int(big)})
+    assert paddle.status_code == 200
