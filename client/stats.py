@@ -188,7 +188,10 @@ def op_stats(
     """Per-op statistics over the interval between two scrapes.
 
     For each op seen in ``after``: ``batches`` (Δ count of the batch-size
-    histogram), ``items`` (Δ items_total), ``mean_batch_size`` (Δsum/Δcount),
+    histogram: dispatches to an instance), ``items`` (Δ items_total),
+    ``mean_batch_size`` (items per dispatch), ``calls`` (predictor calls:
+    a dispatch runs as one call per shape group), ``mean_call_rows`` (rows per
+    call), ``shared_calls`` (calls holding items of more than one request),
     ``mean_queue_wait_ms`` and ``mean_run_ms`` (Δsum/Δcount of those
     histograms, in ms) and ``padding_ratio`` (``1 - Δreal/Δpadded``). A value
     is ``None`` when its denominator did not move.
@@ -209,10 +212,15 @@ def op_stats(
         wait_s = _ratio(d("queue_wait_seconds_sum"), waits)
         run_s = _ratio(d("run_seconds_sum"), runs)
         pad = _ratio(real, padded)
+        calls = d("call_rows_count")
+        single = after.delta(before, f"{prefix}_call_requests_bucket", op=op, le="1.0")
         out[op] = {
             "batches": batches,
             "items": d("items_total"),
             "mean_batch_size": _ratio(d("batch_size_sum"), batches),
+            "calls": calls,
+            "mean_call_rows": _ratio(d("call_rows_sum"), calls),
+            "shared_calls": d("call_requests_count") - single,
             "mean_queue_wait_ms": None if wait_s is None else wait_s * 1000.0,
             "mean_run_ms": None if run_s is None else run_s * 1000.0,
             "padding_ratio": None if pad is None else 1.0 - pad,

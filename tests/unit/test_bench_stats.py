@@ -163,6 +163,22 @@ def test_op_stats_histogram_mean_and_padding_ratio():
     assert rec["padding_ratio"] == pytest.approx(0.1)  # 1 - 900/1000
 
 
+def test_op_stats_counts_predictor_calls_and_calls_shared_by_requests():
+    """On the server's own metrics: dispatches, calls, and calls that held items of several requests."""
+    from serving.engine.metrics import Metrics
+
+    m = Metrics()
+    before = MetricsSnapshot.from_text(m.render().decode())
+    m.batch_size.labels("rec").observe(8)  # one dispatch of 8 items ...
+    for rows, requests in ((4, 1), (3, 2), (1, 1)):  # ... run as three calls (shape groups)
+        m.call_rows.labels("rec").observe(rows)
+        m.call_requests.labels("rec").observe(requests)
+    stats = op_stats(before, MetricsSnapshot.from_text(m.render().decode()))["rec"]
+    assert (stats["batches"], stats["mean_batch_size"]) == (1, 8)
+    assert (stats["calls"], stats["shared_calls"]) == (3, 1)
+    assert stats["mean_call_rows"] == pytest.approx(8 / 3)
+
+
 def test_op_stats_from_empty_before_snapshot():
     stats = op_stats(MetricsSnapshot.empty(), MetricsSnapshot.from_text(BEFORE))
     assert stats["det"]["mean_batch_size"] == pytest.approx(2.0)
