@@ -18,13 +18,16 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ops import text as T
-from serving.op import BadRequest, InternalError, Op, SubBatch
+from serving.op import BadRequest, InternalError, Op, OpContext, SubBatch
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +83,9 @@ class ErnieClsOp(Op):
     input_kind: ClassVar[str | None] = "text"
     needs_model: ClassVar[bool] = True
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: OpContext):
         super().__init__(ctx)
-        self.tokenizer = None
+        self.tokenizer: Tokenizer | None = None
         self.labels: list[str] = []
         self.pad_id = 0
         self.buckets: list[int] = []
@@ -121,7 +124,7 @@ class ErnieClsOp(Op):
                 f"max_position {max_position} (config.json)"
             )
         tokenizer = T.build_tokenizer(vocab_path, p.max_seq_len)
-        self.pad_id = tokenizer.token_to_id(T.PAD_TOKEN)
+        self.pad_id = tokenizer.token_to_id(T.PAD_TOKEN) or 0  # read_vocab checked that [PAD] exists
         self.buckets = [b for b in p.length_buckets if b < p.max_seq_len] + [p.max_seq_len]
         self.labels = labels
         self.tokenizer = tokenizer
@@ -143,14 +146,15 @@ class ErnieClsOp(Op):
             value = json.load(f).get("max_position")
         return int(value) if isinstance(value, int) else None
 
-    def _ensure_loaded(self) -> None:
+    def _loaded_tokenizer(self) -> Any:
         if self.tokenizer is None:
             self.load()
+        return self.tokenizer
 
     def warmup_items(self) -> list[Any]:
-        self._ensure_loaded()
-        cls_id, sep_id = self.tokenizer.token_to_id(T.CLS_TOKEN), self.tokenizer.token_to_id(T.SEP_TOKEN)
-        unk_id = self.tokenizer.token_to_id(T.UNK_TOKEN)
+        tok = self._loaded_tokenizer()
+        cls_id, sep_id = tok.token_to_id(T.CLS_TOKEN), tok.token_to_id(T.SEP_TOKEN)
+        unk_id = tok.token_to_id(T.UNK_TOKEN)
         return [Encoded((cls_id,) + (unk_id,) * (b - 2) + (sep_id,)) for b in self.buckets]
 
     # ---- per request --------------------------------------------------
@@ -202,8 +206,7 @@ class ErnieClsOp(Op):
             raise BadRequest(f"op {self.name!r}: text must be a string, got {type(payload).__name__}")
         if not payload.strip():
             raise BadRequest(f"op {self.name!r}: text is empty")
-        self._ensure_loaded()
-        return Encoded(tuple(T.encode(self.tokenizer, payload)))
+        return Encoded(tuple(T.encode(self._loaded_tokenizer(), payload)))
 
     def postprocess(self, item: Encoded, output: Any) -> dict:
         logits = np.asarray(output[0], dtype=np.float64).reshape(-1)
@@ -222,7 +225,7 @@ class ErnieClsOp(Op):
 
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[Encoded]) -> list[SubBatch]:
-        self._ensure_loaded()
+        self._loaded_tokenizer()  # buckets and pad id come with it
         lengths = [len(it.ids) for it in items]
         subs = []
         for length, indices in T.group_by_bucket(lengths, self.buckets).items():

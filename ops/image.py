@@ -179,7 +179,7 @@ def crop_boxes(img: np.ndarray, boxes: Sequence[Any], box_type: str = "quad") ->
                 raise BadRequest(f"box {i} is degenerate ({w}x{h} px)")
         try:
             crop = get_rotate_crop_image(img, pts) if box_type == "quad" else get_minarea_rect_crop(img, pts)
-        except Exception as exc:  # cv2.error, AssertionError, ZeroDivision...
+        except Exception as exc:  # noqa: BLE001 - cv2.error, AssertionError, ZeroDivision...: all bad input
             raise BadRequest(f"cannot crop box {i}: {type(exc).__name__}: {exc}") from None
         if crop.size == 0 or min(crop.shape[:2]) < 1:
             raise BadRequest(f"box {i} gives an empty crop")

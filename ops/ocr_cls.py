@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ops.image import check_crop, crop_boxes, import_ppocr, pad_batch, resize_norm_crop
-from serving.op import Op, SubBatch
+from serving.op import Op, OpContext, SubBatch
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class ClsItem:
 class OcrClsOp(Op):
     Params: ClassVar[type[BaseModel]] = ClsParams
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: OpContext):
         super().__init__(ctx)
         self._post: Any = None
 

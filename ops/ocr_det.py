@@ -35,7 +35,7 @@ from ops.image import (
     sorted_boxes,
     to_bgr,
 )
-from serving.op import BadRequest, Op, SubBatch
+from serving.op import BadRequest, Op, OpContext, SubBatch
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class OcrDetOp(Op):
     Params: ClassVar[type[BaseModel]] = DetParams
     input_kind: ClassVar[str | None] = "image"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: OpContext):
         super().__init__(ctx)
         self._pre_ops: Any = None
         self._transform: Any = None
@@ -176,7 +176,7 @@ class OcrDetOp(Op):
         img = to_bgr(payload)
         try:
             out = self._transform({"image": img}, self._pre_ops)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever PaddleOCR's transforms raise, the image is at fault
             raise BadRequest(f"cannot preprocess image {img.shape[1]}x{img.shape[0]}: {exc}") from None
         if out is None or out[0] is None:
             raise BadRequest(f"cannot resize image {img.shape[1]}x{img.shape[0]} for detection")

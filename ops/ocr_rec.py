@@ -36,7 +36,7 @@ from ops.image import (
     round_up_to_bucket,
     to_bgr,
 )
-from serving.op import Op, SubBatch, resolve_pkg_path
+from serving.op import Op, OpContext, SubBatch, resolve_pkg_path
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class OcrRecOp(Op):
     Params: ClassVar[type[BaseModel]] = RecParams
     input_kind: ClassVar[str | None] = "image"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: OpContext):
         super().__init__(ctx)
         self._decode: Any = None
 

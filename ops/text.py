@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -47,7 +51,7 @@ def read_labels(path: str) -> list[str]:
         return [line.strip() for line in f if line.strip()]
 
 
-def build_tokenizer(vocab_path: str, max_seq_len: int = 128, lowercase: bool = True):
+def build_tokenizer(vocab_path: str, max_seq_len: int = 128, lowercase: bool = True) -> Tokenizer:
     """A BERT/ERNIE WordPiece ``tokenizers.Tokenizer`` truncating to ``max_seq_len``.
 
     ``max_seq_len`` counts [CLS] and [SEP]. No padding: ops pad per bucket.
@@ -73,7 +77,7 @@ def build_tokenizer(vocab_path: str, max_seq_len: int = 128, lowercase: bool = T
     return tok
 
 
-def encode(tokenizer, text: str) -> list[int]:
+def encode(tokenizer: Tokenizer, text: str) -> list[int]:
     """Token ids of one text, with [CLS]/[SEP], truncated as configured."""
     return list(tokenizer.encode(text).ids)
 

@@ -11,6 +11,8 @@ into a 500 without leaking a traceback to the client (the traceback is logged).
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import ClassVar, TypeVar
 
 E = TypeVar("E", bound="ServingError")
@@ -112,7 +114,7 @@ class DeadlineExceeded(ServingError):
     status = 504
 
 
-_BY_STATUS: dict[int, type[ServingError]] = {
+_BY_STATUS: Mapping[int, type[ServingError]] = MappingProxyType({
     cls.status: cls
     for cls in (
         BadRequest,
@@ -125,7 +127,7 @@ _BY_STATUS: dict[int, type[ServingError]] = {
         Overloaded,
         DeadlineExceeded,
     )
-}
+})
 
 
 def error_for_status(status: int, message: str) -> ServingError:

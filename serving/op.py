@@ -168,4 +168,8 @@ class Op:
 
         Default: slice every output along axis 0, one row per item.
         """
-        return [[out[i] for out in outputs] for i in range(len(sub.indices))]
+        n = len(sub.indices)
+        short = [len(out) for out in outputs if len(out) < n]
+        if short:
+            raise InternalError(f"op {self.name!r}: the predictor returned {short[0]} rows for {n} items")
+        return [[out[i] for out in outputs] for i in range(n)]

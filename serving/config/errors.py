@@ -87,8 +87,8 @@ def _known_keys(root: type, loc: tuple) -> list[str]:
     fields = _yaml_fields(tp)
     if fields is None:
         return []
-    hidden = getattr(tp, "yaml_hidden_keys", frozenset())
-    extra = getattr(tp, "yaml_extra_keys", frozenset())
+    hidden: frozenset[str] = getattr(tp, "yaml_hidden_keys", frozenset())
+    extra: frozenset[str] = getattr(tp, "yaml_extra_keys", frozenset())
     return [k for k in fields if k not in hidden] + sorted(extra)
 
 
@@ -146,7 +146,7 @@ def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:
     base = kind.rsplit("_", 1)[0] if kind.endswith(("_type", "_parsing", "_from_float")) else None
     if kind == "int_from_float":
         base = "int"
-    if base in _TYPE_NAMES:
+    if base is not None and base in _TYPE_NAMES:
         return loc, f"must be {_TYPE_NAMES[base]}, got {got}"
     if kind in _BOUNDS:
         limit = next(iter(ctx.values()), "?")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 
 from serving.op import Op
 
@@ -43,7 +43,7 @@ def _split(spec: str) -> tuple[str, str]:
     return module, attr
 
 
-def _import(module: str, spec: str):
+def _import(module: str, spec: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from serving.config.dag import Dag
@@ -82,8 +82,8 @@ class TensorRTConf(BaseModel):
     """Paddle-TensorRT engine settings (``device_type: 2``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    workspace_size: int = Field(1 << 30, ge=1)
-    min_subgraph_size: int = Field(3, ge=0)
+    workspace_size: int = Field(default=1 << 30, ge=1)
+    min_subgraph_size: int = Field(default=3, ge=0)
     use_static: bool = False
     use_calib_mode: bool = False
     dynamic_shape: dict[str, TrtShape] = Field(default_factory=dict)
@@ -96,40 +96,40 @@ class LocalServiceConf:
     Strict per field: a dataclass that is strict as a whole refuses mappings.
     """
 
-    model_config: str | None = Field(None, strict=True)
-    device_type: int = Field(0, strict=True)
-    devices: str = Field("", strict=True)
-    thread_num: int = Field(2, ge=1, strict=True)
-    ir_optim: bool = Field(True, strict=True)
-    use_mkldnn: bool = Field(False, strict=True)
-    mkldnn_cache_capacity: int = Field(0, ge=0, strict=True)
+    model_config: str | None = Field(default=None, strict=True)
+    device_type: int = Field(default=0, strict=True)
+    devices: str = Field(default="", strict=True)
+    thread_num: int = Field(default=2, ge=1, strict=True)
+    ir_optim: bool = Field(default=True, strict=True)
+    use_mkldnn: bool = Field(default=False, strict=True)
+    mkldnn_cache_capacity: int = Field(default=0, ge=0, strict=True)
     # CPU: run the whole model in Paddle Inference's OpenVINO engine instead of
     # its oneDNN kernels (an alternative to use_mkldnn; fp32 or bf16)
-    use_openvino: bool = Field(False, strict=True)
+    use_openvino: bool = Field(default=False, strict=True)
     precision: Literal["fp32", "fp16", "int8", "bf16"] = "fp32"
-    mem_optim: bool = Field(True, strict=True)
-    min_subgraph_size: int = Field(3, ge=0, strict=True)
-    gpu_mem_mb: int = Field(500, ge=1, strict=True)
-    max_batch_size: int = Field(1, ge=1, strict=True)
-    max_queue_delay: float = Field(0.0, ge=0, strict=True)
+    mem_optim: bool = Field(default=True, strict=True)
+    min_subgraph_size: int = Field(default=3, ge=0, strict=True)
+    gpu_mem_mb: int = Field(default=500, ge=1, strict=True)
+    max_batch_size: int = Field(default=1, ge=1, strict=True)
+    max_queue_delay: float = Field(default=0.0, ge=0, strict=True)
     preferred_batch_size: list[int] = Field(default_factory=list, strict=True)
     # predictor calls are made only at these batch sizes (a larger sub-batch is
     # split, largest first), so oneDNN sees a few repeating shapes; None = powers
     # of two up to max_batch_size, [] = any size
-    run_batch_sizes: list[int] | None = Field(None, strict=True)
+    run_batch_sizes: list[int] | None = Field(default=None, strict=True)
     batching_policy: Literal["adaptive", "fixed"] = "adaptive"
     # when several instances are idle, cut a due batch into equal parts, one per
     # idle instance (null: on for instance_mode process, whose instances run in parallel)
-    spread_batches: bool | None = Field(None, strict=True)
-    concurrency: int = Field(1, ge=1, strict=True)
-    instance_num: int = Field(1, ge=1, strict=True)
+    spread_batches: bool | None = Field(default=None, strict=True)
+    concurrency: int = Field(default=1, ge=1, strict=True)
+    instance_num: int = Field(default=1, ge=1, strict=True)
     instance_mode: Literal["thread", "process"] = "thread"
-    max_body_size: int = Field(67108864, ge=1, strict=True)
+    max_body_size: int = Field(default=67108864, ge=1, strict=True)
     tensorrt: TensorRTConf | None = None
 
     @field_validator("model_config")
     @classmethod
-    def _model_dir(cls, value: str | None, info) -> str | None:
+    def _model_dir(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return None
         base_dir = (info.context or {}).get("base_dir")
@@ -268,17 +268,17 @@ class OpConfig(BaseModel):
     input_ops: list[str] = Field(default_factory=list, strict=True)
     params: dict[str, Any] = Field(default_factory=dict, strict=True)
     local_service_conf: LocalServiceConf = Field(default_factory=LocalServiceConf)
-    timeout_ms: int | None = Field(None, strict=True)
-    retry: int = Field(1, ge=0, strict=True)
+    timeout_ms: int | None = Field(default=None, strict=True)
+    retry: int = Field(default=1, ge=0, strict=True)
 
     _params_model: BaseModel | None = PrivateAttr(default=None)
     _op_class: type | None = PrivateAttr(default=None)
 
     @field_validator("input_ops", "params", "local_service_conf", mode="before")
     @classmethod
-    def _empty_is_default(cls, value: Any, info) -> Any:
+    def _empty_is_default(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None:  # a YAML key written with no value
-            return {"input_ops": [], "params": {}, "local_service_conf": {}}[info.field_name]
+            return [] if info.field_name == "input_ops" else {}
         if info.field_name == "local_service_conf" and isinstance(value, Mapping):
             return dict(value)
         return value
@@ -307,7 +307,7 @@ class TracerConf(BaseModel):
     """Periodic per-op summary in the log; ``interval_s: 0`` (or negative) turns it off."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    interval_s: float = Field(0.0, ge=0)
+    interval_s: float = Field(default=0.0, ge=0)
 
     @field_validator("interval_s", mode="before")
     @classmethod
@@ -321,14 +321,14 @@ class DagConfig(BaseModel):
     """Engine-wide settings (``dag:``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    channel_size: int = Field(64, ge=1)
-    request_timeout_ms: int = Field(30000, ge=1)
-    max_queue_size: int = Field(512, ge=1)
+    channel_size: int = Field(default=64, ge=1)
+    request_timeout_ms: int = Field(default=30000, ge=1)
+    max_queue_size: int = Field(default=512, ge=1)
     use_profile: bool = False
     tracer: TracerConf = Field(default_factory=TracerConf)
-    priority_levels: int = Field(1, ge=1, le=16)
-    priority_max_wait_ms: int = Field(1000, ge=0)
-    shutdown_timeout_s: float = Field(30.0, ge=0)
+    priority_levels: int = Field(default=1, ge=1, le=16)
+    priority_max_wait_ms: int = Field(default=1000, ge=0)
+    shutdown_timeout_s: float = Field(default=30.0, ge=0)
 
     @field_validator("tracer", mode="before")
     @classmethod
@@ -341,12 +341,12 @@ class ServingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field(pattern=NAME_PATTERN)
-    http_port: int = Field(9999, ge=1, le=65535)
+    http_port: int = Field(default=9999, ge=1, le=65535)
     host: str = "127.0.0.1"
-    worker_num: int = Field(16, ge=1)
+    worker_num: int = Field(default=16, ge=1)
     auth_token: str | None = None
-    max_image_pixels: int = Field(40000000, ge=1)
-    max_inputs_per_request: int = Field(64, ge=1)
+    max_image_pixels: int = Field(default=40000000, ge=1)
+    max_inputs_per_request: int = Field(default=64, ge=1)
     dag: DagConfig = Field(default_factory=DagConfig)
     op: dict[str, OpConfig]
 

@@ -117,7 +117,7 @@ def run_with_retry(
     cannot take its batch-mates down with it."""
     try:
         return run_batch(op, runner, items, run_sizes, owners)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any fault of the batch: find out which items fail alone
         if retry <= 0:
             log.warning("op %s: batch of %d failed: %s", op.name, len(items), exc)
             return [as_serving_error(exc)] * len(items), CallStats()
@@ -137,7 +137,7 @@ def _run_alone(op: Op, runner: Runner, item: Any, run_sizes: Sequence[int], atte
         try:
             (output,), stats = run_batch(op, runner, [item], run_sizes)
             return output, stats
-        except Exception as exc:  # noqa: PERF203 - retry loop
+        except Exception as exc:  # noqa: BLE001 - the item's own fault, reported as its outcome
             error = exc
     log.warning("op %s: item failed after %d retries: %s", op.name, attempts, error)
     return as_serving_error(error), CallStats()

@@ -8,6 +8,7 @@ the pipeline wires it to the consumers' joins or to the response.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -111,7 +112,7 @@ class OpStage:
         for i in range(svc.concurrency):
             self._threads.start(f"intake-{i}", self._intake_once)
         for i, runner in enumerate(runners):
-            self._threads.start(f"instance-{i}", lambda r=runner: self._instance_once(r))
+            self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner))
 
     def stop(self, timeout: float | None = None) -> None:
         """Close intake and batcher; workers finish what is queued, then exit."""
@@ -137,7 +138,7 @@ class OpStage:
             return True
         try:
             self._intake(request, inputs)
-        except Exception as exc:  # a bad input fails its own request only
+        except Exception as exc:  # noqa: BLE001 - a bad input fails its own request only
             self._fail(request, exc)
         return True
 
@@ -232,7 +233,7 @@ class OpStage:
             result = self.op.postprocess(slot.item, outcome)
             if slot.work.store(slot.index, result):
                 self._finish(request, slot.work.inputs, slot.work.results)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a fault in postprocess/merge fails its own request only
             self._fail(request, exc)
 
     def _finish(self, request: RequestState, inputs: dict[str, Any], results: list[Any]) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from serving.config.schema import ServingConfig
@@ -79,7 +80,8 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
     app = Flask("batchline")
     limits = limits or limits_from_config(pipeline.config)
     app.config["MAX_CONTENT_LENGTH"] = limits.max_body_size
-    app.json.ensure_ascii = False
+    if isinstance(app.json, DefaultJSONProvider):  # answers keep UTF-8 text readable
+        app.json.ensure_ascii = False
     handlers = HandlerCount()
     app.extensions["batchline.handlers"] = handlers
     kind = pipeline.input_kind() or "image"
@@ -96,11 +98,11 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
         return paddle_error(err) if request.path.endswith("/prediction") else native_error(err)
 
     @app.errorhandler(ServingError)
-    def _serving_error(err: ServingError):
+    def _serving_error(err: ServingError) -> Response:
         return error_response(err)
 
     @app.errorhandler(HTTPException)
-    def _http_error(exc: HTTPException):
+    def _http_error(exc: HTTPException) -> Response:
         if exc.code == 413:
             err: ServingError = PayloadTooLarge(f"request body over max_body_size ({limits.max_body_size} bytes)")
         elif exc.code == 404:
@@ -110,17 +112,16 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
         return error_response(err)
 
     @app.errorhandler(Exception)
-    def _unexpected(exc: Exception):
+    def _unexpected(exc: Exception) -> Response:
         log.exception("unhandled error on %s", request.path)
         return error_response(as_serving_error(exc))
 
     @app.before_request
-    def _auth():
+    def _auth() -> None:
         if not auth_token or request.path in HEALTH_PATHS:
-            return None
+            return
         if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
             raise Unauthorized("missing or wrong bearer token")
-        return None
 
     def check_pipeline(name: str) -> None:
         if name != pipeline.name:
@@ -171,7 +172,7 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
         return handles
 
     @app.post("/<name>/prediction")
-    def prediction(name: str):
+    def prediction(name: str) -> Response:
         check_pipeline(name)
         with handlers:
             parsed = parse_paddle(
@@ -185,7 +186,7 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
             return jsonify(err_no=0, err_msg="", key=["result"] * len(values), value=values, logid=parsed.logid)
 
     @app.post("/<name>/predict")
-    def predict(name: str):
+    def predict(name: str) -> Response:
         check_pipeline(name)
         with handlers:
             parsed = parse_native(request, kind=kind, max_inputs=limits.max_inputs, priority_levels=priority_levels)
@@ -196,24 +197,24 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
             return jsonify(body)
 
     @app.get("/<name>/config")
-    def config(name: str):
+    def config(name: str) -> Response:
         check_pipeline(name)
         return jsonify(pipeline=pipeline.name, input=kind, ops=pipeline.op_table())
 
     @app.get("/health/live")
     @app.get("/v2/health/live")
-    def live():
+    def live() -> Response:
         return jsonify(status="live")
 
     @app.get("/health/ready")
     @app.get("/v2/health/ready")
-    def ready():
+    def ready() -> Response | tuple[Response, int]:
         if pipeline.ready:
             return jsonify(status="ready")
         return jsonify(status="not ready"), 503
 
     @app.get("/metrics")
-    def metrics():
+    def metrics() -> Response:
         return Response(pipeline.metrics.render(), mimetype="text/plain; version=0.0.4")
 
     return app

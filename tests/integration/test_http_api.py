@@ -88,13 +88,14 @@ def test_paddle_prediction_errors(client, body, status, fragment):
     r = client.post("/echo/prediction", data=body)
     assert r.status_code == status
     out = r.get_json()
-    assert out["err_no"] != 0 and fragment in out["err_msg"]
+    assert out["err_no"] == status and fragment in out["err_msg"]  # one rule: err_no is the HTTP status
     assert out["value"] == []
 
 
 def test_one_failing_input_fails_the_request_naming_it(client):
     r = paddle(client, ["text", "text"], ["fine", "bad"])
     assert r.status_code == 400 and "input 1" in r.get_json()["err_msg"]
+    assert r.get_json()["err_no"] == 400
 
 
 def test_unknown_pipeline_and_route_404(client):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -142,3 +142,37 @@ class EchoTextOp(_FakeBase):
 
     def merge(self, inputs, results):
         return results[0]
+
+
+class FaultyHooksParams(FakeParams):
+    # which hook breaks its contract once a batch holds request items (values >= 100; warm-up is spared)
+    fault: Literal["short_uncollate", "short_run", "collate_drops", "collate_twice"] = "short_uncollate"
+
+
+class FaultyHooksOp(SplitOp):
+    """SplitOp whose hooks return the wrong number of results, to test the engine's checks."""
+
+    Params = FaultyHooksParams
+
+    def _faulty(self, items) -> bool:
+        return any(v >= 100 for _, v in items)
+
+    def collate(self, items):
+        subs = super().collate(items)
+        if self._faulty(items) and self.params.fault == "collate_drops":
+            subs[0].indices = subs[0].indices[:-1]
+        elif self._faulty(items) and self.params.fault == "collate_twice":
+            subs[0].indices = subs[0].indices + subs[0].indices[:1]
+        return subs
+
+    def run(self, runner, feed):
+        outputs = super().run(runner, feed)
+        if self.params.fault == "short_run" and (feed["x"] >= 100).any():
+            return [outputs[0][:-1]]
+        return outputs
+
+    def uncollate(self, sub, outputs):
+        results = super().uncollate(sub, outputs)
+        if self.params.fault == "short_uncollate" and (outputs[0] >= 200).any():
+            return results[:-1]
+        return results

@@ -296,3 +296,47 @@ def test_split_sizes():
     assert split_sizes(13, [1, 2, 4, 8, 16, 32]) == [8, 4, 1]
     assert split_sizes(32, [1, 2, 4, 8, 16, 32]) == [32]
     assert split_sizes(7, [1, 4]) == [4, 1, 1, 1]
+
+
+# ---------------------------------------------------------------------------
+# the engine holds ops to one result per item (regression: a short list was truncated by zip)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        ("short_uncollate", "op 'faulty': uncollate() returned 2 results for a predictor call of 3 items"),
+        ("short_run", "op 'faulty': the predictor returned 2 rows for 3 items"),
+        ("collate_drops", "op 'faulty': collate() must place each of the 3 items in exactly one sub-batch"),
+        ("collate_twice", "op 'faulty': collate() must place each of the 3 items in exactly one sub-batch"),
+    ],
+)
+def test_a_wrong_result_count_fails_the_batch_with_the_op_and_the_counts(pipelines, caplog, fault, message):
+    p = make({"faulty": dict(op("FaultyHooksOp", params={"fault": fault}, run_batch_sizes=[]), retry=0)})
+    pipelines(p)
+    with caplog.at_level(logging.WARNING, logger="serving.engine.execute"):
+        with pytest.raises(InternalError) as info:
+            p.submit({"id": 2, "n": 3}).result(timeout=10)
+    assert info.value.status == 500
+    assert any(message in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert message in info.value.message
+
+
+def test_a_closed_channel_is_a_503_with_retry_after_not_a_500(pipelines):
+    """Regression: ChannelClosed escaped as a plain exception and became a 500."""
+    p = make({"split": op("SplitOp"), "add": op("AddOp", ["split"])})
+    pipelines(p)
+    p.stages["add"].channel.close()  # as during shutdown, while a request is still on its way
+    with pytest.raises(ShuttingDown) as info:
+        p.submit({"id": 1, "n": 2}).result(timeout=10)
+    assert info.value.status == 503 and info.value.retry_after
+
+
+def test_an_item_reaching_a_closing_stage_is_a_503_with_retry_after(pipelines):
+    """Regression: a stage whose batcher was closed failed the request with a plain 500."""
+    p = make({"split": op("SplitOp"), "add": op("AddOp", ["split"])})
+    pipelines(p)
+    p.stages["add"].batcher.close()
+    with pytest.raises(ShuttingDown) as info:
+        p.submit({"id": 1, "n": 2}).result(timeout=10)
+    assert info.value.status == 503 and info.value.retry_after
+    assert "shutting down" in info.value.message

@@ -1,0 +1,46 @@
+"""The habits CI holds, run by the README's test command: lint and format
+(ruff), types on serving/ and ops/ (mypy), and the import layers (import-linter,
+contracts in setup.cfg). Each failure prints the tool's own report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> str:
+    local = Path(sys.executable).with_name(name)
+    found = str(local) if local.exists() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: pip install -e '.[test]'")
+    return found
+
+
+def _run(*argv: str) -> None:
+    out = subprocess.run(
+        argv, cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT))
+    )
+    assert out.returncode == 0, f"{' '.join(argv)}:\n{out.stdout}\n{out.stderr}"
+
+
+def test_ruff_lint():
+    _run(_tool("ruff"), "check", "--no-cache", ".")
+
+
+def test_ruff_format():
+    _run(_tool("ruff"), "format", "--no-cache", "--check", ".")
+
+
+def test_import_layers():
+    _run(_tool("lint-imports"), "--no-cache")
+
+
+def test_types_of_serving_and_ops():
+    _run(sys.executable, "-m", "mypy", "--no-incremental")
