@@ -157,8 +157,8 @@ class Op:
 
         A one-array feed goes to a one-input model whatever the input's name
         (exported models name it ``x``, ``image`` ...)."""
-        names = getattr(runner, "input_names", None)
-        if names and len(names) == 1 and len(feed) == 1 and names[0] not in feed:
+        names = runner.input_names
+        if len(names) == 1 and len(feed) == 1 and names[0] not in feed:
             (array,) = feed.values()
             feed = {names[0]: array}
         return runner.run(feed)

@@ -45,7 +45,7 @@ def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
             op._params_model = op_class.Params.model_validate(op.params)
         except ValidationError as exc:
             problems.extend(validation_problems(exc, op_class.Params, f"{path}.params"))
-        if getattr(op_class, "needs_model", True) and op.local_service_conf.model_config is None:
+        if op_class.needs_model and op.local_service_conf.model_config is None:
             problems.append((f"{path}.local_service_conf.model_config", f"required by op class {op.cls!r}"))
     if problems:
         return problems

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from serving.engine.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
 
 
 class Tracer:
-    def __init__(self, pipeline: Any, interval_s: float):
+    def __init__(self, pipeline: Pipeline, interval_s: float):
         self.pipeline = pipeline
         self.interval_s = interval_s
         self._stop = threading.Event()
