@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .cli import expand_images
+from .cli import TOKEN_HELP, expand_images, resolve_token
 from .loadgen import LevelResult, run_closed_loop, run_open_loop
 from .pipeline_client import PipelineClient, PipelineError, make_payload
 from .stats import MetricsSnapshot, format_errors, op_stats
@@ -52,9 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds not counted per level")
     parser.add_argument("--max-requests", type=int, help="stop a level after N measured requests")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    parser.add_argument(
-        "--token", default=os.environ.get("BATCHLINE_TOKEN"), help="bearer token (default: $BATCHLINE_TOKEN)"
-    )
+    parser.add_argument("--token", help=TOKEN_HELP)
     parser.add_argument("--protocol", choices=("paddle", "native"), default="paddle")
     parser.add_argument("--priority", type=int, help="priority field sent with each request")
     parser.add_argument("--label", help="name of this run in tables, JSON and plots")
@@ -127,9 +125,10 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
         raise ValueError("no inputs: give --inputs DIR|GLOB and/or --text-file F")
     name, protocol = args.pipeline, args.protocol
     label = args.label or name
+    token = resolve_token(args.token, err)
 
     def factory() -> PipelineClient:
-        return PipelineClient(args.url, timeout=args.timeout, token=args.token, pool_size=2)
+        return PipelineClient(args.url, timeout=args.timeout, token=token, pool_size=2)
 
     def make_request(client: PipelineClient, i: int) -> None:
         client.predict_raw(name, payloads[i % len(payloads)], protocol=protocol)

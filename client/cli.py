@@ -19,12 +19,30 @@ import glob
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 from .pipeline_client import PipelineClient, PipelineError
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
+# the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
+TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
+OLD_TOKEN_ENV = "BATCHLINE_TOKEN"  # what the client read before; still read, with a notice
+TOKEN_HELP = f"bearer token (default: ${TOKEN_ENV}, the variable the server reads; ${OLD_TOKEN_ENV} still works)"
+
+
+def resolve_token(given: str | None, err: TextIO, environ: Mapping[str, str] | None = None) -> str | None:
+    """The bearer token to send: ``--token`` when given, else ``$BATCHLINE_AUTH_TOKEN``,
+    else the old ``$BATCHLINE_TOKEN`` with a notice on ``err``; None for no token."""
+    if given is not None:
+        return given
+    env = os.environ if environ is None else environ
+    if env.get(TOKEN_ENV):
+        return env[TOKEN_ENV]
+    if env.get(OLD_TOKEN_ENV):
+        err.write(f"notice: ${OLD_TOKEN_ENV} is deprecated; set ${TOKEN_ENV} (the variable the server reads)\n")
+        return env[OLD_TOKEN_ENV]
+    return None
 
 
 def expand_images(specs: Iterable[str]) -> list[str]:
@@ -62,9 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--draw", metavar="OUT_DIR", help="save each image with its boxes and text drawn into OUT_DIR")
-    parser.add_argument(
-        "--token", default=os.environ.get("BATCHLINE_TOKEN"), help="bearer token (default: $BATCHLINE_TOKEN)"
-    )
+    parser.add_argument("--token", help=TOKEN_HELP)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument(
         "--protocol",
@@ -124,7 +140,8 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
         err.write("error: nothing to send: give IMAGE|DIR arguments or --text\n")
         return 1
     failed = 0
-    with PipelineClient(args.url, timeout=args.timeout, token=args.token) as client:
+    token = resolve_token(args.token, err)
+    with PipelineClient(args.url, timeout=args.timeout, token=token) as client:
         for path in images:
             try:
                 with open(path, "rb") as f:

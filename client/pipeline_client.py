@@ -114,6 +114,32 @@ def _parse_value(value: Any) -> Any:
     return value
 
 
+def _check(resp: requests.Response) -> Any:
+    """The JSON body of a 200 answer; PipelineError for any other status or a non-JSON body."""
+    if resp.status_code != 200:
+        raise PipelineError(resp.status_code, _error_message(resp), retry_after=_retry_after(resp), body=resp.text)
+    try:
+        return resp.json()
+    except ValueError as e:
+        raise PipelineError(resp.status_code, f"response is not JSON: {resp.text[:200]!r}", body=resp.text) from e
+
+
+def prediction_answer(resp: requests.Response, protocol: str) -> dict:
+    """The answer dict of a prediction request, or PipelineError.
+
+    A non-200 status raises with the server's message and ``Retry-After``. So
+    does a Paddle answer with ``err_no != 0`` even under HTTP 200: a batchline
+    server never answers that way (every failure carries its real status), but
+    Paddle Serving's own pipeline servers do, and this client talks to them too.
+    """
+    body = _check(resp)
+    if not isinstance(body, dict):
+        raise PipelineError(200, f"unexpected answer: {str(body)[:200]}", body=str(body))
+    if protocol == "paddle" and body.get("err_no", 0) != 0:
+        raise PipelineError(200, str(body.get("err_msg") or f"err_no={body['err_no']}"), body=json.dumps(body))
+    return body
+
+
 class PipelineClient:
     """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict`` (native)."""
 
@@ -140,15 +166,6 @@ class PipelineClient:
         except requests.RequestException as e:
             raise PipelineError(0, f"cannot reach {self.url}: {e}") from e
 
-    @staticmethod
-    def _check(resp: requests.Response) -> Any:
-        if resp.status_code != 200:
-            raise PipelineError(resp.status_code, _error_message(resp), retry_after=_retry_after(resp), body=resp.text)
-        try:
-            return resp.json()
-        except ValueError as e:
-            raise PipelineError(resp.status_code, f"response is not JSON: {resp.text[:200]!r}", body=resp.text) from e
-
     # ------------------------------------------------------------------ prediction
     def predict_raw(self, name: str, payload: dict[str, Any], protocol: str = "paddle") -> dict:
         """POST a ready-made JSON ``payload``; return the answer dict.
@@ -156,12 +173,7 @@ class PipelineClient:
         Raises PipelineError on a non-200 status or (paddle protocol) ``err_no != 0``.
         """
         route = _route(protocol)
-        body = self._check(self._request("POST", f"/{name}/{route}", json=payload))
-        if not isinstance(body, dict):
-            raise PipelineError(200, f"unexpected answer: {str(body)[:200]}", body=str(body))
-        if protocol == "paddle" and body.get("err_no", 0) != 0:
-            raise PipelineError(200, str(body.get("err_msg") or f"err_no={body['err_no']}"), body=json.dumps(body))
-        return body
+        return prediction_answer(self._request("POST", f"/{name}/{route}", json=payload), protocol)
 
     def predict(
         self,
@@ -210,7 +222,7 @@ class PipelineClient:
 
     def config(self, name: str) -> list[dict]:
         """The resolved op table of pipeline ``name``."""
-        body = self._check(self._request("GET", f"/{name}/config"))
+        body = _check(self._request("GET", f"/{name}/config"))
         if isinstance(body, dict) and isinstance(body.get("ops"), list):
             return body["ops"]
         return body

@@ -1,13 +1,27 @@
-"""PipelineClient, `batchline predict` and `batchline bench` against the fake server.
+"""PipelineClient, `batchline predict` and `batchline bench` against the real app.
 
-The fake server (tests/integration/fake_server.py) runs in a background thread
-on 127.0.0.1 with a free port. Tests assert behaviour — counts and statuses —
-never speed.
+Every server here is the real one (:class:`tests.support.live_app.LiveApp`:
+``serving.http.server.Server`` with waitress, the Flask app and a started
+Pipeline, on a free port in a background thread) running model-free ops
+(tests/support/client_fakes.py): an OCR-shaped pipeline ``ocr`` (det -> rec)
+and a text classifier ``ernie``. Every status a test sees is one the server
+really gives. Failures are triggered by input (a marked image, a trigger
+text) or by real limits and admission; an op that holds its batch until the
+test releases it keeps "slow" deterministic. Tests assert behaviour — counts
+and statuses — never speed.
+
+The one answer a batchline server never gives, HTTP 200 with ``err_no`` != 0
+(Paddle Serving's own servers do), is tested on the client's response
+handling in tests/unit/test_client_answers.py.
 """
 
 import json
 import os
-import socket
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,30 +30,65 @@ from PIL import Image
 from client import bench as bench_cmd
 from client import cli as predict_cmd
 from client.loadgen import poisson_arrivals
-from client.pipeline_client import PipelineClient, PipelineError
-from tests.integration.fake_server import FakeConfig, FakeServer
+from client.pipeline_client import PROTOCOLS, PipelineClient, PipelineError
+from client.stats import MetricsSnapshot, op_stats
+from tests.support.client_fakes import (
+    BAD,
+    BOOM,
+    HOLD,
+    OVERLOADED,
+    ocr_config,
+    ocr_lines,
+    padded_pixels,
+    text_config,
+)
+from tests.support.image_fakes import encode_png, make_image
+from tests.support.live_app import LiveApp
+from tests.support.server_process import ROOT, free_port
 
 SIZES = [(120, 40), (64, 32), (200, 50)]
+TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN")
+
+
+@pytest.fixture(autouse=True)
+def no_token_in_env(monkeypatch):
+    for var in TOKEN_VARS:
+        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture(scope="module")
-def server():
-    with FakeServer() as s:
-        yield s
+def ocr():
+    with LiveApp(ocr_config()) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def ernie():
+    with LiveApp(text_config()) as live:
+        yield live
 
 
 @pytest.fixture
-def make_server():
-    started = []
+def live_app():
+    """Start servers for one test; afterwards every held op is released and each server drained."""
+    started: list[LiveApp] = []
 
-    def start(**kwargs):
-        s = FakeServer(FakeConfig(**kwargs)).__enter__()
-        started.append(s)
-        return s
+    def start(config, **kwargs) -> LiveApp:
+        live = LiveApp(config, **kwargs)
+        started.append(live)
+        return live
 
     yield start
-    for s in started:
-        s.__exit__(None, None, None)
+    for live in started:
+        release_all(live)
+        live.close()
+
+
+def release_all(live: LiveApp) -> None:
+    for stage in live.pipeline.stages.values():
+        release = getattr(stage.op, "release", None)
+        if release is not None:
+            release()
 
 
 @pytest.fixture
@@ -59,117 +108,216 @@ def bad_image(tmp_path):
     return p
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def wait_until(condition, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            raise TimeoutError("condition not met")
+        time.sleep(0.005)
+
+
+def predict_in_background(pool: ThreadPoolExecutor, url: str, name: str, **kwargs):
+    """A future of ``predict`` sent from another thread, with its own client."""
+
+    def send():
+        with PipelineClient(url) as c:
+            return c.predict(name, **kwargs)
+
+    return pool.submit(send)
 
 
 # ----------------------------------------------------------------------------- PipelineClient
 
 
-@pytest.mark.parametrize("protocol", ["paddle", "native"])
-def test_predict_image_forms_and_order(server, image_dir, protocol):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_predict_image_forms_and_several_per_request(ocr, image_dir, protocol):
     arr = np.zeros((30, 90, 3), np.uint8)  # numpy BGR array -> PNG
-    with PipelineClient(server.url) as c:
+    with PipelineClient(ocr.url) as c:
         by_path = c.predict("ocr", image=str(image_dir / "img0.png"), protocol=protocol)
         by_bytes = c.predict("ocr", image=(image_dir / "img1.png").read_bytes(), protocol=protocol)
         by_array = c.predict("ocr", image=arr, protocol=protocol)
-        many = c.predict("ocr", images=[image_dir / "img2.png", arr], text="good day", protocol=protocol)
-    assert by_path[0][0]["text"] == "120x40"
-    assert by_path[0][0]["score"] == pytest.approx(0.99)
-    assert len(by_path[0][0]["box"]) == 4
-    assert by_path[0][1]["text"] == "你好 world"
-    assert by_bytes[0][0]["text"] == "64x32"
-    assert by_array[0][0]["text"] == "90x30"
-    assert [r[0]["text"] for r in many[:2]] == ["200x50", "90x30"]
-    assert many[2]["label"] == "positive"
+        by_pil = c.predict("ocr", image=Image.new("L", (33, 21)), protocol=protocol)
+        many = c.predict("ocr", images=[image_dir / "img2.png", arr, str(image_dir / "img0.png")], protocol=protocol)
+    assert by_path == [ocr_lines(120, 40)]
+    assert by_path[0][1]["text"] == "你好 world" and by_path[0][1]["score"] == pytest.approx(0.875)
+    assert by_bytes == [ocr_lines(64, 32)]
+    assert by_array == [ocr_lines(90, 30)]
+    assert by_pil == [ocr_lines(33, 21)]
+    assert many == [ocr_lines(200, 50), ocr_lines(90, 30), ocr_lines(120, 40)]  # one result per input, in order
 
 
-def test_predict_texts(server):
-    with PipelineClient(server.url) as c:
-        res = c.predict("ernie", texts=["这个很好", "bad"])
-    assert [r["label"] for r in res] == ["positive", "negative"]
-    assert res[0]["probs"] == [0.1, 0.9]
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_predict_texts(ernie, protocol):
+    with PipelineClient(ernie.url) as c:
+        one = c.predict("ernie", text="good", protocol=protocol)
+        res = c.predict("ernie", texts=["这个很好", "bad", "good day"], protocol=protocol)
+    assert one == [{"label": "positive", "score": 0.9, "probs": [0.1, 0.9]}]
+    assert [r["label"] for r in res] == ["positive", "negative", "positive"]
+    assert res[1]["probs"] == [0.9, 0.1]
 
 
-def test_predict_raw_and_payload_fields(server, image_dir):
-    with PipelineClient(server.url) as c:
+def test_predict_raw_and_payload_fields(ernie):
+    with PipelineClient(ernie.url) as c:
         body = c.predict_raw(
             "ernie", {"key": ["text"], "value": ["good"], "logid": 42, "priority": 1, "timeout_ms": 500}
         )
-    assert body["err_no"] == 0 and body["logid"] == 42 and body["key"] == ["result"]
+        native = c.predict_raw("ernie", {"inputs": [{"text": "meh"}], "timing": True}, protocol="native")
+        with pytest.raises(PipelineError) as info:  # the server checks what it is sent: 2 priority levels
+            c.predict("ernie", text="good", priority=2)
+    assert body["err_no"] == 0 and body["err_msg"] == "" and body["logid"] == 42 and body["key"] == ["result"]
     assert json.loads(body["value"][0])["label"] == "positive"
+    assert native["results"][0]["label"] == "negative" and "cls" in native["timing"][0]["ops"]
+    assert info.value.status == 400 and "priority" in info.value.message
 
 
-@pytest.mark.parametrize("text,status", [("__413__", 413), ("__500__", 500), ("__504__", 504)])
-@pytest.mark.parametrize("protocol", ["paddle", "native"])
-def test_error_statuses_raise(server, text, status, protocol):
-    with PipelineClient(server.url) as c, pytest.raises(PipelineError) as info:
-        c.predict("ernie", text=text, protocol=protocol)
+def _error_status_in_body(body: str, protocol: str) -> int:
+    doc = json.loads(body)
+    return doc["err_no"] if protocol == "paddle" else doc["error"]["status"]
+
+
+@pytest.mark.parametrize(
+    "server, inputs, status, fragment",
+    [
+        ("ocr", {"image": b"not an image"}, 400, "image"),
+        ("ernie", {"text": BAD}, 400, "rejected"),
+        ("ernie", {"texts": ["a"] * 5}, 413, "limit 4"),  # max_inputs_per_request
+        ("ocr", {"image": np.zeros((300, 400, 3), np.uint8)}, 413, "limit is 100000"),  # max_image_pixels
+        ("ocr", {"image": os.urandom(800_000)}, 413, "max_body_size"),  # 1 MiB once base64-encoded
+        ("ernie", {"text": BOOM}, 500, "injected predictor failure"),
+    ],
+)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_error_statuses_raise(request, server, inputs, status, fragment, protocol):
+    url = request.getfixturevalue(server).url
+    with PipelineClient(url) as c, pytest.raises(PipelineError) as info:
+        c.predict(server, protocol=protocol, **inputs)
     assert info.value.status == status
-    assert info.value.message == f"forced {status}"
+    assert fragment in info.value.message
     assert info.value.retry_after is None
-    assert info.value.body
+    assert _error_status_in_body(info.value.body, protocol) == status  # err_no is the HTTP status
 
 
-@pytest.mark.parametrize("protocol", ["paddle", "native"])
-def test_bad_image_is_400_and_unknown_pipeline_404(server, protocol):
-    with PipelineClient(server.url) as c:
-        with pytest.raises(PipelineError) as bad:
-            c.predict("ocr", image=b"not an image", protocol=protocol)
-        with pytest.raises(PipelineError) as missing:
-            c.predict("nope", text="x", protocol=protocol)
-    assert bad.value.status == 400 and "decode" in bad.value.message
-    assert missing.value.status == 404 and "nope" in missing.value.message
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_body_far_over_the_limit_is_waitress_plain_413(live_app, protocol):
+    live = live_app(ocr_config(max_body_size=100_000))  # waitress itself refuses over 2 x 100_000 + 64 KiB
+    with PipelineClient(live.url) as c, pytest.raises(PipelineError) as info:
+        c.predict("ocr", image=os.urandom(300_000), protocol=protocol)
+    assert info.value.status == 413 and "exceeds max_body" in info.value.message  # a plain-text body
+    assert info.value.body.startswith("Request Entity Too Large")
 
 
-def test_overloaded_503_carries_retry_after(make_server):
-    s = make_server(fail_every=1)
-    with PipelineClient(s.url) as c, pytest.raises(PipelineError) as info:
-        c.predict("ernie", text="good")
-    assert info.value.status == 503
-    assert info.value.retry_after == 1.0
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_unknown_pipeline_404(ocr, protocol):
+    with PipelineClient(ocr.url) as c, pytest.raises(PipelineError) as info:
+        c.predict("nope", text="x", protocol=protocol)
+    assert info.value.status == 404 and "nope" in info.value.message
+    assert _error_status_in_body(info.value.body, protocol) == 404
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_op_overloaded_503_carries_retry_after(ernie, protocol):
+    with PipelineClient(ernie.url) as c, pytest.raises(PipelineError) as info:
+        c.predict("ernie", text=OVERLOADED, protocol=protocol)
+    assert info.value.status == 503 and info.value.retry_after == 1.0
     assert "overloaded" in info.value.message
 
 
-def test_err_no_with_http_200_raises(server):
-    with PipelineClient(server.url) as c, pytest.raises(PipelineError) as info:
-        c.predict("ernie", text="__err_no__")
-    assert info.value.status == 200 and info.value.message == "forced err_no"
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_admission_503_at_max_queue_size(live_app, protocol):
+    live = live_app(text_config(max_queue_size=1))
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            held = predict_in_background(pool, live.url, "ernie", text=HOLD)
+            wait_until(lambda: live.pipeline.in_flight == 1)  # the held request has the only slot
+            with PipelineClient(live.url) as c, pytest.raises(PipelineError) as info:
+                c.predict("ernie", text="good", protocol=protocol)
+        finally:
+            live.op("cls").release()
+        assert held.result(timeout=30)[0]["label"] == "negative"
+    assert info.value.status == 503 and info.value.retry_after >= 1
+    assert "max_queue_size 1" in info.value.message
+    # the slot is free again (the engine counts a request out just after its answer is ready)
+    wait_until(lambda: live.pipeline.in_flight == 0)
+    with PipelineClient(live.url) as c:
+        assert c.predict("ernie", text="good", protocol=protocol)[0]["label"] == "positive"
 
 
-def test_bearer_token(make_server):
-    s = make_server(token="s3cret")
-    with PipelineClient(s.url) as anon, pytest.raises(PipelineError) as info:
-        anon.predict("ernie", text="good")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_deadline_504(live_app, protocol):
+    live = live_app(text_config())
+    try:
+        with PipelineClient(live.url) as c, pytest.raises(PipelineError) as info:
+            c.predict("ernie", text=HOLD, timeout_ms=50, protocol=protocol)
+    finally:
+        live.op("cls").release()
+    assert info.value.status == 504 and info.value.message  # where the deadline struck depends on timing
+    assert _error_status_in_body(info.value.body, protocol) == 504
+
+
+def test_bearer_token(live_app):
+    live = live_app(text_config(auth_token="s3cret"))
+    with PipelineClient(live.url) as anon:
+        with pytest.raises(PipelineError) as info:
+            anon.predict("ernie", text="good")
+        assert info.value.status == 401
+        with pytest.raises(PipelineError) as info:
+            anon.metrics_text()
+        assert info.value.status == 401
+        assert anon.health_ready() is True  # probes need no token
+    with PipelineClient(live.url, token="wrong") as bad, pytest.raises(PipelineError) as info:
+        bad.predict("ernie", text="good", protocol="native")
     assert info.value.status == 401
-    with PipelineClient(s.url, token="wrong") as bad, pytest.raises(PipelineError) as info:
-        bad.predict("ernie", text="good")
-    assert info.value.status == 401
-    with PipelineClient(s.url, token="s3cret") as good:
+    with PipelineClient(live.url, token="s3cret") as good:
         assert good.predict("ernie", text="good")[0]["label"] == "positive"
+        assert "batchline_op_items_total" in good.metrics_text()
 
 
 def test_connection_error_is_status_0():
-    with PipelineClient(f"http://127.0.0.1:{_free_port()}", timeout=2) as c:
+    with PipelineClient(f"http://127.0.0.1:{free_port()}", timeout=2) as c:
         with pytest.raises(PipelineError) as info:
             c.predict("ocr", text="x")
         assert info.value.status == 0
         assert c.health_ready() is False
 
 
-def test_health_config_metrics(server, make_server):
-    with PipelineClient(server.url) as c:
+def test_health_and_config(ocr):
+    with PipelineClient(ocr.url) as c:
         assert c.health_ready() is True and c.health_live() is True
         ops = c.config("ocr")
-        assert [op["name"] for op in ops] == ["det", "rec"]
+        assert [op["op"] for op in ops] == ["det", "rec"]
+        assert ops[1]["inputs"] == ["det"] and ops[0]["max_batch_size"] == 4
         with pytest.raises(PipelineError) as info:
             c.config("nope")
         assert info.value.status == 404
-        assert "batchline_op_batch_size_count" in c.metrics_text()
-    with PipelineClient(make_server(ready=False).url) as c:
-        assert c.health_ready() is False and c.health_live() is True
+
+
+def test_not_ready_until_the_pipeline_has_started(live_app):
+    live = live_app(text_config(hold_load=True), wait_ready=False)  # cls's load() waits for release()
+    with PipelineClient(live.url) as c:
+        assert c.health_live() is True
+        assert c.health_ready() is False
+        with pytest.raises(PipelineError) as info:
+            c.predict("ernie", text="good")
+        assert info.value.status == 503 and info.value.retry_after is not None
+        live.op("cls").release()
+        live.wait_ready()
+        assert c.health_ready() is True
+        assert c.predict("ernie", text="good")[0]["label"] == "positive"
+
+
+def test_metrics_scrape_and_op_stats(ocr, image_dir):
+    with PipelineClient(ocr.url) as c:
+        before = MetricsSnapshot.from_text(c.metrics_text())
+        c.predict("ocr", images=[image_dir / f"img{i}.png" for i in range(len(SIZES))])
+        after = MetricsSnapshot.from_text(c.metrics_text())
+    stats = op_stats(before, after)
+    det, rec = stats["det"], stats["rec"]
+    assert det["items"] == 3 and rec["items"] == 6  # two lines per image
+    assert 1 <= det["batches"] <= 3 and det["mean_batch_size"] == pytest.approx(3 / det["batches"])
+    real = sum(w * h for w, h in SIZES)
+    assert det["padding_ratio"] == pytest.approx(1 - real / sum(padded_pixels(w, h) for w, h in SIZES))
+    assert det["mean_queue_wait_ms"] >= 0 and det["mean_run_ms"] >= 0
+    assert rec["padding_ratio"] is None  # rec reports no padding
 
 
 # ----------------------------------------------------------------------------- batchline predict
@@ -179,8 +327,23 @@ def _predict(argv):
     return predict_cmd.main(predict_cmd.build_parser().parse_args(argv))
 
 
-def test_cli_predict_dir_and_file(server, image_dir, capsys):
-    rc = _predict(["--url", server.url, str(image_dir), str(image_dir / "img1.png")])
+def batchline(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the ``batchline`` console entry point (``serving.cli``) in a child process."""
+    full_env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARS}
+    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "serving.cli", "--log-level", "WARNING", *argv],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_predict_dir_and_file(ocr, image_dir, capsys):
+    rc = _predict(["--url", ocr.url, str(image_dir), str(image_dir / "img1.png")])
     out = capsys.readouterr().out
     assert rc == 0
     blocks = [line for line in out.splitlines() if line.startswith("== ")]
@@ -189,44 +352,47 @@ def test_cli_predict_dir_and_file(server, image_dir, capsys):
     assert "notes.txt" not in out
 
 
-def test_cli_predict_json_and_text(server, image_dir, capsys):
-    rc = _predict(["--url", server.url, "--json", str(image_dir / "img0.png")])
+def test_cli_predict_json_and_text(ocr, ernie, image_dir, capsys):
+    rc = _predict(["--url", ocr.url, "--json", "--protocol", "native", str(image_dir / "img0.png")])
     out = capsys.readouterr().out.splitlines()
-    assert rc == 0 and json.loads(out[1])[0]["text"] == "120x40"
-    rc = _predict(["--url", server.url, "--pipeline", "ernie", "--text", "很好", "--text", "meh"])
+    assert rc == 0 and json.loads(out[1]) == ocr_lines(120, 40)
+    rc = _predict(["--url", ernie.url, "--pipeline", "ernie", "--text", "很好", "--text", "meh"])
     out = capsys.readouterr().out
     assert rc == 0
     assert out == "== 很好\npositive\t0.9000\n== meh\nnegative\t0.9000\n"
 
 
-def test_cli_predict_failure_exit_1(server, image_dir, bad_image, capsys):
-    rc = _predict(["--url", server.url, str(bad_image), str(image_dir / "img0.png")])
+def test_cli_predict_failure_exit_1(ocr, ernie, image_dir, bad_image, capsys):
+    rc = _predict(["--url", ocr.url, str(bad_image), str(image_dir / "img0.png")])
     cap = capsys.readouterr()
     assert rc == 1
     assert "HTTP 400" in cap.err and "broken.jpg" in cap.err
     assert "120x40" in cap.out  # the good image still went through
-    rc = _predict(["--url", server.url, "--pipeline", "nope", "--text", "x"])
+    rc = _predict(["--url", ernie.url, "--pipeline", "ernie", "--text", "good", "--text", BOOM])
+    cap = capsys.readouterr()
+    assert rc == 1 and "HTTP 500" in cap.err and "positive" in cap.out
+    rc = _predict(["--url", ocr.url, "--pipeline", "nope", "--text", "x"])
     assert rc == 1 and "HTTP 404" in capsys.readouterr().err
-    rc = _predict(["--url", f"http://127.0.0.1:{_free_port()}", "--timeout", "2", "--text", "x"])
+    rc = _predict(["--url", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "--text", "x"])
     assert rc == 1 and "status 0" in capsys.readouterr().err
 
 
-def test_cli_predict_nothing_to_send(server, capsys):
-    assert _predict(["--url", server.url]) == 1
-    assert _predict(["--url", server.url, "/no/such/file.png"]) == 1
+def test_cli_predict_nothing_to_send(ocr, capsys):
+    assert _predict(["--url", ocr.url]) == 1
+    assert _predict(["--url", ocr.url, "/no/such/file.png"]) == 1
     assert "no image found" in capsys.readouterr().err
 
 
-def test_cli_predict_token(make_server, image_dir, capsys):
-    s = make_server(token="t0k")
-    assert _predict(["--url", s.url, str(image_dir / "img0.png")]) == 1
+def test_cli_predict_token(live_app, image_dir, capsys):
+    live = live_app(ocr_config(auth_token="t0k"))
+    assert _predict(["--url", live.url, str(image_dir / "img0.png")]) == 1
     assert "HTTP 401" in capsys.readouterr().err
-    assert _predict(["--url", s.url, "--token", "t0k", str(image_dir / "img0.png")]) == 0
+    assert _predict(["--url", live.url, "--token", "t0k", str(image_dir / "img0.png")]) == 0
 
 
-def test_cli_predict_draw(server, image_dir, tmp_path, capsys):
+def test_cli_predict_draw(ocr, image_dir, tmp_path, capsys):
     out_dir = tmp_path / "vis"
-    rc = _predict(["--url", server.url, "--draw", str(out_dir), str(image_dir)])
+    rc = _predict(["--url", ocr.url, "--draw", str(out_dir), str(image_dir)])
     assert rc == 0
     files = sorted(os.listdir(out_dir))
     assert files == ["img0.png", "img1.png", "img2.png"]
@@ -237,6 +403,46 @@ def test_cli_predict_draw(server, image_dir, tmp_path, capsys):
             assert (right < 128).any()  # text/boxes were drawn
 
 
+def test_batchline_predict_command_output_and_exit_codes(ocr, image_dir, bad_image):
+    ok = batchline("predict", "--url", ocr.url, str(image_dir / "img1.png"))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == f"== {image_dir / 'img1.png'}\n64x32\t0.9900\n你好 world\t0.8750\n"
+    failed = batchline("predict", "--url", ocr.url, str(bad_image))
+    assert failed.returncode == 1 and "HTTP 400" in failed.stderr and failed.stdout == ""
+
+
+# ----------------------------------------------------------------------------- the token variable
+
+
+def test_token_from_batchline_auth_token_end_to_end(live_app, image_dir):
+    live = live_app(ocr_config(auth_token="t0k"))
+    image = str(image_dir / "img0.png")
+    without = batchline("predict", "--url", live.url, image)
+    assert without.returncode == 1 and "HTTP 401" in without.stderr
+    with_env = batchline("predict", "--url", live.url, image, env={"BATCHLINE_AUTH_TOKEN": "t0k"})
+    assert with_env.returncode == 0, with_env.stderr
+    assert "120x40\t0.9900" in with_env.stdout and "notice" not in with_env.stderr
+    old = batchline("predict", "--url", live.url, image, env={"BATCHLINE_TOKEN": "t0k"})
+    assert old.returncode == 0, old.stderr
+    assert "BATCHLINE_TOKEN is deprecated" in old.stderr and "BATCHLINE_AUTH_TOKEN" in old.stderr
+
+
+def test_bench_reads_the_token_variable(live_app, tmp_path, monkeypatch, capsys):
+    live = live_app(text_config(auth_token="t0k"))
+    texts = tmp_path / "t.txt"
+    texts.write_text("good\n")
+    out_json = tmp_path / "t.json"
+    argv = ["--url", live.url, "--pipeline", "ernie", "--text-file", str(texts), "--concurrency", "1"]
+    argv += ["--duration", "60", "--warmup", "0", "--max-requests", "3", "--json", str(out_json)]
+    assert _bench(argv) == 1  # no token: every request is refused
+    assert json.loads(out_json.read_text())["levels"][0]["errors"] == {"401": 3}
+    assert "no request succeeded" in capsys.readouterr().err
+    monkeypatch.setenv("BATCHLINE_AUTH_TOKEN", "t0k")
+    assert _bench(argv) == 0
+    assert json.loads(out_json.read_text())["levels"][0]["ok"] == 3
+    assert "notice" not in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- batchline bench
 
 
@@ -244,17 +450,21 @@ def _bench(argv):
     return bench_cmd.main(bench_cmd.build_parser().parse_args(argv))
 
 
-def test_bench_closed_loop_exact_counts_json_and_plot(make_server, image_dir, tmp_path, capsys):
-    s = make_server(fail_every=5)
+def test_bench_closed_loop_exact_counts_json_and_plot(ocr, image_dir, tmp_path, capsys):
+    inputs = tmp_path / "bench_imgs"
+    inputs.mkdir()
+    for i in range(len(SIZES)):
+        shutil.copy(image_dir / f"img{i}.png", inputs / f"img{i}.png")
+    (inputs / "img3_overloaded.png").write_bytes(encode_png(make_image(40, 20, fault="overloaded")))
     out_json, out_png = tmp_path / "run.json", tmp_path / "run.png"
     rc = _bench(
         [
             "--url",
-            s.url,
+            ocr.url,
             "--pipeline",
             "ocr",
             "--inputs",
-            str(image_dir),
+            str(inputs),
             "--concurrency",
             "1,4",
             "--duration",
@@ -277,28 +487,33 @@ def test_bench_closed_loop_exact_counts_json_and_plot(make_server, image_dir, tm
     assert doc["label"] == "on" and doc["mode"] == "closed" and doc["pipeline"] == "ocr"
     levels = doc["levels"]
     assert [lv["concurrency"] for lv in levels] == [1, 4]
-    for lv in levels:  # the fake's counter is global: requests 5,10,15,20 then 25,...,40 fail
-        assert lv["requests"] == 20 and lv["ok"] == 16
-        assert lv["errors"] == {"503": 4}
+    # requests 0..19 cycle through the 4 sorted images: every 4th is the one det refuses with 503
+    real = sum(w * h for w, h in SIZES)
+    padded = sum(padded_pixels(w, h) for w, h in SIZES)
+    for lv in levels:
+        assert lv["requests"] == 20 and lv["ok"] == 15
+        assert lv["errors"] == {"503": 5}
         assert lv["label"] == "on"
         assert lv["qps"] > 0 and lv["latency_ms"]["p99"] >= lv["latency_ms"]["p50"] > 0
-        det = lv["op_stats"]["det"]
-        assert det["batches"] == 16 and det["items"] == 16
-        assert det["mean_batch_size"] == pytest.approx(1.0)
-        assert det["mean_queue_wait_ms"] == pytest.approx(2.0)
-        assert det["padding_ratio"] == pytest.approx(0.2)
-    assert "c=4" in cap.out and "503:4" in cap.out and "op det: batch 1.00" in cap.out
+        det, rec = lv["op_stats"]["det"], lv["op_stats"]["rec"]
+        assert det["items"] == 15 and rec["items"] == 30
+        assert 1 <= det["mean_batch_size"] <= lv["concurrency"]
+        assert det["padding_ratio"] == pytest.approx(1 - real / padded)  # 5 of each good image
+        assert det["mean_queue_wait_ms"] >= 0
+    one = levels[0]["op_stats"]["det"]
+    assert one["batches"] == 15 and one["mean_batch_size"] == 1.0  # one request at a time
+    assert "c=4" in cap.out and "503:5" in cap.out and "op det: batch 1.00" in cap.out
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_bench_text_file_and_native(server, tmp_path, capsys):
+def test_bench_text_file_and_native(ernie, tmp_path, capsys):
     texts = tmp_path / "texts.txt"
-    texts.write_text("good\nbad\n\n__500__\n", encoding="utf-8")
+    texts.write_text(f"good\nbad\n\n{BOOM}\n", encoding="utf-8")
     out_json = tmp_path / "t.json"
     rc = _bench(
         [
             "--url",
-            server.url,
+            ernie.url,
             "--pipeline",
             "ernie",
             "--text-file",
@@ -320,15 +535,17 @@ def test_bench_text_file_and_native(server, tmp_path, capsys):
     assert rc == 0
     (lv,) = json.loads(out_json.read_text())["levels"]
     assert lv["requests"] == 9 and lv["errors"] == {"500": 3} and lv["ok"] == 6
-    assert lv["op_stats"]["cls"]["batches"] == 6
+    cls = lv["op_stats"]["cls"]
+    assert cls["items"] == 9  # the failing item ran too (and failed again alone)
+    assert 1 <= cls["mean_batch_size"] <= 2
 
 
-def test_bench_open_loop(server, image_dir, tmp_path, capsys):
+def test_bench_open_loop(ocr, image_dir, tmp_path, capsys):
     out_json = tmp_path / "open.json"
     rc = _bench(
         [
             "--url",
-            server.url,
+            ocr.url,
             "--inputs",
             str(image_dir / "*.png"),
             "--rate",
@@ -351,6 +568,7 @@ def test_bench_open_loop(server, image_dir, tmp_path, capsys):
     (lv,) = json.loads(out_json.read_text())["levels"]
     assert lv["mode"] == "open" and lv["rate"] == 40
     assert lv["ok"] + lv["failed"] + lv["dropped"] == len(poisson_arrivals(40, 0.5, 3))
+    assert lv["failed"] == 0
     assert "\r[rate=40/s]" in cap.err and "40/s" in cap.out
 
 
@@ -385,16 +603,16 @@ def test_bench_plot_overlays_from_files(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_bench_errors(server, tmp_path, capsys):
+def test_bench_errors(ocr, tmp_path, capsys):
     assert _bench(["--pipeline", "ocr"]) == 1  # neither --url nor --from
-    assert _bench(["--url", server.url, "--duration", "1"]) == 1  # no inputs
+    assert _bench(["--url", ocr.url, "--duration", "1"]) == 1  # no inputs
     assert "no inputs" in capsys.readouterr().err
     texts = tmp_path / "t.txt"
     texts.write_text("x\n")
     rc = _bench(
         [
             "--url",
-            f"http://127.0.0.1:{_free_port()}",
+            f"http://127.0.0.1:{free_port()}",
             "--text-file",
             str(texts),
             "--concurrency",

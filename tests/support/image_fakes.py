@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ops.image import to_bgr
+from serving.errors import Overloaded
 from serving.op import Op, SubBatch
 
 SIGNATURE = (7, 77, 177)
@@ -32,6 +33,7 @@ FAULTS = {
     "run": 12,  # the predictor raises for any batch holding the item -> retried item by item
     "kill_instance": 13,  # the predictor raises a BaseException: the instance thread dies
     "slow": 14,  # the batch holding the item takes SLOW_S longer (occupies the instance)
+    "overloaded": 15,  # preprocess raises Overloaded -> that request gets 503 + Retry-After
 }
 SLOW_S = 1.0
 
@@ -123,7 +125,10 @@ class ImageStatsOp(Op):
 
     def preprocess(self, payload: np.ndarray) -> tuple[int, int, float, str | None]:
         payload = to_bgr(payload)
-        return (int(payload.shape[1]), int(payload.shape[0]), float(np.float32(payload[0].sum())), fault_of(payload))
+        fault = fault_of(payload)
+        if fault == "overloaded":
+            raise Overloaded("injected: the op refused the item (overloaded)")
+        return (int(payload.shape[1]), int(payload.shape[0]), float(np.float32(payload[0].sum())), fault)
 
     def collate(self, items):
         x = np.array([it[2] for it in items], dtype=np.float32)
