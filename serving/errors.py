@@ -114,20 +114,22 @@ class DeadlineExceeded(ServingError):
     status = 504
 
 
-_BY_STATUS: Mapping[int, type[ServingError]] = MappingProxyType({
-    cls.status: cls
-    for cls in (
-        BadRequest,
-        Unauthorized,
-        NotFound,
-        MethodNotAllowed,
-        PayloadTooLarge,
-        UnsupportedMediaType,
-        InternalError,
-        Overloaded,
-        DeadlineExceeded,
-    )
-})
+_BY_STATUS: Mapping[int, type[ServingError]] = MappingProxyType(
+    {
+        cls.status: cls
+        for cls in (
+            BadRequest,
+            Unauthorized,
+            NotFound,
+            MethodNotAllowed,
+            PayloadTooLarge,
+            UnsupportedMediaType,
+            InternalError,
+            Overloaded,
+            DeadlineExceeded,
+        )
+    }
+)
 
 
 def error_for_status(status: int, message: str) -> ServingError:

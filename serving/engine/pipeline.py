@@ -24,7 +24,7 @@ from serving.engine.request import RequestState
 from serving.engine.stage import OpStage
 from serving.engine.tracer import Tracer
 from serving.engine.warmup import warm
-from serving.errors import ShuttingDown
+from serving.errors import Overloaded, ShuttingDown
 from serving.op import Op, OpContext, Runner
 from serving.runners.cpu_plan import CpuSet, plan_cpus
 from serving.runners.factory import create_runners
@@ -76,6 +76,7 @@ class Pipeline:
         self._in_flight = 0
         self._accepting = False
         self._ready = False
+        self._draining = False
         self._sink_parts: dict[int, dict[str, Any]] = {}
         self._active: dict[int, RequestState] = {}
         self._tracer = Tracer(self, dag_conf.tracer.interval_s)
@@ -123,6 +124,7 @@ class Pipeline:
         with self._idle:
             self._accepting = False
             self._ready = False
+            self._draining = True
             while self._in_flight and time.monotonic() < end:
                 self._idle.wait(max(0.0, end - time.monotonic()))
             drained = self._in_flight == 0
@@ -146,7 +148,9 @@ class Pipeline:
         limit_ms = dag_conf.request_timeout_ms if timeout_ms is None else min(timeout_ms, dag_conf.request_timeout_ms)
         with self._lock:
             if not self._accepting:
-                raise ShuttingDown()
+                if self._draining:
+                    raise ShuttingDown()
+                raise Overloaded("server is starting: predictors are loading and warming", retry_after=5.0)
             self.admission.check(self._in_flight, limit_ms / 1000.0)
             self._in_flight += 1
         self.metrics.in_flight.labels(self.name).inc()

@@ -51,7 +51,8 @@ class RequestState:
         self.timeline: list[OpTiming] = []
         self._clock = clock
         self._lock = threading.Lock()
-        self._event = threading.Event()
+        self._event = threading.Event()  # set once the outcome is fixed and the callbacks ran
+        self._completed = False
         self._result: Any = None
         self._error: ServingError | None = None
         self._callbacks: list[Callable[[RequestState], None]] = []
@@ -59,7 +60,8 @@ class RequestState:
     # ---- completion ------------------------------------------------------------
     @property
     def done(self) -> bool:
-        return self._event.is_set()
+        """Finished or failed (its outcome is fixed; waiters may not have been woken yet)."""
+        return self._completed
 
     @property
     def error(self) -> ServingError | None:
@@ -73,19 +75,25 @@ class RequestState:
 
     def _complete(self, result: Any, error: ServingError | None) -> bool:
         with self._lock:
-            if self._event.is_set():
+            if self._completed:
                 return False
+            self._completed = True
             self._result, self._error = result, error
             self.finished_at = self._clock()
-            self._event.set()
             callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(self)
+        # The bookkeeping callbacks (in-flight count, metrics) run before waiters
+        # wake: a client that has its answer and sends the next request at once
+        # must find its slot already free, or a server at max_queue_size refuses it.
+        try:
+            for callback in callbacks:
+                callback(self)
+        finally:
+            self._event.set()
         return True
 
     def add_done_callback(self, callback: Callable[[RequestState], None]) -> None:
         with self._lock:
-            if not self._event.is_set():
+            if not self._completed:
                 self._callbacks.append(callback)
                 return
         callback(self)

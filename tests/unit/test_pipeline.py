@@ -4,6 +4,7 @@ errors, retries, deadlines, admission, draining, worker replacement."""
 import logging
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -313,9 +314,8 @@ def test_split_sizes():
 def test_a_wrong_result_count_fails_the_batch_with_the_op_and_the_counts(pipelines, caplog, fault, message):
     p = make({"faulty": dict(op("FaultyHooksOp", params={"fault": fault}, run_batch_sizes=[]), retry=0)})
     pipelines(p)
-    with caplog.at_level(logging.WARNING, logger="serving.engine.execute"):
-        with pytest.raises(InternalError) as info:
-            p.submit({"id": 2, "n": 3}).result(timeout=10)
+    with caplog.at_level(logging.WARNING, logger="serving.engine.execute"), pytest.raises(InternalError) as info:
+        p.submit({"id": 2, "n": 3}).result(timeout=10)
     assert info.value.status == 500
     assert any(message in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
     assert message in info.value.message
@@ -340,3 +340,32 @@ def test_an_item_reaching_a_closing_stage_is_a_503_with_retry_after(pipelines):
         p.submit({"id": 1, "n": 2}).result(timeout=10)
     assert info.value.status == 503 and info.value.retry_after
     assert "shutting down" in info.value.message
+
+
+def test_a_client_with_its_answer_finds_its_slot_free(pipelines):
+    """Regression: waiters woke before the in-flight count dropped, so a client sending its
+    next request at once could be refused by a server at max_queue_size."""
+    p = make({"split": op("SplitOp")}, max_queue_size=1)
+    pipelines(p)
+    bookkeeping = p._on_done
+
+    def slow_bookkeeping(request):  # widen the window the race needed
+        time.sleep(0.02)
+        bookkeeping(request)
+
+    p._on_done = slow_bookkeeping
+    for rid in range(10):
+        assert p.submit({"id": rid, "n": 1}).result(timeout=10)["id"] == rid
+        assert p.in_flight == 0
+
+
+def test_before_start_it_says_starting_and_after_shutdown_shutting_down():
+    p = Pipeline(parse_config({"name": "fake", "op": {"split": op("SplitOp")}}))
+    with pytest.raises(Overloaded, match="starting") as info:
+        p.submit({"id": 1, "n": 1})
+    assert not isinstance(info.value, ShuttingDown) and info.value.retry_after
+    p.start()
+    assert p.submit({"id": 1, "n": 1}).result(timeout=10)["id"] == 1
+    p.shutdown(timeout=5)
+    with pytest.raises(ShuttingDown):
+        p.submit({"id": 2, "n": 1})
