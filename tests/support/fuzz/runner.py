@@ -12,8 +12,12 @@ from tests.support.fuzz.case import Case, Limits
 from tests.support.fuzz.cases import generate
 from tests.support.fuzz.checks import check
 from tests.support.fuzz.report import Report
+from tests.support.image_fakes import ImageStatsOp
 from tests.support.reliability.known_good import check_alive, valid_image
 from tests.support.reliability.process_memory import peak_rss_bytes, rss_bytes
+
+# how GET /{name}/config names the fake op's class (only its answer is known in advance)
+FAKE_OP_CLASS = f"{ImageStatsOp.__module__}:{ImageStatsOp.__name__}"
 
 
 def send(session: requests.Session, url: str, case: Case, timeout: float = 60.0) -> tuple[int, str, float]:
@@ -73,7 +77,7 @@ def _is_fake(url: str, name: str) -> bool:
     # only the fake op's answer to the valid image is known in advance
     try:
         ops = requests.get(f"{url}/{name}/config", timeout=10).json().get("ops", [])
-        return all("reliability_fakes" in str(op.get("class", "")) for op in ops)
+        return all(op.get("class") == FAKE_OP_CLASS for op in ops)
     except (requests.RequestException, ValueError):
         return False
 
