@@ -77,10 +77,15 @@ def main() -> int:
 
     from client.pipeline_client import PipelineClient
     from client.stats import latency_summary
+    from serving.config import load_config
     from serving.engine.direct import run_op_direct
+    from serving.http.decode import decode_image
+
+    max_pixels = load_config(adaptive).max_image_pixels
 
     def direct() -> None:
-        run_op_direct(op, runners[0], {"input": crop})
+        # ops take decoded images; the server decodes the request's bytes first, so decode here too
+        run_op_direct(op, runners[0], {"input": decode_image(crop, max_pixels=max_pixels)})
 
     lat: dict[str, list[float]] = {"in_process": [], "adaptive": [], "fixed": [], "http_floor": []}
     answers = {}
