@@ -26,7 +26,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.inprocess import make_op  # noqa: E402
+from bench.lib.inputs import bench_crops, decode_png, fixed_crop  # noqa: E402
+from bench.lib.measure import closed_loop, image_payloads, time_loop  # noqa: E402
+from bench.lib.results import verdict, write_result  # noqa: E402
+from bench.lib.script import run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 
 TARGET = 0.9
 
@@ -53,7 +60,7 @@ def offline_rates(op, runner, items, batches: list[int], seconds: float, rounds:
             caller(b)(i)
     for rnd in range(rounds):
         for b in batches if rnd % 2 == 0 else batches[::-1]:
-            runs[b].append(common.time_loop(caller(b), seconds / rounds, min_calls=2))
+            runs[b].append(time_loop(caller(b), seconds / rounds, min_calls=2))
     out = {}
     for b, rs in runs.items():
         items_done = sum(r["items"] for r in rs)
@@ -78,26 +85,26 @@ def main() -> int:
         help="unmeasured seconds of load per server and input set first (warms oneDNN shapes)",
     )
     ap.add_argument("--offline-seconds", type=float, default=6.0, help="per batch size and input set")
-    common.add_engine_arg(ap)
+    add_engine_arg(ap)
     ap.add_argument("--sets", default="fixed,mixed")
     args = ap.parse_args()
 
-    base = {"thread_num": common.THREADS, "instance_num": 1}
-    base.update(common.ENGINES[args.engine])
-    on_path = common.derive_config(args.config, tag="batch-on", ops={args.op: {**base, "max_batch_size": args.batch}})
-    off_path = common.derive_config(args.config, tag="batch-off", ops={args.op: {**base, "max_batch_size": 1}})
-    name = common.pipeline_name(on_path)
-    crops = common.bench_crops()
+    base = {"thread_num": THREADS, "instance_num": 1}
+    base.update(ENGINES[args.engine])
+    on_path = derive_config(args.config, tag="batch-on", ops={args.op: {**base, "max_batch_size": args.batch}})
+    off_path = derive_config(args.config, tag="batch-off", ops={args.op: {**base, "max_batch_size": 1}})
+    name = pipeline_name(on_path)
+    crops = bench_crops()
     # the mixed set is cut to a multiple of --batch so batch-32 chunks repeat (and can be warmed)
     mixed = crops[: max(args.batch, len(crops) // args.batch * args.batch)]
-    sets = {"fixed": [common.fixed_crop(crops)], "mixed": mixed}
+    sets = {"fixed": [fixed_crop(crops)], "mixed": mixed}
     chosen = [s.strip() for s in args.sets.split(",") if s.strip()]
 
     # ---- offline: the predictor's own limit ------------------------------------------------
-    op, runners = common.make_op(on_path, args.op)
+    op, runners = make_op(on_path, args.op)
     offline = {}
     for set_name in chosen:
-        items = [op.preprocess(common.decode_png(c)) for c in sets[set_name]]
+        items = [op.preprocess(decode_png(c)) for c in sets[set_name]]
         rates = offline_rates(op, runners[0], items, [1, args.batch], args.offline_seconds, args.rounds)
         r1, rb = rates[1], rates[args.batch]
         offline[set_name] = {
@@ -114,19 +121,19 @@ def main() -> int:
     del op, runners
 
     # ---- served: both servers up, interleaved rounds ------------------------------------------
-    served: dict = {s: {"on": [], "off": []} for s in chosen}
-    with common.served(on_path) as on_srv, common.served(off_path) as off_srv:
+    served_runs: dict = {s: {"on": [], "off": []} for s in chosen}
+    with served(on_path) as on_srv, served(off_path) as off_srv:
         for set_name in chosen:
-            payloads = common.image_payloads(sets[set_name])
+            payloads = image_payloads(sets[set_name])
             if args.prime > 0:
                 for srv in (on_srv, off_srv):
-                    common.closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
+                    closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
             for rnd in range(args.rounds):
                 for label, srv in (
                     (("on", on_srv), ("off", off_srv)) if rnd % 2 == 0 else (("off", off_srv), ("on", on_srv))
                 ):
-                    res = common.closed_loop(srv.url, name, payloads, args.clients, args.duration, args.warmup)
-                    served[set_name][label].append(res)
+                    res = closed_loop(srv.url, name, payloads, args.clients, args.duration, args.warmup)
+                    served_runs[set_name][label].append(res)
                     stats = res.get("op_stats", {}).get(args.op, {})
                     print(
                         f"served  {set_name:5s} batching {label:3s} round {rnd}: {res['qps']:7.2f} req/s "
@@ -141,7 +148,7 @@ def main() -> int:
 
     summary = {}
     for set_name in chosen:
-        on, off = qps(served[set_name]["on"]), qps(served[set_name]["off"])
+        on, off = qps(served_runs[set_name]["on"]), qps(served_runs[set_name]["off"])
         served_gain = on / off
         eff = served_gain / offline[set_name]["gain"]
         summary[set_name] = {
@@ -153,13 +160,13 @@ def main() -> int:
             "served_on_vs_offline_batch": on / offline[set_name][f"batch_{args.batch}"]["items_per_s"],
             "served_off_vs_offline_1": off / offline[set_name]["batch_1"]["items_per_s"],
         }
-    common.write_result(
+    write_result(
         "batching_gain",
         {
             "args": vars(args),
-            "configs": {"on": common.load_yaml(on_path), "off": common.load_yaml(off_path)},
+            "configs": {"on": load_yaml(on_path), "off": load_yaml(off_path)},
             "offline": offline,
-            "served": served,
+            "served": served_runs,
             "summary": summary,
             "target": TARGET,
         },
@@ -171,7 +178,7 @@ def main() -> int:
             f"{set_name:5s}: served gain {s['served_gain']:.2f}x ({s['served_on_qps']:.2f} vs "
             f"{s['served_off_qps']:.2f} req/s), offline gain {s['offline_gain']:.2f}x, "
             f"efficiency {s['efficiency']:.2f} (target >= {TARGET}: "
-            f"{common.verdict(s['efficiency'], TARGET)})"
+            f"{verdict(s['efficiency'], TARGET)})"
         )
     last = chosen[-1]
     print(f"RATIO batching efficiency ({last}) = {summary[last]['efficiency']:.2f}")
@@ -179,4 +186,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

@@ -30,7 +30,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.engines import THREADS  # noqa: E402
+from bench.lib.paddleocr_engines import paddleocr_enable_mkldnn_as, paddleocr_engine_openvino  # noqa: E402
+from bench.lib.results import verdict, write_result  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
 
 TARGET = 0.98
 VARIANTS = ("openvino", "bf16", "pad32")
@@ -63,7 +66,7 @@ def rec_bf16():
         if "rec" in os.path.basename(os.path.dirname(config.prog_file())):
             config.enable_mkldnn_bfloat16()
 
-    return common.paddleocr_enable_mkldnn_as(enable)
+    return paddleocr_enable_mkldnn_as(enable)
 
 
 def pad_rec_groups_to(ocr, step: int) -> None:
@@ -89,7 +92,7 @@ def pad_rec_groups_to(ocr, step: int) -> None:
 def build(variant: str | None, threads: int, cache_dir: str):
     from tests.support.ocr_reference import make_reference
 
-    context = {"openvino": lambda: common.paddleocr_engine_openvino(cache_dir), "bf16": rec_bf16}.get(
+    context = {"openvino": lambda: paddleocr_engine_openvino(cache_dir), "bf16": rec_bf16}.get(
         variant or "", contextlib.nullcontext
     )
     with context():
@@ -128,12 +131,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma separated, from {', '.join(VARIANTS)}")
     ap.add_argument("--pages", type=int, default=60, help="random pages added to the 36 sample pages")
-    ap.add_argument("--threads", type=int, default=common.THREADS, help="PaddleOCR cpu_threads")
+    ap.add_argument("--threads", type=int, default=THREADS, help="PaddleOCR cpu_threads")
     args = ap.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
-        raise common.BenchError(f"unknown variants {unknown}; choose from {VARIANTS}")
+        raise BenchError(f"unknown variants {unknown}; choose from {VARIANTS}")
 
     images = pages(args.pages)
     warm = min(12, len(images))
@@ -158,10 +161,10 @@ def main() -> int:
     for variant, row in rows.items():
         print(
             f"{variant:9s}: identical lines {row['identical']}/{row['lines']} = {row['identical_ratio']:.4f} "
-            f"(>= {TARGET}: {common.verdict(row['identical_ratio'], TARGET)}), max box diff "
+            f"(>= {TARGET}: {verdict(row['identical_ratio'], TARGET)}), max box diff "
             f"{row['max_box_diff_px']:.1f} px, {row['ms_per_page']:.0f} ms/page ({row['speedup']:.2f}x)"
         )
-    common.write_result(
+    write_result(
         "engine_agreement",
         {"args": vars(args), "pages": len(images), "reference_ms_per_page": ref_ms, "variants": rows, "target": TARGET},
     )
@@ -172,4 +175,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

@@ -24,7 +24,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import derive_config, load_repo_config, pipeline_name  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.measure import closed_loop, scrape_metrics  # noqa: E402
+from bench.lib.paths import ROOT  # noqa: E402
+from bench.lib.results import write_result  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 
 
 def mixed_texts(count: int, seed: int = 3) -> list[str]:
@@ -55,26 +61,26 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--prime", type=float, default=5.0)
     ap.add_argument("--texts", type=int, default=256)
-    common.add_engine_arg(ap, default="onednn")
+    add_engine_arg(ap, default="onednn")
     args = ap.parse_args()
 
-    if not (os.path.isfile(os.path.join(common.ROOT, "ops", "ernie.py"))):
-        raise common.BenchError("ops/ernie.py does not exist")
-    base = common.load_repo_config(args.config)
+    if not (os.path.isfile(os.path.join(ROOT, "ops", "ernie.py"))):
+        raise BenchError("ops/ernie.py does not exist")
+    base = load_repo_config(args.config)
     max_seq = int(((base["op"][args.op].get("params") or {}).get("max_seq_len")) or 128)
-    svc = {"thread_num": common.THREADS, "instance_num": 1}
-    svc.update(common.ENGINES[args.engine])
+    svc = {"thread_num": THREADS, "instance_num": 1}
+    svc.update(ENGINES[args.engine])
     paths = {
-        "grouped": common.derive_config(args.config, tag="ernie-grouped", ops={args.op: {**svc, "max_batch_size": 32}}),
-        "ungrouped": common.derive_config(
+        "grouped": derive_config(args.config, tag="ernie-grouped", ops={args.op: {**svc, "max_batch_size": 32}}),
+        "ungrouped": derive_config(
             args.config,
             tag="ernie-ungrouped",
             ops={args.op: {**svc, "max_batch_size": 32}},
             params={args.op: {"length_buckets": [max_seq]}},
         ),
-        "no_batch": common.derive_config(args.config, tag="ernie-nobatch", ops={args.op: {**svc, "max_batch_size": 1}}),
+        "no_batch": derive_config(args.config, tag="ernie-nobatch", ops={args.op: {**svc, "max_batch_size": 1}}),
     }
-    name = common.pipeline_name(paths["grouped"])
+    name = pipeline_name(paths["grouped"])
     from client.pipeline_client import make_payload
 
     texts = mixed_texts(args.texts)
@@ -83,19 +89,19 @@ def main() -> int:
     runs: dict = {k: [] for k in paths}
     pads: dict = {}
     with (
-        common.served(paths["grouped"]) as g,
-        common.served(paths["ungrouped"]) as u,
-        common.served(paths["no_batch"]) as n,
+        served(paths["grouped"]) as g,
+        served(paths["ungrouped"]) as u,
+        served(paths["no_batch"]) as n,
     ):
         servers = {"grouped": g, "ungrouped": u, "no_batch": n}
         for srv in servers.values():
             if args.prime > 0:
-                common.closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
-        before = {k: common.scrape_metrics(s.url) for k, s in servers.items()}
+                closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
+        before = {k: scrape_metrics(s.url) for k, s in servers.items()}
         order = list(servers)
         for rnd in range(args.rounds):
             for k in order if rnd % 2 == 0 else order[::-1]:
-                res = common.closed_loop(servers[k].url, name, payloads, args.clients, args.duration, args.warmup)
+                res = closed_loop(servers[k].url, name, payloads, args.clients, args.duration, args.warmup)
                 runs[k].append(res)
                 st = res.get("op_stats", {}).get(args.op, {})
                 print(
@@ -104,7 +110,7 @@ def main() -> int:
                     f"padding {100 * (st.get('padding_ratio') or 0):.0f}%",
                     flush=True,
                 )
-        after = {k: common.scrape_metrics(s.url) for k, s in servers.items()}
+        after = {k: scrape_metrics(s.url) for k, s in servers.items()}
         for k in servers:
             pads[k] = padding(before[k], after[k], args.op)
 
@@ -113,7 +119,7 @@ def main() -> int:
 
     rates = {k: qps(k) for k in runs}
     gain = rates["grouped"] / rates["no_batch"]
-    common.write_result(
+    write_result(
         "ernie_batching",
         {
             "args": vars(args),
@@ -137,4 +143,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

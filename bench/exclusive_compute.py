@@ -26,7 +26,13 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import apply_overrides, load_repo_config, pipeline_name, write_config  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS  # noqa: E402
+from bench.lib.inputs import document_pngs  # noqa: E402
+from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
+from bench.lib.results import write_result  # noqa: E402
+from bench.lib.script import run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 from ops.ocr_det import OcrDetOp  # noqa: E402
 from ops.ocr_rec import OcrRecOp  # noqa: E402
 
@@ -64,23 +70,23 @@ def main() -> int:
     ap.add_argument("--prime", type=float, default=8.0)
     args = ap.parse_args()
 
-    svc = {"thread_num": common.THREADS, **common.ENGINES["onednn"]}
-    base = common.load_repo_config("ocr")
-    stock = common.write_config(common.apply_overrides(base, all_ops=svc), tag="stock")
-    excl_conf = common.apply_overrides(base, all_ops=svc)
+    svc = {"thread_num": THREADS, **ENGINES["onednn"]}
+    base = load_repo_config("ocr")
+    stock = write_config(apply_overrides(base, all_ops=svc), tag="stock")
+    excl_conf = apply_overrides(base, all_ops=svc)
     excl_conf["op"]["det"]["class"] = "bench.exclusive_compute:ExclusiveDet"
     excl_conf["op"]["rec"]["class"] = "bench.exclusive_compute:ExclusiveRec"
-    excl = common.write_config(excl_conf, tag="exclusive")
-    name = common.pipeline_name(stock)
-    payloads = common.image_payloads(common.document_pngs(24))
+    excl = write_config(excl_conf, tag="exclusive")
+    name = pipeline_name(stock)
+    payloads = image_payloads(document_pngs(24))
     runs: dict = {"stock": [], "exclusive": []}
-    with common.served(stock) as s, common.served(excl) as e:
+    with served(stock) as s, served(excl) as e:
         servers = {"stock": s, "exclusive": e}
         for srv in servers.values():
-            common.closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
+            closed_loop(srv.url, name, payloads, args.clients, args.prime, 0.0)
         for rnd in range(args.rounds):
             for k in ("stock", "exclusive") if rnd % 2 == 0 else ("exclusive", "stock"):
-                r = common.closed_loop(servers[k].url, name, payloads, args.clients, args.duration, args.warmup)
+                r = closed_loop(servers[k].url, name, payloads, args.clients, args.duration, args.warmup)
                 runs[k].append(r)
                 ops = " ".join(
                     f"{o}[batch {v.get('mean_batch_size') or 0:.1f} run {v.get('mean_run_ms') or 0:.0f}ms]"
@@ -89,10 +95,10 @@ def main() -> int:
                 print(f"round {rnd} {k:9s}: {r['qps']:.2f} images/s  {ops}", flush=True)
     rate = {k: sum(r["ok"] for r in v) / sum(r["duration_s"] for r in v) for k, v in runs.items()}
     ratio = rate["exclusive"] / rate["stock"]
-    common.write_result("exclusive_compute", {"args": vars(args), "images_per_s": rate, "ratio": ratio, "runs": runs})
+    write_result("exclusive_compute", {"args": vars(args), "images_per_s": rate, "ratio": ratio, "runs": runs})
     print(f"RATIO exclusive compute / stock = {ratio:.2f}x ({rate['exclusive']:.2f} vs {rate['stock']:.2f} images/s)")
     return 0
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

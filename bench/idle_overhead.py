@@ -24,7 +24,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.inprocess import make_op  # noqa: E402
+from bench.lib.inputs import bench_crops, decode_png, fixed_crop  # noqa: E402
+from bench.lib.measure import image_payloads  # noqa: E402
+from bench.lib.results import verdict, write_result  # noqa: E402
+from bench.lib.script import run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 
 TARGET_MS = 2.0
 
@@ -48,40 +55,43 @@ def main() -> int:
         help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
         "bucket (default: least predictor time, so the least noise), or the median-width crop",
     )
-    common.add_engine_arg(ap)
+    add_engine_arg(ap)
     args = ap.parse_args()
 
-    svc = {"thread_num": common.THREADS, "instance_num": 1, "max_queue_delay": args.delay}
-    svc.update(common.ENGINES[args.engine])
-    adaptive = common.derive_config(
-        args.config, tag="idle-adaptive", ops={args.op: {**svc, "batching_policy": "adaptive"}}
-    )
-    fixed = common.derive_config(args.config, tag="idle-fixed", ops={args.op: {**svc, "batching_policy": "fixed"}})
-    name = common.pipeline_name(adaptive)
+    svc = {"thread_num": THREADS, "instance_num": 1, "max_queue_delay": args.delay}
+    svc.update(ENGINES[args.engine])
+    adaptive = derive_config(args.config, tag="idle-adaptive", ops={args.op: {**svc, "batching_policy": "adaptive"}})
+    fixed = derive_config(args.config, tag="idle-fixed", ops={args.op: {**svc, "batching_policy": "fixed"}})
+    name = pipeline_name(adaptive)
 
-    crops = common.bench_crops()
-    op, runners = common.make_op(adaptive, args.op)
+    crops = bench_crops()
+    op, runners = make_op(adaptive, args.op)
     if args.crop == "median":
-        crop = common.fixed_crop(crops)
+        crop = fixed_crop(crops)
     else:
-        items = [(op.preprocess(common.decode_png(c)).width, i) for i, c in enumerate(crops)]
+        items = [(op.preprocess(decode_png(c)).width, i) for i, c in enumerate(crops)]
         short = sorted(w_i for w_i in items if op.bucket_width(w_i[0]) == op.bucket_width(0))
-        crop = crops[short[len(short) // 2][1]] if short else common.fixed_crop(crops)
-    width = op.preprocess(common.decode_png(crop)).width
-    payload = common.image_payloads([crop])[0]
+        crop = crops[short[len(short) // 2][1]] if short else fixed_crop(crops)
+    width = op.preprocess(decode_png(crop)).width
+    payload = image_payloads([crop])[0]
 
     from client.pipeline_client import PipelineClient
     from client.stats import latency_summary
+    from serving.config import load_config
     from serving.engine.direct import run_op_direct
+    from serving.http.decode import decode_image
+
+    max_pixels = load_config(adaptive).max_image_pixels
 
     def direct() -> None:
-        run_op_direct(op, runners[0], {"input": crop})
+        # ops take decoded images; the server decodes the request's bytes first, so decode here too
+        run_op_direct(op, runners[0], {"input": decode_image(crop, max_pixels=max_pixels)})
 
     lat: dict[str, list[float]] = {"in_process": [], "adaptive": [], "fixed": [], "http_floor": []}
     answers = {}
     with (
-        common.served(adaptive) as srv_a,
-        common.served(fixed) as srv_f,
+        served(adaptive) as srv_a,
+        served(fixed) as srv_f,
         PipelineClient(srv_a.url, pool_size=1) as ca,
         PipelineClient(srv_f.url, pool_size=1) as cf,
     ):
@@ -108,7 +118,7 @@ def main() -> int:
     summ = {k: latency_summary(v) for k, v in lat.items()}
     over_a = summ["adaptive"]["p50"] - summ["in_process"]["p50"]
     over_f = summ["fixed"]["p50"] - summ["in_process"]["p50"]
-    common.write_result(
+    write_result(
         "idle_overhead",
         {
             "args": vars(args),
@@ -132,11 +142,11 @@ def main() -> int:
     )
     print(
         f"adaptive overhead p50: {over_a:+.2f} ms (target <= {TARGET_MS} ms: "
-        f"{common.verdict(over_a, TARGET_MS, higher_is_better=False)})"
+        f"{verdict(over_a, TARGET_MS, higher_is_better=False)})"
     )
     print(f"RATIO idle overhead p50 (adaptive) = {over_a:.2f} ms")
     return 0
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

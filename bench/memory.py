@@ -18,7 +18,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.inputs import bench_crops  # noqa: E402
+from bench.lib.measure import closed_loop, image_payloads, rss_kb  # noqa: E402
+from bench.lib.results import verdict, write_result  # noqa: E402
+from bench.lib.script import run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 
 TARGET = 1.3
 
@@ -30,29 +36,29 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=4)
     ap.add_argument("--load", type=float, default=15.0, help="seconds of load after the warm-up reading (0: skip)")
     ap.add_argument("--clients", type=int, default=16)
-    common.add_engine_arg(ap)
+    add_engine_arg(ap)
     args = ap.parse_args()
 
-    svc: dict = {"thread_num": common.THREADS}
-    svc.update(common.ENGINES[args.engine])
-    one = common.derive_config(args.config, tag="mem-1", ops={args.op: {**svc, "instance_num": 1}})
-    many = common.derive_config(
+    svc: dict = {"thread_num": THREADS}
+    svc.update(ENGINES[args.engine])
+    one = derive_config(args.config, tag="mem-1", ops={args.op: {**svc, "instance_num": 1}})
+    many = derive_config(
         args.config, tag=f"mem-{args.instances}", ops={args.op: {**svc, "instance_num": args.instances}}
     )
-    name = common.pipeline_name(one)
-    crops = common.bench_crops()
-    payloads = common.image_payloads(crops)
+    name = pipeline_name(one)
+    crops = bench_crops()
+    payloads = image_payloads(crops)
 
     rss: dict = {}
-    with common.served(one) as s1, common.served(many) as sn:
-        rss["warm"] = {"1": common.rss_kb(s1.proc.pid), str(args.instances): common.rss_kb(sn.proc.pid)}
+    with served(one) as s1, served(many) as sn:
+        rss["warm"] = {"1": rss_kb(s1.proc.pid), str(args.instances): rss_kb(sn.proc.pid)}
         if args.load > 0:
             for srv in (s1, sn):
-                common.closed_loop(srv.url, name, payloads, args.clients, args.load, 0.0)
-            rss["after_load"] = {"1": common.rss_kb(s1.proc.pid), str(args.instances): common.rss_kb(sn.proc.pid)}
+                closed_loop(srv.url, name, payloads, args.clients, args.load, 0.0)
+            rss["after_load"] = {"1": rss_kb(s1.proc.pid), str(args.instances): rss_kb(sn.proc.pid)}
 
     ratios = {phase: v[str(args.instances)] / v["1"] for phase, v in rss.items()}
-    common.write_result(
+    write_result(
         "memory" if args.engine == "config" else f"memory_{args.engine}",
         {"args": vars(args), "rss_kb": rss, "ratios": ratios, "target": TARGET},
     )
@@ -63,16 +69,16 @@ def main() -> int:
         )
     print(
         f"after warm-up: {ratios['warm']:.2f}x (target <= {TARGET}: "
-        f"{common.verdict(ratios['warm'], TARGET, higher_is_better=False)})"
+        f"{verdict(ratios['warm'], TARGET, higher_is_better=False)})"
     )
     if "after_load" in ratios:
         print(
             f"after load:    {ratios['after_load']:.2f}x (target <= {TARGET}: "
-            f"{common.verdict(ratios['after_load'], TARGET, higher_is_better=False)})"
+            f"{verdict(ratios['after_load'], TARGET, higher_is_better=False)})"
         )
     print(f"RATIO memory {args.instances} instances / 1 = {ratios['warm']:.2f}x")
     return 0
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

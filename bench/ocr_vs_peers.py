@@ -34,10 +34,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.inputs import decode_png, document_pngs  # noqa: E402
+from bench.lib.measure import closed_loop, image_payloads, time_loop  # noqa: E402
+from bench.lib.paddleocr_engines import paddleocr_engine_openvino  # noqa: E402
+from bench.lib.paths import ROOT, cache_dir  # noqa: E402
+from bench.lib.results import verdict, write_result  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 
 TARGET = 1.5
-PEER = os.path.join(common.ROOT, "bench", "peers", "flask_paddleocr.py")
+PEER = os.path.join(ROOT, "bench", "peers", "flask_paddleocr.py")
 
 
 class PeerServer:
@@ -48,12 +56,12 @@ class PeerServer:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(common.cache_dir("logs"), f"peer-{self.port}.log")
-        self._log = open(self.log_path, "wb")
+        self.log_path = os.path.join(cache_dir("logs"), f"peer-{self.port}.log")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 (the peer writes to it until stop() closes it)
         cmd = [sys.executable, PEER, "--port", str(self.port), "--cpu-threads", str(threads)]
         if mkldnn:
             cmd.append("--mkldnn")
-        self.proc = subprocess.Popen(cmd, cwd=common.ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
         self.ready_timeout = ready_timeout
 
     def wait_ready(self) -> None:
@@ -62,14 +70,14 @@ class PeerServer:
         end = time.monotonic() + self.ready_timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise common.BenchError(f"peer server exited with {self.proc.returncode}; log {self.log_path}")
+                raise BenchError(f"peer server exited with {self.proc.returncode}; log {self.log_path}")
             try:
                 if requests.get(self.url + "/health/ready", timeout=1).status_code == 200:
                     return
             except requests.RequestException:
                 pass
             time.sleep(0.3)
-        raise common.BenchError(f"peer server not ready after {self.ready_timeout}s; log {self.log_path}")
+        raise BenchError(f"peer server not ready after {self.ready_timeout}s; log {self.log_path}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -95,7 +103,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--prime", type=float, default=10.0, help="unmeasured seconds of load on each server first")
     ap.add_argument("--images", type=int, default=24, help="rendered pages to cycle through")
-    ap.add_argument("--threads", type=int, default=common.THREADS, help="Paddle math threads, for everyone")
+    ap.add_argument("--threads", type=int, default=THREADS, help="Paddle math threads, for everyone")
     ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
     ap.add_argument("--check", type=int, default=6, help="pages whose answers are compared across contenders")
     ap.add_argument(
@@ -108,7 +116,7 @@ def main() -> int:
         "--op-threads", type=int, default=0, help="batchline thread_num per op instance (default: as configured)"
     )
     ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
-    common.add_engine_arg(ap)
+    add_engine_arg(ap)
     ap.add_argument(
         "--no-ov-loop", action="store_true", help="skip the diagnostic PaddleOCR-on-OpenVINO in-process loop"
     )
@@ -116,26 +124,26 @@ def main() -> int:
 
     # Default: the config as shipped (engine, instance_mode / instance_num / thread_num).
     # The flags override every op for variants.
-    overrides: dict = dict(common.ENGINES[args.engine])
+    overrides: dict = dict(ENGINES[args.engine])
     if args.instance_mode:
         overrides["instance_mode"] = args.instance_mode
     if args.op_threads:
         overrides["thread_num"] = args.op_threads
     if args.instances:
         overrides["instance_num"] = args.instances
-    path = common.derive_config(args.config, tag="ocr", all_ops=overrides)
+    path = derive_config(args.config, tag="ocr", all_ops=overrides)
     layout = []
-    for op_name, op_conf in common.load_yaml(path)["op"].items():
+    for op_name, op_conf in load_yaml(path)["op"].items():
         svc = op_conf.get("local_service_conf") or {}
         mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
         engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
         layout.append(f"{op_name} {engine} {mode} {n}x{t}")
     budget = "batchline per op: " + ", ".join(layout) + f"; peers: PaddleOCR oneDNN, cpu_threads = {args.threads}"
     print(f"thread budget: {budget}", flush=True)
-    name = common.pipeline_name(path)
-    pngs = common.document_pngs(args.images)
-    images = [common.decode_png(p) for p in pngs]
-    payloads = common.image_payloads(pngs)
+    name = pipeline_name(path)
+    pngs = document_pngs(args.images)
+    images = [decode_png(p) for p in pngs]
+    payloads = image_payloads(pngs)
 
     from client.pipeline_client import PipelineClient
     from tests.support.ocr_reference import make_reference
@@ -145,17 +153,17 @@ def main() -> int:
     agreement = {}
     ov_cache = tempfile.TemporaryDirectory(prefix="bench-ov-")
     try:
-        with common.served(path) as ours:
+        with served(path) as ours:
             peer.wait_ready()
             ocr = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
             ocr_ov = None
             if not args.no_ov_loop:
-                with common.paddleocr_engine_openvino(ov_cache.name):
+                with paddleocr_engine_openvino(ov_cache.name):
                     ocr_ov = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
 
             def loop_of(engine):
                 def in_process(i: int) -> int:
-                    img = common.decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
+                    img = decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
                     engine.ocr(img, cls=False)
                     return 1
 
@@ -184,11 +192,11 @@ def main() -> int:
                     "in_process_ov_same_text": same_ov if ocr_ov is not None else None,
                 }
             if args.prime > 0:
-                common.closed_loop(ours.url, name, payloads, args.clients, args.prime, 0.0)
-                common.closed_loop(peer.url, "ocr", payloads, args.clients, args.prime, 0.0, metrics=False)
-                common.time_loop(in_process, args.prime / 2)
+                closed_loop(ours.url, name, payloads, args.clients, args.prime, 0.0)
+                closed_loop(peer.url, "ocr", payloads, args.clients, args.prime, 0.0, metrics=False)
+                time_loop(in_process, args.prime / 2)
                 if ocr_ov is not None:
-                    common.time_loop(loop_of(ocr_ov), args.prime / 2)
+                    time_loop(loop_of(ocr_ov), args.prime / 2)
             order = (
                 ["batchline", "peer_server", "in_process"]
                 + (["in_process_ov"] if ocr_ov is not None else [])
@@ -198,16 +206,16 @@ def main() -> int:
                 for who in order if rnd % 2 == 0 else order[::-1]:
                     if who.startswith("batchline"):
                         clients = 1 if who == "batchline_c1" else args.clients
-                        r = common.closed_loop(ours.url, name, payloads, clients, args.duration, args.warmup)
+                        r = closed_loop(ours.url, name, payloads, clients, args.duration, args.warmup)
                         rate = r["qps"]
                     elif who == "peer_server":
-                        r = common.closed_loop(
+                        r = closed_loop(
                             peer.url, "ocr", payloads, args.clients, args.duration, args.warmup, metrics=False
                         )
                         rate = r["qps"]
                     else:
                         loop = in_process if who == "in_process" else loop_of(ocr_ov)
-                        r = common.time_loop(loop, args.duration, min_calls=len(pngs) // 4)
+                        r = time_loop(loop, args.duration, min_calls=len(pngs) // 4)
                         rate = r["items_per_s"]
                     results[who].append(r)
                     extra = ""
@@ -241,12 +249,12 @@ def main() -> int:
         )
         if v
     )
-    common.write_result(
+    write_result(
         "ocr_vs_peers" + (f"_{variant}" if variant else ""),
         {  # variants don't overwrite
             "args": vars(args),
             "thread_budget": budget,
-            "config": common.load_yaml(path),
+            "config": load_yaml(path),
             "images_per_s": {
                 "batchline": ours_r,
                 "peer_server": peer_r,
@@ -277,13 +285,8 @@ def main() -> int:
     print(f"thread budget: {budget}")
     if c1_r is not None:
         print(f"diagnostic: batchline at 1 client {c1_r:.2f} images/s = {c1_r / inproc_r:.2f}x PaddleOCR in-process")
-    print(
-        f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {common.verdict(vs_peer, TARGET)})"
-    )
-    print(
-        f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: "
-        f"{common.verdict(vs_inproc, TARGET)})"
-    )
+    print(f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {verdict(vs_peer, TARGET)})")
+    print(f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: {verdict(vs_inproc, TARGET)})")
     if ov_r:
         print(
             f"diagnostic: batchline / PaddleOCR in-process on OpenVINO = {ours_r / ov_r:.2f}x "
@@ -294,4 +297,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

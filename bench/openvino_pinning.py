@@ -25,7 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.results import write_result  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -83,7 +84,7 @@ def main() -> int:
     args = ap.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
-        raise common.BenchError("needs at least 2 CPUs")
+        raise BenchError("needs at least 2 CPUs")
     rows = {
         "alone": measure([None], args.calls),
         "two unpinned": measure([None, None], args.calls),
@@ -95,7 +96,7 @@ def main() -> int:
     alone = rows["alone"][0][0]
     unpinned = max(ms for ms, _ in rows["two unpinned"]) / alone
     pinned = max(ms for ms, _ in rows["two pinned"]) / alone
-    common.write_result(
+    write_result(
         "openvino_pinning",
         {"args": vars(args), "ms_per_call": rows, "slowdown_unpinned": unpinned, "slowdown_pinned": pinned},
     )
@@ -104,4 +105,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

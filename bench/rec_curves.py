@@ -23,7 +23,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import common  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.inputs import bench_crops, crops_dir  # noqa: E402
+from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
+from bench.lib.paths import RESULTS_DIR, ROOT  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
 
 
 def main() -> int:
@@ -34,32 +40,32 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--prime", type=float, default=10.0, help="unmeasured load before the levels")
-    common.add_engine_arg(ap)
+    add_engine_arg(ap)
     args = ap.parse_args()
 
-    svc = {"thread_num": common.THREADS, "instance_num": 1}
-    svc.update(common.ENGINES[args.engine])
-    crops = common.crops_dir()
-    os.makedirs(common.RESULTS_DIR, exist_ok=True)
+    svc = {"thread_num": THREADS, "instance_num": 1}
+    svc.update(ENGINES[args.engine])
+    crops = crops_dir()
+    os.makedirs(RESULTS_DIR, exist_ok=True)
     runs = {"on": (32, "batching on (max_batch_size 32)"), "off": (1, "batching off (max_batch_size 1)")}
     paths = {
-        k: common.derive_config(args.config, tag=f"curve-{k}", ops={args.op: {**svc, "max_batch_size": size}})
+        k: derive_config(args.config, tag=f"curve-{k}", ops={args.op: {**svc, "max_batch_size": size}})
         for k, (size, _) in runs.items()
     }
-    name = common.pipeline_name(paths["on"])
+    name = pipeline_name(paths["on"])
     docs: dict = {}
     # both servers up; each level is measured on one then the other (order alternating), so
     # the machine's background load drifts equally over both curves
-    with common.served(paths["on"]) as on_srv, common.served(paths["off"]) as off_srv:
+    with served(paths["on"]) as on_srv, served(paths["off"]) as off_srv:
         servers = {"on": on_srv, "off": off_srv}
         if args.prime > 0:
-            payloads = common.image_payloads(common.bench_crops())
+            payloads = image_payloads(bench_crops())
             for srv in servers.values():
-                common.closed_loop(srv.url, name, payloads, 32, args.prime, 0.0)
+                closed_loop(srv.url, name, payloads, 32, args.prime, 0.0)
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
         for i, c in enumerate(levels):
             for key in ("on", "off") if i % 2 == 0 else ("off", "on"):
-                out = os.path.join(common.RESULTS_DIR, f"rec_curve_{key}_c{c}.json")
+                out = os.path.join(RESULTS_DIR, f"rec_curve_{key}_c{c}.json")
                 cmd = [
                     sys.executable,
                     "-m",
@@ -83,9 +89,9 @@ def main() -> int:
                     runs[key][1],
                 ]
                 print("$ batchline " + " ".join(cmd[3:]), flush=True)
-                proc = subprocess.run(cmd, cwd=common.ROOT)
+                proc = subprocess.run(cmd, cwd=ROOT)
                 if proc.returncode != 0:
-                    raise common.BenchError(f"batchline bench exited with {proc.returncode}")
+                    raise BenchError(f"batchline bench exited with {proc.returncode}")
                 with open(out, encoding="utf-8") as f:
                     doc = json.load(f)
                 os.remove(out)
@@ -96,7 +102,7 @@ def main() -> int:
     summary = {}
     for key, doc in docs.items():
         doc["url"] = None
-        with open(os.path.join(common.RESULTS_DIR, f"rec_curve_{key}.json"), "w", encoding="utf-8") as f:
+        with open(os.path.join(RESULTS_DIR, f"rec_curve_{key}.json"), "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2, ensure_ascii=False)
         summary[key] = {lv["concurrency"]: lv["qps"] for lv in doc["levels"]}
     top = max(summary["on"])
@@ -106,4 +112,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    common.run_main(main)
+    run_main(main)

@@ -1,10 +1,11 @@
 """Reliability against the real ``batchline serve`` process with a model-free
-image op (tests/reliability_fakes.py; the image decoding path is the real one):
+image op (tests/support/image_fakes.py; the image decoding path is the real one):
 a short malformed-input fuzz, faults inside a batch, a dying worker thread,
 client disconnects and deadlines, a short overload and a short soak.
 
-The full-size runs are bench/fuzz.py, bench/overload.py and bench/soak.py;
-results in docs/RELIABILITY.md.
+The drivers are tests/support/fuzz and tests/support/reliability; the
+full-size runs are their CLIs bench/fuzz.py, bench/overload.py and
+bench/soak.py (results in docs/RELIABILITY.md).
 """
 
 import base64
@@ -18,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from bench.fuzz import Limits, run_fuzz
+from tests.support.fuzz.case import Limits
+from tests.support.fuzz.runner import run_fuzz
 from tests.support.image_fakes import SLOW_S, encode_png, expected_answer, image_config, make_image
 from tests.support.server_process import ServerProcess
 
@@ -190,10 +192,10 @@ def test_expired_deadline_is_504_and_never_reaches_the_predictor(server):
 
 
 # ---------------------------------------------------------------------------
-# overload and soak (short versions of bench/overload.py and bench/soak.py)
+# overload and soak (short runs; the full ones: bench/overload.py and bench/soak.py)
 # ---------------------------------------------------------------------------
 def test_short_overload_sheds_load_with_fast_503s():
-    from bench.overload import run
+    from tests.support.reliability.overload import run
 
     summary, problems = run(duration_s=8, capacity_s=3, fake_overrides={"max_queue_size": 64}, log=lambda m: None)
     assert not problems, (problems, summary)
@@ -202,7 +204,7 @@ def test_short_overload_sheds_load_with_fast_503s():
 
 
 def test_short_soak_has_no_errors_and_flat_rss():
-    from bench.soak import run
+    from tests.support.reliability.soak import run
 
     s = run(minutes=25 / 60, rate=35, warmup_s=5, rss_interval_s=1, log=lambda m: None)
     assert s["errors"] == 0 and s["dropped_client_side"] == 0, s["statuses"]

@@ -1,6 +1,6 @@
 """Property-based fuzz of both prediction endpoints through Flask's test
-client, on a real Pipeline with a fake image op (tests/reliability_fakes.py):
-the image decoding path (pipelines/io.py, ops/image.py) is the real one.
+client, on a real Pipeline with a fake image op (tests/support/image_fakes.py):
+the image decoding path (serving/http/decode.py, ops/image.py) is the real one.
 
 Whatever the input, the answer is a 4xx with a JSON error message (or a 200
 for input that really is a valid image) -- never a 5xx -- and afterwards the
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from bench.fuzz import hdr_bomb, png_with_header
 from serving.config import parse_config
 from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
+from tests.support.fuzz.malformed import hdr_bomb, png_with_header
 from tests.support.image_fakes import encode_png, expected_answer, make_image
 
 NAME = "img"

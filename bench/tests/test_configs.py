@@ -1,12 +1,13 @@
-"""bench/common.py helpers that need no model and no server."""
+"""bench.lib.configs: derived bench configs (no model, no server)."""
 
-import json
 import os
 
 import pytest
 import yaml
 
-from bench import common
+from bench.lib.configs import apply_overrides, derive_config, pipeline_name, repo_config_path, write_config
+from bench.lib.paths import CONFIG_DIR
+from bench.lib.script import BenchError
 
 BASE = {
     "name": "rec",
@@ -24,7 +25,7 @@ BASE = {
 
 
 def test_apply_overrides_sets_op_and_all_op_keys_without_touching_the_input():
-    out = common.apply_overrides(
+    out = apply_overrides(
         BASE,
         ops={"rec": {"max_batch_size": 1}},
         all_ops={"thread_num": 2},
@@ -44,58 +45,33 @@ def test_apply_overrides_sets_op_and_all_op_keys_without_touching_the_input():
 
 
 def test_apply_overrides_rejects_unknown_op_names():
-    with pytest.raises(common.BenchError, match="no op 'recc'"):
-        common.apply_overrides(BASE, ops={"recc": {"max_batch_size": 1}})
-    with pytest.raises(common.BenchError, match="no op 'x'"):
-        common.apply_overrides(BASE, params={"x": {}})
+    with pytest.raises(BenchError, match="no op 'recc'"):
+        apply_overrides(BASE, ops={"recc": {"max_batch_size": 1}})
+    with pytest.raises(BenchError, match="no op 'x'"):
+        apply_overrides(BASE, params={"x": {}})
 
 
 def test_write_config_round_trips_through_yaml(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
-    path = common.write_config(common.apply_overrides(BASE, ops={"rec": {"instance_num": 4}}), tag="t")
+    path = write_config(apply_overrides(BASE, ops={"rec": {"instance_num": 4}}), tag="t")
     assert path.startswith(str(tmp_path)) and path.endswith(".yml")
     with open(path, encoding="utf-8") as f:
         data = yaml.safe_load(f)
     assert data["op"]["rec"]["local_service_conf"]["instance_num"] == 4
-    assert common.pipeline_name(path) == "rec"
+    assert pipeline_name(path) == "rec"
 
 
 def test_derive_config_from_the_repo_rec_config_validates(tmp_path, monkeypatch):
-    if not os.path.isfile(os.path.join(common.CONFIG_DIR, "rec.yml")):
+    if not os.path.isfile(os.path.join(CONFIG_DIR, "rec.yml")):
         pytest.skip("configs/rec.yml not present")
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
     from serving.config import load_config
 
-    path = common.derive_config("rec", ops={"rec": {"max_batch_size": 1, "batching_policy": "fixed"}})
+    path = derive_config("rec", ops={"rec": {"max_batch_size": 1, "batching_policy": "fixed"}})
     conf = load_config(path).op["rec"].local_service_conf
     assert conf.max_batch_size == 1 and conf.batching_policy == "fixed"
 
 
 def test_missing_repo_config_is_a_bench_error():
-    with pytest.raises(common.BenchError, match="does not exist"):
-        common.repo_config_path("no_such_config_xyz")
-
-
-def test_rss_kb_reads_this_process():
-    assert common.rss_kb(os.getpid()) > 1000
-
-
-def test_time_loop_counts_items_and_calls():
-    res = common.time_loop(lambda i: 2, duration_s=0.0, min_calls=5)
-    assert res["calls"] == 5 and res["items"] == 10 and res["items_per_s"] > 0
-
-
-def test_write_result_adds_machine_info_and_drops_nan(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "RESULTS_DIR", str(tmp_path))
-    path = common.write_result("x", {"ratio": float("nan"), "nested": {"a": [1.5, float("inf")]}})
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    assert doc["bench"] == "x" and doc["ratio"] is None and doc["nested"]["a"] == [1.5, None]
-    assert doc["machine"]["nproc"] == os.cpu_count()
-
-
-def test_verdict():
-    assert common.verdict(0.95, 0.9) == "MET"
-    assert common.verdict(0.85, 0.9) == "MISSED"
-    assert common.verdict(1.5, 2.0, higher_is_better=False) == "MET"
-    assert common.verdict(2.5, 2.0, higher_is_better=False) == "MISSED"
+    with pytest.raises(BenchError, match="does not exist"):
+        repo_config_path("no_such_config_xyz")

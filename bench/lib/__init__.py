@@ -1,0 +1,13 @@
+"""What the benchmark scripts share, one concern a module:
+
+* ``paths``: repo root, results and cache directories;
+* ``engines``: the thread budget and CPU engine every bench op runs on;
+* ``script``: :class:`~bench.lib.script.BenchError` and how a script exits;
+* ``configs``: temp configs derived from a repo config with overrides;
+* ``server``: ``batchline serve`` on a config, in a subprocess;
+* ``inprocess``: an op and its predictor runners built as the server builds them;
+* ``inputs``: rendered pages and text-line crops (cached on disk);
+* ``measure``: closed loops against a server and its /metrics, in-process timing loops, RSS;
+* ``results``: bench/results/*.json with machine info, verdicts;
+* ``paddleocr_engines``: PaddleOCR predictors on another engine or precision.
+"""

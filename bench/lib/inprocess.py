@@ -1,0 +1,22 @@
+"""An op and its predictor runners in this process, built from a config
+exactly as the server builds them (same class, params, predictor settings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.lib.script import BenchError
+
+
+def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
+    """(op, runners) built from ``config_path`` the way the server builds them."""
+    from serving.config import load_config
+    from serving.engine.pipeline import make_op as make_configured_op
+    from serving.engine.pipeline import runners_for
+
+    config = load_config(config_path)
+    if op_name not in config.op:
+        raise BenchError(f"no op {op_name!r} in {config_path}")
+    op = make_configured_op(config.op[op_name])
+    op.load()
+    return op, runners_for(op, instances)

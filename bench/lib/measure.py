@@ -1,0 +1,95 @@
+"""Measuring: closed loops against a server (client.loadgen, with per-op stats
+from its /metrics), timed loops in this process, a process's RSS."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench.lib.script import BenchError
+
+
+def image_payloads(images: Sequence[bytes]) -> list[dict]:
+    from client.pipeline_client import make_payload
+
+    return [make_payload([("image", img)]) for img in images]
+
+
+def closed_loop(
+    url: str,
+    name: str,
+    payloads: Sequence[dict],
+    concurrency: int,
+    duration_s: float,
+    warmup_s: float = 1.0,
+    timeout: float = 60.0,
+    metrics: bool = True,
+) -> dict:
+    """Closed loop against a batchline-compatible server (``POST /{name}/prediction``);
+    returns LevelResult.to_dict() plus per-op stats from /metrics (when scrapeable)."""
+    from client.bench import scrape
+    from client.loadgen import run_closed_loop
+    from client.pipeline_client import PipelineClient
+    from client.stats import op_stats
+
+    def factory() -> PipelineClient:
+        return PipelineClient(url, timeout=timeout, pool_size=2)
+
+    def make_request(client: PipelineClient, i: int) -> None:
+        client.predict_raw(name, payloads[i % len(payloads)])
+
+    with factory() as admin:
+        before = scrape(admin) if metrics else None
+        res = run_closed_loop(factory, make_request, concurrency, duration_s=duration_s, warmup_s=warmup_s)
+        after = scrape(admin) if metrics else None
+    if before is not None and after is not None:
+        res.op_stats = op_stats(before, after)
+    out = res.to_dict()
+    if res.ok == 0:
+        raise BenchError(f"no request to {url}/{name} succeeded (errors: {res.errors})")
+    return out
+
+
+def scrape_metrics(url: str) -> Any:
+    """A /metrics MetricsSnapshot of the server at ``url``."""
+    from client.pipeline_client import PipelineClient
+    from client.stats import MetricsSnapshot
+
+    with PipelineClient(url) as client:
+        return MetricsSnapshot.from_text(client.metrics_text())
+
+
+def time_loop(fn: Callable[[int], int], duration_s: float, min_calls: int = 3) -> dict:
+    """Call ``fn(i)`` (returns items done) until ``duration_s`` passed and at
+    least ``min_calls`` calls; returns items/s and per-call latencies."""
+    lat: list[float] = []
+    items = 0
+    start = time.perf_counter()
+    i = 0
+    while True:
+        t0 = time.perf_counter()
+        items += fn(i)
+        lat.append(time.perf_counter() - t0)
+        i += 1
+        if i >= min_calls and time.perf_counter() - start >= duration_s:
+            break
+    elapsed = time.perf_counter() - start
+    from client.stats import latency_summary
+
+    return {
+        "calls": i,
+        "items": items,
+        "seconds": elapsed,
+        "items_per_s": items / elapsed,
+        "latency_ms": latency_summary(lat),
+    }
+
+
+def rss_kb(pid: int) -> int:
+    """VmRSS of ``pid`` in kB, from /proc/<pid>/status."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise BenchError(f"no VmRSS for pid {pid}")

@@ -1,0 +1,106 @@
+"""Resident memory of a server process and its children (predictor processes
+count too), read from /proc; 0 where it cannot be read."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _rss_one(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def peak_rss_bytes(pid: int, *, reset: bool = False) -> int:
+    """The process's RSS high-water mark (VmHWM); ``reset`` restarts it from
+    the current RSS (via /proc/PID/clear_refs) after reading. 0 if unavailable."""
+    peak = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) * 1024
+        if reset:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+    except OSError:
+        pass
+    return peak
+
+
+def rss_bytes(pid: int, *, tree: bool = True) -> int:
+    """Resident set size of ``pid`` (plus its descendants when ``tree``)."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _rss_one(p)
+        if tree:
+            todo.extend(_children(p))
+    return total
+
+
+class RssSampler:
+    """Samples ``rss_bytes(pid)`` every ``interval_s`` on a daemon thread."""
+
+    def __init__(self, pid: int, interval_s: float = 1.0):
+        self.pid = pid
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
+
+    def _loop(self) -> None:
+        t0 = time.monotonic()
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic() - t0, rss_bytes(self.pid)))
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.samples.append((self.samples[-1][0] + self.interval_s if self.samples else 0.0, rss_bytes(self.pid)))
+
+    def peak(self) -> int:
+        return max((s for _, s in self.samples), default=0)
+
+    def at(self, t: float) -> int:
+        """The first sample at or after ``t`` seconds."""
+        for ts, s in self.samples:
+            if ts >= t:
+                return s
+        return self.samples[-1][1] if self.samples else 0
+
+
+def mb(n: float) -> str:
+    return f"{n / (1 << 20):.1f} MB"
