@@ -29,18 +29,22 @@ class FakeRunner:
         self.closed = True
 
     def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Refuses concurrent use (the engine must never allow it), records the batch size, computes."""
         if not self._busy.acquire(blocking=False):
             raise AssertionError("two threads used one runner at once")
         try:
-            x = feed["x"]
-            self.batch_sizes.append(len(x))
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            if self.fail_when is not None and self.fail_when(x.tolist()):
-                raise RuntimeError("injected predictor failure")
-            return [x * 2]
+            self.batch_sizes.append(len(feed["x"]))
+            return self.compute(feed)
         finally:
             self._busy.release()
+
+    def compute(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        x = feed["x"]
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if self.fail_when is not None and self.fail_when(x.tolist()):
+            raise RuntimeError("injected predictor failure")
+        return [x * 2]
 
 
 class FakeParams(BaseModel):

@@ -16,7 +16,6 @@ poisoned image and every other request stays clean: pixel (0, 1) must be
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from ops.image import to_bgr
 from serving.errors import Overloaded
 from serving.op import Op, SubBatch
+from tests.support.engine_fakes import FakeRunner
 
 SIGNATURE = (7, 77, 177)
 FAULTS = {
@@ -80,36 +80,23 @@ class ImageStatsParams(BaseModel):
     per_item_ms: float = 0.0  # extra cost per item in the batch
 
 
-class StatsRunner:
+class StatsRunner(FakeRunner):
     """y = 2x; a batch sleeps delay + per_item * n. Refuses concurrent use."""
 
     def __init__(self, delay_s: float, per_item_s: float):
-        self.delay_s = delay_s
+        super().__init__(delay_s)
         self.per_item_s = per_item_s
-        self.batch_sizes: list[int] = []
-        self._busy = threading.Lock()
 
-    input_names = ["x"]
-
-    def close(self) -> None:
-        self.closed = True
-
-    def run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        if not self._busy.acquire(blocking=False):
-            raise AssertionError("two threads used one runner at once")
-        try:
-            x, codes = feed["x"], set(feed["fault"].tolist())
-            self.batch_sizes.append(len(x))
-            cost = self.delay_s + self.per_item_s * len(x) + (SLOW_S if FAULTS["slow"] in codes else 0.0)
-            if cost:
-                time.sleep(cost)
-            if FAULTS["kill_instance"] in codes:
-                raise WorkerKilled("injected: instance thread killed")
-            if FAULTS["run"] in codes:
-                raise RuntimeError("injected predictor failure")
-            return [x * 2]
-        finally:
-            self._busy.release()
+    def compute(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        x, codes = feed["x"], set(feed["fault"].tolist())
+        cost = self.delay_s + self.per_item_s * len(x) + (SLOW_S if FAULTS["slow"] in codes else 0.0)
+        if cost:
+            time.sleep(cost)
+        if FAULTS["kill_instance"] in codes:
+            raise WorkerKilled("injected: instance thread killed")
+        if FAULTS["run"] in codes:
+            raise RuntimeError("injected predictor failure")
+        return [x * 2]
 
 
 class ImageStatsOp(Op):

@@ -33,7 +33,7 @@ class ServerProcess:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"batchline-serve-{self.port}.log")
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the server writes to it until stop()
         full_env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         full_env.update(env or {})
         self.proc = subprocess.Popen(
