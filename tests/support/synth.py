@@ -5,12 +5,15 @@ gives the same text, layout and pixels. Fonts come from ``client.fonts.find_font
 English uses DejaVu Sans (the system's, else matplotlib's bundled copy, so it
 renders on a machine with no font installed); Chinese needs WenQuanYi Zen Hei
 (``apt-get install fonts-wqy-zenhei``), and random pages fall back to English
-without it: check :func:`has_chinese_font`.
+without it: check :func:`has_chinese_font`. The tests' Chinese pages are not
+rendered at run time: they are committed under tests/data/ocr/ (see
+tests/support/ocr_data.py and tests/support/make_ocr_data.py).
 
 Main entry points:
   :func:`render_line`      one text line -> BGR crop (a rec-only request)
   :func:`render_document`  several lines -> BGR page + the lines' ground truth
   :func:`sample_documents` a fixed, varied set of pages for reference tests
+  :func:`short_line_documents` small pages whose rec crops all pad alike
   :func:`encode_image`     ndarray -> PNG/JPEG bytes (what a client sends)
 """
 
@@ -36,6 +39,7 @@ __all__ = [
     "render_document",
     "render_line",
     "sample_documents",
+    "short_line_documents",
 ]
 
 EN_WORDS = [
@@ -369,6 +373,33 @@ def sample_documents(seed: int = 0, *, word_gap: float | None = None) -> list[Sy
                 width=width,
                 word_gap=word_gap,
                 name=f"{i:02d}-{script}-{n}x{size}",
+            )
+        )
+    return docs
+
+
+def short_line_documents(seed: int = 0, count: int = 16) -> list[SynthDoc]:
+    """``count`` small pages of 3-6 short lines (one English word, or one or two
+    Chinese words), English, Chinese and mixed.
+
+    Every line is narrower than 320/48 of its height, so under PaddleOCR's rec
+    padding (ops/ocr_rec.py ``pad_policy: paddleocr``) every crop of every page
+    pads to the same 320 px: crops of different requests can share one rec
+    predictor call, which the sample pages' mostly unique widths rarely allow.
+    """
+    scripts = ("en", "zh", "mixed")
+    docs = []
+    for i in range(count):
+        script = scripts[i % 3]
+        n, size = 3 + i % 4, (26, 28, 30, 24)[i % 4]
+        docs.append(
+            random_document(
+                seed * 1000 + 500 + i,
+                script=script,
+                n_lines=n,
+                font_size=size,
+                words=(1, 2) if script == "zh" else (1, 1),
+                name=f"s{i:02d}-{script}-{n}x{size}",
             )
         )
     return docs
