@@ -1,7 +1,8 @@
 """The real server on configs/ocr.yml with the real weights, driven by the
 bundled client: same text as PaddleOCR 2.10 one request at a time and with 16
 requests in flight, a multi-line image read end to end, and bad input answered
-with 4xx while the server keeps serving."""
+with 4xx while the server keeps serving. Pages and PaddleOCR's answers:
+tests/data/ocr/."""
 
 import base64
 import json
@@ -72,10 +73,11 @@ def test_sixteen_concurrent_requests_match_paddleocr_and_batch(server, docs, ref
 
 
 def test_multi_line_image_through_the_predict_command(server, tmp_path):
-    from tests.support.synth import render_document
+    from tests.support import ocr_data
 
-    lines = ["Invoice 2024-03-15", "Total: 345.00", "北京市海淀区中关村大街1号"]
-    doc = render_document(lines, font_size=34)
+    (doc,) = ocr_data.pages("invoice")
+    lines = [line.text for line in doc.lines]
+    assert any(not t.isascii() for t in lines)  # a Chinese line among them
     path = tmp_path / "page.png"
     path.write_bytes(png(doc.image))
     out = subprocess.run(
