@@ -22,3 +22,18 @@ def reference():
     from tests.support import ocr_data
 
     return ocr_data.reference("sample")
+
+
+@pytest.fixture(scope="session")
+def short_docs():
+    """16 pages whose rec crops all pad to 320 px under PaddleOCR's padding."""
+    from tests.support import ocr_data
+
+    return ocr_data.pages("short")
+
+
+@pytest.fixture(scope="session")
+def short_reference():
+    from tests.support import ocr_data
+
+    return ocr_data.reference("short")
