@@ -3,43 +3,29 @@
 :func:`draw_ocr` returns a new RGB image twice as wide as the input: on the
 left the original with each box outlined and lightly filled, on the right a
 white panel with the same boxes and the text written inside them (the layout
-PaddleOCR's ``draw_ocr_box_txt`` made familiar). The font is the first found
-of :data:`FONT_CANDIDATES` — a CJK-capable one when installed, so Chinese
-text is legible — else DejaVu, else PIL's built-in bitmap font.
+PaddleOCR's ``draw_ocr_box_txt`` made familiar). The font is
+``client.fonts.find_font("any")`` — a CJK-capable one when installed, so
+Chinese text is legible — else DejaVu (matplotlib's copy if the system has
+none), else PIL's built-in bitmap font.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-FONT_CANDIDATES = (
-    "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",
-    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
-    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/noto-cjk/NotoSansCJK-Regular.ttc",
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-)
+from client.fonts import find_font
 
 Point = tuple[float, float]
 
 
-def find_font(candidates: Iterable[str] = FONT_CANDIDATES) -> str | None:
-    """Path of the first existing font file, or None."""
-    for path in candidates:
-        if os.path.isfile(path):
-            return path
-    return None
-
-
 def load_font(size: int, path: str | None = None):
-    """TrueType font of ``size`` px from ``path`` (or :func:`find_font`); else PIL's default."""
-    path = path or find_font()
+    """TrueType font of ``size`` px from ``path`` (or ``find_font("any")``); else PIL's default."""
+    path = path or find_font("any")
     if path:
         try:
             return ImageFont.truetype(path, max(1, int(size)))
@@ -94,7 +80,7 @@ def draw_ocr(
     items = [r for r in results if isinstance(r, Mapping) and r.get("box") and len(r["box"]) >= 3]
     w, h = img.size
     fonts: dict[int, Any] = {}
-    font_path = font_path or find_font()
+    font_path = font_path or find_font("any")
 
     def get_font(size: int):
         if size not in fonts:

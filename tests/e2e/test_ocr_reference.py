@@ -15,6 +15,11 @@ Two modes are checked (see ops/ocr_rec.py ``pad_policy``):
 
 ``compare_with_reference`` is reusable (the server e2e test compares the
 served pipeline's answers with the same function).
+
+PaddleOCR's answers are the committed ones (tests/data/ocr/, made by
+``python -m tests.support.make_ocr_data``); :func:`test_committed_answers_are_what_paddleocr_gives`
+runs the installed PaddleOCR on a few of those pages, so the committed answers
+cannot drift from it unnoticed.
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ from typing import Any
 
 import pytest
 
-from tests.support.ocr_reference import MIN_MATCH, _line, compare_with_reference, make_reference, run_reference
+from tests.support import ocr_data
+from tests.support.ocr_reference import (
+    MIN_MATCH,
+    _line,
+    box_distance,
+    compare_with_reference,
+    make_reference,
+    run_reference,
+)
 
 pytestmark = [
     pytest.mark.e2e,
@@ -137,33 +150,52 @@ def test_bucket_policy_matches_reference_up_to_spaces(config, runners, docs, ref
     # ... and is at least as accurate as PaddleOCR against the rendered ground truth
     def exact(lines_per_doc):
         return sum(
-            sum(1 for g, l in zip(d.lines, lines) if g.text == _line(l).text) for d, lines in zip(docs, lines_per_doc)
+            sum(1 for g, line in zip(d.lines, lines) if g.text == _line(line).text)
+            for d, lines in zip(docs, lines_per_doc)
         )
 
     assert exact(ours) >= exact(reference), (exact(ours), exact(reference))
 
 
 def test_cls_chain_matches_reference_with_angle_cls(config, runners, docs):
-    ocr = make_reference(use_angle_cls=True)
-    subset = docs[::3]
-    reference = [run_reference(ocr, d.image, cls=True) for d in subset]
+    indices, reference = ocr_data.cls_reference("sample")
+    assert indices == list(range(0, len(docs), 3))
+    subset = [docs[i] for i in indices]
     chain = variant(config, runners, ["det", "cls", "rec"])
     rate, bad, total = summary(reference, run_all(chain, subset))
     assert rate >= MIN_MATCH, (rate, total, bad)
 
 
-def test_rec_source_op_matches_reference_rec_only(config, runners, docs):
+def test_rec_source_op_matches_reference_rec_only(config, runners):
     """configs/rec.yml style: the request is one crop; compare with PaddleOCR's ocr(det=False)."""
-    from tests.support.synth import render_line
-
-    ocr = make_reference()
-    texts = ["Hello World", "invoice total 12.50", "今天天气很好", "No.17 north station", "pipeline"]
-    crops = [render_line(t, font_size=s) for t, s in zip(texts, (32, 28, 30, 26, 40))]
-    ((rec, runner),) = variant(config, runners, ["rec"], rec={"pad_policy": "paddleocr"})
     from serving.engine.direct import run_op_direct
 
+    crops = ocr_data.rec_crops()
+    assert any(not c.text.isascii() for c in crops)  # Chinese included
+    ((rec, runner),) = variant(config, runners, ["rec"], rec={"pad_policy": "paddleocr"})
     for crop in crops:
-        ref_text, ref_score = ocr.ocr(crop, det=False, cls=False)[0][0]
-        ours = run_op_direct(rec, runner, {"input": crop})
-        assert ours["text"] == ref_text
-        assert abs(ours["score"] - ref_score) < 0.02
+        ours = run_op_direct(rec, runner, {"input": crop.image})
+        assert ours["text"] == crop.ref_text, crop.name
+        assert abs(ours["score"] - crop.ref_score) < 0.02, crop.name
+
+
+# English, Chinese and mixed pages: small, so the live PaddleOCR run stays a few seconds
+LIVE_PAGES = ("02-en-3x24", "07-zh-4x28", "09-mixed-5x26")
+
+
+def test_committed_answers_are_what_paddleocr_gives(docs, reference):
+    """The installed PaddleOCR 2.10, run now, still gives the committed answers
+    (text exactly, boxes within 1 px, scores within 0.005) on a few pages and a
+    rec-only crop: the committed reference cannot rot silently."""
+    ocr = make_reference()
+    by_name = {d.name: i for i, d in enumerate(docs)}
+    for name in LIVE_PAGES:
+        i = by_name[name]
+        live = run_reference(ocr, docs[i].image)
+        assert [line.text for line in live] == [line.text for line in reference[i]], name
+        for got, want in zip(live, reference[i]):
+            assert box_distance(got.box, want.box) <= 1.0, (name, got, want)
+            assert abs(got.score - want.score) <= 0.005, (name, got, want)
+    crop = next(c for c in ocr_data.rec_crops() if not c.text.isascii())
+    live_text, live_score = ocr.ocr(crop.image, det=False, cls=False)[0][0]
+    assert live_text == crop.ref_text and abs(live_score - crop.ref_score) <= 0.005

@@ -1,33 +1,46 @@
 """Synthetic OCR images rendered with PIL, for tests and benchmarks.
 
-Everything is deterministic from a seed: the same seed gives the same text,
-layout and pixels. English uses DejaVu Sans; Chinese uses WenQuanYi Zen Hei
-when it is installed (``apt-get install fonts-wqy-zenhei``) and is skipped
-(falls back to English) when it is not: check :func:`has_chinese_font`.
+Everything is deterministic from a seed and the font files: the same seed
+gives the same text, layout and pixels. Fonts come from ``client.fonts.find_font``:
+English uses DejaVu Sans (the system's, else matplotlib's bundled copy, so it
+renders on a machine with no font installed); Chinese needs WenQuanYi Zen Hei
+(``apt-get install fonts-wqy-zenhei``), and random pages fall back to English
+without it: check :func:`has_chinese_font`. The tests' Chinese pages are not
+rendered at run time: they are committed under tests/data/ocr/ (see
+tests/support/ocr_data.py and tests/support/make_ocr_data.py).
 
 Main entry points:
   :func:`render_line`      one text line -> BGR crop (a rec-only request)
   :func:`render_document`  several lines -> BGR page + the lines' ground truth
   :func:`sample_documents` a fixed, varied set of pages for reference tests
+  :func:`short_line_documents` small pages whose rec crops all pad alike
   :func:`encode_image`     ndarray -> PNG/JPEG bytes (what a client sends)
 """
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 
 import numpy as np
 
-_FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts", os.path.expanduser("~/.fonts"))
-_FONT_FILES = {
-    "en": ("DejaVuSans.ttf", "DejaVuSerif.ttf", "DejaVuSansMono.ttf"),
-    "en_bold": ("DejaVuSans-Bold.ttf",),
-    "zh": ("wqy-zenhei.ttc", "wqy-microhei.ttc"),
-}
+from client.fonts import find_font, has_chinese_font
+
+__all__ = [
+    "SynthDoc",
+    "SynthLine",
+    "encode_image",
+    "find_font",
+    "has_chinese_font",
+    "random_document",
+    "random_text",
+    "render_document",
+    "render_line",
+    "sample_documents",
+    "short_line_documents",
+]
 
 EN_WORDS = [
     "the",
@@ -141,24 +154,6 @@ ZH_WORDS = [
 ]
 
 
-@cache
-def find_font(kind: str = "en") -> str | None:
-    """Path of an installed font for ``kind`` ("en", "en_bold", "zh"), or None."""
-    names = _FONT_FILES[kind]
-    for root in _FONT_DIRS:
-        if not os.path.isdir(root):
-            continue
-        for dirpath, _dirs, files in os.walk(root):
-            for name in names:
-                if name in files:
-                    return os.path.join(dirpath, name)
-    return None
-
-
-def has_chinese_font() -> bool:
-    return find_font("zh") is not None
-
-
 @lru_cache(maxsize=64)
 def _load_font(path: str | None, size: int):
     from PIL import ImageFont
@@ -224,9 +219,9 @@ def _draw_text(draw, xy, text, font, fill, word_gap: float | None) -> tuple[int,
     """
     x0, y0 = xy
     if word_gap is None or " " not in text:
-        l, t, r, b = font.getbbox(text)
-        draw.text((x0 - l, y0 - t), text, font=font, fill=fill)
-        return x0, y0, x0 + r - l, y0 + b - t
+        left, top, right, bottom = font.getbbox(text)
+        draw.text((x0 - left, y0 - top), text, font=font, fill=fill)
+        return x0, y0, x0 + right - left, y0 + bottom - top
     words = text.split(" ")
     t_all = min(font.getbbox(w)[1] for w in words if w)
     b_all = max(font.getbbox(w)[3] for w in words if w)
@@ -237,17 +232,17 @@ def _draw_text(draw, xy, text, font, fill, word_gap: float | None) -> tuple[int,
         if not w:
             x += gap
             continue
-        l, _t, r, _b = font.getbbox(w)
-        draw.text((x - l, y0 - t_all), w, font=font, fill=fill)
-        right = x + r - l
+        w_left, _t, w_right, _b = font.getbbox(w)
+        draw.text((x - w_left, y0 - t_all), w, font=font, fill=fill)
+        right = x + w_right - w_left
         x = right + gap
     return x0, y0, right, y0 + b_all - t_all
 
 
 def _text_size(font, text: str, word_gap: float | None) -> tuple[int, int]:
     if word_gap is None or " " not in text:
-        l, t, r, b = font.getbbox(text)
-        return r - l, b - t
+        left, top, right, bottom = font.getbbox(text)
+        return right - left, bottom - top
     words = [w for w in text.split(" ")]
     widths = [font.getbbox(w)[2] - font.getbbox(w)[0] if w else 0 for w in words]
     gap = int(round(word_gap * font.size))
@@ -289,8 +284,8 @@ def render_document(
     y = margin
     for text, font, ind in zip(lines, fonts, indent):
         x = margin + ind
-        l, t, r, b = _draw_text(draw, (x, y), text, font, fg, word_gap)
-        out.append(SynthLine(text, [[l, t], [r, t], [r, b], [l, b]]))
+        left, top, right, bottom = _draw_text(draw, (x, y), text, font, fg, word_gap)
+        out.append(SynthLine(text, [[left, top], [right, top], [right, bottom], [left, bottom]]))
         y += step
     page = np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
     return SynthDoc(name, page, out)
@@ -378,6 +373,33 @@ def sample_documents(seed: int = 0, *, word_gap: float | None = None) -> list[Sy
                 width=width,
                 word_gap=word_gap,
                 name=f"{i:02d}-{script}-{n}x{size}",
+            )
+        )
+    return docs
+
+
+def short_line_documents(seed: int = 0, count: int = 16) -> list[SynthDoc]:
+    """``count`` small pages of 3-6 short lines (one English word, or one or two
+    Chinese words), English, Chinese and mixed.
+
+    Every line is narrower than 320/48 of its height, so under PaddleOCR's rec
+    padding (ops/ocr_rec.py ``pad_policy: paddleocr``) every crop of every page
+    pads to the same 320 px: crops of different requests can share one rec
+    predictor call, which the sample pages' mostly unique widths rarely allow.
+    """
+    scripts = ("en", "zh", "mixed")
+    docs = []
+    for i in range(count):
+        script = scripts[i % 3]
+        n, size = 3 + i % 4, (26, 28, 30, 24)[i % 4]
+        docs.append(
+            random_document(
+                seed * 1000 + 500 + i,
+                script=script,
+                n_lines=n,
+                font_size=size,
+                words=(1, 2) if script == "zh" else (1, 1),
+                name=f"s{i:02d}-{script}-{n}x{size}",
             )
         )
     return docs

@@ -1,0 +1,70 @@
+"""client.fonts: the one font lookup (client drawings and test rendering), and
+its fallback to matplotlib's bundled DejaVu on a machine with no font installed."""
+
+import os
+
+import pytest
+
+from client import fonts
+from client.fonts import FONT_DIRS_ENV, bundled_font_dir, find_font
+
+
+@pytest.fixture
+def no_system_fonts(tmp_path, monkeypatch):
+    """Font lookup pointed at an empty directory: a fresh machine with no font package."""
+    empty = tmp_path / "no-fonts"
+    empty.mkdir()
+    monkeypatch.setenv(FONT_DIRS_ENV, str(empty))
+    return empty
+
+
+def test_the_environment_variable_replaces_the_system_directories(tmp_path, monkeypatch):
+    (tmp_path / "a" / "deep").mkdir(parents=True)
+    (tmp_path / "a" / "deep" / "wqy-zenhei.ttc").write_bytes(b"")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "DejaVuSans.ttf").write_bytes(b"")
+    monkeypatch.setenv(FONT_DIRS_ENV, os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
+    assert fonts.font_dirs() == (str(tmp_path / "a"), str(tmp_path / "b"))
+    assert find_font("zh") == str(tmp_path / "a" / "deep" / "wqy-zenhei.ttc")
+    assert find_font("en") == str(tmp_path / "b" / "DejaVuSans.ttf")
+    assert find_font("any") == find_font("zh")  # CJK first: Chinese results stay legible
+    assert fonts.has_chinese_font()
+
+
+def test_latin_falls_back_to_matplotlibs_dejavu_and_chinese_to_none(no_system_fonts):
+    bundled = bundled_font_dir()
+    assert bundled is not None, "matplotlib is in the test extra"
+    assert find_font("en") == os.path.join(bundled, "DejaVuSans.ttf")
+    assert find_font("en_bold") == os.path.join(bundled, "DejaVuSans-Bold.ttf")
+    assert find_font("zh") is None and not fonts.has_chinese_font()
+    assert find_font("any") == find_font("en")
+
+
+def test_without_matplotlib_there_is_no_font_and_drawing_uses_pils_default(no_system_fonts, monkeypatch):
+    from PIL import Image
+
+    from client.draw import draw_ocr, load_font
+
+    monkeypatch.setattr(fonts, "bundled_font_dir", lambda: None)
+    assert find_font("en") is None and find_font("any") is None
+    assert load_font(20) is not None  # PIL's built-in font
+    box = [[2, 2], [60, 2], [60, 20], [2, 20]]
+    out = draw_ocr(Image.new("RGB", (80, 30), "white"), [{"text": "hi 你好", "score": 0.9, "box": box}])
+    assert out.size == (160, 30)
+
+
+def test_drawing_uses_a_truetype_font_with_no_system_font(no_system_fonts):
+    from PIL import Image, ImageFont
+
+    from client.draw import draw_ocr, load_font
+
+    assert isinstance(load_font(20), ImageFont.FreeTypeFont)
+    box = [[2, 2], [60, 2], [60, 20], [2, 20]]
+    out = draw_ocr(Image.new("RGB", (80, 30), "white"), [{"text": "hello", "score": 0.9, "box": box}])
+    right = out.crop((80, 0, 160, 30)).convert("L")
+    assert right.getextrema()[0] < 128  # the text was written
+
+
+def test_unknown_kind_is_an_error():
+    with pytest.raises(ValueError, match="unknown font kind"):
+        find_font("klingon")
