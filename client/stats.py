@@ -202,7 +202,7 @@ def op_stats(
     out: dict[str, dict[str, float | None]] = {}
     for op in sorted(ops):
 
-        def d(suffix: str) -> float:
+        def d(suffix: str, op: str = op) -> float:
             return after.delta(before, f"{prefix}_{suffix}", op=op)
 
         batches = d("batch_size_count")

@@ -5,8 +5,9 @@
 Writes into ``--out``: ``vocab.txt`` (PP-OCR characters + English words and
 word pieces), ``labels.txt``, ``inference.json`` + ``inference.pdiparams``
 (``paddle.jit.save``; inputs ``input_ids``/``token_type_ids`` int64
-[batch, seq], output logits [batch, num_labels]), ``config.json`` and a
-``README.md`` with the held-out accuracy and the reproducing command.
+[batch, seq], output logits [batch, num_labels]) and ``config.json``; and
+beside it the model card ``README.md`` with the held-out accuracy and the
+reproducing command.
 Deterministic from ``--seed`` (the held-out set uses ``--seed + 1000``).
 """
 
@@ -101,9 +102,9 @@ def build_vocab(char_dict: str, words: list[str]) -> list[str]:
     for w in words:
         add(w.lower())
     for ch in chars + list("abcdefghijklmnopqrstuvwxyz0123456789"):
-        if len(ch) == 1 and not ch.isspace() and not _is_cjk(ch) and not unicodedata.category(ch).startswith("C"):
-            if ch.lower() == ch:  # upper-case letters never survive the lowercasing normalizer
-                add("##" + ch)
+        printable = len(ch) == 1 and not ch.isspace() and not unicodedata.category(ch).startswith("C")
+        if printable and not _is_cjk(ch) and ch.lower() == ch:  # upper case never survives the lowercasing
+            add("##" + ch)
     for suf in SUFFIXES:
         add("##" + suf)
     return tokens
@@ -324,12 +325,20 @@ def predict_exported(model_dir: str, encoded: list[list[int]], threads: int, bat
 
 def _write_readme(out, cmd, acc, per_label, cfg, n_train, n_held, n_params, size, args, n_unseen, unseen_acc) -> None:
     rows = "\n".join(f"| {lab} | {v:.4f} |" for lab, v in per_label.items())
+    files_export = (
+        "inference.json, inference.pdiparams | `paddle.jit.save` export; inputs `input_ids`, "
+        f"`token_type_ids` int64 [batch, seq]; output logits [batch, {cfg.num_labels}]"
+    )
+    files_vocab = (
+        "vocab.txt | [PAD]=0 [UNK] [CLS] [SEP] [MASK], PP-OCR characters, English words, "
+        f"`##` pieces ({cfg.vocab_size} tokens)"
+    )
     text = f"""# ernie_fields: document-line field type classifier
 
 A small ERNIE-architecture classifier (word/position/token-type embeddings,
 LayerNorm, {cfg.num_layers}-layer post-norm Transformer encoder with hidden {cfg.hidden_size},
 {cfg.num_heads} heads and FFN {cfg.intermediate_size}, tanh pooler over [CLS], linear head) trained on CPU on generated
-Chinese and English document lines. Labels: {", ".join(l for l in per_label)}.
+Chinese and English document lines. Labels: {", ".join(per_label)}.
 It is the embedded default model of `configs/ernie.yml` and `configs/ocr_ernie.yml`
 (no model hub needed). It is a demo model: it knows the synthetic line formats of
 `pipelines/ernie_fields/data.py`, not real-world documents at large.
@@ -340,8 +349,8 @@ Reproduce (deterministic from the seed; CPU, {args.threads} threads, a few minut
 
 | file | content |
 |---|---|
-| inference.json, inference.pdiparams | `paddle.jit.save` export; inputs `input_ids`, `token_type_ids` int64 [batch, seq]; output logits [batch, {cfg.num_labels}] |
-| vocab.txt | [PAD]=0 [UNK] [CLS] [SEP] [MASK], PP-OCR characters, English words, `##` pieces ({cfg.vocab_size} tokens) |
+| {files_export} |
+| {files_vocab} |
 | labels.txt | label of each logit, in order |
 | config.json | architecture and training settings |
 
@@ -367,7 +376,8 @@ Per label (exported model):
 |---|---|
 {rows}
 """
-    with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
+    # the model card sits beside the model directory: pipelines/ernie_fields/README.md
+    with open(os.path.join(os.path.dirname(os.path.abspath(out)), "README.md"), "w", encoding="utf-8") as f:
         f.write(text)
 
 

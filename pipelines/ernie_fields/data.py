@@ -1083,7 +1083,9 @@ def gen_id(rng: random.Random) -> str:
         f"{_upper(rng, 2)}{_d(rng, rng.randint(6, 10))}",
         f"{y}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}{_d(rng, 3)}",
         _d(rng, rng.randint(8, 10)),
-        f"{_d(rng, 6)}{rng.randint(1950, 2010)}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}{_d(rng, 3)}{rng.choice('0123456789X')}",
+        # a national-ID shape; one f-string split in two, evaluated in the same order
+        f"{_d(rng, 6)}{rng.randint(1950, 2010)}{rng.randint(1, 12):02d}"
+        f"{rng.randint(1, 28):02d}{_d(rng, 3)}{rng.choice('0123456789X')}",
         f"INV-{y}-{_d(rng, 5)}",
         f"{_upper(rng, 2)}-{y}-{_d(rng, 4)}",
         f"{_upper(rng, 2)}{_d(rng, 2)}-{_d(rng, 4)}-{_upper(rng, 2)}",
@@ -1151,7 +1153,10 @@ def gen_address(rng: random.Random) -> str:
         s = "".join(parts)
         prefixes = ["", "", "地址：", "地址 ", "收货地址：", "公司地址：", "住址 ", "注册地址："]
     else:
-        street = f"{rng.randint(1, 2999)}{rng.choice(['', '', '', 'A', 'B'])} {rng.choice(EN_STREETS)} {rng.choice(EN_STREET_TYPES)}"
+        street = (
+            f"{rng.randint(1, 2999)}{rng.choice(['', '', '', 'A', 'B'])} "
+            f"{rng.choice(EN_STREETS)} {rng.choice(EN_STREET_TYPES)}"
+        )
         city, state = rng.choice(EN_CITIES)
         r = rng.random()
         if r < 0.3:

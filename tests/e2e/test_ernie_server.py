@@ -68,8 +68,7 @@ def test_ocr_then_ernie_labels_every_line(tmp_path):
 
     lines = ["2024-03-15", "Tel: 138-1234-5678", "Total 345.00 USD"]
     doc = render_document(lines, font_size=34)
-    with ServerProcess(os.path.join("configs", "ocr_ernie.yml")) as srv:
-        with PipelineClient(srv.url, timeout=120) as client:
-            (result,) = client.predict("ocr_ernie", image=encode_image(doc.image))
+    with ServerProcess(os.path.join("configs", "ocr_ernie.yml")) as srv, PipelineClient(srv.url, timeout=120) as client:
+        (result,) = client.predict("ocr_ernie", image=encode_image(doc.image))
     assert [r["label"] for r in result] == ["date", "phone", "money"]
     assert all({"text", "score", "box", "label", "label_score"} <= set(r) for r in result)

@@ -1,5 +1,6 @@
 """The server's bearer token: config, then BATCHLINE_AUTH_TOKEN, then the old
 BATCHLINE_TOKEN (accepted with a warning) -- the variable the client reads too."""
+
 from __future__ import annotations
 
 import logging
