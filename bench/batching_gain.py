@@ -138,7 +138,8 @@ def main() -> int:
                     print(
                         f"served  {set_name:5s} batching {label:3s} round {rnd}: {res['qps']:7.2f} req/s "
                         f"p50 {res['latency_ms']['p50']:.0f} ms, mean batch "
-                        f"{stats.get('mean_batch_size') or 0:.1f}, run {stats.get('mean_run_ms') or 0:.0f} ms, "
+                        f"{stats.get('mean_batch_size') or 0:.1f} ({stats.get('mean_call_rows') or 0:.1f} rows per "
+                        f"predictor call), run {stats.get('mean_run_ms') or 0:.0f} ms, "
                         f"queue wait {stats.get('mean_queue_wait_ms') or 0:.0f} ms",
                         flush=True,
                     )

@@ -106,7 +106,8 @@ def main() -> int:
                 st = res.get("op_stats", {}).get(args.op, {})
                 print(
                     f"round {rnd} {k:9s}: {res['qps']:7.1f} req/s  p50 {res['latency_ms']['p50']:.0f} ms  "
-                    f"batch {st.get('mean_batch_size') or 0:.1f}  run {st.get('mean_run_ms') or 0:.1f} ms  "
+                    f"batch {st.get('mean_batch_size') or 0:.1f} ({st.get('mean_call_rows') or 0:.1f} rows/call)  "
+                    f"run {st.get('mean_run_ms') or 0:.1f} ms  "
                     f"padding {100 * (st.get('padding_ratio') or 0):.0f}%",
                     flush=True,
                 )

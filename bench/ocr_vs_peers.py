@@ -221,7 +221,8 @@ def main() -> int:
                     extra = ""
                     for op_name, st in (r.get("op_stats") or {}).items():
                         extra += (
-                            f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} run "
+                            f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} "
+                            f"rows/call {st.get('mean_call_rows') or 0:.1f} run "
                             f"{st.get('mean_run_ms') or 0:.0f}ms wait {st.get('mean_queue_wait_ms') or 0:.0f}ms]"
                         )
                     print(f"round {rnd} {who:11s}: {rate:6.2f} images/s{extra}", flush=True)

@@ -183,6 +183,7 @@ def format_table(levels: list[dict[str, Any]]) -> str:
         for op, s in lv.get("op_stats", {}).items():
             lines.append(
                 f"{'':>12}   op {op}: batch {_fmt(s.get('mean_batch_size'), '.2f')}"
+                f"  rows/call {_fmt(s.get('mean_call_rows'), '.2f')}"
                 f"  queue wait {_fmt(s.get('mean_queue_wait_ms'))} ms"
                 f"  run {_fmt(s.get('mean_run_ms'))} ms"
                 f"  padding {_fmt(_pct(s.get('padding_ratio')))}%"
