@@ -58,6 +58,7 @@ class Server:
         self.port = config.http_port if port is None else port
         self._stopping = threading.Event()
         self._waitress: Any = None
+        self._serve_thread: threading.Thread | None = None
 
     def start_listening(self) -> None:
         threads = http_threads(self.config)
@@ -84,8 +85,8 @@ class Server:
     def run(self) -> int:
         self.start_listening()
         log.info("pipeline %s:\n%s", self.pipeline.name, format_op_table(self.pipeline.op_table()))
-        serve_thread = threading.Thread(target=self._waitress.run, name="waitress", daemon=True)
-        serve_thread.start()
+        self._serve_thread = threading.Thread(target=self._waitress.run, name="waitress", daemon=True)
+        self._serve_thread.start()
         log.info("loading and warming predictors ...")
         self.pipeline.start(warmup=self.warmup)
         log.info("ready: POST %s/%s/prediction (health %s/health/ready)", self.url, self.pipeline.name, self.url)
@@ -110,13 +111,24 @@ class Server:
         handlers.wait_zero(timeout=10)
         self._wait_flushed(timeout=5)
         self._waitress.task_dispatcher.shutdown(cancel_pending=False, timeout=5)
-        self._waitress.close()
+        # Sockets are closed inside waitress's own loop thread (its trigger runs
+        # the call there): closed from here, a select() in that thread could
+        # still be watching them and fail with EBADF.
+        self._waitress.trigger.pull_trigger(self._close_sockets)
+        if self._serve_thread is not None:
+            self._serve_thread.join(timeout=5)
         log.info("stopped (%s)", "all accepted requests answered" if drained else "drain timed out")
+
+    def _close_sockets(self) -> None:
+        """Close every connection and the listening socket; the loop then has nothing left and returns."""
+        for channel in list(self._waitress.active_channels.values()):
+            channel.close()
+        self._waitress.close()
 
     def _wait_flushed(self, timeout: float) -> None:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            channels = list(getattr(self._waitress, "active_channels", {}).values())
+            channels = list(self._waitress.active_channels.values())
             if all(not ch.requests and not ch.total_outbufs_len for ch in channels):
                 return
             time.sleep(0.02)

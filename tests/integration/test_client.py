@@ -20,11 +20,13 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import requests
 from PIL import Image
 
 from client import bench as bench_cmd
@@ -628,3 +630,24 @@ def test_bench_errors(ocr, tmp_path, capsys):
         ]
     )
     assert rc == 1 and "no request succeeded" in capsys.readouterr().err
+
+
+def test_a_drained_server_closes_every_connection_and_its_loop_ends():
+    """Regression: the drain closed waitress's listening socket from the draining thread, leaving
+    keep-alive connections open and the loop running; closing sockets under a select() in the
+    loop thread could also kill it with EBADF (an unhandled thread exception in the test run)."""
+    failures = []
+    previous = threading.excepthook
+    threading.excepthook = lambda args: failures.append(args.exc_value)
+    try:
+        for _ in range(3):
+            live = LiveApp(text_config())
+            with requests.Session() as keep_alive:  # a keep-alive connection still open at drain time
+                assert keep_alive.get(live.url + "/health/live", timeout=10).status_code == 200
+                live.close()
+                assert not [t for t in threading.enumerate() if t.name == "waitress"], "the loop still runs"
+                with pytest.raises(requests.ConnectionError):
+                    keep_alive.get(live.url + "/health/live", timeout=10)
+    finally:
+        threading.excepthook = previous
+    assert not failures, failures
