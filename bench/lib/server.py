@@ -11,14 +11,25 @@ from bench.lib.script import BenchError
 
 
 @contextmanager
-def served(config_path: str, *, ready_timeout: float = 300.0, env: Mapping[str, str] | None = None) -> Iterator[Any]:
+def served(
+    config_path: str,
+    *,
+    ready_timeout: float = 300.0,
+    env: Mapping[str, str] | None = None,
+    root: str | None = None,
+) -> Iterator[Any]:
     """``batchline serve config_path`` on a free port; yields the ServerProcess.
-    ``env``: extra environment variables for the server process."""
-    from tests.support.server_process import ServerProcess
+    ``env``: extra environment variables for the server process; ``root``: the
+    checkout whose code serves (default: this one)."""
+    from tests.support.server_process import ROOT, ServerProcess
 
     try:
         server = ServerProcess(
-            config_path, ready_timeout=ready_timeout, extra_args=("--host", "127.0.0.1"), env=dict(env or {})
+            config_path,
+            ready_timeout=ready_timeout,
+            extra_args=("--host", "127.0.0.1"),
+            env=dict(env or {}),
+            root=root or ROOT,
         )
     except RuntimeError as exc:
         raise BenchError(f"server for {config_path} did not start: {exc}") from None

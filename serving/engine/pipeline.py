@@ -59,10 +59,8 @@ class Pipeline:
         dag_conf = config.dag
         self.stages: dict[str, OpStage] = {}
         for name in self.dag.order:
-            op_conf = config.op[name]
             self.stages[name] = OpStage(
-                make_op(op_conf),
-                conf=op_conf,
+                make_op(config.op[name]),
                 metrics=self.metrics,
                 deliver=self._deliver_fn(name),
                 channel_size=dag_conf.channel_size,

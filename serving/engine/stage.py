@@ -66,7 +66,6 @@ class OpStage:
         self,
         op: Op,
         *,
-        conf: OpConfig,
         metrics: Metrics,
         deliver: Deliver,
         channel_size: int,
@@ -75,10 +74,11 @@ class OpStage:
         batcher_capacity: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
+        conf = op.conf
         svc = conf.local_service_conf
         self.op = op
         self.name = op.name
-        self.conf = conf
+        self.conf: OpConfig = conf
         self.metrics = metrics
         self.deliver = deliver
         self.clock = clock

@@ -29,16 +29,18 @@ class ServerProcess:
         ready_timeout: float = 240.0,
         extra_args: tuple[str, ...] = (),
         env: dict | None = None,
+        root: str = ROOT,
     ):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"batchline-serve-{self.port}.log")
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - the server writes to it until stop()
-        full_env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        # root: the checkout whose code serves (another revision's worktree, for a bench)
+        full_env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "serving.cli", "serve", config, "--port", str(self.port), *extra_args],
-            cwd=ROOT,
+            cwd=root,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=full_env,
