@@ -11,7 +11,8 @@ Hooks:
               ratio stays <= ``max_padding_ratio``
   uncollate   each item's probability map cropped back to its own size
   postprocess ``DBPostProcess`` + ``filter_tag_det_res`` + ``sorted_boxes`` as
-              ``predict_system.py`` does -> boxes in original-image coordinates
+              ``predict_system.py`` does -> :class:`DetBoxes` (boxes in
+              original-image coordinates, with the normalised image)
   merge       {"image": image, "boxes": [[[x, y] x4], ...], "box_type": "quad"}
 """
 
@@ -95,6 +96,15 @@ class DetItem:
     image: np.ndarray  # float32 (3, h, w), h and w multiples of 32
     shape: np.ndarray  # [src_h, src_w, ratio_h, ratio_w]
     src_hw: tuple[int, int]  # original image (h, w)
+    source: np.ndarray | None = None  # the BGR image itself, handed on to crop from (None in warm-up)
+
+
+@dataclass
+class DetBoxes:
+    """One image's result: its boxes in reading order, and the BGR image they lie in."""
+
+    boxes: list[list[list[float]]]
+    image: np.ndarray | None
 
 
 class OcrDetOp(Op):
@@ -166,9 +176,11 @@ class OcrDetOp(Op):
     def expand(self, inputs: Mapping[str, Any]) -> Sequence[Any]:
         return [self.request_image(inputs)]
 
-    def merge(self, inputs: Mapping[str, Any], results: list[Any]) -> Any:
-        boxes = results[0] if results else []
-        return {"image": self.request_image(inputs), "boxes": boxes, "box_type": self.params.box_type}
+    def merge(self, inputs: Mapping[str, Any], results: list[DetBoxes]) -> Any:
+        # expand gives one image, so one result: it carries the image normalised
+        # once in expand (a gray or BGRA upload is not converted a second time)
+        (found,) = results
+        return {"image": found.image, "boxes": found.boxes, "box_type": self.params.box_type}
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> DetItem:
@@ -181,9 +193,9 @@ class OcrDetOp(Op):
         if out is None or out[0] is None:
             raise BadRequest(f"cannot resize image {img.shape[1]}x{img.shape[0]} for detection")
         tensor, shape = out
-        return DetItem(np.ascontiguousarray(tensor, dtype=np.float32), np.asarray(shape), tuple(img.shape[:2]))
+        return DetItem(np.ascontiguousarray(tensor, dtype=np.float32), np.asarray(shape), tuple(img.shape[:2]), img)
 
-    def postprocess(self, item: DetItem, output: Any) -> list[list[list[float]]]:
+    def postprocess(self, item: DetItem, output: Any) -> DetBoxes:
         self._require_loaded()
         prob = output[0] if isinstance(output, (list, tuple)) else output
         if prob.ndim == 3:
@@ -195,8 +207,8 @@ class OcrDetOp(Op):
         else:
             boxes = filter_tag_det_res(points, item.src_hw)
         if len(boxes) == 0:
-            return []
-        return [box_to_list(b) for b in sorted_boxes(np.asarray(boxes))]
+            return DetBoxes([], item.source)
+        return DetBoxes([box_to_list(b) for b in sorted_boxes(np.asarray(boxes))], item.source)
 
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[DetItem]) -> list[SubBatch]:

@@ -297,7 +297,7 @@ def test_det_padded_batch_matches_each_image_alone(det_and_runner):
     outs = op.uncollate(subs[0], op.run(runner, subs[0].feed))
     for k, i in enumerate(subs[0].indices):
         assert outs[k].shape[2:] == items[i].image.shape[1:]  # cropped back to its own region
-        batched = np.array(op.postprocess(items[i], outs[k]), np.float32)
+        batched = np.array(op.postprocess(items[i], outs[k]).boxes, np.float32)
         assert batched.shape == alone[i].shape, docs[i].name
         assert np.abs(batched - alone[i]).max() <= 2, docs[i].name
 
@@ -408,3 +408,15 @@ def test_warmup_items_cover_buckets():
     assert widths == rec.params.width_buckets
     cls = make_op(OcrClsOp)
     assert cls.collate(cls.warmup_items())[0].feed["x"].shape == (1, 3, 48, 192)
+
+
+def test_det_merge_hands_on_the_image_normalised_once():
+    """A gray or BGRA upload is converted to BGR in expand; merge reuses that image, not a second conversion."""
+    from ops.ocr_det import DetBoxes
+
+    op = make_op(OcrDetOp)
+    bgra = np.zeros((20, 30, 4), np.uint8)
+    (bgr,) = op.expand({"input": bgra})
+    assert bgr.shape == (20, 30, 3)
+    out = op.merge({"input": bgra}, [DetBoxes([[[0, 0], [5, 0], [5, 5], [0, 5]]], bgr)])
+    assert out["image"] is bgr and out["boxes"] == [[[0, 0], [5, 0], [5, 5], [0, 5]]]
