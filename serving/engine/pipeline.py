@@ -72,8 +72,8 @@ class Pipeline:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight = 0
+        # starting (neither), serving (_accepting), draining (_draining)
         self._accepting = False
-        self._ready = False
         self._draining = False
         self._sink_parts: dict[int, dict[str, Any]] = {}
         self._active: dict[int, RequestState] = {}
@@ -101,13 +101,13 @@ class Pipeline:
             log.info("op %s ready: %d instance(s), %.1fs", name, len(runners), time.monotonic() - began)
         with self._lock:
             self._accepting = True
-            self._ready = True
         self.metrics.ready.labels(self.name).set(1)
         self._tracer.start()
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """Every predictor loaded and warm, and not draining: the server takes requests."""
+        return self._accepting
 
     @property
     def in_flight(self) -> int:
@@ -121,7 +121,6 @@ class Pipeline:
         end = time.monotonic() + timeout
         with self._idle:
             self._accepting = False
-            self._ready = False
             self._draining = True
             while self._in_flight and time.monotonic() < end:
                 self._idle.wait(max(0.0, end - time.monotonic()))
