@@ -3,18 +3,19 @@
 OpenVINO binds its inference threads to cores, and every process picks the
 same first cores of its affinity mask: two OpenVINO processes on a 2-core
 machine shared one core, each at half speed (``bench/openvino_pinning.py``).
-So OpenVINO predictor processes get disjoint sets of ``thread_num`` CPUs,
-handed out consecutively op after op, wrapping round the CPUs this server may
-use. Other engines, and thread instances, stay unpinned (``None``): the OS
-balances them better than a fixed plan.
+So OpenVINO predictor processes get sets of ``thread_num`` CPUs, the least
+used CPUs this server may use first. Other engines, and thread instances,
+stay unpinned (``None``): the OS balances them better than a fixed plan.
 
-The plan is made once for everything the server runs, so no two ops are
-pinned to the same cores unless the CPUs run out.
+One :class:`CpuAllocator` is meant to serve everything the server runs, every
+pipeline of a repository and every reload, so no two ops are pinned to the
+same cores until the CPUs run out; a closed pipeline releases its sets.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 
 from serving.config.schema import LocalServiceConf
@@ -32,16 +33,61 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def plan_cpus(confs: Sequence[LocalServiceConf], available: Sequence[int] | None = None) -> list[list[CpuSet]]:
-    """For each conf (in order), one CPU set per predictor instance (``None``: unpinned)."""
-    cpus = list(available) if available is not None else available_cpus()
-    plan: list[list[CpuSet]] = []
-    offset = 0
-    for conf in confs:
+class CpuAllocator:
+    """Hands out CPU sets for predictor instances, least used CPUs first.
+
+    Ties go to the CPU that comes first in ``available`` (default: this
+    process's affinity, sorted), so plans are deterministic: from a fresh
+    allocator, consecutive sets wrap round the CPUs in order. Thread-safe."""
+
+    def __init__(self, available: Sequence[int] | None = None):
+        cpus = list(dict.fromkeys(available)) if available is not None else available_cpus()
+        if not cpus:
+            raise ValueError("no CPUs to allocate from")
+        self._cpus = cpus
+        self._order = {cpu: i for i, cpu in enumerate(cpus)}
+        self._usage = dict.fromkeys(cpus, 0)  # CPU -> instances pinned to it
+        self._lock = threading.Lock()
+
+    def allocate(self, conf: LocalServiceConf) -> list[CpuSet]:
+        """One CPU set per instance of ``conf`` (``None``: unpinned, takes no CPUs)."""
         if not pins_cpus(conf):
-            plan.append([None] * conf.instance_num)
-            continue
-        per = max(1, min(conf.thread_num, len(cpus)))
-        plan.append([[cpus[(offset + i * per + k) % len(cpus)] for k in range(per)] for i in range(conf.instance_num)])
-        offset += conf.instance_num * per
-    return plan
+            return [None] * conf.instance_num
+        per = max(1, min(conf.thread_num, len(self._cpus)))
+        sets: list[CpuSet] = []
+        with self._lock:
+            for _ in range(conf.instance_num):
+                chosen = sorted(self._cpus, key=lambda cpu: (self._usage[cpu], self._order[cpu]))[:per]
+                for cpu in chosen:
+                    self._usage[cpu] += 1
+                sets.append(chosen)
+        return sets
+
+    def release(self, sets: Sequence[CpuSet]) -> None:
+        """Give back sets from :meth:`allocate` (``None`` entries are skipped).
+
+        Checked as a whole before anything changes: a CPU this allocator does
+        not have, or more releases than allocations, raise ValueError."""
+        counts: dict[int, int] = {}
+        for cpu_set in sets:
+            for cpu in cpu_set or ():
+                counts[cpu] = counts.get(cpu, 0) + 1
+        with self._lock:
+            for cpu, n in counts.items():
+                if cpu not in self._usage:
+                    raise ValueError(f"CPU {cpu} is not one this allocator hands out ({self._cpus})")
+                if n > self._usage[cpu]:
+                    raise ValueError(f"CPU {cpu} released {n} times but allocated {self._usage[cpu]} times")
+            for cpu, n in counts.items():
+                self._usage[cpu] -= n
+
+    def usage(self) -> dict[int, int]:
+        """CPU -> number of instances currently pinned to it (every CPU, in order)."""
+        with self._lock:
+            return dict(self._usage)
+
+
+def plan_cpus(confs: Sequence[LocalServiceConf], available: Sequence[int] | None = None) -> list[list[CpuSet]]:
+    """For each conf (in order), one CPU set per predictor instance (``None``: unpinned), from a fresh allocator."""
+    allocator = CpuAllocator(available)
+    return [allocator.allocate(conf) for conf in confs]
