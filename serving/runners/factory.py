@@ -3,7 +3,8 @@
 ``instance_mode: thread`` loads one Paddle predictor in this process and
 clones the rest (shared weights); ``instance_mode: process`` starts one child
 process per instance, pinned to the CPU sets of the plan
-(:mod:`serving.runners.cpu_plan`), loading their models in parallel.
+(:mod:`serving.runners.cpu_plan`) and niced by ``nice``, loading their models
+in parallel.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from serving.runners.process import ProcessPredictor
 
 
 def create_process_predictors(
-    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None
+    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, nice: int = 0
 ) -> list[ProcessPredictor]:
     """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
@@ -27,7 +28,11 @@ def create_process_predictors(
     devices = conf.device_ids or [0]
     runners = [
         ProcessPredictor(
-            conf, devices[i % len(devices)] if conf.device_type >= 1 else None, wait_ready=False, cpus=sets[i]
+            conf,
+            devices[i % len(devices)] if conf.device_type >= 1 else None,
+            wait_ready=False,
+            cpus=sets[i],
+            nice=nice,
         )
         for i in range(count)
     ]
@@ -41,8 +46,12 @@ def create_process_predictors(
     return runners
 
 
-def create_runners(conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None) -> list[Runner]:
-    """The ``count`` predictor instances ``conf`` describes."""
+def create_runners(
+    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, nice: int = 0
+) -> list[Runner]:
+    """The ``count`` predictor instances ``conf`` describes. ``nice`` applies to
+    process instances only: thread instances run in the server's own process,
+    so their priority is the business of the threads that call them."""
     if conf.instance_mode == "process":
-        return list(create_process_predictors(conf, count, cpu_sets))
+        return list(create_process_predictors(conf, count, cpu_sets, nice))
     return list(create_predictors(conf, count))

@@ -12,6 +12,10 @@ demand); only a small JSON header crosses the pipe. Nothing is pickled after
 start-up, and only this server's own processes are on either end.
 If the child dies, the current run raises (the engine retries the batch item
 by item) and the next run starts a fresh child.
+
+A child started with ``nice > 0`` lowers its own scheduling priority by that
+much before loading, so a lower-priority instance (a shadow version's) yields
+the CPU to the server's others under load.
 """
 
 from __future__ import annotations
@@ -34,13 +38,17 @@ from serving.runners.shared_memory import Segment, array_views, write_arrays
 log = logging.getLogger(__name__)
 
 
-def _child_main(conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: list[int] | None = None) -> None:
+def _child_main(
+    conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: list[int] | None = None, nice: int = 0
+) -> None:
     """Child process: load the predictor, then serve run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
 
     try:
         if cpus:
             os.sched_setaffinity(0, cpus)
+        if nice > 0:
+            os.nice(nice)
         predictor = PaddlePredictor.load(conf, device_id)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
@@ -84,10 +92,14 @@ class ProcessPredictor:
         start_timeout: float = 300.0,
         wait_ready: bool = True,
         cpus: list[int] | None = None,
+        nice: int = 0,
     ):
+        if nice < 0:
+            raise ValueError(f"nice must be >= 0 (a child may only lower its priority), got {nice}")
         self._conf = conf
         self._device_id = device_id
         self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
+        self.nice = nice  # added to the child's niceness (0: inherited)
         self._start_timeout = start_timeout
         self._ctx = multiprocessing.get_context("spawn")
         self._feed = Segment()
@@ -110,7 +122,7 @@ class ProcessPredictor:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(
             target=_child_main,
-            args=(child, self._conf, self._device_id, self.cpus),
+            args=(child, self._conf, self._device_id, self.cpus, self.nice),
             name="batchline-predictor",
             daemon=True,
         )
@@ -139,10 +151,11 @@ class ProcessPredictor:
             raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
         log.info(
-            "predictor process %s ready (inputs=%s%s)",
+            "predictor process %s ready (inputs=%s%s%s)",
             self._proc.pid,
             self.input_names,
             f", pinned to CPUs {self.cpus}" if self.cpus else "",
+            f", nice +{self.nice}" if self.nice else "",
         )
 
     def _kill(self) -> None:
