@@ -25,6 +25,15 @@ waited longer than ``priority_max_wait`` is taken before everything else
 to ``on_expired`` and never reach a predictor; items whose request already
 failed (``is_dead``) are dropped.
 
+Background items (``put(..., background=True)``: a shadow version's copies)
+form a lane below every priority level, so they can never slow the foreground
+down: they are batched only when no foreground item is queued and never
+together with foreground items, are never promoted by ``priority_max_wait``,
+are not spread, and do not feed the arrival estimate (foreground batches must
+not wait for them). They still expire and are dropped when dead. A foreground
+put that finds the queue full evicts the newest background items to make room
+and hands them to ``on_evicted`` instead of blocking.
+
 All decisions go through :meth:`poll` with an explicit ``now``; tests drive it
 with a fake clock instead of sleeping.
 """
@@ -51,6 +60,7 @@ class QueuedItem:
     deadline: float | None
     priority: int
     seq: int
+    background: bool = False
 
 
 @dataclass
@@ -79,6 +89,7 @@ class Batcher:
         arrivals: ArrivalEstimator | None = None,
         is_dead: Callable[[Any], bool] = lambda payload: False,
         spread: bool = False,
+        on_evicted: Callable[[list[QueuedItem]], None] = lambda items: None,
     ):
         if max_batch_size < 1:
             raise ValueError("max_batch_size must be >= 1")
@@ -96,39 +107,79 @@ class Batcher:
         self.arrivals = arrivals or ArrivalEstimator()
         self._is_dead = is_dead
         self.spread = spread
+        self._on_evicted = on_evicted
         self._idle = 0  # instances inside next_batch (asking for work)
         self._levels: list[deque[QueuedItem]] = [deque() for _ in range(self.priority_levels)]
-        self._count = 0
+        self._background: deque[QueuedItem] = deque()
+        self._count = 0  # foreground and background items
         self._seq = itertools.count()
         self._closed = False
         self._cond = threading.Condition()
 
     # ---- producer side -----------------------------------------------------
     def put(
-        self, payloads: Sequence[Any], *, priority: int = 0, deadline: float | None = None, timeout: float | None = None
+        self,
+        payloads: Sequence[Any],
+        *,
+        priority: int = 0,
+        deadline: float | None = None,
+        timeout: float | None = None,
+        background: bool = False,
     ) -> bool:
         """Queue one request's items as one arrival. Blocks while the queue is
         full (backpressure); a group larger than ``capacity`` is admitted once
-        the queue is empty. Returns False if closed or timed out."""
+        the queue is empty. Returns False if closed or timed out.
+
+        A foreground put evicts queued background items (newest first) rather
+        than wait for room, and waits only if evicting all of them is not
+        enough; a background put never evicts, it waits like any put
+        (``timeout=0``: give up at once)."""
         if not payloads:
             return True
+        evicted: list[QueuedItem] = []
+        try:
+            with self._cond:
+                return self._admit(payloads, priority, deadline, timeout, background, evicted)
+        finally:
+            if evicted:  # outside the lock: the callback may fail requests, which takes other locks
+                self._on_evicted(evicted)
+
+    def _admit(
+        self,
+        payloads: Sequence[Any],
+        priority: int,
+        deadline: float | None,
+        timeout: float | None,
+        background: bool,
+        evicted: list[QueuedItem],
+    ) -> bool:
         level = min(max(int(priority), 0), self.priority_levels - 1)
         end = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while not self._closed and self._count and self._count + len(payloads) > self.capacity:
-                remaining = None if end is None else end - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-            if self._closed:
+        while not self._closed and self._count and self._count + len(payloads) > self.capacity:
+            if not background and self._background:
+                self._evict(self._count + len(payloads) - self.capacity, evicted)
+                continue
+            remaining = None if end is None else end - time.monotonic()
+            if remaining is not None and remaining <= 0:
                 return False
-            now = self.clock()
-            for payload in payloads:
-                self._levels[level].append(QueuedItem(payload, now, deadline, level, next(self._seq)))
-            self._count += len(payloads)
+            self._cond.wait(remaining)
+        if self._closed:
+            return False
+        now = self.clock()
+        queue = self._background if background else self._levels[level]
+        for payload in payloads:
+            queue.append(QueuedItem(payload, now, deadline, level, next(self._seq), background))
+        self._count += len(payloads)
+        if not background:
             self.arrivals.observe(now)
-            self._cond.notify_all()
+        self._cond.notify_all()
         return True
+
+    def _evict(self, k: int, out: list[QueuedItem]) -> None:
+        """Remove up to ``k`` of the newest background items; the live ones go to ``out`` in queue order."""
+        removed = [self._background.pop() for _ in range(min(k, len(self._background)))]
+        self._count -= len(removed)
+        out.extend(item for item in reversed(removed) if not self._is_dead(item.payload))
 
     def close(self) -> None:
         """Stop accepting; queued items are still handed out (drain)."""
@@ -138,7 +189,12 @@ class Batcher:
 
     @property
     def depth(self) -> int:
+        """Queued items, foreground and background."""
         return self._count
+
+    @property
+    def background_depth(self) -> int:
+        return len(self._background)
 
     @property
     def closed(self) -> bool:
@@ -198,23 +254,29 @@ class Batcher:
         now = self.clock() if now is None else now
         decision = Decision()
         self._drop_dead_heads(now, decision)
-        n = self._count
-        if n == 0:
+        foreground = self._count - len(self._background)
+        if foreground:
+            n, oldest = foreground, min(q[0].enqueued for q in self._levels if q)
+        elif self._background:
+            n, oldest = len(self._background), self._background[0].enqueued
+        else:
             return decision
-        take, reason, wait = self._how_many(n, now)
-        if take and self.spread and idle > 1:
+        take, reason, wait = self._how_many(n, now, oldest)
+        if take and foreground and self.spread and idle > 1:
             share = -(-n // idle)  # ceil: every idle instance gets a part
             if share < take:
                 take, reason = share, f"{reason}, spread over {idle} idle instances"
         if take:
-            decision.batch = self._take(take, now, decision)
-            decision.reason = reason
+            decision.batch = self._take(
+                take, now, decision, self._next_source if foreground else self._background_source
+            )
+            decision.reason = reason if foreground else f"{reason} (background)"
         else:
             decision.wait = wait
         return decision
 
     # ---- internals ---------------------------------------------------------------
-    def _how_many(self, n: int, now: float) -> tuple[int, str, float | None]:
+    def _how_many(self, n: int, now: float, oldest: float) -> tuple[int, str, float | None]:
         cap = self.max_batch_size
         if n >= cap:
             return cap, "max_batch_size", None
@@ -223,7 +285,7 @@ class Batcher:
                 return size, "preferred", None
         if self._closed:
             return n, "drain", None
-        due = self._oldest_enqueued() + self.max_queue_delay_s
+        due = oldest + self.max_queue_delay_s
         if now >= due:
             return n, "max_queue_delay", None
         if self.policy == "adaptive":
@@ -246,11 +308,8 @@ class Batcher:
             return None
         return last + 2.0 * gap
 
-    def _oldest_enqueued(self) -> float:
-        return min(q[0].enqueued for q in self._levels if q)
-
     def _drop_dead_heads(self, now: float, decision: Decision) -> None:
-        for q in self._levels:
+        for q in (*self._levels, self._background):
             while q and (self._is_dead(q[0].payload) or _expired(q[0], now)):
                 item = q.popleft()
                 self._count -= 1
@@ -258,6 +317,7 @@ class Batcher:
                     decision.expired.append(item)
 
     def _next_source(self, now: float) -> deque[QueuedItem] | None:
+        """The foreground level to take from next (None: all empty)."""
         starving = [q for q in self._levels if q and now - q[0].enqueued > self.priority_max_wait_s]
         if starving:
             return min(starving, key=lambda q: q[0].seq)
@@ -266,10 +326,15 @@ class Batcher:
                 return q
         return None
 
-    def _take(self, k: int, now: float, decision: Decision) -> list[QueuedItem]:
+    def _background_source(self, now: float) -> deque[QueuedItem] | None:
+        return self._background or None
+
+    def _take(
+        self, k: int, now: float, decision: Decision, source: Callable[[float], deque[QueuedItem] | None]
+    ) -> list[QueuedItem]:
         batch: list[QueuedItem] = []
         while len(batch) < k:
-            q = self._next_source(now)
+            q = source(now)
             if q is None:
                 break
             item = q.popleft()

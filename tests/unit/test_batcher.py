@@ -356,3 +356,164 @@ def test_an_instance_stops_counting_as_idle_when_it_is_handed_a_batch():
     idle_seen = []
     batch = b.next_batch(timeout=1, on_expired=lambda items: idle_seen.append(b._idle))
     assert [q.payload for q in batch] == ["y"] and idle_seen == [0] and b._idle == 0
+
+
+# ---- the background lane (shadow copies) ---------------------------------------------
+def test_foreground_is_always_taken_first_and_never_batched_with_background():
+    clock = FakeClock()
+    b = make(clock, priority_levels=2)
+    b.put(["bg1", "bg2"], background=True)
+    clock.advance(0.001)
+    b.put(["fg"], priority=0)
+    assert b.depth == 3 and b.background_depth == 2
+    clock.advance(0.010)  # every item is due
+    d = b.poll()
+    assert payloads(d) == ["fg"] and d.reason == "max_queue_delay"  # room for 3 more, but not for background
+    d = b.poll()
+    assert payloads(d) == ["bg1", "bg2"] and d.reason == "max_queue_delay (background)"
+    assert all(q.background for q in d.batch) and b.depth == 0
+
+
+def test_background_is_never_promoted_by_waiting():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=2, priority_levels=2, priority_max_wait_s=0.5)
+    b.put(["bg"], background=True)
+    b.put(["low"], priority=0)
+    taken = []
+    for i in range(10):  # 2 s of a steady high-priority stream: bg waits 4x priority_max_wait
+        clock.advance(0.2)
+        b.put([f"h{i}a", f"h{i}b"], priority=1)
+        taken += payloads(b.poll())
+    assert "low" in taken  # the foreground's own starvation rule still holds
+    assert "bg" not in taken and b.background_depth == 1
+    clock.advance(0.010)
+    assert payloads(b.poll()) == ["h9b"]  # the one foreground item "low" displaced
+    assert payloads(b.poll()) == ["bg"]  # the foreground is empty now
+
+
+def test_background_items_form_batches_of_their_own():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=4, preferred_sizes=[2])
+    b.put(list("abcde"), background=True)
+    d = b.poll()
+    assert payloads(d) == list("abcd") and d.reason == "max_batch_size (background)"
+    assert b.poll().batch == [] and b.poll().wait == pytest.approx(0.010)  # 1 left: waits for the delay
+    clock.advance(0.010)
+    assert payloads(b.poll()) == ["e"]
+
+
+def test_background_items_wait_for_the_delay_from_their_own_arrival():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(["bg"], background=True)
+    clock.advance(0.006)
+    b.put(["fg"])
+    clock.advance(0.004)  # bg waited 10 ms: due, but the foreground is not empty and not due
+    d = b.poll()
+    assert d.batch == [] and d.wait == pytest.approx(0.006)
+    clock.advance(0.006)
+    assert payloads(b.poll()) == ["fg"]
+    assert payloads(b.poll()) == ["bg"]
+
+
+def test_background_items_expire_and_dead_ones_are_dropped():
+    clock = FakeClock()
+    dead = {"dead"}
+    b = make(clock, is_dead=lambda p: p in dead)
+    b.put(["late"], deadline=clock.t + 0.005, background=True)
+    b.put(["dead", "ok", "late2"], deadline=clock.t + 1.0, background=True)
+    clock.advance(0.010)
+    d = b.poll()
+    assert payloads(d) == ["ok", "late2"] and [q.payload for q in d.expired] == ["late"]
+    b.put(["gone"], deadline=clock.t + 0.001, background=True)
+    clock.advance(0.002)
+    d = b.poll()
+    assert d.batch == [] and [q.payload for q in d.expired] == ["gone"] and b.depth == 0
+
+
+def test_background_puts_do_not_feed_the_arrival_estimate():
+    clock = FakeClock()
+    b = make(clock, policy="adaptive")
+    b.put(["bg"], background=True)
+    assert b.arrivals.last_arrival is None
+    b.put(["fg"])
+    assert b.arrivals.last_arrival == clock.t
+
+
+def test_background_batches_are_not_spread():
+    clock = FakeClock()
+    b = make(clock, max_batch_size=8, spread=True)
+    b.put(list("abcde"), background=True)
+    clock.advance(0.010)
+    assert payloads(b.poll(idle=2)) == list("abcde")  # one instance; the other stays free for the foreground
+
+
+def test_close_drains_the_foreground_then_the_background():
+    clock = FakeClock()
+    b = make(clock)
+    b.put(["bg"], background=True)
+    b.put(["fg"])
+    b.close()
+    assert payloads(b.poll()) == ["fg"]
+    d = b.poll()
+    assert payloads(d) == ["bg"] and d.reason == "drain (background)"
+
+
+def test_a_foreground_put_on_a_full_queue_evicts_the_newest_background_items():
+    clock = FakeClock()
+    evicted = []
+    b = make(clock, capacity=5, on_evicted=lambda items: evicted.append(items))
+    b.put(["fg1"])
+    b.put(["bg1", "bg2"], background=True)
+    b.put(["bg3", "bg4"], background=True)
+    assert b.put(["fg2", "fg3"], timeout=0)  # full: room is made instead of waiting
+    assert [[q.payload for q in items] for items in evicted] == [["bg3", "bg4"]]  # one call, in queue order
+    assert all(q.background for q in evicted[0])
+    assert b.depth == 5 and b.background_depth == 2
+    clock.advance(0.010)
+    assert payloads(b.poll()) == ["fg1", "fg2", "fg3"]
+    assert payloads(b.poll()) == ["bg1", "bg2"]
+
+
+def test_eviction_takes_all_background_items_then_the_foreground_put_waits():
+    clock = FakeClock()
+    evicted = []
+    b = make(clock, capacity=3, on_evicted=evicted.extend)
+    b.put(["fg1", "fg2"])
+    b.put(["bg"], background=True)
+    assert b.put(["fg3", "fg4"], timeout=0.01) is False  # evicting bg is not enough: times out as before
+    assert [q.payload for q in evicted] == ["bg"] and b.depth == 2
+
+
+def test_background_puts_never_evict_and_wait_like_any_put():
+    clock = FakeClock()
+    evicted = []
+    b = make(clock, capacity=2, on_evicted=evicted.extend)
+    b.put(["bg1", "bg2"], background=True)
+    assert b.put(["bg3"], background=True, timeout=0) is False
+    assert evicted == [] and b.background_depth == 2
+
+
+def test_evicted_dead_items_are_dropped_silently():
+    clock = FakeClock()
+    evicted = []
+    b = make(clock, capacity=2, is_dead=lambda p: p == "dead", on_evicted=evicted.extend)
+    b.put(["ok", "dead"], background=True)
+    assert b.put(["fg1", "fg2"], timeout=0)
+    assert [q.payload for q in evicted] == ["ok"] and b.depth == 2
+
+
+def test_on_evicted_runs_outside_the_lock():
+    clock = FakeClock()
+    free = []
+
+    def on_evicted(items):
+        # another thread must be able to take the lock meanwhile (the callback fails requests)
+        probe = threading.Thread(target=lambda: free.append(b._cond.acquire(timeout=1) and b._cond.release() is None))
+        probe.start()
+        probe.join(5)
+
+    b = make(clock, capacity=1, on_evicted=on_evicted)
+    b.put(["bg"], background=True)
+    assert b.put(["fg"], timeout=0)
+    assert free == [True]
