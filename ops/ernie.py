@@ -9,6 +9,9 @@ Items are token id sequences. ``collate`` groups them by length bucket (pad
 to the smallest bucket >= the longest item of the group), so short and long
 texts are not padded together; the model masks padding itself
 (``input_ids != [PAD]``), so a text gets the same scores alone or in a batch.
+
+For shadow traffic, two answers agree when they give the same labels: the
+text's label, or the label of every line in order (scores are not compared).
 """
 
 from __future__ import annotations
@@ -74,6 +77,16 @@ class ErnieClsParams(BaseModel):
         if v is not None and (not v or len(set(v)) != len(v)):
             raise ValueError("labels must be a non-empty list of distinct names")
         return v
+
+
+def _labels(output: Any) -> tuple[str, list[Any]] | None:
+    """What ``agree`` compares in an output: its kind and its labels in order
+    (None for an output that is neither ``merge`` shape)."""
+    if isinstance(output, Mapping) and "label" in output:
+        return "text", [output["label"]]
+    if isinstance(output, (list, tuple)) and all(isinstance(line, Mapping) and "label" in line for line in output):
+        return "lines", [line["label"] for line in output]
+    return None
 
 
 class ErnieClsOp(Op):
@@ -199,6 +212,13 @@ class ErnieClsOp(Op):
                 rec["label"], rec["label_score"] = res["label"], res["score"]
             out.append(rec)
         return out
+
+    def agree(self, primary: Any, shadow: Any) -> bool:
+        """The same label (a text), or the same lines with the same label each (OCR lines)."""
+        labels = [_labels(primary), _labels(shadow)]
+        if labels[0] is None or labels[1] is None:
+            return super().agree(primary, shadow)
+        return labels[0] == labels[1]
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> Encoded:

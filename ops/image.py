@@ -21,6 +21,10 @@ import numpy as np
 from serving.op import BadRequest
 
 MIN_IMAGE_SIDE = 2
+# shadow agreement of boxes: every coordinate within this many pixels of the primary's,
+# the bound tests/unit/test_ocr_ops.py holds a padded det batch to against each image
+# alone -- drift that batching alone causes is not a disagreement
+BOX_AGREE_PX = 2.0
 
 
 # ---------------------------------------------------------------------------
@@ -157,6 +161,27 @@ def box_to_list(box: Any) -> list[list[float]]:
     if np.all(arr == np.round(arr)):
         return [[int(x), int(y)] for x, y in arr]
     return [[float(x), float(y)] for x, y in arr]
+
+
+def boxes_agree(a: Sequence[Any], b: Sequence[Any], tol_px: float = BOX_AGREE_PX) -> bool:
+    """Same number of boxes, in the same order, each with the same number of
+    points and every coordinate within ``tol_px`` pixels of the other's (the
+    max-abs-difference the det tests measure box drift with)."""
+    try:
+        if len(a) != len(b):
+            return False
+    except TypeError:  # no list of boxes at all (e.g. None)
+        return False
+    for box_a, box_b in zip(a, b):
+        try:
+            pa = np.asarray(box_a, dtype=np.float64).reshape(-1, 2)
+            pb = np.asarray(box_b, dtype=np.float64).reshape(-1, 2)
+        except (TypeError, ValueError):  # not a list of [x, y] points
+            return False
+        # written so that NaN never agrees
+        if pa.shape != pb.shape or not bool(np.all(np.abs(pa - pb) <= tol_px)):
+            return False
+    return True
 
 
 def crop_boxes(img: np.ndarray, boxes: Sequence[Any], box_type: str = "quad") -> list[np.ndarray]:

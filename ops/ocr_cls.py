@@ -9,6 +9,8 @@ Hooks:
   postprocess PaddleOCR's ``ClsPostProcess``; a crop labelled '180' with score
               > ``cls_thresh`` is rotated by 180 degrees
   merge       {"image", "boxes", "box_type", "crops", "angles": [[label, score]]}
+  agree       (shadow traffic, when cls is a sink) the det op's rule for the
+              boxes, and the same angle label per box
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ops.image import check_crop, crop_boxes, import_ppocr, pad_batch, resize_norm_crop
+from ops.image import BOX_AGREE_PX, boxes_agree, check_crop, crop_boxes, import_ppocr, pad_batch, resize_norm_crop
 from serving.op import Op, OpContext, SubBatch
 
 logger = logging.getLogger(__name__)
@@ -101,6 +103,13 @@ class OcrClsOp(Op):
             "crops": [r[0] for r in results],
             "angles": [[r[1], r[2]] for r in results],
         }
+
+    def agree(self, primary: Any, shadow: Any) -> bool:
+        """Same boxes (each corner within ``BOX_AGREE_PX``) and the same angle label per box."""
+        if not all(isinstance(v, Mapping) and "boxes" in v and "angles" in v for v in (primary, shadow)):
+            return super().agree(primary, shadow)
+        labels = [[angle[0] for angle in out["angles"]] for out in (primary, shadow)]
+        return labels[0] == labels[1] and boxes_agree(primary["boxes"], shadow["boxes"], BOX_AGREE_PX)
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> ClsItem:

@@ -14,6 +14,8 @@ Hooks:
               ``predict_system.py`` does -> :class:`DetBoxes` (boxes in
               original-image coordinates, with the normalised image)
   merge       {"image": image, "boxes": [[[x, y] x4], ...], "box_type": "quad"}
+  agree       (shadow traffic) the same number of boxes, each corner within
+              ``BOX_AGREE_PX`` of the primary's; the image is the request's own
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ops.image import (
+    BOX_AGREE_PX,
     box_to_list,
+    boxes_agree,
     filter_tag_det_res,
     filter_tag_det_res_only_clip,
     import_ppocr,
@@ -181,6 +185,12 @@ class OcrDetOp(Op):
         # once in expand (a gray or BGRA upload is not converted a second time)
         (found,) = results
         return {"image": found.image, "boxes": found.boxes, "box_type": self.params.box_type}
+
+    def agree(self, primary: Any, shadow: Any) -> bool:
+        """Same boxes in the same order, each corner within ``BOX_AGREE_PX``."""
+        if isinstance(primary, Mapping) and isinstance(shadow, Mapping) and "boxes" in primary and "boxes" in shadow:
+            return boxes_agree(primary["boxes"], shadow["boxes"], BOX_AGREE_PX)
+        return super().agree(primary, shadow)
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> DetItem:

@@ -13,6 +13,8 @@ Hooks:
   postprocess PaddleOCR's ``CTCLabelDecode`` -> (text, score)
   merge       [{"text", "score", "box"}] in reading order with score >=
               ``drop_score``; as a source op {"text", "score"}
+  agree       (shadow traffic) the same texts in the same order; scores and
+              boxes are not compared
 """
 
 from __future__ import annotations
@@ -146,6 +148,16 @@ def upstream_crops(inputs: Mapping[str, Any], op_name: str) -> tuple[list[np.nda
     return crops, boxes
 
 
+def _texts(output: Any) -> tuple[str, list[Any]] | None:
+    """What ``agree`` compares in a rec output: its kind and its texts in order
+    (None for an output that is neither ``merge`` shape)."""
+    if isinstance(output, Mapping) and "text" in output:
+        return "one", [output["text"]]
+    if isinstance(output, (list, tuple)) and all(isinstance(line, Mapping) and "text" in line for line in output):
+        return "lines", [line["text"] for line in output]
+    return None
+
+
 class OcrRecOp(Op):
     Params: ClassVar[type[BaseModel]] = RecParams
     input_kind: ClassVar[str | None] = "image"
@@ -206,6 +218,13 @@ class OcrRecOp(Op):
             if score >= self.params.drop_score:
                 out.append({"text": text, "score": score, "box": box_to_list(box)})
         return out
+
+    def agree(self, primary: Any, shadow: Any) -> bool:
+        """The same texts in the same order (a source op: the same text)."""
+        texts = [_texts(primary), _texts(shadow)]
+        if texts[0] is None or texts[1] is None:
+            return super().agree(primary, shadow)
+        return texts[0] == texts[1]
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> RecItem:

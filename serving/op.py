@@ -5,7 +5,9 @@ on a worker thread (``preprocess``), lets the engine batch items across
 requests, packs a batch into predictor feeds (``collate`` -> ``SubBatch``),
 runs them (``run``), unpacks per-item outputs (``uncollate``), finishes each
 item (``postprocess``) and folds a request's item results back into one output
-(``merge``). Per-item hooks may raise :class:`BadRequest` (or any exception):
+(``merge``). When a shadow version of a pipeline answers the same request,
+a sink op's ``agree`` says whether its output matches the primary's.
+Per-item hooks may raise :class:`BadRequest` (or any exception):
 only that item's request fails.
 
 Ops import this module only: the errors they may raise and the path helper
@@ -15,6 +17,7 @@ nothing about HTTP, the engine or how their runners are built.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -39,9 +42,68 @@ __all__ = [
     "ServingError",
     "SubBatch",
     "resolve_pkg_path",
+    "values_agree",
 ]
 
 Feed = dict[str, np.ndarray]
+
+# default tolerance of values_agree: float noise between two runs of one model
+# (batch composition, thread count) is far below it, a real change far above
+AGREE_TOLERANCE = 1e-6
+
+
+def values_agree(a: Any, b: Any, *, rel_tol: float = AGREE_TOLERANCE, abs_tol: float = AGREE_TOLERANCE) -> bool:
+    """Deep equality of two op outputs, floats within ``rel_tol``/``abs_tol``.
+
+    Mappings agree with the same keys and agreeing values; lists and tuples
+    (either, as JSON makes them) with the same length and agreeing items;
+    numpy arrays (or an array and a list) with the same shape and close
+    numbers, or equal non-numeric items; numbers (numpy scalars too) when
+    close, NaN agreeing with NaN; bools, strings, None and anything else by
+    ``==``.
+    """
+    if isinstance(a, np.generic):
+        a = a.item()
+    if isinstance(b, np.generic):
+        b = b.item()
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return _arrays_agree(a, b, rel_tol, abs_tol)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or a.keys() != b.keys():
+            return False
+        return all(values_agree(a[k], b[k], rel_tol=rel_tol, abs_tol=abs_tol) for k in a)
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))) or len(a) != len(b):
+            return False
+        return all(values_agree(x, y, rel_tol=rel_tol, abs_tol=abs_tol) for x, y in zip(a, b))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # an __eq__ that returns no truth value
+        return False
+
+
+def _arrays_agree(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
+    if not all(isinstance(v, (np.ndarray, list, tuple)) for v in (a, b)):
+        return False
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except ValueError:  # a ragged list is no array
+        return False
+    if x.shape != y.shape:
+        return False
+    numeric = all(v.dtype.kind in "biuf" for v in (x, y))
+    if numeric:
+        return bool(np.allclose(x, y, rtol=rel_tol, atol=abs_tol, equal_nan=True))
+    # strings, objects (e.g. an array of dicts): item by item
+    return all(values_agree(p, q, rel_tol=rel_tol, abs_tol=abs_tol) for p, q in zip(x.ravel(), y.ravel()))
 
 
 class Runner(Protocol):
@@ -139,6 +201,19 @@ class Op:
     def merge(self, inputs: Mapping[str, Any], results: list[Any]) -> Any:
         """Item results (in ``expand`` order) -> this op's output for the request."""
         return results[0] if len(results) == 1 else results
+
+    # ---- shadow traffic -----------------------------------------------
+    def agree(self, primary: Any, shadow: Any) -> bool:
+        """Whether a shadow version's answer agrees with the primary's.
+
+        Called for a sink op with this op's output (``merge``'s) for one
+        request from the primary version and from the shadow version; the
+        share that agrees is exported per pipeline. Default: deep equality
+        (:func:`values_agree`: arrays, mappings, lists, floats within 1e-6).
+        Override to compare what matters to users (e.g. the same text,
+        the same label) rather than every score.
+        """
+        return values_agree(primary, shadow)
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> Any:
