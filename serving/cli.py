@@ -30,23 +30,38 @@ Loader = Callable[[], ModuleType]
 # check (here: it needs nothing beyond the config layer)
 # ---------------------------------------------------------------------------
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="config.yml path or pkg://package/file.yml")
+    parser.add_argument(
+        "files",
+        metavar="FILE",
+        nargs="+",
+        help="config.yml path, pkg://package/file.yml, or a directory (its *.yml and *.yaml); "
+        "several are checked together, as one server would serve them",
+    )
 
 
 def check_main(args: argparse.Namespace) -> int:
-    """Validate a config file without loading any model and print its op table and DAG."""
-    from serving.config import load_config
-    from serving.config.report import format_dag, format_op_table
+    """Validate config files without loading any model; print each pipeline's op table (one file:
+    and its DAG; several: and the routes and shared ops across them)."""
+    from serving.config import load_repository
+    from serving.config.report import format_dag, format_op_table, format_repository
 
     try:
-        config = load_config(args.file)
+        repo = load_repository(args.files)
     except ConfigError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
     out = sys.stdout
-    out.write(f"{args.file}: OK\n")
-    out.write(f"pipeline '{config.name}': POST http://{config.host}:{config.http_port}/{config.name}/prediction\n\n")
-    out.write(format_op_table(config.op_table()) + "\n\n")
+    for file in repo.files:
+        out.write(f"{file}: OK\n")
+    if repo.files != args.files or len(repo.files) > 1:
+        out.write("\n" + format_repository(repo) + "\n")
+        return 0
+    config = repo.pipelines[0]
+    base = f"http://{config.host}:{config.http_port}/{config.name}"
+    out.write(f"pipeline '{config.name}': POST {base}/prediction\n")
+    if config.version is not None:
+        out.write(f"pipeline '{config.name}' version {config.version}: POST {base}/v{config.version}/prediction\n")
+    out.write("\n" + format_op_table(config.op_table()) + "\n\n")
     out.write(format_dag(config.dag_graph) + "\n")
     return 0
 
@@ -60,7 +75,7 @@ def _load_serve() -> ModuleType:
 def builtin_commands() -> dict[str, tuple[str, Loader | None]]:
     """The server's own commands: name -> (help, module loader; None: this module's check)."""
     return {
-        "check": ("validate a config and print the resolved op table", None),
+        "check": ("validate configs (files or directories) and print the resolved op tables and routes", None),
         "serve": ("start the HTTP server for a config (default: the embedded OCR pipeline)", _load_serve),
     }
 

@@ -5,8 +5,8 @@ and the translation of pydantic's validation errors into that form, with
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from types import MappingProxyType
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType, UnionType
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -20,18 +20,37 @@ class ConfigError(ValueError):
     """An invalid config. Each line of the message is ``<file>: <key.path>: <message>``.
 
     ``problems`` holds the ``(key path, message)`` pairs; ``source`` the file.
+    An error about several files (:meth:`combine`) keeps them per file in
+    ``by_source`` (file -> pairs, in order); there ``source`` is the first
+    file and ``problems`` every pair.
     """
 
     def __init__(self, source: str, key: str, message: str):
         self.source = source
         self.problems: list[tuple[str, str]] = [(key, message)]
+        self.by_source: dict[str, list[tuple[str, str]]] = {source: list(self.problems)}
         super().__init__(f"{source}: {key}: {message}")
 
     @classmethod
     def many(cls, source: str, problems: list[tuple[str, str]]) -> ConfigError:
+        return cls._of({source: list(problems)})
+
+    @classmethod
+    def combine(cls, errors: Sequence[ConfigError]) -> ConfigError:
+        """One error holding every problem of ``errors``, grouped by file (files in first-seen order)."""
+        by_source: dict[str, list[tuple[str, str]]] = {}
+        for error in errors:
+            for source, problems in error.by_source.items():
+                by_source.setdefault(source, []).extend(problems)
+        return cls._of(by_source)
+
+    @classmethod
+    def _of(cls, by_source: dict[str, list[tuple[str, str]]]) -> ConfigError:
+        source, problems = next(iter(by_source.items()))
         err = cls(source, *problems[0])
-        err.problems = list(problems)
-        err.args = ("\n".join(f"{source}: {k}: {m}" for k, m in problems),)
+        err.by_source = by_source
+        err.problems = [problem for group in by_source.values() for problem in group]
+        err.args = ("\n".join(f"{s}: {k}: {m}" for s, group in by_source.items() for k, m in group),)
         return err
 
     @property
@@ -51,7 +70,7 @@ class FieldProblem(ValueError):
 # pydantic errors -> "<key.path>: <message>"
 # ---------------------------------------------------------------------------
 def _unwrap_optional(tp: Any) -> Any:
-    if get_origin(tp) is Union:
+    if get_origin(tp) in (Union, UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]
         return args[0] if len(args) == 1 else tp
     return tp

@@ -1,11 +1,14 @@
 """A config as text: the resolved op table and the DAG, shown by
-``batchline check`` and logged by ``batchline serve`` at start-up."""
+``batchline check`` and logged by ``batchline serve`` at start-up; and a
+repository of several pipelines: their endpoints, routes and shared ops."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from serving.config.dag import Dag
+from serving.config.repository import RepositoryConfig, Route
+from serving.config.schema import ServingConfig
 
 TABLE_COLUMNS = (
     ("op", "op"),
@@ -56,3 +59,68 @@ def format_dag(dag: Dag) -> str:
 
 def _is_chain(dag: Dag) -> bool:
     return all(len(dag.inputs(n)) <= 1 and len(dag.consumers(n)) <= 1 for n in dag.order)
+
+
+def _percent(weight: int, total: int) -> str:
+    return f"{round(100 * weight / total, 1):g}%"
+
+
+def _sample(sample: float) -> str:
+    return f"{round(100 * sample, 1):g}%"
+
+
+def _route_role(route: Route, version: int) -> str | None:
+    """What ``/{name}/prediction`` does with ``version``, or None when it never reaches it."""
+    if route.shadow is not None and route.shadow.version == version:
+        return f"shadow: a copy of {_sample(route.shadow.sample)} of routed requests, answers not returned"
+    if version not in route.weights:
+        return None
+    if len(route.weights) == 1:
+        return "default"
+    return f"{_percent(route.weights[version], sum(route.weights.values()))} of requests"
+
+
+def format_endpoints(repo: RepositoryConfig, config: ServingConfig) -> str:
+    """The URLs that reach ``config`` in ``repo``."""
+    base = f"http://{repo.host}:{repo.http_port}/{config.name}"
+    version = config.effective_version
+    lines = [f"  POST {base}/v{version}/prediction"]
+    role = _route_role(repo.routes[config.name], version)
+    if role is not None:
+        lines.append(f"  POST {base}/prediction ({role})")
+    return "\n".join(lines)
+
+
+def format_route(route: Route) -> str:
+    """One line: how ``/{name}/prediction`` picks a version, and its shadow."""
+    total = sum(route.weights.values())
+    if len(route.weights) == 1:
+        text = f"v{route.default}"
+    else:
+        picks = ", ".join(f"v{v} {_percent(w, total)}" for v, w in route.weights.items())
+        text = f"{picks} (sticky per {route.key_header} header, else logid)"
+    if route.shadow is not None:
+        shadow = route.shadow
+        text += f"; shadow v{shadow.version} gets {_sample(shadow.sample)}, at most {shadow.max_in_flight} in flight"
+    return f"/{route.name}/prediction -> {text}"
+
+
+def format_repository(repo: RepositoryConfig) -> str:
+    """Each pipeline's endpoints and op table, then the routes and the shared ops."""
+    blocks = [
+        f"server: http://{repo.host}:{repo.http_port}, worker_num {repo.worker_num}, "
+        f"max_queue_size {repo.max_queue_size} (all pipelines)"
+    ]
+    for config, file in zip(repo.pipelines, repo.files):
+        head = f"pipeline '{config.name}' version {config.effective_version} ({file})"
+        blocks.append(f"{head}\n{format_endpoints(repo, config)}\n\n{format_op_table(config.op_table())}")
+    blocks.append("routes:\n" + "\n".join(f"  {format_route(route)}" for route in repo.routes.values()))
+    if repo.shares:
+        lines = []
+        for shared in repo.shares.values():
+            users = ", ".join(f"{c.name} v{c.effective_version} op {op}" for c, op in shared.users)
+            lines.append(f"  {shared.name}: {users} (one stage, built from the first)")
+        blocks.append("shared ops:\n" + "\n".join(lines))
+    else:
+        blocks.append("shared ops: none")
+    return "\n\n".join(blocks)

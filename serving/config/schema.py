@@ -22,6 +22,7 @@ from serving.config.errors import FieldProblem
 from serving.paths import model_files, resolve_pkg_path
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+HEADER_PATTERN = r"^[A-Za-z0-9-]+$"
 DEVICE_TYPE_NAMES = MappingProxyType({"cpu": 0, "gpu": 1, "trt": 2, "tensorrt": 2})
 # Paddle Serving op-level spellings -> our key (relative to the op); folded by compat.py
 OP_ALIASES = MappingProxyType(
@@ -270,6 +271,8 @@ class OpConfig(BaseModel):
     local_service_conf: LocalServiceConf = Field(default_factory=LocalServiceConf)
     timeout_ms: int | None = Field(default=None, strict=True)
     retry: int = Field(default=1, ge=0, strict=True)
+    # one stage for every op of the repository with this share name (true: the op's name)
+    share: bool | str = False
 
     _params_model: BaseModel | None = PrivateAttr(default=None)
     _op_class: type | None = PrivateAttr(default=None)
@@ -291,6 +294,26 @@ class OpConfig(BaseModel):
         if is_int(value) and value < 1:
             raise ValueError(f"must be >= 1 (ms), or -1 for no limit, got {value}")
         return value
+
+    @field_validator("share", mode="before")
+    @classmethod
+    def _share(cls, value: Any) -> Any:
+        if value is None:
+            return False
+        if isinstance(value, str):
+            if not re.fullmatch(NAME_PATTERN, value):
+                raise ValueError(f"a share name must match {NAME_PATTERN}, got {value!r}")
+            return value
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true, false or a share name, got {value!r}")
+        return value
+
+    @property
+    def share_name(self) -> str | None:
+        """The name this op is shared under across pipelines (None: not shared)."""
+        if self.share is True:
+            return self.name
+        return self.share or None
 
     @property
     def params_model(self) -> BaseModel | None:
@@ -336,6 +359,62 @@ class DagConfig(BaseModel):
         return {} if value is None else value
 
 
+class ShadowConf(BaseModel):
+    """``routing.shadow``: a version that gets a copy of a sampled share of routed requests."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    version: int = Field(ge=1)
+    sample: float = Field(default=1.0, gt=0, le=1)
+    max_in_flight: int = Field(default=4, ge=1)
+
+
+class RoutingConf(BaseModel):
+    """``routing``: how ``/{name}/prediction`` picks among the versions of one pipeline name.
+
+    Which versions exist is known only across files: the repository checks that.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    default: int | None = Field(default=None, ge=1)
+    weights: dict[int, int] | None = None
+    key_header: str = Field(default="X-Route-Key", pattern=HEADER_PATTERN)
+    shadow: ShadowConf | None = None
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value  # None, or a wrong type pydantic names
+        if not value:
+            raise ValueError("must give a weight to at least one version, or be left out")
+        for version, weight in value.items():
+            if not is_int(version) or version < 1:
+                raise FieldProblem(str(version), f"must be a version (an integer >= 1), got {version!r}")
+            if not is_int(weight) or weight < 0:
+                raise FieldProblem(str(version), f"weight must be an integer >= 0, got {weight!r}")
+        if sum(value.values()) == 0:
+            raise ValueError("must not all be 0")
+        return dict(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RoutingConf:
+        if self.weights is not None and self.default is not None and self.weights.get(self.default, 0) == 0:
+            raise FieldProblem(
+                "default", f"version {self.default} gets no traffic under routing.weights; drop one of the two"
+            )
+        if self.shadow is not None:
+            version = self.shadow.version
+            if self.weights is not None and self.weights.get(version, 0) > 0:
+                raise FieldProblem(
+                    "shadow.version", f"version {version} is the shadow, so its routing.weights entry must be 0"
+                )
+            if self.default == version:
+                raise FieldProblem(
+                    "shadow.version", f"version {version} is the shadow, so it cannot be routing.default"
+                )
+        return self
+
+
 class ServingConfig(BaseModel):
     """A whole config file."""
 
@@ -347,6 +426,9 @@ class ServingConfig(BaseModel):
     auth_token: str | None = None
     max_image_pixels: int = Field(default=40000000, ge=1)
     max_inputs_per_request: int = Field(default=64, ge=1)
+    # absent: version 1 (effective_version); several files may define versions of one name
+    version: int | None = Field(default=None, ge=1)
+    routing: RoutingConf | None = None
     dag: DagConfig = Field(default_factory=DagConfig)
     op: dict[str, OpConfig]
 
@@ -369,6 +451,11 @@ class ServingConfig(BaseModel):
     def source_path(self) -> str:
         """The file this config came from (absolute), or the ``source`` label."""
         return self._source_path
+
+    @property
+    def effective_version(self) -> int:
+        """``version``, or 1 when the file gives none."""
+        return 1 if self.version is None else self.version
 
     @property
     def ops(self) -> list[OpConfig]:

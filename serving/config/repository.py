@@ -1,0 +1,443 @@
+"""A repository: several config files served by one process on one port.
+
+:func:`load_repository` takes files and directories (a directory stands for
+every ``*.yml`` and ``*.yaml`` in it), validates each file as
+:func:`~serving.config.load.load_config` does, then checks the set and
+reports every problem of every file in one :class:`ConfigError`:
+
+* one pipeline per ``(name, version)``;
+* server keys (``host``, ``http_port``, ``worker_num``, ``auth_token``) set in
+  several files must agree: one server listens on one port;
+* one ``routing`` section per pipeline name, naming versions that exist, with
+  a shadow that takes no routed traffic;
+* ops sharing one share name are the same op (:func:`op_fingerprint`), at most
+  one per pipeline.
+
+The result groups the pipelines into :class:`Route` (the versions of one
+name and how ``/{name}/prediction`` picks among them) and :class:`SharedOp`
+(the ops that run on one stage).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from serving.config.errors import FILE_KEY, ConfigError
+from serving.config.load import load_config
+from serving.config.schema import RoutingConf, ServingConfig, ShadowConf
+from serving.paths import model_files, resolve_pkg_path
+
+CONFIG_SUFFIXES = (".yml", ".yaml")
+ARGUMENTS_SOURCE = "(arguments)"
+# server-wide keys, and why two files cannot disagree on them
+SERVER_KEYS = {
+    "host": "one server binds one address",
+    "http_port": "one server listens on one port",
+    "worker_num": "one server has one pool of HTTP threads",
+    "auth_token": "one server checks one token",
+}
+# what of the pipeline's dag a shared stage depends on: its queue and priorities
+SHARED_DAG_KEYS = ("channel_size", "priority_levels", "priority_max_wait_ms")
+
+
+@dataclass(frozen=True)
+class Route:
+    """The versions of one pipeline name and how ``/{name}/prediction`` picks among them.
+
+    ``weights`` holds the versions that take routed traffic (weight > 0):
+    ``routing.weights``, else ``{default: 1}``. ``default`` is
+    ``routing.default``, else the highest version that can take traffic (with
+    weights: one with a weight > 0; never the shadow).
+    """
+
+    name: str
+    versions: dict[int, ServingConfig]  # effective version -> config, ascending
+    default: int
+    weights: dict[int, int]
+    key_header: str
+    shadow: ShadowConf | None
+
+    def config(self, version: int) -> ServingConfig:
+        """The config of ``version`` (KeyError naming the versions when there is none)."""
+        try:
+            return self.versions[version]
+        except KeyError:
+            raise KeyError(
+                f"pipeline {self.name!r} has no version {version} (versions: {_listed(self.versions)})"
+            ) from None
+
+
+@dataclass(frozen=True)
+class SharedOp:
+    """The ops of several pipelines that declare one share name: they run on one stage.
+
+    ``users`` are ``(pipeline config, op name in it)`` in file order; the
+    first one's op config builds the stage (all have one :func:`op_fingerprint`).
+    """
+
+    name: str
+    users: list[tuple[ServingConfig, str]]
+
+
+@dataclass(frozen=True)
+class RepositoryConfig:
+    """A validated set of pipelines served together."""
+
+    sources: list[str]  # the arguments as given (a reload re-reads these)
+    files: list[str]  # the file of each pipeline, as expanded from sources (parallel to pipelines)
+    pipelines: list[ServingConfig]  # in file order
+    routes: dict[str, Route]  # pipeline name -> route, names in file order
+    shares: dict[str, SharedOp]  # share name -> ops, in file order
+    host: str
+    http_port: int
+    worker_num: int
+    auth_token: str | None
+    max_queue_size: int  # sum of every pipeline's dag.max_queue_size (sizes the HTTP thread pool)
+
+    def pipeline(self, name: str, version: int) -> ServingConfig:
+        """The config of pipeline ``name`` at ``version`` (KeyError when there is none)."""
+        if name not in self.routes:
+            raise KeyError(f"no pipeline {name!r} (pipelines: {', '.join(self.routes)})")
+        return self.routes[name].config(version)
+
+
+# ---------------------------------------------------------------------------
+# sources
+# ---------------------------------------------------------------------------
+def _expand(args: Sequence[str]) -> tuple[list[str], list[ConfigError]]:
+    files: list[str] = []
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for arg in args:
+        try:
+            resolved: str | None = resolve_pkg_path(arg)
+        except ValueError:
+            resolved = None  # load_config names the problem
+        if resolved is not None and os.path.isdir(resolved):
+            names = sorted(
+                n
+                for n in os.listdir(resolved)
+                if n.endswith(CONFIG_SUFFIXES) and not n.startswith(".") and os.path.isfile(os.path.join(resolved, n))
+            )
+            if not names:
+                errors.append(ConfigError(arg, FILE_KEY, "no *.yml or *.yaml file in this directory"))
+            candidates: list[tuple[str, str | None]] = [
+                (os.path.join(arg, n), os.path.join(resolved, n)) for n in names
+            ]
+        else:
+            candidates = [(arg, resolved)]
+        for path, real in candidates:
+            # one file reached twice (a file and its directory) is read once
+            identity = os.path.realpath(real) if real is not None else path
+            if identity not in seen:
+                seen.add(identity)
+                files.append(path)
+    return files, errors
+
+
+def expand_sources(args: Sequence[str]) -> list[str]:
+    """Config files named by ``args``: files as given, a directory as every ``*.yml`` and
+    ``*.yaml`` in it (sorted, not recursive, hidden files skipped); ``pkg://`` paths allowed.
+
+    A file reached twice is listed once. A directory without a config file
+    raises :class:`ConfigError`; a missing file is left for the loader to report.
+    """
+    files, errors = _expand(args)
+    if errors:
+        raise ConfigError.combine(errors)
+    return files
+
+
+# ---------------------------------------------------------------------------
+# fingerprints
+# ---------------------------------------------------------------------------
+def _digest(payload: Any) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _class_name(config: ServingConfig, op_name: str) -> str:
+    op = config.op[op_name]
+    cls = op.op_class
+    return f"{cls.__module__}:{cls.__qualname__}" if cls is not None else op.cls
+
+
+def _op_identity(config: ServingConfig, op_name: str) -> dict[str, Any]:
+    """What two ops must agree on to share one stage, flattened to dotted keys in a fixed order."""
+    op = config.op[op_name]
+    dumped = config.model_dump(mode="json", by_alias=True)["op"][op_name]
+    # validated params: a default written out equals the default left out
+    params = op.params_model.model_dump(mode="json") if op.params_model is not None else dumped["params"]
+    identity = {
+        "class": _class_name(config, op_name),
+        "params": params,
+        "local_service_conf": dumped["local_service_conf"],
+        "input_ops": dumped["input_ops"],
+        "timeout_ms": dumped["timeout_ms"],
+        "retry": dumped["retry"],
+        "dag": {key: getattr(config.dag, key) for key in SHARED_DAG_KEYS},
+    }
+    return _flat(identity, "")
+
+
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def op_fingerprint(config: ServingConfig, op_name: str) -> str:
+    """A digest of what must be equal for two ops to share one stage: class, params,
+    local_service_conf, input_ops, timeout_ms, retry, and the pipeline's
+    dag.channel_size, priority_levels and priority_max_wait_ms."""
+    return _digest(_op_identity(config, op_name))
+
+
+def _model_stamp(model_dir: str) -> Any:
+    try:
+        files = model_files(model_dir)
+    except FileNotFoundError as exc:
+        return str(exc)
+    stamps: list[list[Any]] = []
+    for path in files:
+        try:
+            stat = os.stat(path)
+        except OSError as exc:
+            stamps.append([path, str(exc)])
+        else:
+            stamps.append([path, stat.st_size, stat.st_mtime_ns])
+    return stamps
+
+
+def pipeline_fingerprint(config: ServingConfig) -> str:
+    """A digest of everything a built pipeline depends on; equal digests mean a reload can keep it.
+
+    The whole file as validated (model paths resolved, op classes by their
+    import path) and the size and mtime of each model's files, so weights
+    replaced in place count as a change. Left out: ``routing``, which belongs to
+    the name's :class:`Route`, not to this pipeline (a routing change keeps it).
+    """
+    payload = {
+        "config": config.model_dump(mode="json", by_alias=True, exclude={"routing"}),
+        "classes": {op.name: _class_name(config, op.name) for op in config.ops},
+        "models": {
+            op.name: _model_stamp(op.local_service_conf.model_config)
+            for op in config.ops
+            if op.local_service_conf.model_config is not None
+        },
+    }
+    return _digest(payload)
+
+
+# ---------------------------------------------------------------------------
+# checks across files
+# ---------------------------------------------------------------------------
+def _listed(versions: Iterable[int]) -> str:
+    return ", ".join(str(v) for v in sorted(versions))
+
+
+@dataclass(frozen=True)
+class _Entry:
+    config: ServingConfig
+    file: str
+
+
+def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
+    errors = []
+    first: dict[tuple[str, int], _Entry] = {}
+    for entry in entries:
+        key = (entry.config.name, entry.config.effective_version)
+        if key in first:
+            name, version = key
+            message = f"pipeline {name!r} version {version} is already defined in {first[key].file}"
+            errors.append(ConfigError(entry.file, "name", message))
+        else:
+            first[key] = entry
+    return errors
+
+
+def _check_server_keys(entries: list[_Entry]) -> list[ConfigError]:
+    errors = []
+    for key, why in SERVER_KEYS.items():
+        first: _Entry | None = None
+        for entry in entries:
+            if key not in entry.config.model_fields_set:
+                continue
+            if first is None:
+                first = entry
+                continue
+            mine, theirs = getattr(entry.config, key), getattr(first.config, key)
+            if mine == theirs:
+                continue
+            if key == "auth_token":  # a secret: never in a message
+                message = f"differs from the auth_token in {first.file} ({why})"
+            else:
+                message = f"{mine} conflicts with {theirs} in {first.file} ({why})"
+            errors.append(ConfigError(entry.file, key, message))
+    return errors
+
+
+def _routing_problems(name: str, routing: RoutingConf, versions: set[int]) -> list[tuple[str, str]]:
+    problems = []
+
+    def missing(version: int) -> str:
+        return f"version {version} of {name!r} does not exist (versions: {_listed(versions)})"
+
+    if routing.default is not None and routing.default not in versions:
+        problems.append(("routing.default", missing(routing.default)))
+    for version in routing.weights or {}:
+        if version not in versions:
+            problems.append((f"routing.weights.{version}", missing(version)))
+    if routing.shadow is not None:
+        shadow = routing.shadow.version
+        if shadow not in versions:
+            problems.append(("routing.shadow.version", missing(shadow)))
+        elif versions == {shadow}:
+            message = f"version {shadow} is the only version of {name!r}: the shadow needs another version to serve"
+            problems.append(("routing.shadow.version", message))
+    return problems
+
+
+def _check_routing(entries: list[_Entry]) -> list[ConfigError]:
+    errors = []
+    versions: dict[str, set[int]] = {}
+    for entry in entries:
+        versions.setdefault(entry.config.name, set()).add(entry.config.effective_version)
+    owner: dict[str, _Entry] = {}
+    for entry in entries:
+        config = entry.config
+        if config.routing is None:
+            continue
+        if config.name in owner:
+            message = f"pipeline {config.name!r} already has a routing section in {owner[config.name].file}"
+            errors.append(ConfigError(entry.file, "routing", message + " (one per pipeline name)"))
+            continue
+        owner[config.name] = entry
+        problems = _routing_problems(config.name, config.routing, versions[config.name])
+        if problems:
+            errors.append(ConfigError.many(entry.file, problems))
+    return errors
+
+
+def _first_difference(mine: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    for key in [*mine, *(k for k in theirs if k not in mine)]:
+        a, b = mine.get(key, "(unset)"), theirs.get(key, "(unset)")
+        if a != b:
+            return key, a, b
+    return None
+
+
+def _check_shares(entries: list[_Entry]) -> list[ConfigError]:
+    errors = []
+    first: dict[str, tuple[_Entry, str]] = {}
+    for entry in entries:
+        in_this: dict[str, str] = {}
+        for op in entry.config.ops:
+            share = op.share_name
+            if share is None:
+                continue
+            key = f"op.{op.name}.share"
+            if share in in_this:
+                message = f"share {share!r} is already op {in_this[share]!r} of this pipeline (one op per pipeline)"
+                errors.append(ConfigError(entry.file, key, message))
+                continue
+            in_this[share] = op.name
+            if share not in first:
+                first[share] = (entry, op.name)
+                continue
+            other, other_op = first[share]
+            diff = _first_difference(_op_identity(entry.config, op.name), _op_identity(other.config, other_op))
+            if diff is not None:
+                what, mine, theirs = diff
+                message = (
+                    f"share {share!r} needs one op everywhere, but {what} is {_shown(mine)} here and "
+                    f"{_shown(theirs)} in op {other_op!r} of {other.file}"
+                )
+                errors.append(ConfigError(entry.file, key, message))
+    return errors
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ---------------------------------------------------------------------------
+# building the repository
+# ---------------------------------------------------------------------------
+def _route(name: str, entries: list[_Entry]) -> Route:
+    versions = {e.config.effective_version: e.config for e in sorted(entries, key=lambda e: e.config.effective_version)}
+    routing = next((e.config.routing for e in entries if e.config.routing is not None), None)
+    if routing is None:
+        top = max(versions)
+        return Route(name, versions, top, {top: 1}, RoutingConf().key_header, None)
+    shadow = routing.shadow.version if routing.shadow is not None else None
+    weights = {v: w for v, w in sorted((routing.weights or {}).items()) if w > 0}
+    candidates = list(weights) or [v for v in versions if v != shadow]
+    default = routing.default if routing.default is not None else max(candidates)
+    return Route(name, versions, default, weights or {default: 1}, routing.key_header, routing.shadow)
+
+
+def _server_value(entries: list[_Entry], key: str) -> Any:
+    chosen = next((e for e in entries if key in e.config.model_fields_set), entries[0])
+    return getattr(chosen.config, key)
+
+
+def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
+    errors = _check_versions(entries) + _check_server_keys(entries) + _check_routing(entries) + _check_shares(entries)
+    if errors:
+        raise ConfigError.combine(errors)
+    by_name: dict[str, list[_Entry]] = {}
+    shares: dict[str, SharedOp] = {}
+    for entry in entries:
+        by_name.setdefault(entry.config.name, []).append(entry)
+        for op in entry.config.ops:
+            if op.share_name is not None:
+                shares.setdefault(op.share_name, SharedOp(op.share_name, [])).users.append((entry.config, op.name))
+    return RepositoryConfig(
+        sources=sources,
+        files=[e.file for e in entries],
+        pipelines=[e.config for e in entries],
+        routes={name: _route(name, group) for name, group in by_name.items()},
+        shares=shares,
+        host=_server_value(entries, "host"),
+        http_port=_server_value(entries, "http_port"),
+        worker_num=_server_value(entries, "worker_num"),
+        auth_token=_server_value(entries, "auth_token"),
+        max_queue_size=sum(e.config.dag.max_queue_size for e in entries),
+    )
+
+
+def load_repository(args: Sequence[str]) -> RepositoryConfig:
+    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`).
+
+    Every problem of every file, and of the set, is raised as one
+    :class:`ConfigError` (lines ``<file>: <key>: <message>``). The checks
+    across files run once every file is valid on its own.
+    """
+    sources = list(args)
+    if not sources:
+        raise ConfigError(ARGUMENTS_SOURCE, FILE_KEY, "no config file or directory given")
+    files, errors = _expand(sources)
+    entries = []
+    for file in files:
+        try:
+            entries.append(_Entry(load_config(file), file))
+        except ConfigError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConfigError.combine(errors)
+    return _build(sources, entries)
+
+
+def repository_of(config: ServingConfig) -> RepositoryConfig:
+    """A repository of one already-parsed config (its routing is checked against its one version)."""
+    return _build([config.source_path], [_Entry(config, config.source_path)])
