@@ -56,6 +56,12 @@ class Unauthorized(ServingError):
     status = 401
 
 
+class Forbidden(ServingError):
+    """The caller may not do this here, e.g. reload over HTTP with no token configured (403)."""
+
+    status = 403
+
+
 class NotFound(ServingError):
     """Unknown pipeline or route (404)."""
 
@@ -78,6 +84,18 @@ class UnsupportedMediaType(ServingError):
     """A body in a content type the route does not take (415)."""
 
     status = 415
+
+
+class Conflict(ServingError):
+    """The request cannot be carried out in the server's current state, e.g. a reload while one runs (409)."""
+
+    status = 409
+
+
+class InvalidConfig(ServingError):
+    """A config given to the running server (reload) failed validation; nothing changed (422)."""
+
+    status = 422
 
 
 class ClientDisconnected(ServingError):
@@ -120,10 +138,13 @@ _BY_STATUS: Mapping[int, type[ServingError]] = MappingProxyType(
         for cls in (
             BadRequest,
             Unauthorized,
+            Forbidden,
             NotFound,
             MethodNotAllowed,
             PayloadTooLarge,
             UnsupportedMediaType,
+            Conflict,
+            InvalidConfig,
             InternalError,
             Overloaded,
             DeadlineExceeded,

@@ -26,12 +26,14 @@ class CallStats:
 
     rows: list[int] = field(default_factory=list)  # items per call
     requests: list[int] = field(default_factory=list)  # distinct requests per call
+    groups: list[int] = field(default_factory=list)  # distinct pipelines per call (when groups are given)
     real_units: int = 0
     padded_units: int = 0
 
     def add(self, other: CallStats) -> None:
         self.rows += other.rows
         self.requests += other.requests
+        self.groups += other.groups
         self.real_units += other.real_units
         self.padded_units += other.padded_units
 
@@ -80,11 +82,16 @@ def predictor_calls(op: Op, items: Sequence[Any], run_sizes: Sequence[int]) -> I
 
 
 def run_batch(
-    op: Op, runner: Runner, items: Sequence[Any], run_sizes: Sequence[int], owners: Sequence[Hashable] | None = None
+    op: Op,
+    runner: Runner,
+    items: Sequence[Any],
+    run_sizes: Sequence[int],
+    owners: Sequence[Hashable] | None = None,
+    groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[Any], CallStats]:
     """Per-item raw outputs of one batch and what its predictor calls held;
-    raises on failure. ``owners[i]`` identifies item i's request (for the
-    requests-per-call count)."""
+    raises on failure. ``owners[i]`` identifies item i's request and
+    ``groups[i]`` its pipeline (for the requests- and pipelines-per-call counts)."""
     outputs: list[Any] = [None] * len(items)
     stats = CallStats()
     for sub in predictor_calls(op, items, run_sizes):
@@ -98,6 +105,8 @@ def run_batch(
             outputs[idx] = out
         stats.rows.append(len(sub.indices))
         stats.requests.append(len({owners[i] for i in sub.indices}) if owners is not None else 1)
+        if groups is not None:
+            stats.groups.append(len({groups[i] for i in sub.indices}))
         stats.real_units += sub.real_units
         stats.padded_units += sub.padded_units
     return outputs, stats
@@ -110,13 +119,14 @@ def run_with_retry(
     run_sizes: Sequence[int],
     retry: int,
     owners: Sequence[Hashable] | None = None,
+    groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[Any], CallStats]:
     """Per-item raw outputs, or a ServingError for items that failed.
 
     A failed batch is retried item by item ``retry`` times, so one bad item
     cannot take its batch-mates down with it."""
     try:
-        return run_batch(op, runner, items, run_sizes, owners)
+        return run_batch(op, runner, items, run_sizes, owners, groups)
     except Exception as exc:  # noqa: BLE001 - any fault of the batch: find out which items fail alone
         if retry <= 0:
             log.warning("op %s: batch of %d failed: %s", op.name, len(items), exc)

@@ -6,6 +6,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128)
+# A pipeline is named by its name and version; an op by its pipeline and op
+# name, and a stage shared by several pipelines by pipeline="shared", version=""
+# and its share name.
+PIPELINE_LABELS = ["pipeline", "version"]
+OP_LABELS = ["pipeline", "version", "op"]
+SHARED = "shared"
 
 
 class Metrics:
@@ -17,53 +23,92 @@ class Metrics:
         self.batch_size = Histogram(
             "batchline_op_batch_size",
             "Items per dispatch: the batch the batcher hands one instance",
-            ["op"],
+            OP_LABELS,
             buckets=BATCH_BUCKETS,
             registry=r,
         )
         self.call_rows = Histogram(
             "batchline_op_call_rows",
             "Rows per predictor call (a dispatch runs as one call per shape group and run_batch_sizes chunk)",
-            ["op"],
+            OP_LABELS,
             buckets=BATCH_BUCKETS,
             registry=r,
         )
         self.call_requests = Histogram(
             "batchline_op_call_requests",
             "Distinct requests whose items share one predictor call",
-            ["op"],
+            OP_LABELS,
             buckets=BATCH_BUCKETS,
             registry=r,
         )
         self.queue_wait = Histogram(
             "batchline_op_queue_wait_seconds",
             "Time an item waited in its op's batcher",
-            ["op"],
+            OP_LABELS,
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
         self.run_time = Histogram(
-            "batchline_op_run_seconds", "Predictor time per batch", ["op"], buckets=LATENCY_BUCKETS, registry=r
+            "batchline_op_run_seconds", "Predictor time per batch", OP_LABELS, buckets=LATENCY_BUCKETS, registry=r
         )
         self.real_units = Counter(
-            "batchline_op_real_units", "Input units (pixels, tokens) before padding", ["op"], registry=r
+            "batchline_op_real_units", "Input units (pixels, tokens) before padding", OP_LABELS, registry=r
         )
-        self.padded_units = Counter("batchline_op_padded_units", "Input units after padding", ["op"], registry=r)
-        self.items = Counter("batchline_op_items", "Items run through an op's predictor", ["op"], registry=r)
-        self.op_errors = Counter("batchline_op_errors", "Failed items by op and status", ["op", "status"], registry=r)
-        self.queue_depth = Gauge("batchline_op_queue_depth", "Items waiting in an op's batcher", ["op"], registry=r)
-        self.requests = Counter("batchline_requests", "Finished requests by status", ["pipeline", "status"], registry=r)
+        self.padded_units = Counter("batchline_op_padded_units", "Input units after padding", OP_LABELS, registry=r)
+        self.items = Counter("batchline_op_items", "Items run through an op's predictor", OP_LABELS, registry=r)
+        self.op_errors = Counter(
+            "batchline_op_errors", "Failed items by op and status", [*OP_LABELS, "status"], registry=r
+        )
+        self.queue_depth = Gauge("batchline_op_queue_depth", "Items waiting in an op's batcher", OP_LABELS, registry=r)
+        self.requests = Counter(
+            "batchline_requests", "Finished requests by status", [*PIPELINE_LABELS, "status"], registry=r
+        )
         self.in_flight = Gauge(
-            "batchline_requests_in_flight", "Admitted, unfinished requests", ["pipeline"], registry=r
+            "batchline_requests_in_flight", "Admitted, unfinished requests", PIPELINE_LABELS, registry=r
         )
         self.request_time = Histogram(
             "batchline_request_seconds",
             "Request latency inside the engine",
-            ["pipeline"],
+            PIPELINE_LABELS,
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.ready = Gauge("batchline_ready", "1 when every predictor is loaded and warm", ["pipeline"], registry=r)
+        self.ready = Gauge("batchline_ready", "1 when every predictor is loaded and warm", PIPELINE_LABELS, registry=r)
+        # several pipelines in one server
+        self.shared_requests = Counter(
+            "batchline_shared_op_requests",
+            "Requests each pipeline sent into a shared op (which pipelines feed it)",
+            ["op", *PIPELINE_LABELS],
+            registry=r,
+        )
+        self.call_pipelines = Histogram(
+            "batchline_op_call_pipelines",
+            "Distinct pipelines whose items share one predictor call (shared ops only)",
+            OP_LABELS,
+            buckets=(1, 2, 3, 4, 8),
+            registry=r,
+        )
+        self.shadow_requests = Counter(
+            "batchline_shadow_requests",
+            "Shadow copies by outcome: agree, disagree, shadow_failed, primary_failed, dropped",
+            ["pipeline", "shadow_version", "outcome"],
+            registry=r,
+        )
+        self.shadow_agreement = Gauge(
+            "batchline_shadow_agreement",
+            "Share of compared shadow answers that agree with the primary's (op-defined comparison)",
+            ["pipeline", "shadow_version"],
+            registry=r,
+        )
+        self.shadow_time = Histogram(
+            "batchline_shadow_request_seconds",
+            "Latency of shadow copies inside the engine (never returned to clients)",
+            ["pipeline", "shadow_version"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.generation = Gauge("batchline_generation", "Generation of the served pipeline set (reloads)", registry=r)
+        self.reloads = Counter("batchline_reloads", "Reloads by outcome (ok, invalid, failed)", ["outcome"], registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

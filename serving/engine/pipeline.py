@@ -14,67 +14,76 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from serving.config.schema import OpConfig, ServingConfig
+from serving.config.schema import ServingConfig
 from serving.engine.admission import Admission
+from serving.engine.launch import build_stage, launch, make_op, runners_for
 from serving.engine.metrics import Metrics
 from serving.engine.request import RequestState
 from serving.engine.stage import OpStage
 from serving.engine.tracer import Tracer
-from serving.engine.warmup import warm
 from serving.errors import Overloaded, ShuttingDown
-from serving.op import Op, OpContext, Runner
-from serving.runners.cpu_plan import CpuSet, plan_cpus
-from serving.runners.factory import create_runners
+from serving.runners.cpu_plan import CpuAllocator, CpuSet
+
+__all__ = ["Pipeline", "make_op", "runners_for"]
 
 log = logging.getLogger(__name__)
 
 
-def make_op(op_conf: OpConfig) -> Op:
-    """The op object of a validated config entry (its class and params were resolved at load)."""
-    if op_conf.op_class is None or op_conf.params_model is None:
-        raise ValueError(f"op {op_conf.name!r} was not bound to its class: load the config with load_config()")
-    return op_conf.op_class(OpContext(name=op_conf.name, conf=op_conf, params=op_conf.params_model))
-
-
-def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None) -> list[Runner]:
-    """The op's own runners if it makes them, else the predictors its config describes."""
-    own = op.create_runners(count)
-    if own is not None:
-        return own
-    return create_runners(op.conf.local_service_conf, count, cpu_sets)
-
-
 class Pipeline:
+    """One pipeline (a name and version) with its op stages.
+
+    ``shared`` maps op names to stages shared with other pipelines: started
+    and stopped by their owner (the repository), used here like our own.
+    ``ids`` numbers requests; pipelines feeding one shared stage share it, so
+    request ids are unique across them. ``cpus`` is the plan of the whole
+    server; ``nice`` lowers the CPU priority of this pipeline's own instances
+    (a shadow version)."""
+
     def __init__(
-        self, config: ServingConfig, *, metrics: Metrics | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        config: ServingConfig,
+        *,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        shared: Mapping[str, OpStage] | None = None,
+        ids: Iterator[int] | None = None,
+        cpus: CpuAllocator | None = None,
+        nice: int = 0,
     ):
         self.config = config
         self.name = config.name
+        self.version = config.effective_version
+        self.labels: tuple[str, str] = (self.name, str(self.version))
         self.dag = config.dag_graph
         self.metrics = metrics or Metrics()
         self.clock = clock
+        self.cpus = cpus or CpuAllocator()
         dag_conf = config.dag
+        shared = dict(shared or {})
         self.stages: dict[str, OpStage] = {}
+        self._owned: list[OpStage] = []
         for name in self.dag.order:
-            self.stages[name] = OpStage(
-                make_op(config.op[name]),
-                metrics=self.metrics,
-                deliver=self._deliver_fn(name),
-                channel_size=dag_conf.channel_size,
-                priority_levels=dag_conf.priority_levels,
-                priority_max_wait_s=dag_conf.priority_max_wait_ms / 1000.0,
-                clock=clock,
-            )
-        self._ids = itertools.count(1)
+            stage = shared.get(name)
+            if stage is None:
+                stage = build_stage(
+                    config.op[name], dag_conf, metrics=self.metrics, clock=clock, labels=self.labels, nice=nice
+                )
+                self._owned.append(stage)
+            self.stages[name] = stage
+        self._op_of: dict[OpStage, str] = {stage: name for name, stage in self.stages.items()}
+        self._consumers = {name: self.dag.consumers(name) for name in self.dag.order}
+        self._cpu_sets: list[list[CpuSet]] = []
+        self._ids = ids or itertools.count(1)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._in_flight = 0
         # starting (neither), serving (_accepting), draining (_draining)
         self._accepting = False
         self._draining = False
+        self._stopped = False
         self._sink_parts: dict[int, dict[str, Any]] = {}
         self._active: dict[int, RequestState] = {}
         self._tracer = Tracer(self, dag_conf.tracer.interval_s)
@@ -82,26 +91,16 @@ class Pipeline:
 
     # ---- life cycle ------------------------------------------------------------------
     def start(self, *, warmup: bool = True) -> None:
-        cpu_plan = dict(zip(self.stages, plan_cpus([s.conf.local_service_conf for s in self.stages.values()])))
-        for name, stage in self.stages.items():
-            began = time.monotonic()
-            stage.op.load()
-            svc = stage.conf.local_service_conf
-            if svc.instance_num > 1 and svc.instance_mode == "thread" and svc.device_type == 0 and stage.op.needs_model:
-                log.warning(
-                    "op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
-                    "each keeps its own workspace memory; consider instance_mode: process",
-                    name,
-                    svc.instance_num,
-                )
-            runners = runners_for(stage.op, svc.instance_num, cpu_plan[name])
-            if warmup:
-                warm(stage, runners)
-            stage.start(runners)
-            log.info("op %s ready: %d instance(s), %.1fs", name, len(runners), time.monotonic() - began)
+        """Load, warm and start this pipeline's own stages (shared ones are already running)."""
+        try:
+            for stage in self._owned:
+                self._cpu_sets.append(launch(stage, self.cpus, warmup=warmup))
+        except BaseException:
+            self._stop_stages(timeout=1.0)
+            raise
         with self._lock:
             self._accepting = True
-        self.metrics.ready.labels(self.name).set(1)
+        self.metrics.ready.labels(*self.labels).set(1)
         self._tracer.start()
 
     @property
@@ -110,13 +109,26 @@ class Pipeline:
         return self._accepting
 
     @property
+    def state(self) -> str:
+        """``starting``, ``serving``, ``draining`` or ``stopped``."""
+        if self._stopped:
+            return "stopped"
+        if self._draining:
+            return "draining"
+        return "serving" if self._accepting else "starting"
+
+    @property
     def in_flight(self) -> int:
         return self._in_flight
 
+    @property
+    def owned_stages(self) -> list[OpStage]:
+        return list(self._owned)
+
     def shutdown(self, timeout: float | None = None) -> bool:
         """Refuse new requests, wait for accepted ones to finish (up to
-        ``timeout``, default ``dag.shutdown_timeout_s``), then stop the ops.
-        Returns True when everything accepted was answered."""
+        ``timeout``, default ``dag.shutdown_timeout_s``), then stop this
+        pipeline's own stages. Returns True when everything accepted was answered."""
         timeout = self.config.dag.shutdown_timeout_s if timeout is None else timeout
         end = time.monotonic() + timeout
         with self._idle:
@@ -128,19 +140,38 @@ class Pipeline:
             left = list(self._active.values())
         for request in left:  # nothing accepted is lost silently
             request.fail(ShuttingDown("server shut down before this request finished"))
-        self.metrics.ready.labels(self.name).set(0)
+        self.metrics.ready.labels(*self.labels).set(0)
         self._tracer.stop()
-        for stage in self.stages.values():
-            stage.stop(timeout=max(0.0, end - time.monotonic()) or 1.0)
-        log.info("pipeline %s stopped (%s)", self.name, "drained" if drained else "timed out while draining")
+        self._stop_stages(timeout=max(0.0, end - time.monotonic()) or 1.0)
+        self._stopped = True
+        log.info(
+            "pipeline %s v%d stopped (%s)",
+            self.name,
+            self.version,
+            "drained" if drained else "timed out while draining",
+        )
         return drained
+
+    def _stop_stages(self, timeout: float) -> None:
+        for stage in self._owned:
+            stage.stop(timeout=timeout)
+        for sets in self._cpu_sets:
+            self.cpus.release(sets)
+        self._cpu_sets = []
 
     # ---- requests ------------------------------------------------------------------------
     def submit(
-        self, value: Any, *, priority: int = 0, timeout_ms: int | None = None, logid: Any = None
+        self,
+        value: Any,
+        *,
+        priority: int = 0,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+        background: bool = False,
     ) -> RequestState:
         """Admit one request (one image or text) and start it; never blocks on
-        a full server: beyond ``max_queue_size`` it raises Overloaded (503)."""
+        a full server: beyond ``max_queue_size`` it raises Overloaded (503).
+        ``background`` requests (shadow copies) queue behind all others."""
         dag_conf = self.config.dag
         limit_ms = dag_conf.request_timeout_ms if timeout_ms is None else min(timeout_ms, dag_conf.request_timeout_ms)
         with self._lock:
@@ -150,7 +181,7 @@ class Pipeline:
                 raise Overloaded("server is starting: predictors are loading and warming", retry_after=5.0)
             self.admission.check(self._in_flight, limit_ms / 1000.0)
             self._in_flight += 1
-        self.metrics.in_flight.labels(self.name).inc()
+        self.metrics.in_flight.labels(*self.labels).inc()
         request = RequestState(
             next(self._ids),
             value,
@@ -158,6 +189,8 @@ class Pipeline:
             priority=priority,
             logid=logid,
             clock=self.clock,
+            owner=self,
+            background=background,
         )
         with self._lock:
             self._active[request.id] = request
@@ -166,19 +199,15 @@ class Pipeline:
             self.stages[source].accept("input", request, value)
         return request
 
-    def _deliver_fn(self, name: str) -> Callable[[RequestState, Any], None]:
-        consumers = self.dag.consumers(name)
-        if consumers:
-
-            def deliver(request: RequestState, output: Any) -> None:
-                for consumer in consumers:
-                    self.stages[consumer].accept(name, request, output)
-        else:
-
-            def deliver(request: RequestState, output: Any) -> None:
-                self._sink_output(name, request, output)
-
-        return deliver
+    def on_output(self, stage: OpStage, request: RequestState, output: Any) -> None:
+        """A stage's output for one of our requests: to the consumers, or to the response."""
+        name = self._op_of[stage]
+        consumers = self._consumers[name]
+        if not consumers:
+            self._sink_output(name, request, output)
+            return
+        for consumer in consumers:
+            self.stages[consumer].accept(name, request, output)
 
     def _sink_output(self, sink: str, request: RequestState, output: Any) -> None:
         sinks = self.dag.sinks
@@ -205,9 +234,9 @@ class Pipeline:
             if self._in_flight == 0:
                 self._idle.notify_all()
         m = self.metrics
-        m.in_flight.labels(self.name).dec()
-        m.requests.labels(self.name, str(status)).inc()
-        m.request_time.labels(self.name).observe(max(0.0, (request.finished_at or 0) - request.created))
+        m.in_flight.labels(*self.labels).dec()
+        m.requests.labels(*self.labels, str(status)).inc()
+        m.request_time.labels(*self.labels).observe(max(0.0, (request.finished_at or 0) - request.created))
         if self.config.dag.use_profile:
             self._log_profile(request, status)
 
@@ -231,6 +260,13 @@ class Pipeline:
     # ---- introspection -------------------------------------------------------------------------
     def op_table(self) -> list[dict[str, Any]]:
         return self.config.op_table()
+
+    def agree(self, primary: Any, shadow: Any) -> bool:
+        """Whether a shadow version's answer agrees with the primary's, by the sink ops' own comparison."""
+        sinks = self.dag.sinks
+        if len(sinks) == 1:
+            return self.stages[sinks[0]].op.agree(primary, shadow)
+        return all(self.stages[s].op.agree(primary[s], shadow[s]) for s in sinks)
 
     def input_kind(self) -> str | None:
         """How request values are decoded: the source ops' ``input_kind``."""

@@ -39,12 +39,19 @@ class RequestState:
         priority: int = 0,
         logid: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        owner: Any = None,
+        background: bool = False,
     ):
         self.id = request_id
         self.value = value
         self.deadline = deadline
         self.priority = priority
         self.logid = logid
+        # the pipeline that admitted it: stages hand their outputs to it (a
+        # stage shared by several pipelines serves requests of each)
+        self.owner = owner
+        # a shadow copy: queued behind every foreground item, evicted first when full
+        self.background = background
         self.created = clock()
         self.finished_at: float | None = None
         self.outputs: dict[str, Any] = {}
@@ -90,6 +97,16 @@ class RequestState:
         finally:
             self._event.set()
         return True
+
+    def outcome(self) -> Any:
+        """The result of a completed request without waiting (done callbacks
+        run before waiters wake, so ``result`` would not see it yet); raises
+        its error, or RuntimeError if it is not done."""
+        if not self._completed:
+            raise RuntimeError(f"request {self.id} is not done")
+        if self._error is not None:
+            raise self._error
+        return self._result
 
     def add_done_callback(self, callback: Callable[[RequestState], None]) -> None:
         with self._lock:

@@ -2,8 +2,10 @@
 preprocess), batcher, predictor instances (one thread each, one batch at a
 time) and postprocess workers.
 
-``deliver(request, output)`` is called with the op's output for a request;
-the pipeline wires it to the consumers' joins or to the response.
+``deliver(request, output)`` is called with the op's output for a request.
+By default the stage hands it to the pipeline that admitted the request
+(``request.owner.on_output``), which wires it to its consumers' joins or to
+the response; so one stage can serve several pipelines (a shared op).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +29,7 @@ from serving.engine.metrics import Metrics
 from serving.engine.request import OpTiming, RequestState
 from serving.engine.supervise import SupervisedThreads
 from serving.engine.window_stats import WindowStats
-from serving.errors import DeadlineExceeded, ServingError, ShuttingDown, as_serving_error
+from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
 
 log = logging.getLogger(__name__)
@@ -67,12 +70,15 @@ class OpStage:
         op: Op,
         *,
         metrics: Metrics,
-        deliver: Deliver,
+        deliver: Deliver | None = None,
         channel_size: int,
         priority_levels: int = 1,
         priority_max_wait_s: float = 1.0,
         batcher_capacity: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        labels: tuple[str, str] = ("", ""),
+        shared: bool = False,
+        nice: int = 0,
     ):
         conf = op.conf
         svc = conf.local_service_conf
@@ -80,8 +86,13 @@ class OpStage:
         self.name = op.name
         self.conf: OpConfig = conf
         self.metrics = metrics
-        self.deliver = deliver
+        self.deliver: Deliver = deliver or _deliver_to_owner(self)
         self.clock = clock
+        # metric labels: (pipeline, version, op)
+        self.labels: tuple[str, str, str] = (*labels, self.name)
+        self.shared = shared
+        self.nice = nice
+        self._niced = threading.local()
         self.channel = Channel(self.name, channel_size)
         self.join = Join(self.channel, conf.input_ops or ["input"])
         self.batcher = Batcher(
@@ -95,6 +106,7 @@ class OpStage:
             clock=clock,
             is_dead=lambda slot: slot.work.request.done,
             spread=svc.spreads_batches,
+            on_evicted=self._evicted,
         )
         self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
         self.retry = conf.retry
@@ -154,8 +166,14 @@ class OpStage:
         deadline = request.deadline
         if self.timeout_s is not None:
             deadline = min(deadline, self.clock() + self.timeout_s)
+        if self.shared:
+            self.metrics.shared_requests.labels(self.name, *request.owner.labels).inc()
         while not self.batcher.put(
-            slots, priority=request.priority, deadline=deadline, timeout=max(0.001, min(0.5, deadline - self.clock()))
+            slots,
+            priority=request.priority,
+            deadline=deadline,
+            timeout=max(0.001, min(0.5, deadline - self.clock())),
+            background=request.background,
         ):
             if self.batcher.closed:
                 raise ShuttingDown(f"server is shutting down (op {self.name!r} accepts no new items)")
@@ -163,23 +181,27 @@ class OpStage:
                 return
             if self.clock() >= deadline:
                 raise DeadlineExceeded(f"deadline passed while waiting for room in op {self.name!r}")
-        self.metrics.queue_depth.labels(self.name).set(self.batcher.depth)
+        self.metrics.queue_depth.labels(*self.labels).set(self.batcher.depth)
 
     # ---- instances: one batch at a time per runner -----------------------------------------
     def _instance_once(self, runner: Runner) -> bool:
+        if self.nice and not getattr(self._niced, "done", False):
+            self._renice()
         batch = self.batcher.next_batch(on_expired=self._expire)
         if batch is None:
             return False
         try:
-            self.metrics.queue_depth.labels(self.name).set(self.batcher.depth)
+            self.metrics.queue_depth.labels(*self.labels).set(self.batcher.depth)
             started = self.clock()
+            requests = [q.payload.work.request for q in batch]
             outcomes, calls = run_with_retry(
                 self.op,
                 runner,
                 [q.payload.item for q in batch],
                 self.run_sizes,
                 self.retry,
-                owners=[q.payload.work.request.id for q in batch],
+                owners=[r.id for r in requests],
+                groups=[id(r.owner) for r in requests] if self.shared else None,
             )
             run_s = self.clock() - started
             self.batcher.record_run(len(batch), run_s)
@@ -192,6 +214,15 @@ class OpStage:
             raise
         return True
 
+    def _renice(self) -> None:
+        """Lower this instance thread's CPU priority (Linux threads have their own nice value)."""
+        self._niced.done = True
+        try:
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
+        except OSError as exc:
+            log.warning("op %s: cannot lower the instance thread's priority: %s", self.name, exc)
+
     def run_batch(self, runner: Runner, items: list[Any], *, record: bool = True) -> list[Any]:
         """collate -> run -> uncollate for one batch; raises on failure.
         ``record=False`` keeps warm-up runs out of the metrics."""
@@ -201,24 +232,26 @@ class OpStage:
         return outputs
 
     def _record_calls(self, calls: CallStats) -> None:
-        m = self.metrics
+        m, labels = self.metrics, self.labels
         for rows, requests in zip(calls.rows, calls.requests):
-            m.call_rows.labels(self.name).observe(rows)
-            m.call_requests.labels(self.name).observe(requests)
+            m.call_rows.labels(*labels).observe(rows)
+            m.call_requests.labels(*labels).observe(requests)
+        for groups in calls.groups:
+            m.call_pipelines.labels(*labels).observe(groups)
         if calls.padded_units:
-            m.real_units.labels(self.name).inc(calls.real_units)
-            m.padded_units.labels(self.name).inc(calls.padded_units)
+            m.real_units.labels(*labels).inc(calls.real_units)
+            m.padded_units.labels(*labels).inc(calls.padded_units)
 
     def _record_batch(self, batch: list[QueuedItem], started: float, run_s: float, calls: CallStats) -> None:
-        m = self.metrics
-        m.batch_size.labels(self.name).observe(len(batch))
-        m.run_time.labels(self.name).observe(run_s)
-        m.items.labels(self.name).inc(len(batch))
+        m, labels = self.metrics, self.labels
+        m.batch_size.labels(*labels).observe(len(batch))
+        m.run_time.labels(*labels).observe(run_s)
+        m.items.labels(*labels).inc(len(batch))
         self._record_calls(calls)
         batch_id = next(self._batch_ids)
         for queued in batch:
             wait = max(0.0, started - queued.enqueued)
-            m.queue_wait.labels(self.name).observe(wait)
+            m.queue_wait.labels(*labels).observe(wait)
             queued.payload.work.request.add_timing(OpTiming(self.name, wait, len(batch), run_s, batch_id))
         self.window.record_batch(len(batch), [started + run_s - q.enqueued for q in batch])
 
@@ -246,12 +279,19 @@ class OpStage:
                 queued.payload.work.request, DeadlineExceeded(f"deadline passed while queued in op {self.name!r}")
             )
 
+    def _evicted(self, evicted: list[QueuedItem]) -> None:
+        for queued in evicted:
+            self._fail(
+                queued.payload.work.request,
+                Overloaded(f"background (shadow) item dropped: op {self.name!r} is full of foreground work"),
+            )
+
     def _fail(self, request: RequestState, exc: BaseException) -> None:
         error = as_serving_error(exc)
         if error.status >= 500 and not isinstance(exc, ServingError):
             log.error("op %s: request %s failed", self.name, request.id, exc_info=exc)
         if request.fail(error):
-            self.metrics.op_errors.labels(self.name, str(error.status)).inc()
+            self.metrics.op_errors.labels(*self.labels, str(error.status)).inc()
 
     # ---- introspection -----------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -259,3 +299,10 @@ class OpStage:
         stats = self.window.take()
         stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
         return stats
+
+
+def _deliver_to_owner(stage: OpStage) -> Deliver:
+    def deliver(request: RequestState, output: Any) -> None:
+        request.owner.on_output(stage, request, output)
+
+    return deliver

@@ -38,7 +38,7 @@ class Tracer:
 
     def lines(self) -> list[str]:
         out = [f"tracer pipeline={self.pipeline.name} in_flight={self.pipeline.in_flight}"]
-        for stage in self.pipeline.stages.values():
+        for stage in self.pipeline.owned_stages:  # a shared stage is not any one pipeline's
             s = stage.snapshot()
             out.append(
                 f"tracer op={s['op']} qps={s['qps']:.1f} p50={s['p50_ms']:.1f}ms p99={s['p99_ms']:.1f}ms "

@@ -15,9 +15,11 @@ from werkzeug.exceptions import HTTPException
 
 from serving.config.schema import ServingConfig
 from serving.engine.pipeline import Pipeline
+from serving.engine.repository import PipelineRepository
 from serving.engine.request import RequestState
 from serving.errors import (
     ClientDisconnected,
+    Forbidden,
     NotFound,
     PayloadTooLarge,
     ServingError,
@@ -75,17 +77,29 @@ def limits_from_config(config: ServingConfig) -> HttpLimits:
     )
 
 
-def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: HttpLimits | None = None) -> Flask:
-    """Build the app around one started (or starting) :class:`serving.engine.pipeline.Pipeline`."""
+def max_body_size(repository: PipelineRepository) -> int:
+    """The largest body any served pipeline takes (the app-wide limit; each pipeline checks its own)."""
+    return max(limits_from_config(config).max_body_size for config in repository.config.pipelines)
+
+
+def create_app(
+    target: Pipeline | PipelineRepository, *, auth_token: str | None = None, limits: HttpLimits | None = None
+) -> Flask:
+    """Build the app around a :class:`PipelineRepository` (several pipelines)
+    or one :class:`Pipeline`; started or starting. ``limits`` overrides every
+    pipeline's own HTTP limits (tests)."""
+    repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
     app = Flask("batchline")
-    limits = limits or limits_from_config(pipeline.config)
-    app.config["MAX_CONTENT_LENGTH"] = limits.max_body_size
     if isinstance(app.json, DefaultJSONProvider):  # answers keep UTF-8 text readable
         app.json.ensure_ascii = False
     handlers = HandlerCount()
     app.extensions["batchline.handlers"] = handlers
-    kind = pipeline.input_kind() or "image"
-    priority_levels = pipeline.config.dag.priority_levels
+    app.extensions["batchline.repository"] = repo
+
+    def refresh_body_limit() -> None:
+        app.config["MAX_CONTENT_LENGTH"] = limits.max_body_size if limits else max_body_size(repo)
+
+    repo.on_reload(refresh_body_limit)
 
     def paddle_error(err: ServingError, logid: Any = None) -> Response:
         resp = jsonify(err_no=err.err_no, err_msg=err.message, key=[], value=[], logid=logid)
@@ -104,9 +118,11 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Response:
         if exc.code == 413:
-            err: ServingError = PayloadTooLarge(f"request body over max_body_size ({limits.max_body_size} bytes)")
+            limit = app.config["MAX_CONTENT_LENGTH"]
+            err: ServingError = PayloadTooLarge(f"request body over max_body_size ({limit} bytes)")
         elif exc.code == 404:
-            err = NotFound(f"no route {request.path!r}; pipeline is {pipeline.name!r}")
+            names = ", ".join(sorted(repo.config.routes))
+            err = NotFound(f"no route {request.path[:128]!r}; pipelines: {names} (GET /pipelines lists them)")
         else:
             err = error_for_status(exc.code or 500, exc.description or exc.name)
         return error_response(err)
@@ -123,37 +139,45 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
         if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
             raise Unauthorized("missing or wrong bearer token")
 
-    def check_pipeline(name: str) -> None:
-        if name != pipeline.name:
-            raise NotFound(f"unknown pipeline {name[:64]!r}; this server runs {pipeline.name!r}")
+    def target_of(name: str, version: int | None) -> tuple[Pipeline, HttpLimits]:
+        """The pipeline whose input kind and limits apply (a routed request: the default version)."""
+        pipeline = repo.pipeline(name, version)
+        pipe_limits = limits or limits_from_config(pipeline.config)
+        length = request.content_length
+        if length is not None and length > pipe_limits.max_body_size:
+            raise PayloadTooLarge(f"request body over max_body_size ({pipe_limits.max_body_size} bytes)")
+        return pipeline, pipe_limits
 
-    def decode_all(parsed: ParsedRequest) -> list[Any]:
+    def decode_all(parsed: ParsedRequest, input_limits: InputLimits) -> list[Any]:
         values, pixels = [], 0
         for i, (k, v, raw) in enumerate(parsed.inputs):
-            values.append(decode_input(k, v, f"input {i}", limits.inputs, raw=raw))
+            values.append(decode_input(k, v, f"input {i}", input_limits, raw=raw))
             pixels += decoded_pixels(values[-1])
-            if pixels > limits.inputs.max_request_pixels:
+            if pixels > input_limits.max_request_pixels:
                 raise PayloadTooLarge(
-                    f"the request's images hold over {limits.inputs.max_request_pixels} pixels "
-                    f"in all (limit per request)"
+                    f"the request's images hold over {input_limits.max_request_pixels} pixels "
+                    "in all (limit per request)"
                 )
         return values
 
-    def run_inputs(parsed: ParsedRequest) -> list[RequestState]:
-        values = decode_all(parsed)
-        handles: list[RequestState] = []
-        try:
-            for value in values:
-                handles.append(
-                    pipeline.submit(value, priority=parsed.priority, timeout_ms=parsed.timeout_ms, logid=parsed.logid)
-                )
-        except ServingError as err:  # e.g. overloaded half-way: cancel what was admitted
-            for handle in handles:
-                handle.fail(err)
-            raise
+    def run_inputs(
+        name: str, version: int | None, parsed: ParsedRequest, pipe_limits: HttpLimits
+    ) -> list[RequestState]:
+        values = decode_all(parsed, pipe_limits.inputs)
+        route = repo.config.routes.get(name)
+        key = request.headers.get(route.key_header) if route is not None and version is None else None
+        handles = repo.submit(
+            name,
+            values,
+            version=version,
+            key=key,
+            priority=parsed.priority,
+            timeout_ms=parsed.timeout_ms,
+            logid=parsed.logid,
+        )
         disconnected: Callable[[], bool] = request.environ.get("waitress.client_disconnected", lambda: False)
         for i, handle in enumerate(handles):
-            while not handle.wait(min(limits.wait_slice_s, max(0.0, handle.remaining()))):
+            while not handle.wait(min(pipe_limits.wait_slice_s, max(0.0, handle.remaining()))):
                 if handle.remaining() <= 0:
                     break
                 if disconnected():
@@ -171,35 +195,86 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
                 raise failure from None
         return handles
 
-    @app.post("/<name>/prediction")
-    def prediction(name: str) -> Response:
-        check_pipeline(name)
+    def paddle_prediction(name: str, version: int | None) -> Response:
         with handlers:
+            pipeline, pipe_limits = target_of(name, version)
             parsed = parse_paddle(
-                request.get_data(), kind=kind, max_inputs=limits.max_inputs, priority_levels=priority_levels
+                request.get_data(),
+                kind=pipeline.input_kind() or "image",
+                max_inputs=pipe_limits.max_inputs,
+                priority_levels=pipeline.config.dag.priority_levels,
             )
             try:
-                handles = run_inputs(parsed)
+                handles = run_inputs(name, version, parsed, pipe_limits)
             except ServingError as err:
                 return paddle_error(err, parsed.logid)
             values = [to_json(h.result(timeout=0)) for h in handles]
             return jsonify(err_no=0, err_msg="", key=["result"] * len(values), value=values, logid=parsed.logid)
 
-    @app.post("/<name>/predict")
-    def predict(name: str) -> Response:
-        check_pipeline(name)
+    def native_prediction(name: str, version: int | None) -> Response:
         with handlers:
-            parsed = parse_native(request, kind=kind, max_inputs=limits.max_inputs, priority_levels=priority_levels)
-            handles = run_inputs(parsed)
+            pipeline, pipe_limits = target_of(name, version)
+            parsed = parse_native(
+                request,
+                kind=pipeline.input_kind() or "image",
+                max_inputs=pipe_limits.max_inputs,
+                priority_levels=pipeline.config.dag.priority_levels,
+            )
+            handles = run_inputs(name, version, parsed, pipe_limits)
             body: dict[str, Any] = {"results": [plain(h.result(timeout=0)) for h in handles]}
             if parsed.timing:
                 body["timing"] = [h.timing_summary() for h in handles]
+            if len(repo.config.routes[name].versions) > 1 or version is not None:
+                body["version"] = handles[0].owner.version if handles else None
             return jsonify(body)
+
+    def config_view(name: str, version: int | None) -> Response:
+        pipeline = repo.pipeline(name, version)
+        return jsonify(
+            pipeline=pipeline.name,
+            version=pipeline.version,
+            generation=repo.generation.number,
+            input=pipeline.input_kind() or "image",
+            ops=pipeline.op_table(),
+        )
+
+    @app.post("/<name>/prediction")
+    def prediction(name: str) -> Response:
+        return paddle_prediction(name, None)
+
+    @app.post("/<name>/v<int:version>/prediction")
+    def prediction_version(name: str, version: int) -> Response:
+        return paddle_prediction(name, version)
+
+    @app.post("/<name>/predict")
+    def predict(name: str) -> Response:
+        return native_prediction(name, None)
+
+    @app.post("/<name>/v<int:version>/predict")
+    def predict_version(name: str, version: int) -> Response:
+        return native_prediction(name, version)
 
     @app.get("/<name>/config")
     def config(name: str) -> Response:
-        check_pipeline(name)
-        return jsonify(pipeline=pipeline.name, input=kind, ops=pipeline.op_table())
+        return config_view(name, None)
+
+    @app.get("/<name>/v<int:version>/config")
+    def config_version(name: str, version: int) -> Response:
+        return config_view(name, version)
+
+    @app.get("/pipelines")
+    def pipelines() -> Response:
+        return jsonify(repo.listing())
+
+    @app.post("/admin/reload")
+    def reload() -> Response:
+        if not auth_token:
+            raise Forbidden(
+                "reload over HTTP needs a bearer token (auth_token in the config or BATCHLINE_AUTH_TOKEN); "
+                "without one, send the server SIGHUP"
+            )
+        report = repo.reload()
+        return jsonify(status="reloaded", **report.as_dict())
 
     @app.get("/health/live")
     @app.get("/v2/health/live")
@@ -209,13 +284,13 @@ def create_app(pipeline: Pipeline, *, auth_token: str | None = None, limits: Htt
     @app.get("/health/ready")
     @app.get("/v2/health/ready")
     def ready() -> Response | tuple[Response, int]:
-        if pipeline.ready:
-            return jsonify(status="ready")
+        if repo.ready:
+            return jsonify(status="ready", generation=repo.generation.number)
         return jsonify(status="not ready"), 503
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(pipeline.metrics.render(), mimetype="text/plain; version=0.0.4")
+        return Response(repo.metrics.render(), mimetype="text/plain; version=0.0.4")
 
     return app
 

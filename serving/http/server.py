@@ -1,5 +1,6 @@
-"""``batchline serve``: load the config, warm every predictor, serve the app
-with waitress, and drain on SIGTERM/SIGINT.
+"""``batchline serve``: load the configs (one file, several, or a directory),
+warm every predictor, serve the app with waitress, reload on SIGHUP, and
+drain on SIGTERM/SIGINT.
 
 Shutdown order: stop admitting (new requests get 503), let every accepted
 request finish, let the HTTP layer write the answers, then stop. Exit 0.
@@ -16,9 +17,12 @@ from typing import Any
 
 from waitress import create_server
 
-from serving.config import ConfigError, ServingConfig, load_config
+from serving.config import ConfigError, ServingConfig
 from serving.config.report import format_op_table
+from serving.config.repository import RepositoryConfig, load_repository, repository_of
 from serving.engine.pipeline import Pipeline
+from serving.engine.repository import PipelineRepository
+from serving.errors import ServingError
 from serving.http.app import create_app
 from serving.http.auth import auth_token
 
@@ -30,32 +34,42 @@ DEFAULT_CONFIG = "pkg://configs/ocr.yml"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "config",
-        nargs="?",
-        default=DEFAULT_CONFIG,
-        help=f"pipeline config.yml (default: the embedded OCR pipeline, {DEFAULT_CONFIG})",
+        nargs="*",
+        default=[DEFAULT_CONFIG],
+        metavar="CONFIG",
+        help="pipeline config.yml files, or directories (every *.yml in them), all served on one port "
+        f"(default: the embedded OCR pipeline, {DEFAULT_CONFIG})",
     )
     parser.add_argument("--host", default=None, help="bind address (default: config 'host', 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port (default: config 'http_port')")
     parser.add_argument("--no-warmup", action="store_true", help="skip warming predictor shapes at start-up")
 
 
-def http_threads(config: ServingConfig) -> int:
+def http_threads(config: RepositoryConfig) -> int:
     """``worker_num`` threads do the HTTP work; one more per admissible
-    request lets a request beyond ``max_queue_size`` reach admission control
-    and get a fast 503 instead of waiting in the socket backlog."""
-    return config.worker_num + config.dag.max_queue_size
+    request lets a request beyond ``max_queue_size`` (summed over the
+    pipelines) reach admission control and get a fast 503 instead of waiting
+    in the socket backlog."""
+    return config.worker_num + config.max_queue_size
 
 
 class Server:
-    """One pipeline behind waitress; :meth:`run` blocks until drained."""
+    """The pipelines of a repository behind waitress; :meth:`run` blocks until drained."""
 
-    def __init__(self, config: ServingConfig, *, host: str | None = None, port: int | None = None, warmup: bool = True):
-        self.config = config
-        self.pipeline = Pipeline(config)
+    def __init__(
+        self,
+        config: ServingConfig | RepositoryConfig,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        warmup: bool = True,
+    ):
+        self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
+        self.repository = PipelineRepository(self.config, warmup=warmup)
         self.warmup = warmup
-        self.app = create_app(self.pipeline, auth_token=auth_token(config.auth_token))
-        self.host = host or config.host
-        self.port = config.http_port if port is None else port
+        self.app = create_app(self.repository, auth_token=auth_token(self.config.auth_token))
+        self.host = host or self.config.host
+        self.port = self.config.http_port if port is None else port
         self._stopping = threading.Event()
         self._waitress: Any = None
         self._serve_thread: threading.Thread | None = None
@@ -82,14 +96,22 @@ class Server:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def pipeline(self) -> Pipeline:
+        """The default version of the first pipeline (the only one, for a single config)."""
+        return self.repository.pipeline(self.config.pipelines[0].name)
+
     def run(self) -> int:
         self.start_listening()
-        log.info("pipeline %s:\n%s", self.pipeline.name, format_op_table(self.pipeline.op_table()))
+        for pconf in self.config.pipelines:
+            log.info("pipeline %s v%d:\n%s", pconf.name, pconf.effective_version, format_op_table(pconf.op_table()))
         self._serve_thread = threading.Thread(target=self._waitress.run, name="waitress", daemon=True)
         self._serve_thread.start()
         log.info("loading and warming predictors ...")
-        self.pipeline.start(warmup=self.warmup)
-        log.info("ready: POST %s/%s/prediction (health %s/health/ready)", self.url, self.pipeline.name, self.url)
+        self.repository.start()
+        for name in self.config.routes:
+            log.info("ready: POST %s/%s/prediction", self.url, name)
+        log.info("health %s/health/ready, pipelines %s/pipelines", self.url, self.url)
         self._install_signals()
         self._stopping.wait()
         self._drain()
@@ -100,13 +122,28 @@ class Server:
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda signum, frame: self.stop())
+        signal.signal(signal.SIGHUP, lambda signum, frame: self.reload_in_background())
+
+    def reload_in_background(self) -> threading.Thread:
+        """Re-read the configs (SIGHUP): never in the signal handler itself, it would block serving."""
+        thread = threading.Thread(target=self._reload_logged, name="reload", daemon=True)
+        thread.start()
+        return thread
+
+    def _reload_logged(self) -> None:
+        try:
+            report = self.repository.reload()
+        except ServingError as exc:
+            log.error("SIGHUP reload: %s", exc.message)
+            return
+        log.info("SIGHUP reload done: %s", report.as_dict())
 
     def stop(self) -> None:
         self._stopping.set()
 
     def _drain(self) -> None:
         log.info("draining: refusing new requests, finishing accepted ones")
-        drained = self.pipeline.shutdown()
+        drained = self.repository.shutdown()
         handlers = self.app.extensions["batchline.handlers"]
         handlers.wait_zero(timeout=10)
         self._wait_flushed(timeout=5)
@@ -136,7 +173,7 @@ class Server:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config)
+        config = load_repository(args.config)
     except ConfigError as exc:
         log.error("%s", exc)
         return 2

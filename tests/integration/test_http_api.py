@@ -145,8 +145,8 @@ def test_health_metrics_config(client, pipeline):
         assert client.get(path).status_code == 200
     paddle(client, ["text"], ["abc"])
     text = client.get("/metrics").get_data(as_text=True)
-    assert 'batchline_op_batch_size_count{op="echo"}' in text
-    assert 'batchline_requests_total{pipeline="echo",status="200"}' in text
+    assert 'batchline_op_batch_size_count{op="echo",pipeline="echo",version="1"}' in text
+    assert 'batchline_requests_total{pipeline="echo",status="200",version="1"}' in text
     cfg = client.get("/echo/config").get_json()
     assert cfg["pipeline"] == "echo" and cfg["ops"][0]["op"] == "echo"
     assert cfg["ops"][0]["max_batch_size"] == 4

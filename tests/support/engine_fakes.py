@@ -180,3 +180,10 @@ class FaultyHooksOp(SplitOp):
         if self.params.fault == "short_uncollate" and (outputs[0] >= 200).any():
             return results[:-1]
         return results
+
+
+class FailingLoadOp(SplitOp):
+    """SplitOp whose load() fails, as a model with missing files would."""
+
+    def load(self) -> None:
+        raise RuntimeError("model files are missing")

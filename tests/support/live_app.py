@@ -20,14 +20,17 @@ import time
 from typing import Any
 
 from serving.config import parse_config
+from serving.config.repository import RepositoryConfig
 from serving.config.schema import ServingConfig
+from serving.engine.pipeline import Pipeline
+from serving.engine.repository import PipelineRepository
 from serving.http.server import Server
 from serving.op import Op
 
 
 class LiveApp:
-    """Serve ``config`` (a config dict, parsed with ``parse_config``, or a
-    ``ServingConfig``) until :meth:`close`.
+    """Serve ``config`` (a config dict, parsed with ``parse_config``, a
+    ``ServingConfig``, or a ``RepositoryConfig`` of several) until :meth:`close`.
 
     The constructor returns once the socket listens and, with ``wait_ready``
     (default), once the pipeline is ready; with ``wait_ready=False`` it may
@@ -35,18 +38,17 @@ class LiveApp:
 
     def __init__(
         self,
-        config: dict[str, Any] | ServingConfig,
+        config: dict[str, Any] | ServingConfig | RepositoryConfig,
         *,
         wait_ready: bool = True,
         warmup: bool = True,
         timeout: float = 60.0,
     ):
-        if not isinstance(config, ServingConfig):
+        if isinstance(config, dict):
             config = parse_config(config)
         self.server = Server(config, host="127.0.0.1", port=0, warmup=warmup)
-        self.pipeline = self.server.pipeline
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"live-app-{config.name}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="live-app", daemon=True)
         self._thread.start()
         try:
             self._wait(lambda: self.server.port != 0, timeout, "listening")
@@ -74,7 +76,16 @@ class LiveApp:
             time.sleep(0.01)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        self._wait(lambda: self.pipeline.ready, timeout, "ready")
+        self._wait(lambda: self.repository.ready, timeout, "ready")
+
+    @property
+    def repository(self) -> PipelineRepository:
+        return self.server.repository
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The first pipeline's default version (the only one for a single config)."""
+        return self.server.pipeline
 
     @property
     def url(self) -> str:

@@ -169,10 +169,10 @@ def test_op_stats_counts_predictor_calls_and_calls_shared_by_requests():
 
     m = Metrics()
     before = MetricsSnapshot.from_text(m.render().decode())
-    m.batch_size.labels("rec").observe(8)  # one dispatch of 8 items ...
+    m.batch_size.labels("ocr", "1", "rec").observe(8)  # one dispatch of 8 items ...
     for rows, requests in ((4, 1), (3, 2), (1, 1)):  # ... run as three calls (shape groups)
-        m.call_rows.labels("rec").observe(rows)
-        m.call_requests.labels("rec").observe(requests)
+        m.call_rows.labels("ocr", "1", "rec").observe(rows)
+        m.call_requests.labels("ocr", "1", "rec").observe(requests)
     stats = op_stats(before, MetricsSnapshot.from_text(m.render().decode()))["rec"]
     assert (stats["batches"], stats["mean_batch_size"]) == (1, 8)
     assert (stats["calls"], stats["shared_calls"]) == (3, 1)

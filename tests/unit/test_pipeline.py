@@ -139,7 +139,7 @@ def test_failed_batch_retried_item_by_item(pipelines):
             assert out == {"id": rid, "values": [rid * 100 * 2]}
     runner = p.stages["split"].op.runners[0]
     assert 1 in runner.batch_sizes[5:] and max(runner.batch_sizes[5:]) > 1
-    assert p.metrics.op_errors.labels("split", "500")._value.get() == 1
+    assert p.metrics.op_errors.labels("fake", "1", "split", "500")._value.get() == 1
 
 
 def test_retry_zero_fails_the_batch(pipelines):

@@ -1,0 +1,91 @@
+"""Build and start one op stage: its op object, its predictor instances (on
+the CPUs the plan gives them), warm-up, then its worker threads. Used by
+pipelines for their own stages and by the repository for shared ones."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from serving.config.schema import DagConfig, OpConfig
+from serving.engine.metrics import Metrics
+from serving.engine.stage import OpStage
+from serving.engine.warmup import warm
+from serving.op import Op, OpContext, Runner
+from serving.runners.cpu_plan import CpuAllocator, CpuSet
+from serving.runners.factory import create_runners
+
+log = logging.getLogger(__name__)
+
+
+def make_op(op_conf: OpConfig, name: str | None = None) -> Op:
+    """The op object of a validated config entry (its class and params were resolved at load).
+    ``name`` overrides the op's name (a shared op is named by its share name)."""
+    if op_conf.op_class is None or op_conf.params_model is None:
+        raise ValueError(f"op {op_conf.name!r} was not bound to its class: load the config with load_config()")
+    return op_conf.op_class(OpContext(name=name or op_conf.name, conf=op_conf, params=op_conf.params_model))
+
+
+def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, nice: int = 0) -> list[Runner]:
+    """The op's own runners if it makes them, else the predictors its config describes."""
+    own = op.create_runners(count)
+    if own is not None:
+        return own
+    return create_runners(op.conf.local_service_conf, count, cpu_sets, nice=nice)
+
+
+def build_stage(
+    op_conf: OpConfig,
+    dag_conf: DagConfig,
+    *,
+    metrics: Metrics,
+    clock: Callable[[], float],
+    labels: tuple[str, str],
+    name: str | None = None,
+    shared: bool = False,
+    nice: int = 0,
+) -> OpStage:
+    """An op stage, not started."""
+    return OpStage(
+        make_op(op_conf, name),
+        metrics=metrics,
+        channel_size=dag_conf.channel_size,
+        priority_levels=dag_conf.priority_levels,
+        priority_max_wait_s=dag_conf.priority_max_wait_ms / 1000.0,
+        clock=clock,
+        labels=labels,
+        shared=shared,
+        nice=nice,
+    )
+
+
+def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
+    """Load the op, create its instances, warm them and start the stage's
+    workers; returns the CPU sets taken (give them back with ``cpus.release``)."""
+    began = time.monotonic()
+    stage.op.load()
+    svc = stage.conf.local_service_conf
+    if svc.instance_num > 1 and svc.instance_mode == "thread" and svc.device_type == 0 and stage.op.needs_model:
+        log.warning(
+            "op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
+            "each keeps its own workspace memory; consider instance_mode: process",
+            stage.name,
+            svc.instance_num,
+        )
+    cpu_sets = cpus.allocate(svc)
+    try:
+        runners = runners_for(stage.op, svc.instance_num, cpu_sets, nice=stage.nice)
+        try:
+            if warmup:
+                warm(stage, runners)
+        except BaseException:
+            for runner in runners:
+                runner.close()
+            raise
+    except BaseException:
+        cpus.release(cpu_sets)
+        raise
+    stage.start(runners)
+    log.info("op %s ready: %d instance(s), %.1fs", stage.name, len(runners), time.monotonic() - began)
+    return cpu_sets

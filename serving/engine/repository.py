@@ -1,0 +1,430 @@
+"""Several pipelines in one server: the running set of a repository config,
+how a request finds its pipeline (versions, A/B weights, shadow copies), and
+reload without a restart.
+
+A *generation* is one immutable routing table: pipelines by (name, version),
+a router and an optional shadow per name. Requests read the current
+generation once. A reload builds and warms every new or changed pipeline
+while the old generation serves, then swaps the generation in one
+assignment; old pipelines that are no longer used drain in the background
+and close. A reload that fails (invalid config, a model that does not load)
+stops what it built and changes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.config.errors import ConfigError
+from serving.config.repository import (
+    RepositoryConfig,
+    load_repository,
+    op_fingerprint,
+    pipeline_fingerprint,
+    repository_of,
+)
+from serving.config.schema import ServingConfig
+from serving.engine.metrics import Metrics
+from serving.engine.pipeline import Pipeline
+from serving.engine.request import RequestState
+from serving.engine.routing import Router
+from serving.engine.shadow import Shadow
+from serving.engine.shared import SharedStages
+from serving.errors import Conflict, InternalError, InvalidConfig, NotFound, ServingError, ShuttingDown
+from serving.runners.cpu_plan import CpuAllocator
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]  # (pipeline name, version)
+SHADOW_NICE = 10  # CPU niceness added to a shadow version's own instances
+
+
+@dataclass
+class Generation:
+    number: int
+    config: RepositoryConfig
+    pipelines: dict[Key, Pipeline]
+    routers: dict[str, Router] = field(default_factory=dict)
+    shadows: dict[str, Shadow] = field(default_factory=dict)
+
+    def pipeline(self, name: str, version: int | None = None) -> Pipeline:
+        """A pipeline by name and version; no version: the route's default."""
+        route = self.config.routes.get(name)
+        if route is None:
+            raise NotFound(f"unknown pipeline {name[:64]!r}; this server runs {', '.join(sorted(self.config.routes))}")
+        chosen = route.default if version is None else version
+        pipeline = self.pipelines.get((name, chosen))
+        if pipeline is None:
+            have = ", ".join(f"v{v}" for v in sorted(route.versions))
+            raise NotFound(f"pipeline {name[:64]!r} has no version {chosen} (versions: {have})")
+        return pipeline
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.pipelines) and all(p.ready for p in self.pipelines.values())
+
+
+@dataclass
+class ReloadReport:
+    generation: int
+    added: list[str]
+    changed: list[str]
+    removed: list[str]
+    unchanged: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+        }
+
+
+def _label(key: Key) -> str:
+    return f"{key[0]}/v{key[1]}"
+
+
+class PipelineRepository:
+    """The pipelines of one server.
+
+    ``loader`` re-reads the sources on reload (``load_repository`` by default).
+    """
+
+    def __init__(
+        self,
+        config: RepositoryConfig,
+        *,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        loader: Callable[[Sequence[str]], RepositoryConfig] = load_repository,
+        warmup: bool = True,
+        built: Pipeline | None = None,
+    ):
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self.loader = loader
+        self.warmup = warmup
+        self.cpus = CpuAllocator()
+        self.shared = SharedStages(metrics=self.metrics, cpus=self.cpus, clock=clock)
+        self._ids = itertools.count(1)
+        # per running pipeline: its config's fingerprint and the shared stages it holds
+        self._fingerprints: dict[Pipeline, str] = {}
+        self._shares_of: dict[Pipeline, list[tuple[str, str]]] = {}
+        self._users_of: dict[Pipeline, tuple[str, int, int]] = {}
+        self._builds = itertools.count(1)
+        # generation 1 exists (its pipelines answer 503 "starting") before start() loads anything
+        if built is None:
+            pipelines = self._build_all(config, {})
+        else:  # ``of``: around a pipeline built by the caller
+            pipelines = {(built.name, built.version): built}
+            self._fingerprints[built] = pipeline_fingerprint(built.config)
+        self._gen = self._build_generation(1, config, pipelines)
+        self._reload_lock = threading.Lock()
+        self._draining: list[threading.Thread] = []
+        self._closed = False
+        self._reload_listeners: list[Callable[[], None]] = []
+
+    @classmethod
+    def of(cls, pipeline: Pipeline) -> PipelineRepository:
+        """A repository around one already built pipeline (started or not)."""
+        return cls(repository_of(pipeline.config), metrics=pipeline.metrics, clock=pipeline.clock, built=pipeline)
+
+    # ---- state ---------------------------------------------------------------------
+    @property
+    def config(self) -> RepositoryConfig:
+        return self._gen.config
+
+    @property
+    def generation(self) -> Generation:
+        return self._gen
+
+    @property
+    def ready(self) -> bool:
+        return not self._closed and self._gen.ready
+
+    def pipeline(self, name: str, version: int | None = None) -> Pipeline:
+        return self._gen.pipeline(name, version)
+
+    # ---- life cycle -----------------------------------------------------------------
+    def start(self) -> None:
+        """Load, warm and start every pipeline of generation 1."""
+        with self._reload_lock:
+            self._start_all(self._gen.pipelines)
+            self.metrics.generation.set(self._gen.number)
+
+    def shutdown(self, timeout: float | None = None) -> bool:
+        """Stop routing, drain every pipeline (in parallel), stop shared stages."""
+        with self._reload_lock:
+            self._closed = True
+            pipelines = list(self._gen.pipelines.items())
+        results: dict[Key, bool] = {}
+
+        def drain(key: Key, pipeline: Pipeline) -> None:
+            results[key] = pipeline.shutdown(timeout)
+            self._release_shares(key, pipeline)
+
+        threads = [threading.Thread(target=drain, args=item, name=f"drain-{_label(item[0])}") for item in pipelines]
+        for t in threads:
+            t.start()
+        for t in [*threads, *self._draining]:
+            t.join()
+        return all(results.values())
+
+    # ---- requests -------------------------------------------------------------------
+    def submit(
+        self,
+        name: str,
+        values: Sequence[Any],
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        priority: int = 0,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> list[RequestState]:
+        """Admit the values of one HTTP request to one version of ``name``:
+        ``version`` if given, else the one the route picks for ``key`` (sticky)
+        or ``logid``. A routed request may also be copied to the shadow version."""
+        route_key = key if key is not None else (None if logid is None else str(logid))
+        for _ in range(3):
+            gen = self._gen
+            if version is None:
+                route = gen.config.routes.get(name)
+                if route is None:
+                    gen.pipeline(name)  # raises NotFound
+                chosen = gen.routers[name].pick(route_key)
+            else:
+                chosen = version
+            pipeline = gen.pipeline(name, chosen)
+            try:
+                handles = self._submit_all(pipeline, values, priority, timeout_ms, logid)
+            except ShuttingDown:
+                if gen is self._gen:
+                    raise
+                continue  # routing switched while we chose: the new generation takes it
+            shadow = gen.shadows.get(name) if version is None else None
+            if shadow is not None and gen.routers[name].shadow(route_key):
+                shadow.offer(pipeline, handles, values, timeout_ms=timeout_ms, logid=logid)
+            return handles
+        raise ShuttingDown("the pipeline set changed repeatedly while routing this request; retry")
+
+    @staticmethod
+    def _submit_all(
+        pipeline: Pipeline, values: Sequence[Any], priority: int, timeout_ms: int | None, logid: Any
+    ) -> list[RequestState]:
+        handles: list[RequestState] = []
+        try:
+            for value in values:
+                handles.append(pipeline.submit(value, priority=priority, timeout_ms=timeout_ms, logid=logid))
+        except ServingError as err:  # e.g. overloaded half-way: cancel what was admitted
+            for handle in handles:
+                handle.fail(err)
+            raise
+        return handles
+
+    # ---- reload ---------------------------------------------------------------------
+    def on_reload(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` now and after every successful reload (e.g. to refresh HTTP limits)."""
+        self._reload_listeners.append(callback)
+        callback()
+
+    def reload(self) -> ReloadReport:
+        """Re-read the sources; build and warm what is new or changed, switch, drain the old.
+        Raises InvalidConfig (422) or InternalError (500) and changes nothing on failure."""
+        if not self._reload_lock.acquire(blocking=False):
+            raise Conflict("a reload is already running")
+        try:
+            return self._reload()
+        finally:
+            self._reload_lock.release()
+
+    def _reload(self) -> ReloadReport:
+        if self._closed:
+            raise ShuttingDown()
+        old = self._gen
+        try:
+            config = self.loader(old.config.sources)
+        except ConfigError as exc:
+            self.metrics.reloads.labels("invalid").inc()
+            log.error("reload refused, nothing changed:\n%s", exc)
+            raise InvalidConfig(f"reload refused, nothing changed: {exc}") from None
+        moved = self._server_changes(old.config, config)
+        if moved:
+            self.metrics.reloads.labels("invalid").inc()
+            log.error("reload refused, nothing changed: %s", moved)
+            raise InvalidConfig(f"reload refused, nothing changed: {moved}")
+        wanted = {(p.name, p.effective_version): pipeline_fingerprint(p) for p in config.pipelines}
+        keep = {key: p for key, p in old.pipelines.items() if self._fingerprints.get(p) == wanted.get(key)}
+        built: dict[Key, Pipeline] = {}
+        try:
+            built = self._build_all(config, keep)
+            self._start_all(built)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller; the old set keeps serving
+            self._discard({k: p for k, p in built.items() if keep.get(k) is not p})
+            self.metrics.reloads.labels("failed").inc()
+            log.exception("reload failed, nothing changed")
+            raise InternalError(f"reload failed, nothing changed: {type(exc).__name__}: {exc}") from None
+        new = self._build_generation(old.number + 1, config, built)
+        self._gen = new  # the switch: requests from now on route in the new generation
+        self.metrics.generation.set(new.number)
+        self.metrics.reloads.labels("ok").inc()
+        retired = [(key, p) for key, p in old.pipelines.items() if new.pipelines.get(key) is not p]
+        for key, pipeline in retired:
+            thread = threading.Thread(
+                target=self._retire, args=(key, pipeline), name=f"drain-{_label(key)}", daemon=True
+            )
+            self._draining.append(thread)
+            thread.start()
+        self._draining = [t for t in self._draining if t.is_alive()]
+        report = ReloadReport(
+            generation=new.number,
+            added=sorted(_label(k) for k in new.pipelines if k not in old.pipelines),
+            changed=sorted(_label(k) for k in new.pipelines if k in old.pipelines and k not in keep),
+            removed=sorted(_label(k) for k in old.pipelines if k not in new.pipelines),
+            unchanged=sorted(_label(k) for k in keep if k in new.pipelines),
+        )
+        for listener in self._reload_listeners:
+            listener()
+        log.info("reload: generation %d %s", new.number, report.as_dict())
+        return report
+
+    @staticmethod
+    def _server_changes(old: RepositoryConfig, new: RepositoryConfig) -> str:
+        """What a reload cannot apply to a running server ('' if nothing)."""
+        if (old.host, old.http_port) != (new.host, new.http_port):
+            return (
+                f"the server listens on {old.host}:{old.http_port}; the configs now say "
+                f"{new.host}:{new.http_port} (restart the server to move it)"
+            )
+        return ""
+
+    def _retire(self, key: Key, pipeline: Pipeline) -> None:
+        pipeline.shutdown()
+        self._release_shares(key, pipeline)
+
+    # ---- building -----------------------------------------------------------------------
+    def _build_all(self, config: RepositoryConfig, keep: dict[Key, Pipeline]) -> dict[Key, Pipeline]:
+        """Every pipeline of ``config``: the kept ones as they are, the others built (not started)."""
+        shadow_keys = {(name, route.shadow.version) for name, route in config.routes.items() if route.shadow}
+        out: dict[Key, Pipeline] = {}
+        try:
+            for pconf in config.pipelines:
+                key = (pconf.name, pconf.effective_version)
+                if key in keep:
+                    out[key] = keep[key]
+                else:
+                    out[key] = self._build(pconf, nice=SHADOW_NICE if key in shadow_keys else 0)
+        except BaseException:
+            self._discard({k: p for k, p in out.items() if k not in keep})
+            raise
+        return out
+
+    def _start_all(self, pipelines: dict[Key, Pipeline]) -> None:
+        """Start the shared stages not started yet, then every pipeline still starting."""
+        self.shared.start_pending(warmup=self.warmup)
+        for pipeline in pipelines.values():
+            if pipeline.state == "starting":
+                pipeline.start(warmup=self.warmup)
+
+    def _discard(self, pipelines: dict[Key, Pipeline]) -> None:
+        """Stop pipelines that never served (a failed reload) and the shared stages only they held."""
+        for key, pipeline in pipelines.items():
+            pipeline.shutdown(timeout=1.0)
+            self._release_shares(key, pipeline)
+
+    def _build(self, pconf: ServingConfig, *, nice: int) -> Pipeline:
+        user = (pconf.name, pconf.effective_version, next(self._builds))
+        shared = {}
+        held: list[tuple[str, str]] = []
+        try:
+            for op in pconf.ops:
+                share = op.share_name
+                if share is None:
+                    continue
+                fingerprint = op_fingerprint(pconf, op.name)
+                shared[op.name] = self.shared.acquire(share, fingerprint, op, pconf.dag, user)
+                held.append((share, fingerprint))
+            pipeline = Pipeline(
+                pconf, metrics=self.metrics, clock=self.clock, shared=shared, ids=self._ids, cpus=self.cpus, nice=nice
+            )
+        except BaseException:
+            for share, fingerprint in held:
+                self.shared.release(share, fingerprint, user)
+            raise
+        self._shares_of[pipeline] = held
+        self._users_of[pipeline] = user
+        self._fingerprints[pipeline] = pipeline_fingerprint(pconf)
+        return pipeline
+
+    def _release_shares(self, key: Key, pipeline: Pipeline) -> None:
+        """Forget a stopped pipeline; the last user of a shared stage stops it."""
+        self._fingerprints.pop(pipeline, None)
+        user = self._users_of.pop(pipeline, (*key, 0))
+        for share, fingerprint in self._shares_of.pop(pipeline, []):
+            self.shared.release(share, fingerprint, user)
+
+    def _build_generation(self, number: int, config: RepositoryConfig, pipelines: dict[Key, Pipeline]) -> Generation:
+        gen = Generation(number, config, pipelines)
+        for name, route in config.routes.items():
+            sample = route.shadow.sample if route.shadow is not None else 0.0
+            gen.routers[name] = Router(route.weights, shadow_sample=sample, salt=name)
+            if route.shadow is not None and (name, route.shadow.version) in pipelines:
+                gen.shadows[name] = Shadow(
+                    name,
+                    pipelines[(name, route.shadow.version)],
+                    max_in_flight=route.shadow.max_in_flight,
+                    metrics=self.metrics,
+                )
+        return gen
+
+    # ---- introspection -------------------------------------------------------------------
+    def listing(self) -> dict[str, Any]:
+        """What ``GET /pipelines`` shows."""
+        gen = self._gen
+        pipelines = []
+        for (name, version), p in sorted(gen.pipelines.items()):
+            route = gen.config.routes[name]
+            shares = {op.name: op.share_name for op in p.config.ops if op.share_name}
+            pipelines.append(
+                {
+                    "name": name,
+                    "version": version,
+                    "state": p.state,
+                    "default": route.default == version,
+                    "weight": route.weights.get(version, 0),
+                    "shadow": route.shadow is not None and route.shadow.version == version,
+                    "source": p.config.source_path,
+                    "in_flight": p.in_flight,
+                    "ops": [dict(row, shared=shares.get(row["op"])) for row in p.op_table()],
+                }
+            )
+        routes = {
+            name: {
+                "default": route.default,
+                "weights": {str(v): w for v, w in sorted(route.weights.items())},
+                "key_header": route.key_header,
+                "shadow": None
+                if route.shadow is None
+                else {
+                    "version": route.shadow.version,
+                    "sample": route.shadow.sample,
+                    "max_in_flight": route.shadow.max_in_flight,
+                },
+            }
+            for name, route in sorted(gen.config.routes.items())
+        }
+        return {
+            "generation": gen.number,
+            "ready": self.ready,
+            "pipelines": pipelines,
+            "routes": routes,
+            "shared_ops": self.shared.users(),
+        }
