@@ -327,6 +327,31 @@ def _check_routing(entries: list[_Entry]) -> list[ConfigError]:
     return errors
 
 
+def _input_kind(config: ServingConfig) -> str | None:
+    """How the request values of ``config`` are decoded (its source ops' input kind)."""
+    kinds = {getattr(config.op[s].op_class, "input_kind", None) for s in config.dag_graph.sources}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _check_input_kinds(entries: list[_Entry]) -> list[ConfigError]:
+    """Versions of one name share its URL, so they must take the same input (image or text)."""
+    errors = []
+    first: dict[str, _Entry] = {}
+    for entry in entries:
+        name = entry.config.name
+        if name not in first:
+            first[name] = entry
+            continue
+        mine, theirs = _input_kind(entry.config), _input_kind(first[name].config)
+        if mine != theirs:
+            message = (
+                f"version {entry.config.effective_version} of {name!r} takes {mine or 'mixed'} input, "
+                f"but {first[name].file} takes {theirs or 'mixed'}: versions of one pipeline share its URL"
+            )
+            errors.append(ConfigError(entry.file, "op", message))
+    return errors
+
+
 def _first_difference(mine: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, Any, Any] | None:
     for key in [*mine, *(k for k in theirs if k not in mine)]:
         a, b = mine.get(key, "(unset)"), theirs.get(key, "(unset)")
@@ -392,7 +417,13 @@ def _server_value(entries: list[_Entry], key: str) -> Any:
 
 
 def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
-    errors = _check_versions(entries) + _check_server_keys(entries) + _check_routing(entries) + _check_shares(entries)
+    errors = (
+        _check_versions(entries)
+        + _check_server_keys(entries)
+        + _check_routing(entries)
+        + _check_shares(entries)
+        + _check_input_kinds(entries)
+    )
     if errors:
         raise ConfigError.combine(errors)
     by_name: dict[str, list[_Entry]] = {}

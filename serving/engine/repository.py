@@ -298,17 +298,18 @@ class PipelineRepository:
 
     @staticmethod
     def _server_changes(old: RepositoryConfig, new: RepositoryConfig) -> str:
-        """What a reload cannot apply to a running server ('' if nothing)."""
-        if (old.host, old.http_port) != (new.host, new.http_port):
-            return (
-                f"the server listens on {old.host}:{old.http_port}; the configs now say "
-                f"{new.host}:{new.http_port} (restart the server to move it)"
-            )
-        return ""
+        """Server-wide keys a reload cannot apply to a running server ('' if none changed)."""
+        changed = [k for k in ("host", "http_port", "worker_num", "auth_token") if getattr(old, k) != getattr(new, k)]
+        if not changed:
+            return ""
+        return f"{', '.join(changed)} changed: server-wide keys take effect on a restart, not on a reload"
 
     def _retire(self, key: Key, pipeline: Pipeline) -> None:
         pipeline.shutdown()
         self._release_shares(key, pipeline)
+        successor = self._gen.pipelines.get(key)
+        if successor is not None and successor.ready:  # the old one's shutdown cleared their shared gauge
+            self.metrics.ready.labels(*successor.labels).set(1)
 
     # ---- building -----------------------------------------------------------------------
     def _build_all(self, config: RepositoryConfig, keep: dict[Key, Pipeline]) -> dict[Key, Pipeline]:

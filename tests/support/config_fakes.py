@@ -27,3 +27,17 @@ class FakeModelOp(Op):
 
 class NotAnOp:
     """Not an Op subclass."""
+
+
+class FakeTextOp(Op):
+    """Takes text from the request."""
+
+    needs_model = False
+    input_kind = "text"
+
+
+class FakeImageOp(Op):
+    """Takes an image from the request."""
+
+    needs_model = False
+    input_kind = "image"

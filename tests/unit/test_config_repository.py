@@ -292,6 +292,17 @@ def test_one_pipeline_per_name_and_version(tmp_path):
     assert str(repo_error([a, b, c])) == f"{b}: name: pipeline 'ocr' version 1 is already defined in {a}"
 
 
+def test_versions_of_one_name_take_the_same_input(tmp_path):
+    text, image = "tests.support.config_fakes:FakeTextOp", "tests.support.config_fakes:FakeImageOp"
+    a = pipe(tmp_path, "ocr@a", "version: 1\n", {"a": f"{{class: {image}}}"})
+    b = pipe(tmp_path, "ocr@b", "version: 2\n", {"a": f"{{class: {text}}}"})
+    assert str(repo_error([a, b])) == (
+        f"{b}: op: version 2 of 'ocr' takes text input, but {a} takes image: versions of one pipeline share its URL"
+    )
+    c = pipe(tmp_path, "ocr@c", "version: 3\n", {"a": f"{{class: {image}}}"})
+    assert [p.effective_version for p in load_repository([a, c]).pipelines] == [1, 3]
+
+
 @pytest.mark.parametrize(
     "key, mine, theirs, why",
     [

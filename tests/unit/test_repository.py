@@ -134,7 +134,7 @@ def wait_for(condition, timeout=20.0):
 
 
 def test_shadow_gets_its_share_is_never_returned_and_agreement_is_exported(tmp_path, repos):
-    routing = {"shadow": {"version": 2, "sample": 0.5}}
+    routing = {"shadow": {"version": 2, "sample": 0.5, "max_in_flight": 100}}  # none dropped
     v1 = write(tmp_path / "v1.yml", "ocr", split_add(), version=1, routing={"default": 1, **routing})
     v2 = write(tmp_path / "v2.yml", "ocr", split_add(max_batch_size=1), version=2)
     repo = repos(v1, v2)
@@ -154,7 +154,13 @@ def test_shadow_gets_its_share_is_never_returned_and_agreement_is_exported(tmp_p
 
 
 def test_shadow_that_disagrees_is_counted(tmp_path, repos):
-    v1 = write(tmp_path / "v1.yml", "ocr", split_add(), version=1, routing={"default": 1, "shadow": {"version": 2}})
+    v1 = write(
+        tmp_path / "v1.yml",
+        "ocr",
+        split_add(),
+        version=1,
+        routing={"default": 1, "shadow": {"version": 2, "max_in_flight": 100}},
+    )
     v2 = write(tmp_path / "v2.yml", "ocr", {"split": op_conf("SplitOp")}, version=2)  # no add: other values
     repo = repos(v1, v2)
     for i in range(1, 11):  # id 0 doubles to 0 in both versions
@@ -281,3 +287,23 @@ def test_reload_under_load_answers_every_request(tmp_path, repos):
     assert not failures, failures[:3]
     assert count[1] > 0 and count[2] > 0
     assert repo.pipeline("alpha", 1).config.op["split"].local_service_conf.max_batch_size == 4
+
+
+def test_a_reload_cannot_move_the_server_and_changes_nothing(tmp_path, repos):
+    a = write(tmp_path / "a.yml", "alpha", split_add())
+    repo = repos(a)
+    before = repo.generation
+    write(a, "alpha", split_add(), http_port=8123)
+    with pytest.raises(InvalidConfig, match="http_port changed"):
+        repo.reload()
+    assert repo.generation is before
+
+
+def test_after_a_changed_pipeline_drains_its_successor_reports_ready(tmp_path, repos):
+    a = write(tmp_path / "a.yml", "alpha", split_add())
+    repo = repos(a)
+    old = repo.pipeline("alpha")
+    write(a, "alpha", split_add(max_batch_size=4))
+    repo.reload()
+    wait_for(lambda: old.state == "stopped")
+    wait_for(lambda: metric(repo, "batchline_ready", pipeline="alpha", version="1") == 1)
