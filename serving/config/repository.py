@@ -51,8 +51,8 @@ class Route:
 
     ``weights`` holds the versions that take routed traffic (weight > 0):
     ``routing.weights``, else ``{default: 1}``. ``default`` is
-    ``routing.default``, else the highest version that can take traffic (with
-    weights: one with a weight > 0; never the shadow).
+    ``routing.default``, else the version with the largest weight (ties: the
+    highest), else the highest version that is not the shadow.
     """
 
     name: str
@@ -406,8 +406,12 @@ def _route(name: str, entries: list[_Entry]) -> Route:
         return Route(name, versions, top, {top: 1}, RoutingConf().key_header, None)
     shadow = routing.shadow.version if routing.shadow is not None else None
     weights = {v: w for v, w in sorted((routing.weights or {}).items()) if w > 0}
-    candidates = list(weights) or [v for v in versions if v != shadow]
-    default = routing.default if routing.default is not None else max(candidates)
+    if routing.default is not None:
+        default = routing.default
+    elif weights:  # the version most traffic goes to (ties: the highest)
+        default = max(weights, key=lambda v: (weights[v], v))
+    else:
+        default = max(v for v in versions if v != shadow)
     return Route(name, versions, default, weights or {default: 1}, routing.key_header, routing.shadow)
 
 

@@ -256,7 +256,7 @@ def test_routing_weights_default_and_shadow(tmp_path):
     files = [pipe(tmp_path, "ocr@1", routing)] + [pipe(tmp_path, f"ocr@{v}", f"version: {v}\n") for v in (2, 3, 4)]
     route = load_repository(files).routes["ocr"]
     assert route.weights == {1: 80, 2: 20}  # weight 0: reached only at /ocr/v4/prediction
-    assert route.default == 2 and route.key_header == "X-User"
+    assert route.default == 1 and route.key_header == "X-User"  # the version most traffic goes to
     assert (route.shadow.version, route.shadow.sample, route.shadow.max_in_flight) == (3, 0.5, 2)
 
 

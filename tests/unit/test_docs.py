@@ -43,3 +43,18 @@ def test_every_extra_named_in_an_install_hint_exists():
         named |= set(re.findall(r"batchline\[([A-Za-z0-9_,-]+)\]", path.read_text(encoding="utf-8", errors="ignore")))
     unknown = {e for group in named for e in group.split(",")} - extras
     assert not unknown, f"install hints name extras that setup.cfg does not define: {sorted(unknown)}"
+
+
+def test_readme_rollout_example_loads_as_written(tmp_path):
+    """The README's complete example (three files of one repository) is a valid repository."""
+    from serving.config import load_repository
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n# (ocr_v\d\.yml):[^\n]*\n(.*?)```", text, flags=re.S)
+    assert [name for name, _ in blocks] == ["ocr_v1.yml", "ocr_v2.yml", "ocr_v3.yml"]
+    for name, body in blocks:
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    repo = load_repository([str(tmp_path)])
+    route = repo.routes["ocr"]
+    assert (route.default, route.weights, route.shadow.version, route.shadow.sample) == (1, {1: 90, 2: 10}, 3, 0.5)
+    assert [user for _, user in repo.shares["det"].users] == ["det", "det", "det"]
