@@ -196,13 +196,12 @@ class PipelineRepository:
         route_key = key if key is not None else (None if logid is None else str(logid))
         for _ in range(3):
             gen = self._gen
-            if version is None:
-                route = gen.config.routes.get(name)
-                if route is None:
-                    gen.pipeline(name)  # raises NotFound
+            if version is not None:
+                chosen: int | None = version
+            elif name in gen.routers:
                 chosen = gen.routers[name].pick(route_key)
             else:
-                chosen = version
+                chosen = None  # unknown name: gen.pipeline raises NotFound
             pipeline = gen.pipeline(name, chosen)
             try:
                 handles = self._submit_all(pipeline, values, priority, timeout_ms, logid)
