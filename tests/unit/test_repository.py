@@ -307,3 +307,34 @@ def test_after_a_changed_pipeline_drains_its_successor_reports_ready(tmp_path, r
     repo.reload()
     wait_for(lambda: old.state == "stopped")
     wait_for(lambda: metric(repo, "batchline_ready", pipeline="alpha", version="1") == 1)
+
+
+def test_cpu_pinning_is_planned_across_pipelines(tmp_path, repos):
+    pinned = {"use_openvino": True, "instance_mode": "process", "instance_num": 1, "thread_num": 1}
+    write(tmp_path / "a.yml", "alpha", {"split": op_conf("SplitOp", **pinned)})
+    b = write(tmp_path / "b.yml", "beta", {"split": op_conf("SplitOp", **pinned)})
+    repo = repos(tmp_path)
+    cpus = repo.cpus.usage()
+    if len(cpus) >= 2:  # two pipelines, one pinned instance each: two different cores
+        assert sorted(cpus.values(), reverse=True)[:2] == [1, 1] and max(cpus.values()) == 1
+    b.unlink()
+    repo.reload()
+    wait_for(lambda: sum(repo.cpus.usage().values()) == 1)  # the removed pipeline gave its core back
+
+
+def test_priorities_hold_across_pipelines_in_a_shared_stage(tmp_path, repos):
+    slow = op_conf("SplitOp", share="slow", params={"delay_ms": 150}, max_batch_size=1, batching_policy="fixed")
+    dag = {"request_timeout_ms": 20000, "max_queue_size": 64, "priority_levels": 2}
+    a = write(tmp_path / "a.yml", "alpha", {"split": slow})
+    b = write(tmp_path / "b.yml", "beta", {"split": slow})
+    for path in (a, b):
+        body = yaml.safe_load(path.read_text())
+        body["dag"] = dag
+        path.write_text(yaml.safe_dump(body))
+    repo = repos(a, b)
+    low = [repo.submit("alpha", [{"id": i, "n": 1}], priority=0)[0] for i in range(1, 4)]
+    (high,) = repo.submit("beta", [{"id": 9, "n": 1}], priority=1)
+    for h in [*low, high]:
+        h.result(timeout=20)
+    # the first low item was already running; the high one from the other pipeline goes next
+    assert high.finished_at < low[1].finished_at < low[2].finished_at
