@@ -325,12 +325,8 @@ def test_cpu_pinning_is_planned_across_pipelines(tmp_path, repos):
 def test_priorities_hold_across_pipelines_in_a_shared_stage(tmp_path, repos):
     slow = op_conf("SplitOp", share="slow", params={"delay_ms": 150}, max_batch_size=1, batching_policy="fixed")
     dag = {"request_timeout_ms": 20000, "max_queue_size": 64, "priority_levels": 2}
-    a = write(tmp_path / "a.yml", "alpha", {"split": slow})
-    b = write(tmp_path / "b.yml", "beta", {"split": slow})
-    for path in (a, b):
-        body = yaml.safe_load(path.read_text())
-        body["dag"] = dag
-        path.write_text(yaml.safe_dump(body))
+    a = write(tmp_path / "a.yml", "alpha", {"split": slow}, dag=dag)
+    b = write(tmp_path / "b.yml", "beta", {"split": slow}, dag=dag)
     repo = repos(a, b)
     low = [repo.submit("alpha", [{"id": i, "n": 1}], priority=0)[0] for i in range(1, 4)]
     (high,) = repo.submit("beta", [{"id": 9, "n": 1}], priority=1)
