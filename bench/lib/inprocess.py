@@ -11,8 +11,8 @@ from bench.lib.script import BenchError
 def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
     """(op, runners) built from ``config_path`` the way the server builds them."""
     from serving.config import load_config
-    from serving.engine.pipeline import make_op as make_configured_op
-    from serving.engine.pipeline import runners_for
+    from serving.engine.launch import make_op as make_configured_op
+    from serving.engine.launch import runners_for
 
     config = load_config(config_path)
     if op_name not in config.op:

@@ -19,15 +19,13 @@ from typing import Any
 
 from serving.config.schema import ServingConfig
 from serving.engine.admission import Admission
-from serving.engine.launch import build_stage, launch, make_op, runners_for
+from serving.engine.launch import build_stage, launch
 from serving.engine.metrics import Metrics
 from serving.engine.request import RequestState
 from serving.engine.stage import OpStage
 from serving.engine.tracer import Tracer
 from serving.errors import Overloaded, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
-
-__all__ = ["Pipeline", "make_op", "runners_for"]
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from serving.config.schema import LocalServiceConf, OpConfig
-from serving.engine.pipeline import runners_for
+from serving.engine.launch import runners_for
 from serving.op import Op, OpContext, Runner
 from serving.paths import resolve_pkg_path
 
