@@ -645,3 +645,27 @@ def test_sighup_reloads_a_served_directory(tmp_path):
         assert c.predict("alpha", text="2 1") == [four_times(2, 1)]
         assert "SIGHUP reload done" in server.log()
         assert server.terminate() == 0
+
+
+def test_sighup_while_the_server_starts_is_not_fatal_and_reloads_once_started(tmp_path):
+    """Regression: the SIGHUP handler was installed only after every pipeline had loaded, so a
+    SIGHUP during start-up (a config edited while models load) killed the server."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    write(conf / "held.yml", "held", {"echo": op_conf("GatedLoadOp", params={"gate": str(gate)})})
+    with ServerProcess([str(conf)], wait_ready=False) as server:
+        try:
+            wait_for(lambda: (gate / "loading").exists() or server.proc.poll() is not None, "the op loading")
+            write(conf / "beta.yml", "beta", echo())
+            server.proc.send_signal(signal.SIGHUP)
+            time.sleep(0.5)  # the default action would have ended the process by now
+            assert server.proc.poll() is None, server.log()
+        finally:
+            (gate / "go").touch()
+        server.wait_ready(120)
+        with PipelineClient(server.url) as c:
+            wait_for(lambda: c.pipelines()["generation"] == 2, f"the reload after start-up; log:\n{server.log()}")
+            assert c.predict("beta", text="hi") == [{"text": "hi", "double_len": 4}]
+        assert server.terminate() == 0
