@@ -152,8 +152,8 @@ def serve():
     """Start a server on config paths (files or directories) for one test; closed afterwards."""
     started: list[LiveApp] = []
 
-    def start(*paths: Path) -> LiveApp:
-        live = LiveApp(load_repository([str(p) for p in paths]))
+    def start(*paths: Path, warmup: bool = True) -> LiveApp:
+        live = LiveApp(load_repository([str(p) for p in paths]), warmup=warmup)
         started.append(live)
         return live
 
@@ -669,3 +669,27 @@ def test_sighup_while_the_server_starts_is_not_fatal_and_reloads_once_started(tm
             wait_for(lambda: c.pipelines()["generation"] == 2, f"the reload after start-up; log:\n{server.log()}")
             assert c.predict("beta", text="hi") == [{"text": "hi", "double_len": 4}]
         assert server.terminate() == 0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_request_in_flight_when_a_reload_removes_its_pipeline_gets_its_answer(tmp_path, serve, protocol):
+    """Regression: the native answer looked the route up again after the request ran; a reload
+    that removed the pipeline meanwhile turned the answer into a 500."""
+    write(tmp_path / "alpha.yml", "alpha", split_add(), auth_token=TOKEN)
+    beta = write(tmp_path / "beta.yml", "beta", {"echo": op_conf("EchoTextOp", params={"delay_ms": 1500})})
+    live = serve(tmp_path, warmup=False)  # warming runs the slow predictor many times
+    with ThreadPoolExecutor(1) as pool, PipelineClient(live.url, token=TOKEN) as c:
+
+        def slow() -> list:
+            with PipelineClient(live.url, token=TOKEN) as own:
+                return own.predict("beta", text="slow", protocol=protocol)
+
+        answer = pool.submit(slow)
+        in_flight = lambda: c.pipelines()["pipelines"][1]["in_flight"]  # noqa: E731
+        wait_for(lambda: in_flight() == 1 or answer.done(), "the request admitted")
+        beta.unlink()
+        assert c.reload()["removed"] == ["beta/v1"]
+        assert answer.result(timeout=DEADLINE_S) == [{"text": "slow", "double_len": 8}]
+        with pytest.raises(PipelineError) as info:
+            c.predict("beta", text="again", protocol=protocol)
+        assert info.value.status == 404
