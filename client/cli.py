@@ -3,6 +3,8 @@
     batchline predict --url http://127.0.0.1:9999 photos/ card.jpg
     batchline predict --url ... --pipeline ernie --text "这个产品很好"
     batchline predict --url ... --draw out/ card.jpg
+    batchline predict --url ... --version 2 card.jpg        # POST /ocr/v2/prediction
+    batchline predict --url ... --route-key user-7 card.jpg  # sticky A/B routing
 
 One request per image (a directory means every image in it, sorted) and one
 per ``--text``. Output per input: ``== <path or text>`` then, for OCR, one
@@ -22,7 +24,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from .pipeline_client import PipelineClient, PipelineError
+from .pipeline_client import ROUTE_HEADER, PipelineClient, PipelineError
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 # the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
@@ -88,6 +90,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="paddle",
         help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict",
     )
+    parser.add_argument(
+        "--version",
+        type=_version,
+        metavar="N",
+        help="send to version N of the pipeline only (POST /NAME/vN/...) instead of letting the server route",
+    )
+    parser.add_argument(
+        "--route-key",
+        metavar="KEY",
+        help="sticky routing key: requests with one key reach one version of the pipeline (default: the logid)",
+    )
+    parser.add_argument(
+        "--route-header",
+        default=ROUTE_HEADER,
+        metavar="NAME",
+        help=f"header that carries --route-key (default: {ROUTE_HEADER}; a route's config may name another)",
+    )
+
+
+def _version(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a version is an integer >= 1, got {text!r}")
+    return value
 
 
 def format_result(result: Any) -> list[str]:
@@ -141,12 +170,13 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
         return 1
     failed = 0
     token = resolve_token(args.token, err)
+    routing = {"version": args.version, "route_key": args.route_key, "route_header": args.route_header}
     with PipelineClient(args.url, timeout=args.timeout, token=token) as client:
         for path in images:
             try:
                 with open(path, "rb") as f:
                     data = f.read()
-                result = client.predict(args.pipeline, image=data, protocol=args.protocol)[0]
+                result = client.predict(args.pipeline, image=data, protocol=args.protocol, **routing)[0]
             except (PipelineError, OSError, IndexError) as e:
                 failed += 1
                 err.write(f"error: {path}: {_describe(e)}\n")
@@ -161,7 +191,7 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
                     err.write(f"error: {path}: cannot draw: {e}\n")
         for text in args.text:
             try:
-                result = client.predict(args.pipeline, text=text, protocol=args.protocol)[0]
+                result = client.predict(args.pipeline, text=text, protocol=args.protocol, **routing)[0]
             except (PipelineError, IndexError) as e:
                 failed += 1
                 err.write(f"error: text {text[:40]!r}: {_describe(e)}\n")

@@ -5,6 +5,14 @@
     with PipelineClient("http://127.0.0.1:9999") as c:
         lines = c.predict("ocr", image="card.jpg")[0]   # [{"text", "score", "box"}, ...]
         label = c.predict("ernie", text="很好")[0]       # {"label", "score", "probs"}
+        c.predict("ocr", image="card.jpg", version=2)    # one version: /ocr/v2/prediction
+        c.predict("ocr", image="card.jpg", route_key="user-7")  # the same key, the same version
+        c.pipelines()["generation"]                       # GET /pipelines
+
+A server running several pipelines routes ``/{name}/prediction`` among the
+versions of ``name`` (A/B weights), sticky per route key: the ``X-Route-Key``
+header by default (a route may name another header, ``route_header``), else
+the request's ``logid``.
 
 Every failure raises :class:`PipelineError` carrying the HTTP status (``0``
 when no HTTP answer arrived: connection refused, reset or client timeout), the
@@ -30,6 +38,8 @@ from requests.adapters import HTTPAdapter
 
 ImageLike = Union[bytes, bytearray, str, "os.PathLike[str]", Any]  # Any: numpy array / PIL image
 PROTOCOLS = ("paddle", "native")
+# the header a batchline route reads its sticky key from unless its config names another (routing.key_header)
+ROUTE_HEADER = "X-Route-Key"
 
 
 class PipelineError(Exception):
@@ -167,13 +177,26 @@ class PipelineClient:
             raise PipelineError(0, f"cannot reach {self.url}: {e}") from e
 
     # ------------------------------------------------------------------ prediction
-    def predict_raw(self, name: str, payload: dict[str, Any], protocol: str = "paddle") -> dict:
+    def predict_raw(
+        self,
+        name: str,
+        payload: dict[str, Any],
+        protocol: str = "paddle",
+        *,
+        version: int | None = None,
+        route_key: str | None = None,
+        route_header: str = ROUTE_HEADER,
+    ) -> dict:
         """POST a ready-made JSON ``payload``; return the answer dict.
 
+        ``version`` posts to ``/{name}/v{version}/...`` (that version only, no
+        routing); ``route_key`` is sent in the ``route_header`` header so that
+        routed requests with one key reach one version.
         Raises PipelineError on a non-200 status or (paddle protocol) ``err_no != 0``.
         """
-        route = _route(protocol)
-        return prediction_answer(self._request("POST", f"/{name}/{route}", json=payload), protocol)
+        path = prediction_path(name, protocol, version)
+        headers = {} if route_key is None else {route_header: str(route_key)}
+        return prediction_answer(self._request("POST", path, json=payload, headers=headers), protocol)
 
     def predict(
         self,
@@ -186,13 +209,21 @@ class PipelineClient:
         priority: int | None = None,
         timeout_ms: int | None = None,
         protocol: str = "paddle",
+        version: int | None = None,
+        route_key: str | None = None,
+        route_header: str = ROUTE_HEADER,
     ) -> list[Any]:
-        """Send images then texts in one request; return one parsed result per input, in order."""
+        """Send images then texts in one request; return one parsed result per input, in order.
+
+        ``version``: that version of ``name`` only; ``route_key``: a sticky
+        routing key (see :meth:`predict_raw`)."""
         inputs = build_inputs(image=image, images=images, text=text, texts=texts)
         payload = make_payload(
             inputs, protocol=protocol, priority=priority, timeout_ms=timeout_ms, logid=next(self._logids)
         )
-        body = self.predict_raw(name, payload, protocol=protocol)
+        body = self.predict_raw(
+            name, payload, protocol=protocol, version=version, route_key=route_key, route_header=route_header
+        )
         if protocol == "native":
             results = body.get("results")
             if not isinstance(results, list):
@@ -220,12 +251,30 @@ class PipelineClient:
             raise PipelineError(resp.status_code, _error_message(resp), body=resp.text)
         return resp.text
 
-    def config(self, name: str) -> list[dict]:
-        """The resolved op table of pipeline ``name``."""
-        body = _check(self._request("GET", f"/{name}/config"))
+    def config(self, name: str, version: int | None = None) -> list[dict]:
+        """The resolved op table of pipeline ``name`` (its default version, or ``version``)."""
+        body = self.describe(name, version)
         if isinstance(body, dict) and isinstance(body.get("ops"), list):
             return body["ops"]
         return body
+
+    def describe(self, name: str, version: int | None = None) -> Any:
+        """The whole ``/{name}/config`` answer: ``pipeline``, ``version``, ``generation``, ``input``, ``ops``."""
+        return _check(self._request("GET", f"{_base(name, version)}/config"))
+
+    def pipelines(self) -> dict:
+        """``GET /pipelines``: the generation, every pipeline version (state, default, weight,
+        shadow, ops), the routes and the shared ops."""
+        return _json_object(_check(self._request("GET", "/pipelines")))
+
+    def reload(self) -> dict:
+        """``POST /admin/reload`` (needs the server's bearer token): re-read the configs.
+
+        Returns the report (``generation``, ``added``, ``changed``, ``removed``,
+        ``unchanged``); raises PipelineError with the status on failure (403: the
+        server has no token, 401: wrong token, 422: invalid config, nothing
+        changed, 409: a reload is already running)."""
+        return _json_object(_check(self._request("POST", "/admin/reload")))
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -242,6 +291,26 @@ def _route(protocol: str) -> str:
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     return "prediction" if protocol == "paddle" else "predict"
+
+
+def _base(name: str, version: int | None) -> str:
+    """``/{name}``, or ``/{name}/v{version}`` for one version."""
+    if version is None:
+        return f"/{name}"
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be an int >= 1, got {version!r}")
+    return f"/{name}/v{version}"
+
+
+def prediction_path(name: str, protocol: str = "paddle", version: int | None = None) -> str:
+    """The prediction path: ``/{name}/prediction`` (paddle) or ``/predict`` (native), under ``/v{version}`` if given."""
+    return f"{_base(name, version)}/{_route(protocol)}"
+
+
+def _json_object(body: Any) -> dict:
+    if not isinstance(body, dict):
+        raise PipelineError(200, f"unexpected answer: {str(body)[:200]}", body=str(body))
+    return body
 
 
 def build_inputs(*, image=None, images=None, text=None, texts=None) -> list[tuple]:

@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = ", ".join([*builtin_commands(), *sorted(plugin_commands())])
         sys.stderr.write(
             f"batchline: unknown command {chosen!r} (commands: {known}); the client's commands "
-            f"(predict, bench) are registered when batchline is installed: pip install -e .\n"
+            f"(predict, bench, pipelines) are registered when batchline is installed: pip install -e .\n"
         )
         return 2
     args = build_parser(argv).parse_args(argv)

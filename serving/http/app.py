@@ -214,6 +214,9 @@ def create_app(
     def native_prediction(name: str, version: int | None) -> Response:
         with handlers:
             pipeline, pipe_limits = target_of(name, version)
+            # decided now: a reload may remove the route while the request runs, never its answer
+            route = repo.config.routes.get(name)
+            show_version = version is not None or (route is not None and len(route.versions) > 1)
             parsed = parse_native(
                 request,
                 kind=pipeline.input_kind() or "image",
@@ -224,7 +227,7 @@ def create_app(
             body: dict[str, Any] = {"results": [plain(h.result(timeout=0)) for h in handles]}
             if parsed.timing:
                 body["timing"] = [h.timing_summary() for h in handles]
-            if len(repo.config.routes[name].versions) > 1 or version is not None:
+            if show_version:
                 body["version"] = handles[0].owner.version if handles else None
             return jsonify(body)
 

@@ -13,6 +13,8 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from waitress import create_server
@@ -71,6 +73,7 @@ class Server:
         self.host = host or self.config.host
         self.port = self.config.http_port if port is None else port
         self._stopping = threading.Event()
+        self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
         self._waitress: Any = None
         self._serve_thread: threading.Thread | None = None
 
@@ -107,8 +110,12 @@ class Server:
             log.info("pipeline %s v%d:\n%s", pconf.name, pconf.effective_version, format_op_table(pconf.op_table()))
         self._serve_thread = threading.Thread(target=self._waitress.run, name="waitress", daemon=True)
         self._serve_thread.start()
+        # SIGHUP's default action ends the process: take it over before the (long) loading, where an
+        # edited config is likely; the reload it asks for waits until loading is done
+        self._install_signal(signal.SIGHUP, lambda signum, frame: self.reload_in_background())
         log.info("loading and warming predictors ...")
         self.repository.start()
+        self._started.set()
         for name in self.config.routes:
             log.info("ready: POST %s/%s/prediction", self.url, name)
         log.info("health %s/health/ready, pipelines %s/pipelines", self.url, self.url)
@@ -118,11 +125,13 @@ class Server:
         return 0
 
     def _install_signals(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda signum, frame: self.stop())
-        signal.signal(signal.SIGHUP, lambda signum, frame: self.reload_in_background())
+            self._install_signal(sig, lambda signum, frame: self.stop())
+
+    @staticmethod
+    def _install_signal(sig: signal.Signals, handler: Callable[[int, FrameType | None], Any]) -> None:
+        if threading.current_thread() is threading.main_thread():  # Python's rule (LiveApp runs us in a thread)
+            signal.signal(sig, handler)
 
     def reload_in_background(self) -> threading.Thread:
         """Re-read the configs (SIGHUP): never in the signal handler itself, it would block serving."""
@@ -131,6 +140,7 @@ class Server:
         return thread
 
     def _reload_logged(self) -> None:
+        self._started.wait()
         try:
             report = self.repository.reload()
         except ServingError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -102,6 +103,25 @@ class SplitOp(_FakeBase):
         return {"id": rid, "values": [r[1] for r in results]}
 
 
+def _request_of(text: str) -> dict[str, int]:
+    """The request a text stands for: "7 3" -> {"id": 7, "n": 3}."""
+    try:
+        rid, n = (int(part) for part in text.split())
+    except ValueError:
+        raise BadRequest(f"expected two integers 'id n', got {text[:40]!r}") from None
+    return {"id": rid, "n": n}
+
+
+class TextSplitOp(SplitOp):
+    """SplitOp fed over HTTP: the request text "id n" stands for {"id": id, "n": n}."""
+
+    def expand(self, inputs):
+        return super().expand({"input": _request_of(inputs["input"])})
+
+    def merge(self, inputs, results):
+        return super().merge({"input": _request_of(inputs["input"])}, results)
+
+
 class AddOp(_FakeBase):
     """Downstream op: each upstream value -> one item; doubles again."""
 
@@ -187,3 +207,23 @@ class FailingLoadOp(SplitOp):
 
     def load(self) -> None:
         raise RuntimeError("model files are missing")
+
+
+class GateParams(FakeParams):
+    gate: str  # a directory: load() touches <gate>/loading, then waits until <gate>/go exists
+
+
+class GatedLoadOp(EchoTextOp):
+    """EchoTextOp whose load() waits for a file, so a test holds a start or a reload
+    at a known point (across processes too) and lets it go."""
+
+    Params = GateParams
+
+    def load(self) -> None:
+        gate = Path(self.params.gate)
+        (gate / "loading").touch()
+        end = time.monotonic() + 120.0
+        while not (gate / "go").exists():
+            if time.monotonic() > end:
+                raise RuntimeError(f"{gate / 'go'} never appeared")
+            time.sleep(0.01)

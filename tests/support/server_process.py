@@ -1,4 +1,9 @@
-"""Start ``batchline serve`` in a subprocess on a free port and wait until ready."""
+"""Start ``batchline serve`` in a subprocess on a free port and wait until ready.
+
+``config`` is one argument or a list of them, as ``batchline serve`` takes
+them (files or directories). ``wait_ready=False`` returns as soon as the
+process runs; :meth:`ServerProcess.wait_ready` waits later.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 import requests
 
@@ -23,14 +29,16 @@ def free_port() -> int:
 class ServerProcess:
     def __init__(
         self,
-        config: str,
+        config: str | Sequence[str],
         *,
         port: int | None = None,
         ready_timeout: float = 240.0,
         extra_args: tuple[str, ...] = (),
         env: dict | None = None,
         root: str = ROOT,
+        wait_ready: bool = True,
     ):
+        configs = [config] if isinstance(config, str) else list(config)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"batchline-serve-{self.port}.log")
@@ -39,15 +47,17 @@ class ServerProcess:
         full_env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "serving.cli", "serve", config, "--port", str(self.port), *extra_args],
+            [sys.executable, "-m", "serving.cli", "serve", *configs, "--port", str(self.port), *extra_args],
             cwd=root,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=full_env,
         )
-        self._wait_ready(ready_timeout)
+        if wait_ready:
+            self.wait_ready(ready_timeout)
 
-    def _wait_ready(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float = 240.0) -> None:
+        """Until ``/health/ready`` answers 200; RuntimeError (with the log) if the server exits or times out."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
