@@ -3,6 +3,7 @@ from its /metrics), timed loops in this process, a process's RSS."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,9 +26,16 @@ def closed_loop(
     warmup_s: float = 1.0,
     timeout: float = 60.0,
     metrics: bool = True,
+    keep_latencies: bool = False,
+    unique_logids: bool = False,
 ) -> dict:
     """Closed loop against a batchline-compatible server (``POST /{name}/prediction``);
-    returns LevelResult.to_dict() plus per-op stats from /metrics (when scrapeable)."""
+    returns LevelResult.to_dict() plus per-op stats from /metrics (when scrapeable).
+
+    ``keep_latencies``: also return every successful request's latency
+    (``latencies_s``), to pool percentiles over rounds. ``unique_logids``: send
+    request ``i`` with ``logid`` ``i``: routing hashes the logid when a request
+    has no route key, so one logid for all would send every request the same way."""
     from client.bench import scrape
     from client.loadgen import run_closed_loop
     from client.pipeline_client import PipelineClient
@@ -37,7 +45,8 @@ def closed_loop(
         return PipelineClient(url, timeout=timeout, pool_size=2)
 
     def make_request(client: PipelineClient, i: int) -> None:
-        client.predict_raw(name, payloads[i % len(payloads)])
+        payload = payloads[i % len(payloads)]
+        client.predict_raw(name, {**payload, "logid": i} if unique_logids else payload)
 
     with factory() as admin:
         before = scrape(admin) if metrics else None
@@ -46,6 +55,8 @@ def closed_loop(
     if before is not None and after is not None:
         res.op_stats = op_stats(before, after)
     out = res.to_dict()
+    if keep_latencies:
+        out["latencies_s"] = list(res.latencies_s)
     if res.ok == 0:
         raise BenchError(f"no request to {url}/{name} succeeded (errors: {res.errors})")
     return out
@@ -84,6 +95,21 @@ def time_loop(fn: Callable[[int], int], duration_s: float, min_calls: int = 3) -
         "items_per_s": items / elapsed,
         "latency_ms": latency_summary(lat),
     }
+
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of ``pid`` and every descendant (e.g. a server and its predictor processes), in kB."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += rss_kb(p)
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, BenchError):
+            continue  # exited meanwhile
+    return total
 
 
 def rss_kb(pid: int) -> int:
