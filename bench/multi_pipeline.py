@@ -1,10 +1,11 @@
 """Two pipelines on one server with shared det/rec, against two separate servers.
 
-Same mixed load on every setup: ``--clients`` closed-loop clients, half
-sending to ``/ocr/prediction``, half to ``/ocr_ernie/prediction``, cycling
-through the 12 OCR pages committed under tests/data/ocr/sample. Setups, all
-started together and measured one after another in each round, the order
-reversed every other round:
+Same mixed load on every setup: at each ``--clients`` level, closed-loop
+clients sending to ``/ocr/prediction`` and to ``/ocr_ernie/prediction`` at
+once (``4+4``: balanced; ``7+1``: one pipeline hot, the other nearly idle),
+cycling through the 12 OCR pages committed under tests/data/ocr/sample. Each
+request carries its own logid. Setups, all started together and measured one
+after another at each level, the order reversed every other round:
 
 * ``shared``: one server on configs/repository/ocr.yml + ocr_ernie.yml as
   shipped: det and rec ``share: true``, one det and one rec stage
@@ -20,9 +21,10 @@ reversed every other round:
 
 Per pipeline: images/s and p50/p99 (pooled over rounds), the shared / separate
 ratios, and from the shared server's /metrics how many det and rec predictor
-calls held items of both pipelines (``batchline_op_call_pipelines``).
+calls held items of both pipelines (``batchline_op_call_pipelines``). Also
+the CPU each setup's process trees used (cores busy) and their RSS.
 
-    python bench/multi_pipeline.py [--clients 8 --duration 20 --rounds 2 --separate overlap,split]
+    python bench/multi_pipeline.py [--clients 4+4,7+1 --duration 15 --rounds 2 --separate overlap,split]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from contextlib import ExitStack
@@ -39,18 +42,20 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import apply_overrides, load_yaml, write_config  # noqa: E402
-from bench.lib.measure import image_payloads, scrape_metrics, tree_rss_kb  # noqa: E402
+from bench.lib.measure import cpu_used, image_payloads, scrape_metrics, tree_cpu_seconds, tree_rss_kb  # noqa: E402
 from bench.lib.multi import (  # noqa: E402
     Load,
     call_pipelines,
     concurrent_loops,
     fmt_ratio,
+    mix_label,
     op_layout,
+    parse_env,
+    parse_mixes,
     pooled,
     predictor_processes,
     ratio,
     shared_requests,
-    split_clients,
     without_share,
     write_repository,
 )
@@ -115,30 +120,45 @@ def answer_of(result: dict, pipeline: str) -> list:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--clients", type=int, default=8, help="closed-loop clients in all, split over the pipelines")
-    ap.add_argument("--duration", type=float, default=20.0, help="measured seconds per round and setup")
+    ap.add_argument(
+        "--clients",
+        default="4+4,7+1",
+        help="load levels: closed-loop clients per pipeline, ocr+ocr_ernie (N: split evenly), comma separated",
+    )
+    ap.add_argument("--duration", type=float, default=15.0, help="measured seconds per round, level and setup")
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=2, help="rounds; the setup order reverses every other round")
-    ap.add_argument("--prime", type=float, default=10.0, help="unmeasured seconds of the load on each setup first")
+    ap.add_argument("--prime", type=float, default=10.0, help="unmeasured seconds of load on each setup first")
     ap.add_argument("--separate", default="overlap,split", help=f"separate-server setups to run: {','.join(SEPARATE)}")
     ap.add_argument("--check", type=int, default=4, help="pages whose answers are compared across setups")
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment variable for every server (repeatable), e.g. KMP_BLOCKTIME=0",
+    )
     args = ap.parse_args()
+    env = parse_env(args.env)
     kinds = [k for k in args.separate.split(",") if k]
     if not kinds or any(k not in SEPARATE for k in kinds):
         raise BenchError(f"--separate takes some of {SEPARATE}, got {args.separate!r}")
-    clients = dict(zip(PIPELINES, split_clients(args.clients, len(PIPELINES))))
+    mixes = [dict(zip(PIPELINES, m)) for m in parse_mixes(args.clients, len(PIPELINES))]
+    labels = [mix_label(list(m.values())) for m in mixes]
     pages = sorted(os.path.join(PAGES, n) for n in os.listdir(PAGES) if n.endswith(".png"))
     payloads = image_payloads([Path(p).read_bytes() for p in pages])
     plan = setups(kinds)
     for who, setup in plan.items():
         print(f"{who}: {setup['runs']}", flush=True)
-    print(f"load: {clients} closed-loop clients per pipeline, {len(pages)} committed pages", flush=True)
+    print(f"load levels (clients {'+'.join(PIPELINES)}): {', '.join(labels)}; {len(pages)} committed pages", flush=True)
+    print(f"server environment: {env or 'as inherited'}", flush=True)
 
     from client.pipeline_client import PipelineClient
     from client.stats import op_stats
 
-    rounds: dict[str, dict[str, list[dict]]] = {who: {p: [] for p in PIPELINES} for who in plan}
-    extras: dict[str, list[dict]] = {who: [] for who in plan}
+    # (setup, level) -> pipeline -> rounds
+    rounds: dict[tuple[str, str], dict[str, list[dict]]] = {}
+    extras: dict[tuple[str, str], list[dict]] = {}
     rss: dict[str, int] = {}
     same = {p: 0 for p in PIPELINES}
     checked = 0
@@ -148,7 +168,7 @@ def main() -> int:
         servers: dict[str, list[Any]] = {}
         for who, setup in plan.items():
             for path, names, cpus in setup["servers"]:
-                server = stack.enter_context(served(path, cpus=cpus))
+                server = stack.enter_context(served(path, cpus=cpus, env=env))
                 servers.setdefault(who, []).append(server)
                 for name in names:
                     urls.setdefault(who, {})[name] = server.url
@@ -164,128 +184,163 @@ def main() -> int:
                 same[p] += all(a == answers[0] for a in answers)
             checked += 1
 
-        def loads(who: str) -> list[Load]:
-            return [Load(p, urls[who][p], p, payloads, clients[p]) for p in PIPELINES]
+        def loads(who: str, mix: dict[str, int]) -> list[Load]:
+            return [Load(p, urls[who][p], p, payloads, n) for p, n in mix.items() if n > 0]
 
         if args.prime > 0:
             for who in plan:
-                concurrent_loops(loads(who), args.prime, 0.0)
+                concurrent_loops(loads(who, mixes[0]), args.prime, 0.0)
         for who in plan:
             rss[who] = sum(tree_rss_kb(s.proc.pid) for s in servers[who])
 
         order = list(plan)
         for rnd in range(args.rounds):
-            for who in order if rnd % 2 == 0 else order[::-1]:
-                before = [scrape_metrics(s.url) for s in servers[who]]
-                res = concurrent_loops(loads(who), args.duration, args.warmup)
-                after = [scrape_metrics(s.url) for s in servers[who]]
-                extra: dict[str, Any] = {"op_stats": [op_stats(b, a) for b, a in zip(before, after)]}
-                if who == "shared":
-                    extra["call_pipelines"] = {op: call_pipelines(before[0], after[0], op) for op in ("det", "rec")}
-                    extra["shared_requests"] = {op: shared_requests(before[0], after[0], op) for op in ("det", "rec")}
-                extras[who].append(extra)
-                line = f"round {rnd} {who:7s}:"
-                total = 0.0
-                for p in PIPELINES:
-                    r = res[p]
-                    rounds[who][p].append(r)
-                    total += r["qps"]
-                    lat = r["latency_ms"]
-                    line += f" {p} {r['qps']:5.2f} img/s p50 {lat['p50']:6.0f} p99 {lat['p99']:6.0f} ms"
-                    line += f" ({r['failed']} failed) |"
-                line += f" total {total:5.2f} img/s"
-                rec_rows = [s.get("rec", {}).get("mean_call_rows") for s in extra["op_stats"]]
-                line += " | rec rows/call " + "/".join(f"{x:.1f}" if x else "-" for x in rec_rows)
-                if who == "shared":
-                    cp = extra["call_pipelines"]["rec"]
-                    line += f" | rec calls with both pipelines {cp['mixed']:.0f}/{cp['calls']:.0f}"
-                print(line, flush=True)
+            for mix, label in zip(mixes, labels):
+                for who in order if rnd % 2 == 0 else order[::-1]:
+                    roots = [s.proc.pid for s in servers[who]]
+                    before = [scrape_metrics(s.url) for s in servers[who]]
+                    cpu0, t0 = tree_cpu_seconds(roots), time.monotonic()
+                    res = concurrent_loops(loads(who, mix), args.duration, args.warmup)
+                    cpu1, wall = tree_cpu_seconds(roots), time.monotonic() - t0
+                    after = [scrape_metrics(s.url) for s in servers[who]]
+                    extra: dict[str, Any] = {
+                        "op_stats": [op_stats(b, a) for b, a in zip(before, after)],
+                        "cores_busy": cpu_used(cpu0, cpu1) / wall,
+                        "server_process_cores": [(cpu1.get(r, 0.0) - cpu0.get(r, 0.0)) / wall for r in roots],
+                    }
+                    if who == "shared":
+                        extra["call_pipelines"] = {op: call_pipelines(before[0], after[0], op) for op in ("det", "rec")}
+                        extra["shared_requests"] = {
+                            op: shared_requests(before[0], after[0], op) for op in ("det", "rec")
+                        }
+                    extras.setdefault((who, label), []).append(extra)
+                    per = rounds.setdefault((who, label), {p: [] for p in PIPELINES})
+                    line = f"round {rnd} {label} {who:7s}:"
+                    for p in PIPELINES:
+                        if p not in res:
+                            continue
+                        r = res[p]
+                        per[p].append(r)
+                        lat = r["latency_ms"]
+                        line += f" {p} {r['qps']:5.2f} img/s p50 {lat['p50']:5.0f} p99 {lat['p99']:5.0f} ms"
+                        line += f" ({r['failed']} failed) |"
+                    line += f" total {sum(r['qps'] for r in res.values()):5.2f} img/s"
+                    line += f" | cores busy {extra['cores_busy']:.2f} (server processes "
+                    line += "/".join(f"{x:.2f}" for x in extra["server_process_cores"]) + ")"
+                    rec_rows = [s.get("rec", {}).get("mean_call_rows") for s in extra["op_stats"]]
+                    line += " | rec rows/call " + "/".join(f"{x:.1f}" if x else "-" for x in rec_rows)
+                    if who == "shared":
+                        cp = extra["call_pipelines"]["rec"]
+                        line += f" | rec calls with both pipelines {cp['mixed']:.0f}/{cp['calls']:.0f}"
+                    print(line, flush=True)
 
     summary: dict[str, dict[str, Any]] = {}
-    for who in plan:
-        per = {p: pooled(rounds[who][p]) for p in PIPELINES}
-        summary[who] = {**per, "total_rate": sum(per[p]["rate"] for p in PIPELINES)}
     ratios: dict[str, dict[str, Any]] = {}
-    for sep in kinds:
-        a, b = summary["shared"], summary[sep]
-        per_round = [
-            ratio(
-                sum(rounds["shared"][p][i]["qps"] for p in PIPELINES), sum(rounds[sep][p][i]["qps"] for p in PIPELINES)
-            )
-            for i in range(args.rounds)
-        ]
-        ratios[sep] = {
-            "total_rate": ratio(a["total_rate"], b["total_rate"]),
-            "total_rate_per_round": per_round,
-            "rss": ratio(rss["shared"], rss[sep]),
-            **{
-                p: {
-                    "rate": ratio(a[p]["rate"], b[p]["rate"]),
-                    "p50": ratio(a[p]["latency_ms"]["p50"], b[p]["latency_ms"]["p50"]),
-                    "p99": ratio(a[p]["latency_ms"]["p99"], b[p]["latency_ms"]["p99"]),
-                }
-                for p in PIPELINES
-            },
-        }
+    for label in labels:
+        for who in plan:
+            per = {p: pooled(rs) for p, rs in rounds[(who, label)].items() if rs}
+            summary[f"{who} {label}"] = {**per, "total_rate": sum(x["rate"] for x in per.values())}
+        a = summary[f"shared {label}"]
+        for sep in kinds:
+            b = summary[f"{sep} {label}"]
+            totals = [
+                [sum(rs[i]["qps"] for rs in rounds[(who, label)].values() if rs) for i in range(args.rounds)]
+                for who in ("shared", sep)
+            ]
+            ratios[f"{sep} {label}"] = {
+                "total_rate": ratio(a["total_rate"], b["total_rate"]),
+                "total_rate_per_round": [ratio(x, y) for x, y in zip(*totals)],
+                **{
+                    p: {
+                        "rate": ratio(a[p]["rate"], b[p]["rate"]),
+                        "p50": ratio(a[p]["latency_ms"]["p50"], b[p]["latency_ms"]["p50"]),
+                        "p99": ratio(a[p]["latency_ms"]["p99"], b[p]["latency_ms"]["p99"]),
+                    }
+                    for p in PIPELINES
+                    if p in a and p in b
+                },
+            }
     mixed = {
-        op: {
-            "calls": sum(e["call_pipelines"][op]["calls"] for e in extras["shared"]),
-            "mixed": sum(e["call_pipelines"][op]["mixed"] for e in extras["shared"]),
+        label: {
+            op: {
+                "calls": sum(e["call_pipelines"][op]["calls"] for e in extras[("shared", label)]),
+                "mixed": sum(e["call_pipelines"][op]["mixed"] for e in extras[("shared", label)]),
+            }
+            for op in ("det", "rec")
         }
-        for op in ("det", "rec")
+        for label in labels
+    }
+    cores = {
+        f"{who} {label}": statistics.mean(e["cores_busy"] for e in extras[(who, label)])
+        for who in plan
+        for label in labels
     }
     write_result(
-        "multi_pipeline",
+        "multi_pipeline" + "".join(f"_{k}-{v}" for k, v in sorted(env.items())),  # variants don't overwrite
         {
             "args": vars(args),
-            "clients": clients,
             "setups": {who: setup["runs"] for who, setup in plan.items()},
             "summary": summary,
             "ratios": ratios,
             "rss_kb_after_prime": rss,
+            "rss_ratio": {sep: ratio(rss["shared"], rss[sep]) for sep in kinds},
+            "cores_busy": cores,
             "shared_calls_with_both_pipelines": mixed,
             "same_answers": {"pages": checked, **same},
-            "rounds": {who: {p: [_no_raw(r) for r in rs] for p, rs in per.items()} for who, per in rounds.items()},
-            "metrics": extras,
+            "rounds": {
+                f"{who} {label}": {p: [_no_raw(r) for r in rs] for p, rs in per.items()}
+                for (who, label), per in rounds.items()
+            },
+            "metrics": {f"{who} {label}": e for (who, label), e in extras.items()},
         },
     )
 
     print()
     for who, setup in plan.items():
         print(f"{who}: {setup['runs']}")
-    print(f"load: {args.clients} closed-loop clients ({clients}), {args.rounds} rounds x {args.duration:g} s per setup")
+    print(f"{args.rounds} rounds x {args.duration:g} s per level and setup, pages cycled per client")
+    print(f"server environment: {env or 'as inherited'}")
     print(f"same answers on {checked} pages across setups: " + ", ".join(f"{p} {same[p]}/{checked}" for p in PIPELINES))
-    for who in plan:
-        s = summary[who]
-        print(
-            f"{who:7s}: "
-            + " | ".join(
-                f"{p} {s[p]['rate']:5.2f} img/s p50 {s[p]['latency_ms']['p50']:6.0f} p99 "
-                f"{s[p]['latency_ms']['p99']:6.0f} ms"
-                for p in PIPELINES
+    print("RSS after priming: " + ", ".join(f"{who} {kb / 1024:,.0f} MiB" for who, kb in rss.items()))
+    for label in labels:
+        print(f"-- clients {'+'.join(PIPELINES)} = {label}")
+        for who in plan:
+            s = summary[f"{who} {label}"]
+            print(
+                f"{who:7s}: "
+                + " | ".join(
+                    f"{p} {s[p]['rate']:5.2f} img/s p50 {s[p]['latency_ms']['p50']:5.0f} p99 "
+                    f"{s[p]['latency_ms']['p99']:5.0f} ms"
+                    for p in PIPELINES
+                    if p in s
+                )
+                + f" | total {s['total_rate']:5.2f} img/s | cores busy {cores[f'{who} {label}']:.2f}"
             )
-            + f" | total {s['total_rate']:5.2f} img/s | RSS {rss[who] / 1024:,.0f} MiB"
-        )
-    for op, m in mixed.items():
-        share = m["mixed"] / m["calls"] if m["calls"] else 0.0
-        print(
-            f"shared {op}: {m['mixed']:.0f} of {m['calls']:.0f} predictor calls held items of both pipelines ", end=""
-        )
-        print(f"({share:.0%})")
-    for sep, r in ratios.items():
-        print(
-            f"shared / {sep}: total images/s {fmt_ratio(r['total_rate'])} (rounds "
-            + ", ".join(fmt_ratio(x) for x in r["total_rate_per_round"])
-            + ") | "
-            + " | ".join(
-                f"{p} images/s {fmt_ratio(r[p]['rate'])} p50 {fmt_ratio(r[p]['p50'])} p99 {fmt_ratio(r[p]['p99'])}"
-                for p in PIPELINES
+        for op, m in mixed[label].items():
+            share = m["mixed"] / m["calls"] if m["calls"] else 0.0
+            print(
+                f"shared {op}: {m['mixed']:.0f} of {m['calls']:.0f} predictor calls held items of both pipelines",
+                end="",
             )
-            + f" | RSS {fmt_ratio(r['rss'])}"
-        )
+            print(f" ({share:.0%})")
+        for sep in kinds:
+            r = ratios[f"{sep} {label}"]
+            print(
+                f"shared / {sep}: total images/s {fmt_ratio(r['total_rate'])} (rounds "
+                + ", ".join(fmt_ratio(x) for x in r["total_rate_per_round"])
+                + ") | "
+                + " | ".join(
+                    f"{p} images/s {fmt_ratio(r[p]['rate'])} p50 {fmt_ratio(r[p]['p50'])} p99 {fmt_ratio(r[p]['p99'])}"
+                    for p in PIPELINES
+                    if p in r
+                )
+            )
     print(
         "RATIO shared / separate total images/s = "
-        + ", ".join(f"{fmt_ratio(r['total_rate'])} vs {sep}" for sep, r in ratios.items())
+        + "; ".join(
+            f"{label}: " + ", ".join(f"{fmt_ratio(ratios[f'{sep} {label}']['total_rate'])} vs {sep}" for sep in kinds)
+            for label in labels
+        )
     )
     return 0
 

@@ -35,7 +35,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import apply_overrides, load_repo_config  # noqa: E402
-from bench.lib.measure import image_payloads, scrape_metrics  # noqa: E402
+from bench.lib.measure import cpu_used, image_payloads, scrape_metrics, tree_cpu_seconds  # noqa: E402
 from bench.lib.multi import (  # noqa: E402
     Load,
     concurrent_loops,
@@ -121,14 +121,17 @@ def main() -> int:
             for c in levels:
                 for who in SETUPS if rnd % 2 == 0 else SETUPS[::-1]:
                     before = scrape_metrics(servers[who].url)
+                    root = servers[who].proc.pid
+                    cpu0, t0 = tree_cpu_seconds([root]), time.monotonic()
                     r = concurrent_loops(load(who, c), args.duration, args.warmup)[name]
+                    r["cores_busy"] = cpu_used(cpu0, tree_cpu_seconds([root])) / (time.monotonic() - t0)
                     time.sleep(0.5)  # let the last shadow copies finish, so they are counted in this level
                     after = scrape_metrics(servers[who].url)
                     results.setdefault((who, c), []).append(r)
                     lat = r["latency_ms"]
                     line = (
                         f"round {rnd} {c:2d} clients {who:6s}: {r['qps']:5.2f} img/s p50 {lat['p50']:6.0f} "
-                        f"p99 {lat['p99']:6.0f} ms ({r['failed']} failed)"
+                        f"p99 {lat['p99']:6.0f} ms ({r['failed']} failed), cores busy {r['cores_busy']:.2f}"
                     )
                     if who == "shadow":
                         st = shadow_stats(before, after, name)
@@ -152,6 +155,7 @@ def main() -> int:
         summary[str(c)] = {
             "shadow": a,
             "none": b,
+            "cores_busy": {who: [r["cores_busy"] for r in results[(who, c)]] for who in SETUPS},
             "ratios": {
                 "rate": ratio(a["rate"], b["rate"]),
                 "p50": ratio(a["latency_ms"]["p50"], b["latency_ms"]["p50"]),
@@ -190,9 +194,10 @@ def main() -> int:
         s = summary[str(c)]
         for who in SETUPS:
             x = s[who]
+            busy = s["cores_busy"][who]
             print(
                 f"{c:2d} clients {who:6s}: {x['rate']:5.2f} img/s p50 {x['latency_ms']['p50']:6.0f} "
-                f"p99 {x['latency_ms']['p99']:6.0f} ms"
+                f"p99 {x['latency_ms']['p99']:6.0f} ms, cores busy {sum(busy) / len(busy):.2f}"
             )
         o = s["shadow_outcomes"]
         print(

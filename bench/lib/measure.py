@@ -97,19 +97,57 @@ def time_loop(fn: Callable[[int], int], duration_s: float, min_calls: int = 3) -
     }
 
 
-def tree_rss_kb(pid: int) -> int:
-    """VmRSS of ``pid`` and every descendant (e.g. a server and its predictor processes), in kB."""
-    total, todo = 0, [pid]
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (e.g. a server and its predictor processes)."""
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
         try:
-            total += rss_kb(p)
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as f:
                     todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue  # exited meanwhile
+        out.append(p)
+    return out
+
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of ``pid`` and every descendant, in kB."""
+    total = 0
+    for p in process_tree(pid):
+        try:
+            total += rss_kb(p)
         except (OSError, BenchError):
             continue  # exited meanwhile
     return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) ``pid`` itself has used, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        # the command name (field 2) may hold spaces: count fields after its closing parenthesis
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
+    """CPU seconds used so far by each process of the trees under ``pids`` (pid -> seconds);
+    the difference of two calls is the CPU a setup used in between."""
+    out: dict[int, float] = {}
+    for root in pids:
+        for p in process_tree(root):
+            try:
+                out[p] = cpu_seconds(p)
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds used between two :func:`tree_cpu_seconds` calls (processes that
+    started in between count from 0; ones that exited are lost)."""
+    return sum(t - before.get(p, 0.0) for p, t in after.items())
 
 
 def rss_kb(pid: int) -> int:

@@ -190,3 +190,40 @@ def predictor_processes(configs: Sequence[Mapping[str, Any]], shared: bool) -> i
                 seen.add(key)
             total += int(svc.get("instance_num", 1))
     return total
+
+
+def parse_mixes(text: str, parts: int) -> list[tuple[int, ...]]:
+    """Load levels of a mixed load: ``"4+4,7+1"`` -> ``[(4, 4), (7, 1)]``, clients per
+    pipeline; a plain number ``N`` splits N clients evenly (:func:`split_clients`).
+    A pipeline may get 0 clients (it idles), a level not."""
+    out: list[tuple[int, ...]] = []
+    for level in (x.strip() for x in text.split(",")):
+        if not level:
+            continue
+        try:
+            counts = (
+                tuple(int(c) for c in level.split("+")) if "+" in level else tuple(split_clients(int(level), parts))
+            )
+        except ValueError:
+            raise BenchError(f"a load level is N or {'+'.join(['N'] * parts)} clients, got {level!r}") from None
+        if len(counts) != parts or min(counts) < 0 or sum(counts) < 1:
+            raise BenchError(f"a load level needs {parts} client counts >= 0, not all 0; got {level!r}")
+        out.append(counts)
+    if not out:
+        raise BenchError(f"no load level in {text!r}")
+    return out
+
+
+def mix_label(counts: Sequence[int]) -> str:
+    return "+".join(str(c) for c in counts)
+
+
+def parse_env(pairs: Sequence[str]) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` -> ``{KEY: VALUE}`` (a server's extra environment)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BenchError(f"an environment setting is KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out

@@ -7,11 +7,14 @@ import os
 import pytest
 import yaml
 
-from bench.lib.measure import rss_kb, tree_rss_kb
+from bench.lib.measure import cpu_seconds, cpu_used, rss_kb, tree_cpu_seconds, tree_rss_kb
 from bench.lib.multi import (
     call_pipelines,
     fmt_ratio,
+    mix_label,
     op_layout,
+    parse_env,
+    parse_mixes,
     pooled,
     predictor_processes,
     ratio,
@@ -172,3 +175,26 @@ def test_tree_rss_counts_child_processes():
     finally:
         child.kill()
         child.wait()
+
+
+def test_parse_mixes():
+    assert parse_mixes("4+4,7+1", 2) == [(4, 4), (7, 1)]
+    assert parse_mixes("8", 2) == [(4, 4)]
+    assert parse_mixes("5, 8+0", 2) == [(3, 2), (8, 0)]
+    assert mix_label((7, 1)) == "7+1"
+    for bad in ("0+0", "1+2+3", "x", "-1+3", "", "1"):
+        with pytest.raises(BenchError):
+            parse_mixes(bad, 2)
+
+
+def test_cpu_used_counts_new_processes_from_zero():
+    assert cpu_used({1: 2.0, 2: 1.0}, {1: 3.5, 3: 0.5}) == pytest.approx(2.0)
+    assert cpu_seconds(os.getpid()) > 0
+    assert os.getpid() in tree_cpu_seconds([os.getpid()])
+
+
+def test_parse_env():
+    assert parse_env(["KMP_BLOCKTIME=0", "A=b=c", "E="]) == {"KMP_BLOCKTIME": "0", "A": "b=c", "E": ""}
+    for bad in ("X", "=1"):
+        with pytest.raises(BenchError):
+            parse_env([bad])
