@@ -10,15 +10,16 @@ Two servers of the same build on the same repository, started together:
 * ``none``: the same two files with ``routing: {default: 1}`` only: v2 is
   loaded (the same processes exist) but gets no traffic.
 
-Closed-loop clients at each ``--clients`` level (a moderate load and a
-saturating one), each request with its own ``logid`` (the sampling key), the
+Closed-loop clients at each ``--clients`` level (1: the cores are not
+saturated; 4 and 16: they are, and the shadow must yield), each request with its own ``logid`` (the sampling key), the
 12 committed OCR pages. Each level is measured on one server then the other,
 the order reversed every other round. Reports the primary's images/s and
 p50/p99 (pooled over rounds) and the shadow / none ratios, plus the shadow's
 counters from /metrics (agree, disagree, dropped, ...) and
-``batchline_shadow_agreement``.
+``batchline_shadow_agreement``, and where the CPU went (the server process,
+the niced predictor processes of the shadow version).
 
-    python bench/shadow_overhead.py [--clients 4,16 --duration 20 --rounds 2 --sample 0.5]
+    python bench/shadow_overhead.py [--clients 1,4,16 --duration 20 --rounds 2 --sample 0.5]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import statistics
 import sys
 import time
 from contextlib import ExitStack
@@ -35,7 +37,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import apply_overrides, load_repo_config  # noqa: E402
-from bench.lib.measure import cpu_used, image_payloads, scrape_metrics, tree_cpu_seconds  # noqa: E402
+from bench.lib.measure import cpu_used, image_payloads, nice_of, scrape_metrics, tree_cpu_seconds  # noqa: E402
 from bench.lib.multi import (  # noqa: E402
     Load,
     concurrent_loops,
@@ -73,7 +75,7 @@ def repositories(base: str, sample: float, max_in_flight: int, off_ops: list[str
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="ocr", help="repo config of the primary (configs/<name>.yml)")
-    ap.add_argument("--clients", default="4,16", help="closed-loop levels, comma separated")
+    ap.add_argument("--clients", default="1,4,16", help="closed-loop levels, comma separated")
     ap.add_argument("--duration", type=float, default=20.0, help="measured seconds per round, level and server")
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=2, help="rounds; the server order reverses every other round")
@@ -124,14 +126,23 @@ def main() -> int:
                     root = servers[who].proc.pid
                     cpu0, t0 = tree_cpu_seconds([root]), time.monotonic()
                     r = concurrent_loops(load(who, c), args.duration, args.warmup)[name]
-                    r["cores_busy"] = cpu_used(cpu0, tree_cpu_seconds([root])) / (time.monotonic() - t0)
+                    cpu1, wall = tree_cpu_seconds([root]), time.monotonic() - t0
+                    r["cores_busy"] = cpu_used(cpu0, cpu1) / wall
+                    # where the CPU went: the server process itself (HTTP, pre/postprocessing of every
+                    # version), the niced predictor processes (the shadow's), the others (the primary's)
+                    r["cores_server"] = (cpu1.get(root, 0.0) - cpu0.get(root, 0.0)) / wall
+                    niced = {p for p in cpu1 if p != root and _nice(p) > 0}
+                    r["cores_niced"] = (
+                        cpu_used({p: cpu0.get(p, 0.0) for p in niced}, {p: cpu1[p] for p in niced}) / wall
+                    )
                     time.sleep(0.5)  # let the last shadow copies finish, so they are counted in this level
                     after = scrape_metrics(servers[who].url)
                     results.setdefault((who, c), []).append(r)
                     lat = r["latency_ms"]
                     line = (
                         f"round {rnd} {c:2d} clients {who:6s}: {r['qps']:5.2f} img/s p50 {lat['p50']:6.0f} "
-                        f"p99 {lat['p99']:6.0f} ms ({r['failed']} failed), cores busy {r['cores_busy']:.2f}"
+                        f"p99 {lat['p99']:6.0f} ms ({r['failed']} failed), cores busy {r['cores_busy']:.2f} "
+                        f"(server process {r['cores_server']:.2f}, niced predictors {r['cores_niced']:.2f})"
                     )
                     if who == "shadow":
                         st = shadow_stats(before, after, name)
@@ -156,6 +167,8 @@ def main() -> int:
             "shadow": a,
             "none": b,
             "cores_busy": {who: [r["cores_busy"] for r in results[(who, c)]] for who in SETUPS},
+            "cores_server": {who: [r["cores_server"] for r in results[(who, c)]] for who in SETUPS},
+            "cores_niced": {who: [r["cores_niced"] for r in results[(who, c)]] for who in SETUPS},
             "ratios": {
                 "rate": ratio(a["rate"], b["rate"]),
                 "p50": ratio(a["latency_ms"]["p50"], b["latency_ms"]["p50"]),
@@ -194,17 +207,19 @@ def main() -> int:
         s = summary[str(c)]
         for who in SETUPS:
             x = s[who]
-            busy = s["cores_busy"][who]
+            busy, server, niced = (statistics.mean(s[k][who]) for k in ("cores_busy", "cores_server", "cores_niced"))
             print(
                 f"{c:2d} clients {who:6s}: {x['rate']:5.2f} img/s p50 {x['latency_ms']['p50']:6.0f} "
-                f"p99 {x['latency_ms']['p99']:6.0f} ms, cores busy {sum(busy) / len(busy):.2f}"
+                f"p99 {x['latency_ms']['p99']:6.0f} ms, cores busy {busy:.2f} (server process {server:.2f}, "
+                f"niced predictors {niced:.2f})"
             )
         o = s["shadow_outcomes"]
         print(
             f"{c:2d} clients shadow copies: of {s['primary_requests']:.0f} primary requests, "
             + ", ".join(f"{k} {v:.0f}" for k, v in o.items())
             + f" (copied {fmt_pct(s['copied_share'])}, compared {fmt_pct(s['compared_share'])}); "
-            f"batchline_shadow_agreement {s['agreement_last']}"
+            f"batchline_shadow_agreement {s['agreement_last']}; shadow copies' mean engine latency "
+            + ", ".join("n/a" if x is None else f"{x:.0f} ms" for x in s["shadow_mean_latency_ms"])
         )
         r = s["ratios"]
         print(
@@ -221,6 +236,13 @@ def main() -> int:
         )
     )
     return 0
+
+
+def _nice(pid: int) -> int:
+    try:
+        return nice_of(pid)
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def fmt_pct(value: float | None) -> str:
