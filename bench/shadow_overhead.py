@@ -37,7 +37,14 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import apply_overrides, load_repo_config  # noqa: E402
-from bench.lib.measure import cpu_used, image_payloads, nice_of, scrape_metrics, tree_cpu_seconds  # noqa: E402
+from bench.lib.measure import (  # noqa: E402
+    cpu_used,
+    image_payloads,
+    nice_of,
+    process_tree,
+    scrape_metrics,
+    tree_cpu_seconds,
+)
 from bench.lib.multi import (  # noqa: E402
     Load,
     concurrent_loops,
@@ -85,6 +92,13 @@ def main() -> int:
     ap.add_argument(
         "--off-ops", default="det,rec", help="ops whose max_batch_size the shadow version sets to 1 (comma separated)"
     )
+    ap.add_argument(
+        "--shadow-policy",
+        choices=("nice", "idle"),
+        default="nice",
+        help="diagnostic: 'idle' moves the shadow version's predictor processes (every thread) from the "
+        "server's nice +10 to SCHED_IDLE once started, to see what a weaker CPU claim would save",
+    )
     args = ap.parse_args()
     levels = [int(c) for c in args.clients.split(",") if c]
     if not levels or min(levels) < 1:
@@ -112,6 +126,9 @@ def main() -> int:
     with ExitStack() as stack:
         servers = {who: stack.enter_context(served(dirs[who])) for who in SETUPS}
         print(f"servers up in {time.monotonic() - started:.0f} s", flush=True)
+        if args.shadow_policy == "idle":
+            moved = idle_niced_children(servers["shadow"].proc.pid)
+            print(f"shadow predictor processes moved to SCHED_IDLE: {moved}", flush=True)
 
         def load(who: str, clients: int) -> list[Load]:
             return [Load(name, servers[who].url, name, payloads, clients)]
@@ -185,7 +202,7 @@ def main() -> int:
             "shadow_mean_latency_ms": [st["mean_latency_ms"] for st in shadow_rounds[c]],
         }
     write_result(
-        "shadow_overhead",
+        "shadow_overhead" + ("" if args.shadow_policy == "nice" else f"_{args.shadow_policy}"),
         {
             "args": vars(args),
             "setups": runs,
@@ -203,6 +220,8 @@ def main() -> int:
     print()
     print(f"primary {name} v1: {op_layout(shadowed)}")
     print(f"shadow {name} v2: {op_layout(v2)}; sample {args.sample}, max_in_flight {args.max_in_flight}")
+    policy = "nice +10 (as the server runs them)" if args.shadow_policy == "nice" else "SCHED_IDLE (diagnostic)"
+    print(f"shadow predictor processes: {policy}")
     for c in levels:
         s = summary[str(c)]
         for who in SETUPS:
@@ -236,6 +255,23 @@ def main() -> int:
         )
     )
     return 0
+
+
+def idle_niced_children(root: int) -> list[int]:
+    """Every thread of the niced processes under ``root`` to SCHED_IDLE; returns their pids."""
+    moved = []
+    for pid in process_tree(root):
+        if pid == root or _nice(pid) <= 0:
+            continue
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+            except OSError:
+                continue  # the thread ended
+        moved.append(pid)
+    if not moved:
+        raise BenchError("no niced predictor process found under the shadow server")
+    return moved
 
 
 def _nice(pid: int) -> int:
