@@ -3,6 +3,7 @@ from its /metrics), timed loops in this process, a process's RSS."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,9 +26,16 @@ def closed_loop(
     warmup_s: float = 1.0,
     timeout: float = 60.0,
     metrics: bool = True,
+    keep_latencies: bool = False,
+    unique_logids: bool = False,
 ) -> dict:
     """Closed loop against a batchline-compatible server (``POST /{name}/prediction``);
-    returns LevelResult.to_dict() plus per-op stats from /metrics (when scrapeable)."""
+    returns LevelResult.to_dict() plus per-op stats from /metrics (when scrapeable).
+
+    ``keep_latencies``: also return every successful request's latency
+    (``latencies_s``), to pool percentiles over rounds. ``unique_logids``: send
+    request ``i`` with ``logid`` ``i``: routing hashes the logid when a request
+    has no route key, so one logid for all would send every request the same way."""
     from client.bench import scrape
     from client.loadgen import run_closed_loop
     from client.pipeline_client import PipelineClient
@@ -37,7 +45,8 @@ def closed_loop(
         return PipelineClient(url, timeout=timeout, pool_size=2)
 
     def make_request(client: PipelineClient, i: int) -> None:
-        client.predict_raw(name, payloads[i % len(payloads)])
+        payload = payloads[i % len(payloads)]
+        client.predict_raw(name, {**payload, "logid": i} if unique_logids else payload)
 
     with factory() as admin:
         before = scrape(admin) if metrics else None
@@ -46,6 +55,8 @@ def closed_loop(
     if before is not None and after is not None:
         res.op_stats = op_stats(before, after)
     out = res.to_dict()
+    if keep_latencies:
+        out["latencies_s"] = list(res.latencies_s)
     if res.ok == 0:
         raise BenchError(f"no request to {url}/{name} succeeded (errors: {res.errors})")
     return out
@@ -84,6 +95,65 @@ def time_loop(fn: Callable[[int], int], duration_s: float, min_calls: int = 3) -
         "items_per_s": items / elapsed,
         "latency_ms": latency_summary(lat),
     }
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (e.g. a server and its predictor processes)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue  # exited meanwhile
+        out.append(p)
+    return out
+
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of ``pid`` and every descendant, in kB."""
+    total = 0
+    for p in process_tree(pid):
+        try:
+            total += rss_kb(p)
+        except (OSError, BenchError):
+            continue  # exited meanwhile
+    return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) ``pid`` itself has used, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        # the command name (field 2) may hold spaces: count fields after its closing parenthesis
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def nice_of(pid: int) -> int:
+    """The nice value of ``pid`` (its main thread), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def tree_cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
+    """CPU seconds used so far by each process of the trees under ``pids`` (pid -> seconds);
+    the difference of two calls is the CPU a setup used in between."""
+    out: dict[int, float] = {}
+    for root in pids:
+        for p in process_tree(root):
+            try:
+                out[p] = cpu_seconds(p)
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds used between two :func:`tree_cpu_seconds` calls (processes that
+    started in between count from 0; ones that exited are lost)."""
+    return sum(t - before.get(p, 0.0) for p, t in after.items())
 
 
 def rss_kb(pid: int) -> int:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,13 +18,20 @@ def served(
     ready_timeout: float = 300.0,
     env: Mapping[str, str] | None = None,
     root: str | None = None,
+    cpus: Sequence[int] | None = None,
 ) -> Iterator[Any]:
-    """``batchline serve config_path`` on a free port; yields the ServerProcess.
-    ``env``: extra environment variables for the server process; ``root``: the
-    checkout whose code serves (default: this one)."""
+    """``batchline serve config_path`` (a file or a repository directory) on a free
+    port; yields the ServerProcess. ``env``: extra environment variables for the
+    server process; ``root``: the checkout whose code serves (default: this one);
+    ``cpus``: the only CPUs the server and its predictor processes may use (as
+    ``taskset`` would; the server plans its pinning inside them)."""
     from tests.support.server_process import ROOT, ServerProcess
 
+    mine = os.sched_getaffinity(0)
     try:
+        if cpus is not None:
+            # the child inherits this process's affinity at fork: narrow it for the start only
+            os.sched_setaffinity(0, set(cpus))
         server = ServerProcess(
             config_path,
             ready_timeout=ready_timeout,
@@ -33,6 +41,8 @@ def served(
         )
     except RuntimeError as exc:
         raise BenchError(f"server for {config_path} did not start: {exc}") from None
+    finally:
+        os.sched_setaffinity(0, mine)
     try:
         yield server
     finally:
