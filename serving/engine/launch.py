@@ -27,12 +27,12 @@ def make_op(op_conf: OpConfig, name: str | None = None) -> Op:
     return op_conf.op_class(OpContext(name=name or op_conf.name, conf=op_conf, params=op_conf.params_model))
 
 
-def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, nice: int = 0) -> list[Runner]:
+def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, idle_cpu: bool = False) -> list[Runner]:
     """The op's own runners if it makes them, else the predictors its config describes."""
     own = op.create_runners(count)
     if own is not None:
         return own
-    return create_runners(op.conf.local_service_conf, count, cpu_sets, nice=nice)
+    return create_runners(op.conf.local_service_conf, count, cpu_sets, idle_cpu=idle_cpu)
 
 
 def build_stage(
@@ -44,7 +44,7 @@ def build_stage(
     labels: tuple[str, str],
     name: str | None = None,
     shared: bool = False,
-    nice: int = 0,
+    idle_cpu: bool = False,
 ) -> OpStage:
     """An op stage, not started."""
     return OpStage(
@@ -56,7 +56,7 @@ def build_stage(
         clock=clock,
         labels=labels,
         shared=shared,
-        nice=nice,
+        idle_cpu=idle_cpu,
     )
 
 
@@ -75,7 +75,7 @@ def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
         )
     cpu_sets = cpus.allocate(svc)
     try:
-        runners = runners_for(stage.op, svc.instance_num, cpu_sets, nice=stage.nice)
+        runners = runners_for(stage.op, svc.instance_num, cpu_sets, idle_cpu=stage.idle_cpu)
         try:
             if warmup:
                 warm(stage, runners)

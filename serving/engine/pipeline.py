@@ -37,8 +37,8 @@ class Pipeline:
     and stopped by their owner (the repository), used here like our own.
     ``ids`` numbers requests; pipelines feeding one shared stage share it, so
     request ids are unique across them. ``cpus`` is the plan of the whole
-    server; ``nice`` lowers the CPU priority of this pipeline's own instances
-    (a shadow version)."""
+    server; ``idle_cpu`` runs this pipeline's own instances only on CPU time
+    the others leave unused (a shadow version)."""
 
     def __init__(
         self,
@@ -49,7 +49,7 @@ class Pipeline:
         shared: Mapping[str, OpStage] | None = None,
         ids: Iterator[int] | None = None,
         cpus: CpuAllocator | None = None,
-        nice: int = 0,
+        idle_cpu: bool = False,
     ):
         self.config = config
         self.name = config.name
@@ -67,7 +67,7 @@ class Pipeline:
             stage = shared.get(name)
             if stage is None:
                 stage = build_stage(
-                    config.op[name], dag_conf, metrics=self.metrics, clock=clock, labels=self.labels, nice=nice
+                    config.op[name], dag_conf, metrics=self.metrics, clock=clock, labels=self.labels, idle_cpu=idle_cpu
                 )
                 self._owned.append(stage)
             self.stages[name] = stage

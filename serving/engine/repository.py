@@ -42,7 +42,6 @@ from serving.runners.cpu_plan import CpuAllocator
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]  # (pipeline name, version)
-SHADOW_NICE = 10  # CPU niceness added to a shadow version's own instances
 
 
 @dataclass
@@ -86,6 +85,15 @@ class ReloadReport:
             "removed": self.removed,
             "unchanged": self.unchanged,
         }
+
+
+def _logid_key(logid: Any) -> str | None:
+    """A logid as a sticky routing key. 0 is Paddle Serving clients' default
+    logid, sent by clients that set none: as a key it would send all their
+    traffic to one version (and shadow all or none of it), so it is no key."""
+    if logid is None or str(logid) in ("", "0"):
+        return None
+    return str(logid)
 
 
 def _label(key: Key) -> str:
@@ -193,7 +201,7 @@ class PipelineRepository:
         """Admit the values of one HTTP request to one version of ``name``:
         ``version`` if given, else the one the route picks for ``key`` (sticky)
         or ``logid``. A routed request may also be copied to the shadow version."""
-        route_key = key if key is not None else (None if logid is None else str(logid))
+        route_key = key or _logid_key(logid)
         for _ in range(3):
             gen = self._gen
             if version is not None:
@@ -321,7 +329,7 @@ class PipelineRepository:
                 if key in keep:
                     out[key] = keep[key]
                 else:
-                    out[key] = self._build(pconf, nice=SHADOW_NICE if key in shadow_keys else 0)
+                    out[key] = self._build(pconf, idle_cpu=key in shadow_keys)
         except BaseException:
             self._discard({k: p for k, p in out.items() if k not in keep})
             raise
@@ -340,7 +348,7 @@ class PipelineRepository:
             pipeline.shutdown(timeout=1.0)
             self._release_shares(key, pipeline)
 
-    def _build(self, pconf: ServingConfig, *, nice: int) -> Pipeline:
+    def _build(self, pconf: ServingConfig, *, idle_cpu: bool) -> Pipeline:
         user = (pconf.name, pconf.effective_version, next(self._builds))
         shared = {}
         held: list[tuple[str, str]] = []
@@ -353,7 +361,13 @@ class PipelineRepository:
                 shared[op.name] = self.shared.acquire(share, fingerprint, op, pconf.dag, user)
                 held.append((share, fingerprint))
             pipeline = Pipeline(
-                pconf, metrics=self.metrics, clock=self.clock, shared=shared, ids=self._ids, cpus=self.cpus, nice=nice
+                pconf,
+                metrics=self.metrics,
+                clock=self.clock,
+                shared=shared,
+                ids=self._ids,
+                cpus=self.cpus,
+                idle_cpu=idle_cpu,
             )
         except BaseException:
             for share, fingerprint in held:

@@ -5,8 +5,9 @@ returned.
 A copy is a background request: in every op it queues behind all foreground
 items and is the first thing evicted when a batcher fills up. At most
 ``max_in_flight`` copies run at once; a copy beyond that, or one the shadow
-version refuses, is dropped and counted. The shadow version's own instances
-run at a lower CPU priority (see :class:`serving.engine.repository.PipelineRepository`).
+version refuses, is dropped and counted; so is a copy that found no idle CPU
+before its deadline. The shadow version's own instances run in the idle CPU
+class (:func:`serving.runners.cpu_plan.use_idle_cpu`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from serving.engine.metrics import Metrics
 from serving.engine.pipeline import Pipeline
 from serving.engine.request import RequestState
-from serving.errors import Overloaded, ServingError
+from serving.errors import DeadlineExceeded, Overloaded, ServingError
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,9 @@ class Shadow:
     def record(self, primary: Pipeline, handle: RequestState, copy: RequestState) -> None:
         """Both are done: classify and count the pair."""
         if copy.error is not None:
-            self._count("dropped" if isinstance(copy.error, Overloaded) else "shadow_failed")
+            # refused, evicted or starved of CPU under load: dropped; anything else is the shadow's fault
+            dropped = isinstance(copy.error, (Overloaded, DeadlineExceeded))
+            self._count("dropped" if dropped else "shadow_failed")
             return
         self.metrics.shadow_time.labels(*self.labels).observe(max(0.0, (copy.finished_at or 0.0) - copy.created))
         if handle.error is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from serving.engine.supervise import SupervisedThreads
 from serving.engine.window_stats import WindowStats
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
+from serving.runners.cpu_plan import use_idle_cpu
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class OpStage:
         clock: Callable[[], float] = time.monotonic,
         labels: tuple[str, str] = ("", ""),
         shared: bool = False,
-        nice: int = 0,
+        idle_cpu: bool = False,
     ):
         conf = op.conf
         svc = conf.local_service_conf
@@ -91,8 +91,8 @@ class OpStage:
         # metric labels: (pipeline, version, op)
         self.labels: tuple[str, str, str] = (*labels, self.name)
         self.shared = shared
-        self.nice = nice
-        self._niced = threading.local()
+        self.idle_cpu = idle_cpu  # instance threads (and their process instances) use only idle CPU time
+        self._lowered = threading.local()
         self.channel = Channel(self.name, channel_size)
         self.join = Join(self.channel, conf.input_ops or ["input"])
         self.batcher = Batcher(
@@ -185,8 +185,8 @@ class OpStage:
 
     # ---- instances: one batch at a time per runner -----------------------------------------
     def _instance_once(self, runner: Runner) -> bool:
-        if self.nice and not getattr(self._niced, "done", False):
-            self._renice()
+        if self.idle_cpu and not getattr(self._lowered, "done", False):
+            self._use_idle_cpu()
         batch = self.batcher.next_batch(on_expired=self._expire)
         if batch is None:
             return False
@@ -214,14 +214,13 @@ class OpStage:
             raise
         return True
 
-    def _renice(self) -> None:
-        """Lower this instance thread's CPU priority (Linux threads have their own nice value)."""
-        self._niced.done = True
+    def _use_idle_cpu(self) -> None:
+        """Move this instance thread into the idle CPU class (Linux threads are scheduled one by one)."""
+        self._lowered.done = True
         try:
-            tid = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
+            use_idle_cpu(threading.get_native_id())
         except OSError as exc:
-            log.warning("op %s: cannot lower the instance thread's priority: %s", self.name, exc)
+            log.warning("op %s: cannot lower the instance thread's CPU priority: %s", self.name, exc)
 
     def run_batch(self, runner: Runner, items: list[Any], *, record: bool = True) -> list[Any]:
         """collate -> run -> uncollate for one batch; raises on failure.

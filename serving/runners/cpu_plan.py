@@ -23,6 +23,20 @@ from serving.config.schema import LocalServiceConf
 CpuSet = list[int] | None
 
 
+def use_idle_cpu(tid: int = 0) -> str:
+    """Schedule a thread (``tid``; 0: the calling one) only on CPU time nothing
+    else wants: Linux's ``SCHED_IDLE`` class, else the lowest niceness. Threads
+    it creates later inherit the class. A nice value alone is not enough for
+    shadow work: at nice +10 a busy process still takes about a tenth of a core
+    from the server (docs/BENCHMARKS.md, shadow overhead). Returns what was applied."""
+    try:
+        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        return "SCHED_IDLE"
+    except (AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, 19)
+        return "nice 19"
+
+
 def pins_cpus(conf: LocalServiceConf) -> bool:
     """Whether predictor processes of ``conf`` get pinned CPU sets (OpenVINO processes on CPU)."""
     return conf.use_openvino and conf.device_type == 0 and conf.instance_mode == "process"

@@ -3,8 +3,8 @@
 ``instance_mode: thread`` loads one Paddle predictor in this process and
 clones the rest (shared weights); ``instance_mode: process`` starts one child
 process per instance, pinned to the CPU sets of the plan
-(:mod:`serving.runners.cpu_plan`) and niced by ``nice``, loading their models
-in parallel.
+(:mod:`serving.runners.cpu_plan`), in the idle CPU class with ``idle_cpu``,
+loading their models in parallel.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from serving.runners.process import ProcessPredictor
 
 
 def create_process_predictors(
-    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, nice: int = 0
+    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, idle_cpu: bool = False
 ) -> list[ProcessPredictor]:
     """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
@@ -32,7 +32,7 @@ def create_process_predictors(
             devices[i % len(devices)] if conf.device_type >= 1 else None,
             wait_ready=False,
             cpus=sets[i],
-            nice=nice,
+            idle_cpu=idle_cpu,
         )
         for i in range(count)
     ]
@@ -47,11 +47,11 @@ def create_process_predictors(
 
 
 def create_runners(
-    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, nice: int = 0
+    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, idle_cpu: bool = False
 ) -> list[Runner]:
-    """The ``count`` predictor instances ``conf`` describes. ``nice`` applies to
+    """The ``count`` predictor instances ``conf`` describes. ``idle_cpu`` applies to
     process instances only: thread instances run in the server's own process,
-    so their priority is the business of the threads that call them."""
+    so their CPU class is the business of the threads that call them."""
     if conf.instance_mode == "process":
-        return list(create_process_predictors(conf, count, cpu_sets, nice))
+        return list(create_process_predictors(conf, count, cpu_sets, idle_cpu))
     return list(create_predictors(conf, count))

@@ -13,9 +13,9 @@ start-up, and only this server's own processes are on either end.
 If the child dies, the current run raises (the engine retries the batch item
 by item) and the next run starts a fresh child.
 
-A child started with ``nice > 0`` lowers its own scheduling priority by that
-much before loading, so a lower-priority instance (a shadow version's) yields
-the CPU to the server's others under load.
+A child started with ``idle_cpu`` moves itself into the idle CPU class before
+loading (:func:`serving.runners.cpu_plan.use_idle_cpu`), so a background
+instance (a shadow version's) runs only on CPU time the server leaves unused.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from serving.config.schema import LocalServiceConf
+from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.paddle_inference import PaddlePredictor, check_feed
 from serving.runners.shared_memory import Segment, array_views, write_arrays
 
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 def _child_main(
-    conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: list[int] | None = None, nice: int = 0
+    conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: list[int] | None = None, idle_cpu: bool = False
 ) -> None:
     """Child process: load the predictor, then serve run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
@@ -47,8 +48,8 @@ def _child_main(
     try:
         if cpus:
             os.sched_setaffinity(0, cpus)
-        if nice > 0:
-            os.nice(nice)
+        if idle_cpu:
+            use_idle_cpu()
         predictor = PaddlePredictor.load(conf, device_id)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
@@ -92,14 +93,12 @@ class ProcessPredictor:
         start_timeout: float = 300.0,
         wait_ready: bool = True,
         cpus: list[int] | None = None,
-        nice: int = 0,
+        idle_cpu: bool = False,
     ):
-        if nice < 0:
-            raise ValueError(f"nice must be >= 0 (a child may only lower its priority), got {nice}")
         self._conf = conf
         self._device_id = device_id
         self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
-        self.nice = nice  # added to the child's niceness (0: inherited)
+        self.idle_cpu = idle_cpu  # the child runs in the idle CPU class
         self._start_timeout = start_timeout
         self._ctx = multiprocessing.get_context("spawn")
         self._feed = Segment()
@@ -122,7 +121,7 @@ class ProcessPredictor:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(
             target=_child_main,
-            args=(child, self._conf, self._device_id, self.cpus, self.nice),
+            args=(child, self._conf, self._device_id, self.cpus, self.idle_cpu),
             name="batchline-predictor",
             daemon=True,
         )
@@ -155,7 +154,7 @@ class ProcessPredictor:
             self._proc.pid,
             self.input_names,
             f", pinned to CPUs {self.cpus}" if self.cpus else "",
-            f", nice +{self.nice}" if self.nice else "",
+            ", idle CPU class" if self.idle_cpu else "",
         )
 
     def _kill(self) -> None:

@@ -97,40 +97,30 @@ def test_a_pinned_child_runs_on_its_cpu(tiny_model):
         runner.close()
 
 
-def _expected_niceness(increment: int) -> int:
-    return min(19, os.getpriority(os.PRIO_PROCESS, 0) + increment)  # relative to this process, capped by the OS
-
-
-def test_a_niced_child_runs_at_lower_priority_also_after_a_restart(tiny_model):
+def test_an_idle_cpu_child_runs_in_the_idle_class_also_after_a_restart(tiny_model):
     model_dir, _, _ = tiny_model
-    runner = ProcessPredictor(make_conf(model_dir), nice=5)
+    runner = ProcessPredictor(make_conf(model_dir), idle_cpu=True)
     try:
-        assert os.getpriority(os.PRIO_PROCESS, runner.pid) == _expected_niceness(5)
-        assert os.getpriority(os.PRIO_PROCESS, 0) == _expected_niceness(0)  # the server itself is untouched
+        assert os.sched_getscheduler(runner.pid) == os.SCHED_IDLE
+        assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the server itself is untouched
         os.kill(runner.pid, signal.SIGKILL)
         with pytest.raises(RuntimeError, match="died"):
             runner.run({"x": np.ones((1, 4), np.float32)})
         runner.run({"x": np.ones((1, 4), np.float32)})  # a fresh child ...
-        assert os.getpriority(os.PRIO_PROCESS, runner.pid) == _expected_niceness(5)  # ... niced as the first
+        assert os.sched_getscheduler(runner.pid) == os.SCHED_IDLE  # ... in the idle class as the first
     finally:
         runner.close()
 
 
-def test_create_runners_passes_nice_to_process_instances(tiny_model):
+def test_create_runners_passes_idle_cpu_to_process_instances(tiny_model):
     from serving.runners.factory import create_runners
 
     model_dir, _, _ = tiny_model
-    runners = create_runners(make_conf(model_dir, instance_mode="process"), 1, nice=3)
+    runners = create_runners(make_conf(model_dir, instance_mode="process"), 1, idle_cpu=True)
     try:
         (runner,) = runners
         assert isinstance(runner, ProcessPredictor)
-        assert os.getpriority(os.PRIO_PROCESS, runner.pid) == _expected_niceness(3)
+        assert os.sched_getscheduler(runner.pid) == os.SCHED_IDLE
     finally:
         for r in runners:
             r.close()
-
-
-def test_a_negative_nice_is_refused(tiny_model):
-    model_dir, _, _ = tiny_model
-    with pytest.raises(ValueError, match="nice"):
-        ProcessPredictor(make_conf(model_dir), nice=-1)

@@ -334,3 +334,12 @@ def test_priorities_hold_across_pipelines_in_a_shared_stage(tmp_path, repos):
         h.result(timeout=20)
     # the first low item was already running; the high one from the other pipeline goes next
     assert high.finished_at < low[1].finished_at < low[2].finished_at
+
+
+def test_logid_zero_is_no_sticky_key(tmp_path, repos):
+    """Paddle Serving clients send logid 0 when they set none: it must not pin them all to one version."""
+    v1 = write(tmp_path / "v1.yml", "ocr", split_add(), version=1, routing={"weights": {1: 50, 2: 50}})
+    v2 = write(tmp_path / "v2.yml", "ocr", split_add(), version=2)
+    repo = repos(v1, v2)
+    seen = Counter(repo.submit("ocr", [{"id": 1, "n": 0}], logid=0)[0].owner.version for _ in range(10))
+    assert seen == {1: 5, 2: 5}
