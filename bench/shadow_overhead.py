@@ -5,7 +5,8 @@ Two servers of the same build on the same repository, started together:
 * ``shadow``: ``ocr`` v1 (configs/ocr.yml) is the primary, ``ocr`` v2 (the
   same file with ``max_batch_size: 1`` for det and rec: the issue's "batching
   on vs off" comparison) is its shadow: ``routing: {default: 1, shadow:
-  {version: 2, sample: 0.5}}``. v2's predictor processes run niced, its copies
+  {version: 2, sample: 0.5}}``. v2's predictor processes run in the idle CPU
+  class (SCHED_IDLE), its copies
   queue behind every primary item and are dropped first under load;
 * ``none``: the same two files with ``routing: {default: 1}`` only: v2 is
   loaded (the same processes exist) but gets no traffic.
@@ -17,7 +18,7 @@ the order reversed every other round. Reports the primary's images/s and
 p50/p99 (pooled over rounds) and the shadow / none ratios, plus the shadow's
 counters from /metrics (agree, disagree, dropped, ...) and
 ``batchline_shadow_agreement``, and where the CPU went (the server process,
-the niced predictor processes of the shadow version).
+the shadow version's idle-class predictor processes).
 
     python bench/shadow_overhead.py [--clients 1,4,16 --duration 20 --rounds 2 --sample 0.5]
 """
@@ -40,8 +41,6 @@ from bench.lib.configs import apply_overrides, load_repo_config  # noqa: E402
 from bench.lib.measure import (  # noqa: E402
     cpu_used,
     image_payloads,
-    nice_of,
-    process_tree,
     scrape_metrics,
     tree_cpu_seconds,
 )
@@ -92,13 +91,6 @@ def main() -> int:
     ap.add_argument(
         "--off-ops", default="det,rec", help="ops whose max_batch_size the shadow version sets to 1 (comma separated)"
     )
-    ap.add_argument(
-        "--shadow-policy",
-        choices=("nice", "idle"),
-        default="nice",
-        help="diagnostic: 'idle' moves the shadow version's predictor processes (every thread) from the "
-        "server's nice +10 to SCHED_IDLE once started, to see what a weaker CPU claim would save",
-    )
     args = ap.parse_args()
     levels = [int(c) for c in args.clients.split(",") if c]
     if not levels or min(levels) < 1:
@@ -126,9 +118,6 @@ def main() -> int:
     with ExitStack() as stack:
         servers = {who: stack.enter_context(served(dirs[who])) for who in SETUPS}
         print(f"servers up in {time.monotonic() - started:.0f} s", flush=True)
-        if args.shadow_policy == "idle":
-            moved = idle_niced_children(servers["shadow"].proc.pid)
-            print(f"shadow predictor processes moved to SCHED_IDLE: {moved}", flush=True)
 
         def load(who: str, clients: int) -> list[Load]:
             return [Load(name, servers[who].url, name, payloads, clients)]
@@ -146,9 +135,9 @@ def main() -> int:
                     cpu1, wall = tree_cpu_seconds([root]), time.monotonic() - t0
                     r["cores_busy"] = cpu_used(cpu0, cpu1) / wall
                     # where the CPU went: the server process itself (HTTP, pre/postprocessing of every
-                    # version), the niced predictor processes (the shadow's), the others (the primary's)
+                    # version), the idle-class predictor processes (the shadow's), the others (the primary's)
                     r["cores_server"] = (cpu1.get(root, 0.0) - cpu0.get(root, 0.0)) / wall
-                    niced = {p for p in cpu1 if p != root and _nice(p) > 0}
+                    niced = {p for p in cpu1 if p != root and _idle_class(p)}
                     r["cores_niced"] = (
                         cpu_used({p: cpu0.get(p, 0.0) for p in niced}, {p: cpu1[p] for p in niced}) / wall
                     )
@@ -159,7 +148,7 @@ def main() -> int:
                     line = (
                         f"round {rnd} {c:2d} clients {who:6s}: {r['qps']:5.2f} img/s p50 {lat['p50']:6.0f} "
                         f"p99 {lat['p99']:6.0f} ms ({r['failed']} failed), cores busy {r['cores_busy']:.2f} "
-                        f"(server process {r['cores_server']:.2f}, niced predictors {r['cores_niced']:.2f})"
+                        f"(server process {r['cores_server']:.2f}, shadow predictors {r['cores_niced']:.2f})"
                     )
                     if who == "shadow":
                         st = shadow_stats(before, after, name)
@@ -202,7 +191,7 @@ def main() -> int:
             "shadow_mean_latency_ms": [st["mean_latency_ms"] for st in shadow_rounds[c]],
         }
     write_result(
-        "shadow_overhead" + ("" if args.shadow_policy == "nice" else f"_{args.shadow_policy}"),
+        "shadow_overhead",
         {
             "args": vars(args),
             "setups": runs,
@@ -220,8 +209,7 @@ def main() -> int:
     print()
     print(f"primary {name} v1: {op_layout(shadowed)}")
     print(f"shadow {name} v2: {op_layout(v2)}; sample {args.sample}, max_in_flight {args.max_in_flight}")
-    policy = "nice +10 (as the server runs them)" if args.shadow_policy == "nice" else "SCHED_IDLE (diagnostic)"
-    print(f"shadow predictor processes: {policy}")
+    print("shadow predictor processes: SCHED_IDLE (the idle CPU class, as the server runs them)")
     for c in levels:
         s = summary[str(c)]
         for who in SETUPS:
@@ -230,7 +218,7 @@ def main() -> int:
             print(
                 f"{c:2d} clients {who:6s}: {x['rate']:5.2f} img/s p50 {x['latency_ms']['p50']:6.0f} "
                 f"p99 {x['latency_ms']['p99']:6.0f} ms, cores busy {busy:.2f} (server process {server:.2f}, "
-                f"niced predictors {niced:.2f})"
+                f"shadow predictors {niced:.2f})"
             )
         o = s["shadow_outcomes"]
         print(
@@ -257,28 +245,11 @@ def main() -> int:
     return 0
 
 
-def idle_niced_children(root: int) -> list[int]:
-    """Every thread of the niced processes under ``root`` to SCHED_IDLE; returns their pids."""
-    moved = []
-    for pid in process_tree(root):
-        if pid == root or _nice(pid) <= 0:
-            continue
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
-            except OSError:
-                continue  # the thread ended
-        moved.append(pid)
-    if not moved:
-        raise BenchError("no niced predictor process found under the shadow server")
-    return moved
-
-
-def _nice(pid: int) -> int:
+def _idle_class(pid: int) -> bool:
     try:
-        return nice_of(pid)
-    except (OSError, IndexError, ValueError):
-        return 0
+        return os.sched_getscheduler(pid) == os.SCHED_IDLE
+    except OSError:
+        return False  # the process ended
 
 
 def fmt_pct(value: float | None) -> str:

@@ -131,12 +131,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def nice_of(pid: int) -> int:
-    """The nice value of ``pid`` (its main thread), from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[16])
-
-
 def tree_cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
     """CPU seconds used so far by each process of the trees under ``pids`` (pid -> seconds);
     the difference of two calls is the CPU a setup used in between."""

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from bench.lib.measure import cpu_seconds, cpu_used, nice_of, rss_kb, tree_cpu_seconds, tree_rss_kb
+from bench.lib.measure import cpu_seconds, cpu_used, rss_kb, tree_cpu_seconds, tree_rss_kb
 from bench.lib.multi import (
     call_pipelines,
     fmt_ratio,
@@ -198,20 +198,3 @@ def test_parse_env():
     for bad in ("X", "=1"):
         with pytest.raises(BenchError):
             parse_env([bad])
-
-
-def test_nice_of_reads_a_child_s_nice_value():
-    import subprocess
-    import sys
-
-    child = subprocess.Popen([sys.executable, "-c", "import os, time; os.nice(5); time.sleep(30)"])
-    try:
-        import time
-
-        end = time.monotonic() + 10
-        while nice_of(child.pid) == nice_of(os.getpid()) and time.monotonic() < end:
-            time.sleep(0.05)
-        assert nice_of(child.pid) == nice_of(os.getpid()) + 5
-    finally:
-        child.kill()
-        child.wait()
