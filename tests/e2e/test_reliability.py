@@ -10,7 +10,6 @@ bench/soak.py (results in docs/RELIABILITY.md).
 
 import base64
 import json
-import re
 import socket
 import threading
 import time
@@ -19,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from client.stats import MetricsSnapshot
 from tests.support.fuzz.case import Limits
 from tests.support.fuzz.runner import run_fuzz
 from tests.support.image_fakes import SLOW_S, encode_png, expected_answer, image_config, make_image
@@ -69,10 +69,8 @@ def full_log(server) -> str:
 
 
 def metric(url, name, **labels) -> float:
-    text = requests.get(url + "/metrics", timeout=30).text
-    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    m = re.search(rf"^{re.escape(name)}\{{{re.escape(want)}\}} (\S+)$", text, re.M)
-    return float(m.group(1)) if m else 0.0
+    """The sum of the samples of ``name`` whose labels include ``labels`` (0 if none)."""
+    return MetricsSnapshot.from_text(requests.get(url + "/metrics", timeout=30).text).value(name, **labels)
 
 
 def occupy_instance(url):
