@@ -12,7 +12,7 @@
 A server running several pipelines routes ``/{name}/prediction`` among the
 versions of ``name`` (A/B weights), sticky per route key: the ``X-Route-Key``
 header by default (a route may name another header, ``route_header``), else
-the request's ``logid``.
+the request's ``logid`` (0, Paddle clients' default, is no key).
 
 Every failure raises :class:`PipelineError` carrying the HTTP status (``0``
 when no HTTP answer arrived: connection refused, reset or client timeout), the
