@@ -25,6 +25,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from serving.config.errors import FILE_KEY, ConfigError
@@ -35,12 +36,14 @@ from serving.paths import model_files, resolve_pkg_path
 CONFIG_SUFFIXES = (".yml", ".yaml")
 ARGUMENTS_SOURCE = "(arguments)"
 # server-wide keys, and why two files cannot disagree on them
-SERVER_KEYS = {
-    "host": "one server binds one address",
-    "http_port": "one server listens on one port",
-    "worker_num": "one server has one pool of HTTP threads",
-    "auth_token": "one server checks one token",
-}
+SERVER_KEYS = MappingProxyType(
+    {
+        "host": "one server binds one address",
+        "http_port": "one server listens on one port",
+        "worker_num": "one server has one pool of HTTP threads",
+        "auth_token": "one server checks one token",
+    }
+)
 # what of the pipeline's dag a shared stage depends on: its queue and priorities
 SHARED_DAG_KEYS = ("channel_size", "priority_levels", "priority_max_wait_ms")
 

@@ -9,8 +9,8 @@ BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128)
 # A pipeline is named by its name and version; an op by its pipeline and op
 # name, and a stage shared by several pipelines by pipeline="shared", version=""
 # and its share name.
-PIPELINE_LABELS = ["pipeline", "version"]
-OP_LABELS = ["pipeline", "version", "op"]
+PIPELINE_LABELS = ("pipeline", "version")
+OP_LABELS = ("pipeline", "version", "op")
 SHARED = "shared"
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from serving.config.errors import ConfigError
 from serving.config.repository import (
+    SERVER_KEYS,
     RepositoryConfig,
     load_repository,
     op_fingerprint,
@@ -306,7 +307,7 @@ class PipelineRepository:
     @staticmethod
     def _server_changes(old: RepositoryConfig, new: RepositoryConfig) -> str:
         """Server-wide keys a reload cannot apply to a running server ('' if none changed)."""
-        changed = [k for k in ("host", "http_port", "worker_num", "auth_token") if getattr(old, k) != getattr(new, k)]
+        changed = [k for k in SERVER_KEYS if getattr(old, k) != getattr(new, k)]
         if not changed:
             return ""
         return f"{', '.join(changed)} changed: server-wide keys take effect on a restart, not on a reload"
