@@ -59,6 +59,7 @@ class Pipeline:
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.cpus = cpus or CpuAllocator()
+        self.idle_cpu = idle_cpu
         dag_conf = config.dag
         shared = dict(shared or {})
         self.stages: dict[str, OpStage] = {}

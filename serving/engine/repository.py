@@ -97,6 +97,11 @@ def _logid_key(logid: Any) -> str | None:
     return str(logid)
 
 
+def _shadow_keys(config: RepositoryConfig) -> set[Key]:
+    """The pipelines that are some route's shadow version."""
+    return {(name, route.shadow.version) for name, route in config.routes.items() if route.shadow is not None}
+
+
 def _label(key: Key) -> str:
     return f"{key[0]}/v{key[1]}"
 
@@ -270,7 +275,14 @@ class PipelineRepository:
             log.error("reload refused, nothing changed: %s", moved)
             raise InvalidConfig(f"reload refused, nothing changed: {moved}")
         wanted = {(p.name, p.effective_version): pipeline_fingerprint(p) for p in config.pipelines}
-        keep = {key: p for key, p in old.pipelines.items() if self._fingerprints.get(p) == wanted.get(key)}
+        # kept: the same config, and the same role (a version that becomes or stops being a shadow
+        # is rebuilt, so that its instances move into or out of the idle CPU class)
+        shadows = _shadow_keys(config)
+        keep = {
+            key: p
+            for key, p in old.pipelines.items()
+            if self._fingerprints.get(p) == wanted.get(key) and p.idle_cpu == (key in shadows)
+        }
         built: dict[Key, Pipeline] = {}
         try:
             built = self._build_all(config, keep)
@@ -322,7 +334,7 @@ class PipelineRepository:
     # ---- building -----------------------------------------------------------------------
     def _build_all(self, config: RepositoryConfig, keep: dict[Key, Pipeline]) -> dict[Key, Pipeline]:
         """Every pipeline of ``config``: the kept ones as they are, the others built (not started)."""
-        shadow_keys = {(name, route.shadow.version) for name, route in config.routes.items() if route.shadow}
+        shadow_keys = _shadow_keys(config)
         out: dict[Key, Pipeline] = {}
         try:
             for pconf in config.pipelines:

@@ -343,3 +343,15 @@ def test_logid_zero_is_no_sticky_key(tmp_path, repos):
     repo = repos(v1, v2)
     seen = Counter(repo.submit("ocr", [{"id": 1, "n": 0}], logid=0)[0].owner.version for _ in range(10))
     assert seen == {1: 5, 2: 5}
+
+
+def test_a_version_that_becomes_the_shadow_is_rebuilt_in_the_idle_cpu_class(tmp_path, repos):
+    v1 = write(tmp_path / "v1.yml", "ocr", split_add(), version=1, routing={"default": 1})
+    write(tmp_path / "v2.yml", "ocr", split_add(), version=2)
+    repo = repos(tmp_path)
+    old_v2 = repo.pipeline("ocr", 2)
+    assert not old_v2.idle_cpu
+    write(v1, "ocr", split_add(), version=1, routing={"default": 1, "shadow": {"version": 2}})
+    report = repo.reload()
+    assert report.changed == ["ocr/v2"] and report.unchanged == ["ocr/v1"]
+    assert repo.pipeline("ocr", 2).idle_cpu and repo.pipeline("ocr", 2) is not old_v2
