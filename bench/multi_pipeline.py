@@ -36,12 +36,12 @@ import statistics
 import sys
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import apply_overrides, load_yaml, write_config  # noqa: E402
+from bench.lib.inputs import sample_page_pngs  # noqa: E402
 from bench.lib.measure import cpu_used, image_payloads, scrape_metrics, tree_cpu_seconds, tree_rss_kb  # noqa: E402
 from bench.lib.multi import (  # noqa: E402
     Load,
@@ -59,12 +59,11 @@ from bench.lib.multi import (  # noqa: E402
     without_share,
     write_repository,
 )
-from bench.lib.paths import CONFIG_DIR, ROOT  # noqa: E402
+from bench.lib.paths import CONFIG_DIR  # noqa: E402
 from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import BenchError, run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
 
-PAGES = os.path.join(ROOT, "tests", "data", "ocr", "sample")
 PIPELINES = ("ocr", "ocr_ernie")
 SEPARATE = ("overlap", "split")
 
@@ -145,12 +144,13 @@ def main() -> int:
         raise BenchError(f"--separate takes some of {SEPARATE}, got {args.separate!r}")
     mixes = [dict(zip(PIPELINES, m)) for m in parse_mixes(args.clients, len(PIPELINES))]
     labels = [mix_label(list(m.values())) for m in mixes]
-    pages = sorted(os.path.join(PAGES, n) for n in os.listdir(PAGES) if n.endswith(".png"))
-    payloads = image_payloads([Path(p).read_bytes() for p in pages])
+    payloads = image_payloads(sample_page_pngs())
     plan = setups(kinds)
     for who, setup in plan.items():
         print(f"{who}: {setup['runs']}", flush=True)
-    print(f"load levels (clients {'+'.join(PIPELINES)}): {', '.join(labels)}; {len(pages)} committed pages", flush=True)
+    print(
+        f"load levels (clients {'+'.join(PIPELINES)}): {', '.join(labels)}; {len(payloads)} committed pages", flush=True
+    )
     print(f"server environment: {env or 'as inherited'}", flush=True)
 
     from client.pipeline_client import PipelineClient

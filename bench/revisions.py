@@ -18,18 +18,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import pipeline_name  # noqa: E402
+from bench.lib.inputs import sample_page_pngs  # noqa: E402
 from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
 from bench.lib.paths import ROOT  # noqa: E402
 from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import BenchError, run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
-
-PAGES = os.path.join(ROOT, "tests", "data", "ocr", "sample")
 
 
 def _git(*args: str) -> str:
@@ -51,8 +49,7 @@ def main() -> int:
     clients = [int(c) for c in args.clients.split(",")]
     base = _git("rev-parse", "--short", args.base)
     head = _git("rev-parse", "--short", "HEAD")
-    pages = sorted(os.path.join(PAGES, n) for n in os.listdir(PAGES) if n.endswith(".png"))
-    payloads = image_payloads([Path(p).read_bytes() for p in pages])
+    payloads = image_payloads(sample_page_pngs())
     qps: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="batchline-rev-") as tmp:
         worktree = os.path.join(tmp, base)

@@ -32,12 +32,12 @@ import statistics
 import sys
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import apply_overrides, load_repo_config  # noqa: E402
+from bench.lib.inputs import sample_page_pngs  # noqa: E402
 from bench.lib.measure import (  # noqa: E402
     cpu_used,
     image_payloads,
@@ -54,12 +54,10 @@ from bench.lib.multi import (  # noqa: E402
     shadow_stats,
     write_repository,
 )
-from bench.lib.paths import ROOT  # noqa: E402
 from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import BenchError, run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
 
-PAGES = os.path.join(ROOT, "tests", "data", "ocr", "sample")
 SETUPS = ("shadow", "none")
 
 
@@ -109,8 +107,7 @@ def main() -> int:
     print(f"v2 (shadow): the same with max_batch_size 1 for {args.off_ops}: {op_layout(v2)}", flush=True)
     for who in SETUPS:
         print(f"{who}: {runs[who]} ({dirs[who]})", flush=True)
-    pages = sorted(os.path.join(PAGES, n) for n in os.listdir(PAGES) if n.endswith(".png"))
-    payloads = image_payloads([Path(p).read_bytes() for p in pages])
+    payloads = image_payloads(sample_page_pngs())
 
     results: dict[tuple[str, int], list[dict]] = {}
     shadow_rounds: dict[int, list[dict]] = {c: [] for c in levels}

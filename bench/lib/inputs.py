@@ -1,6 +1,7 @@
-"""Bench inputs: rendered text pages (tests/support/synth.py) and the
-text-line crops the det op finds on them, cached on disk as PNGs under
-:func:`~bench.lib.paths.cache_dir` (never in the repo)."""
+"""Bench inputs: the OCR pages committed under tests/data/ocr/sample, rendered
+text pages (tests/support/synth.py) and the text-line crops the det op finds
+on them, cached on disk as PNGs under :func:`~bench.lib.paths.cache_dir`
+(never in the repo)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from typing import Any
 
 from bench.lib.configs import load_yaml, repo_config_path
 from bench.lib.inprocess import make_op
-from bench.lib.paths import cache_dir
+from bench.lib.paths import ROOT, cache_dir
 from bench.lib.script import BenchError
+
+SAMPLE_PAGES_DIR = os.path.join(ROOT, "tests", "data", "ocr", "sample")
+
+
+def sample_page_pngs() -> list[bytes]:
+    """The 12 OCR pages committed under tests/data/ocr/sample, PNG bytes in name order."""
+    return _read_all(sorted(glob.glob(os.path.join(SAMPLE_PAGES_DIR, "*.png"))))
 
 
 def bench_documents(count: int = 24, seed: int = 7) -> list[Any]:
