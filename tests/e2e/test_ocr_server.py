@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from client import PipelineClient, PipelineError
-from tests.support.ocr_reference import MIN_MATCH, compare_with_reference
+from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 from tests.support.server_process import ROOT, ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -33,21 +33,10 @@ def png(img):
     return encode_image(img, ".png")
 
 
-def match_rate(reference, answers):
-    total = matched = 0
-    misses = []
-    for ref, ours in zip(reference, answers):
-        rate, bad = compare_with_reference(ref, ours)
-        total += len(ref)
-        matched += round(rate * len(ref))
-        misses += bad
-    return matched / max(1, total), misses
-
-
 def test_sequential_requests_match_paddleocr(server, docs, reference):
     with PipelineClient(server.url, timeout=120) as client:
         answers = [client.predict("ocr", image=png(d.image))[0] for d in docs]
-    rate, misses = match_rate(reference, answers)
+    rate, misses = match_rate_over_pages(reference, answers)
     assert rate >= MIN_MATCH, (rate, misses)
 
 
@@ -76,7 +65,7 @@ def rec_stats(url, send):
 def test_sixteen_concurrent_requests_match_paddleocr_and_batch(server, docs, reference, short_docs, short_reference):
     # the varied pages (4 of them twice): concurrency and batching change no line
     answers = concurrently(server.url, [png(d.image) for d in docs + docs[:4]])
-    rate, misses = match_rate(reference + reference[:4], answers)
+    rate, misses = match_rate_over_pages(reference + reference[:4], answers)
     assert rate >= MIN_MATCH, (rate, misses)
 
     # Real predictor calls hold crops of different requests. configs/ocr.yml pads each
@@ -85,7 +74,7 @@ def test_sixteen_concurrent_requests_match_paddleocr_and_batch(server, docs, ref
     # all distinct, so they seldom share one. Every crop of the short-line pages pads
     # to 320 px: whenever the rec queue holds two requests' crops, they share a call.
     answers, rec = rec_stats(server.url, lambda: concurrently(server.url, [png(d.image) for d in short_docs]))
-    rate, misses = match_rate(short_reference, answers)
+    rate, misses = match_rate_over_pages(short_reference, answers)
     assert rate >= MIN_MATCH, (rate, misses)
     assert rec["shared_calls"] >= 1, rec  # a predictor call held crops of more than one request
 

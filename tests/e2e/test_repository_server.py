@@ -27,7 +27,7 @@ import yaml
 from client import PipelineClient
 from client.pipeline_client import b64
 from client.stats import MetricsSnapshot
-from tests.support.ocr_reference import MIN_MATCH, compare_with_reference
+from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 from tests.support.server_process import ROOT, ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -74,17 +74,6 @@ def assert_same_lines(ours, alone, where):
                 assert a[key] == b[key], (where, i, key, a, b)
 
 
-def match_rate(reference, answers):
-    total = matched = 0
-    misses = []
-    for ref, ours in zip(reference, answers):
-        rate, bad = compare_with_reference(ref, ours)
-        total += len(ref)
-        matched += round(rate * len(ref))
-        misses += bad
-    return matched / max(1, total), misses
-
-
 @pytest.fixture(scope="module")
 def alone(docs, short_docs):
     """Answers of ernie and ocr_ernie, each served alone by its own config (computed once)."""
@@ -116,7 +105,7 @@ def test_the_repository_serves_three_pipelines_sharing_det_and_rec(repo_server):
 
 def test_ocr_answers_as_paddleocr_and_as_ocr_ernie_alone(repo_server, docs, reference, alone):
     answers = predict_each(repo_server.url, "ocr", docs)
-    rate, misses = match_rate(reference, answers)
+    rate, misses = match_rate_over_pages(reference, answers)
     assert rate >= MIN_MATCH, (rate, misses)
     # ocr shares det and rec with ocr_ernie: its lines are ocr_ernie's (served alone) without the labels
     for i, (ours, theirs) in enumerate(zip(answers, alone["ocr_ernie"])):
@@ -168,7 +157,7 @@ def test_shared_rec_runs_items_of_ocr_and_ocr_ernie_in_one_predictor_call(
 
     # ... and batching across pipelines changes no answer
     ocr = [answers["ocr", i] for i in range(len(short_docs))]
-    rate, misses = match_rate(short_reference, ocr)
+    rate, misses = match_rate_over_pages(short_reference, ocr)
     assert rate >= MIN_MATCH, (rate, misses)
     for i, theirs in enumerate(alone["ocr_ernie_short"]):
         assert_same_lines(answers["ocr_ernie", i], theirs, f"short page {i}")

@@ -134,3 +134,18 @@ def compare_with_reference(
     if not refs:
         return (1.0 if not ours else 0.0), ([{"ref": None, "ours": o.text, "box_diff": None} for o in ours])
     return (len(refs) - len(mismatches)) / len(refs), mismatches
+
+
+def match_rate_over_pages(
+    references: Sequence[Sequence[Any]], answers: Sequence[Sequence[Any]]
+) -> tuple[float, list[dict]]:
+    """:func:`compare_with_reference` over several pages: the share of all
+    reference lines matched, and every page's mismatches."""
+    total = matched = 0
+    misses: list[dict] = []
+    for ref, ours in zip(references, answers):
+        rate, bad = compare_with_reference(ref, ours)
+        total += len(ref)
+        matched += round(rate * len(ref))
+        misses += bad
+    return matched / max(1, total), misses
