@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ops import text as T
-from serving.op import BadRequest, InternalError, Op, OpContext, SubBatch
+from serving.op import BadRequest, InternalError, Op, OpContext, SubBatch, fields_agree
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -77,16 +77,6 @@ class ErnieClsParams(BaseModel):
         if v is not None and (not v or len(set(v)) != len(v)):
             raise ValueError("labels must be a non-empty list of distinct names")
         return v
-
-
-def _labels(output: Any) -> tuple[str, list[Any]] | None:
-    """What ``agree`` compares in an output: its kind and its labels in order
-    (None for an output that is neither ``merge`` shape)."""
-    if isinstance(output, Mapping) and "label" in output:
-        return "text", [output["label"]]
-    if isinstance(output, (list, tuple)) and all(isinstance(line, Mapping) and "label" in line for line in output):
-        return "lines", [line["label"] for line in output]
-    return None
 
 
 class ErnieClsOp(Op):
@@ -215,10 +205,8 @@ class ErnieClsOp(Op):
 
     def agree(self, primary: Any, shadow: Any) -> bool:
         """The same label (a text), or the same lines with the same label each (OCR lines)."""
-        labels = [_labels(primary), _labels(shadow)]
-        if labels[0] is None or labels[1] is None:
-            return super().agree(primary, shadow)
-        return labels[0] == labels[1]
+        same = fields_agree(primary, shadow, "label")
+        return super().agree(primary, shadow) if same is None else same
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> Encoded:

@@ -38,7 +38,7 @@ from ops.image import (
     round_up_to_bucket,
     to_bgr,
 )
-from serving.op import Op, OpContext, SubBatch, resolve_pkg_path
+from serving.op import Op, OpContext, SubBatch, fields_agree, resolve_pkg_path
 
 logger = logging.getLogger(__name__)
 
@@ -148,16 +148,6 @@ def upstream_crops(inputs: Mapping[str, Any], op_name: str) -> tuple[list[np.nda
     return crops, boxes
 
 
-def _texts(output: Any) -> tuple[str, list[Any]] | None:
-    """What ``agree`` compares in a rec output: its kind and its texts in order
-    (None for an output that is neither ``merge`` shape)."""
-    if isinstance(output, Mapping) and "text" in output:
-        return "one", [output["text"]]
-    if isinstance(output, (list, tuple)) and all(isinstance(line, Mapping) and "text" in line for line in output):
-        return "lines", [line["text"] for line in output]
-    return None
-
-
 class OcrRecOp(Op):
     Params: ClassVar[type[BaseModel]] = RecParams
     input_kind: ClassVar[str | None] = "image"
@@ -221,10 +211,8 @@ class OcrRecOp(Op):
 
     def agree(self, primary: Any, shadow: Any) -> bool:
         """The same texts in the same order (a source op: the same text)."""
-        texts = [_texts(primary), _texts(shadow)]
-        if texts[0] is None or texts[1] is None:
-            return super().agree(primary, shadow)
-        return texts[0] == texts[1]
+        same = fields_agree(primary, shadow, "text")
+        return super().agree(primary, shadow) if same is None else same
 
     # ---- per item -------------------------------------------------------
     def preprocess(self, payload: Any) -> RecItem:

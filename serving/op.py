@@ -41,6 +41,7 @@ __all__ = [
     "Runner",
     "ServingError",
     "SubBatch",
+    "fields_agree",
     "resolve_pkg_path",
     "values_agree",
 ]
@@ -88,6 +89,25 @@ def values_agree(a: Any, b: Any, *, rel_tol: float = AGREE_TOLERANCE, abs_tol: f
         return bool(a == b)
     except (TypeError, ValueError):  # an __eq__ that returns no truth value
         return False
+
+
+def _field_values(output: Any, key: str) -> tuple[str, list[Any]] | None:
+    """``output[key]`` of one answer, or of each line of a list of lines (None: neither shape)."""
+    if isinstance(output, Mapping) and key in output:
+        return "one", [output[key]]
+    if isinstance(output, (list, tuple)) and all(isinstance(line, Mapping) and key in line for line in output):
+        return "lines", [line[key] for line in output]
+    return None
+
+
+def fields_agree(primary: Any, shadow: Any, key: str) -> bool | None:
+    """For ``Op.agree`` of ops whose answer is one mapping or a list of line
+    mappings: whether ``key`` is the same in both (one answer), or in every
+    line in the same order. None when either output is neither shape."""
+    a, b = _field_values(primary, key), _field_values(shadow, key)
+    if a is None or b is None:
+        return None
+    return a == b
 
 
 def _arrays_agree(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
