@@ -330,12 +330,6 @@ def _check_routing(entries: list[_Entry]) -> list[ConfigError]:
     return errors
 
 
-def _input_kind(config: ServingConfig) -> str | None:
-    """How the request values of ``config`` are decoded (its source ops' input kind)."""
-    kinds = {getattr(config.op[s].op_class, "input_kind", None) for s in config.dag_graph.sources}
-    return kinds.pop() if len(kinds) == 1 else None
-
-
 def _check_input_kinds(entries: list[_Entry]) -> list[ConfigError]:
     """Versions of one name share its URL, so they must take the same input (image or text)."""
     errors = []
@@ -345,7 +339,7 @@ def _check_input_kinds(entries: list[_Entry]) -> list[ConfigError]:
         if name not in first:
             first[name] = entry
             continue
-        mine, theirs = _input_kind(entry.config), _input_kind(first[name].config)
+        mine, theirs = entry.config.input_kind, first[name].config.input_kind
         if mine != theirs:
             message = (
                 f"version {entry.config.effective_version} of {name!r} takes {mine or 'mixed'} input, "

@@ -469,6 +469,12 @@ class ServingConfig(BaseModel):
             self._dag_graph = Dag({op.name: op.input_ops for op in self.ops})
         return self._dag_graph
 
+    @property
+    def input_kind(self) -> str | None:
+        """How request values are decoded: the source ops' ``input_kind`` (None: unbound or mixed)."""
+        kinds = {getattr(self.op[s].op_class, "input_kind", None) for s in self.dag_graph.sources}
+        return kinds.pop() if len(kinds) == 1 else None
+
     def op_table(self) -> list[dict[str, Any]]:
         """One row per op (config order): what ``batchline check`` and ``GET /{name}/config`` show."""
         rows = []

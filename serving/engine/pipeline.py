@@ -269,5 +269,4 @@ class Pipeline:
 
     def input_kind(self) -> str | None:
         """How request values are decoded: the source ops' ``input_kind``."""
-        kinds = {self.stages[s].op.input_kind for s in self.dag.sources}
-        return kinds.pop() if len(kinds) == 1 else None
+        return self.config.input_kind
