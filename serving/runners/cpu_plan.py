@@ -99,9 +99,3 @@ class CpuAllocator:
         """CPU -> number of instances currently pinned to it (every CPU, in order)."""
         with self._lock:
             return dict(self._usage)
-
-
-def plan_cpus(confs: Sequence[LocalServiceConf], available: Sequence[int] | None = None) -> list[list[CpuSet]]:
-    """For each conf (in order), one CPU set per predictor instance (``None``: unpinned), from a fresh allocator."""
-    allocator = CpuAllocator(available)
-    return [allocator.allocate(conf) for conf in confs]

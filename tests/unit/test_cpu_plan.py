@@ -8,7 +8,13 @@ import threading
 import pytest
 
 from serving.config import LocalServiceConf
-from serving.runners.cpu_plan import CpuAllocator, plan_cpus
+from serving.runners.cpu_plan import CpuAllocator
+
+
+def plan_cpus(confs, available=None):
+    """One fresh allocator's sets for each conf in turn (the plan of one server start)."""
+    allocator = CpuAllocator(available)
+    return [allocator.allocate(conf) for conf in confs]
 
 
 def conf(**service) -> LocalServiceConf:
