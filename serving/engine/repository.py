@@ -36,7 +36,7 @@ from serving.engine.pipeline import Pipeline
 from serving.engine.request import RequestState
 from serving.engine.routing import Router
 from serving.engine.shadow import Shadow
-from serving.engine.shared import SharedStages
+from serving.engine.shared import SharedStages, User
 from serving.errors import Conflict, InternalError, InvalidConfig, NotFound, ServingError, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator
 
@@ -68,6 +68,15 @@ class Generation:
     @property
     def ready(self) -> bool:
         return bool(self.pipelines) and all(p.ready for p in self.pipelines.values())
+
+
+@dataclass
+class _Held:
+    """What the repository keeps for one running pipeline."""
+
+    fingerprint: str  # of its config: a reload keeps the pipeline while it is unchanged
+    user: User | None  # its name in the shared stages it feeds (None: built by the caller, feeds none)
+    shares: list[tuple[str, str]]  # (share name, fingerprint) of each shared stage it holds
 
 
 @dataclass
@@ -130,16 +139,14 @@ class PipelineRepository:
         self.shared = SharedStages(metrics=self.metrics, cpus=self.cpus, clock=clock)
         self._ids = itertools.count(1)
         # per running pipeline: its config's fingerprint and the shared stages it holds
-        self._fingerprints: dict[Pipeline, str] = {}
-        self._shares_of: dict[Pipeline, list[tuple[str, str]]] = {}
-        self._users_of: dict[Pipeline, tuple[str, int, int]] = {}
+        self._held: dict[Pipeline, _Held] = {}
         self._builds = itertools.count(1)
         # generation 1 exists (its pipelines answer 503 "starting") before start() loads anything
         if built is None:
             pipelines = self._build_all(config, {})
         else:  # ``of``: around a pipeline built by the caller
             pipelines = {(built.name, built.version): built}
-            self._fingerprints[built] = pipeline_fingerprint(built.config)
+            self._held[built] = _Held(pipeline_fingerprint(built.config), None, [])
         self._gen = self._build_generation(1, config, pipelines)
         self._reload_lock = threading.Lock()
         self._draining: list[threading.Thread] = []
@@ -183,7 +190,7 @@ class PipelineRepository:
 
         def drain(key: Key, pipeline: Pipeline) -> None:
             results[key] = pipeline.shutdown(timeout)
-            self._release_shares(key, pipeline)
+            self._release_shares(pipeline)
 
         threads = [threading.Thread(target=drain, args=item, name=f"drain-{_label(item[0])}") for item in pipelines]
         for t in threads:
@@ -281,7 +288,7 @@ class PipelineRepository:
         keep = {
             key: p
             for key, p in old.pipelines.items()
-            if self._fingerprints.get(p) == wanted.get(key) and p.idle_cpu == (key in shadows)
+            if p in self._held and self._held[p].fingerprint == wanted.get(key) and p.idle_cpu == (key in shadows)
         }
         built: dict[Key, Pipeline] = {}
         try:
@@ -326,7 +333,7 @@ class PipelineRepository:
 
     def _retire(self, key: Key, pipeline: Pipeline) -> None:
         pipeline.shutdown()
-        self._release_shares(key, pipeline)
+        self._release_shares(pipeline)
         successor = self._gen.pipelines.get(key)
         if successor is not None and successor.ready:  # the old one's shutdown cleared their shared gauge
             self.metrics.ready.labels(*successor.labels).set(1)
@@ -357,9 +364,9 @@ class PipelineRepository:
 
     def _discard(self, pipelines: dict[Key, Pipeline]) -> None:
         """Stop pipelines that never served (a failed reload) and the shared stages only they held."""
-        for key, pipeline in pipelines.items():
+        for pipeline in pipelines.values():
             pipeline.shutdown(timeout=1.0)
-            self._release_shares(key, pipeline)
+            self._release_shares(pipeline)
 
     def _build(self, pconf: ServingConfig, *, idle_cpu: bool) -> Pipeline:
         user = (pconf.name, pconf.effective_version, next(self._builds))
@@ -386,17 +393,16 @@ class PipelineRepository:
             for share, fingerprint in held:
                 self.shared.release(share, fingerprint, user)
             raise
-        self._shares_of[pipeline] = held
-        self._users_of[pipeline] = user
-        self._fingerprints[pipeline] = pipeline_fingerprint(pconf)
+        self._held[pipeline] = _Held(pipeline_fingerprint(pconf), user, held)
         return pipeline
 
-    def _release_shares(self, key: Key, pipeline: Pipeline) -> None:
+    def _release_shares(self, pipeline: Pipeline) -> None:
         """Forget a stopped pipeline; the last user of a shared stage stops it."""
-        self._fingerprints.pop(pipeline, None)
-        user = self._users_of.pop(pipeline, (*key, 0))
-        for share, fingerprint in self._shares_of.pop(pipeline, []):
-            self.shared.release(share, fingerprint, user)
+        held = self._held.pop(pipeline, None)
+        if held is None or held.user is None:
+            return
+        for share, fingerprint in held.shares:
+            self.shared.release(share, fingerprint, held.user)
 
     def _build_generation(self, number: int, config: RepositoryConfig, pipelines: dict[Key, Pipeline]) -> Generation:
         gen = Generation(number, config, pipelines)
