@@ -67,9 +67,15 @@ def check_main(args: argparse.Namespace) -> int:
 
 
 def _load_serve() -> ModuleType:
-    from serving.http import server
+    from serving.commands import serve
 
-    return server
+    return serve
+
+
+def _load_ray() -> ModuleType:
+    from serving.commands import ray
+
+    return ray
 
 
 def builtin_commands() -> dict[str, tuple[str, Loader | None]]:
@@ -77,6 +83,7 @@ def builtin_commands() -> dict[str, tuple[str, Loader | None]]:
     return {
         "check": ("validate configs (files or directories) and print the resolved op tables and routes", None),
         "serve": ("start the HTTP server for a config (default: the embedded OCR pipeline)", _load_serve),
+        "ray": ("Ray Serve tools: build writes the Ray Serve config file of configs", _load_ray),
     }
 
 

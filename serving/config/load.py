@@ -90,21 +90,23 @@ def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path
     return config
 
 
-def parse_config(data: dict, source: str = "<config>") -> ServingConfig:
+def parse_config(data: Any, source: str = "<config>", path: str | None = None) -> ServingConfig:
     """Validate an already-loaded config mapping.
 
-    ``source`` names the file in error messages; when it is a path (not
-    ``<...>``), relative model paths resolve against its directory and the
-    default ``name`` is its stem.
+    ``source`` names the file in error messages. ``path`` is the file's
+    resolved path (default: ``source`` when that is a path, not ``<...>``):
+    relative model paths resolve against its directory and the default
+    ``name`` is its stem.
     """
-    if source.startswith("<"):
+    if path is None and source.startswith("<"):
         return _parse(data, source, os.getcwd(), "pipeline", source)
-    path = os.path.abspath(source)
+    path = os.path.abspath(source if path is None else path)
     return _parse(data, source, os.path.dirname(path), _default_name(Path(path).stem), path)
 
 
-def load_config(path: str | os.PathLike) -> ServingConfig:
-    """Read, validate and resolve a config file (plain path or ``pkg://package/file.yml``)."""
+def read_config(path: str | os.PathLike) -> tuple[str, Any]:
+    """A config file's resolved path and its YAML data, not validated yet
+    (plain path or ``pkg://package/file.yml``)."""
     source = os.fspath(path)
     try:
         resolved = resolve_pkg_path(source)
@@ -116,5 +118,10 @@ def load_config(path: str | os.PathLike) -> ServingConfig:
         raise ConfigError(source, FILE_KEY, f"no such file: {resolved}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(source, FILE_KEY, f"cannot read: {exc}") from None
-    data = load_yaml(text, source)
-    return _parse(data, source, os.path.dirname(resolved), _default_name(Path(resolved).stem), resolved)
+    return resolved, load_yaml(text, source)
+
+
+def load_config(path: str | os.PathLike) -> ServingConfig:
+    """Read, validate and resolve a config file (plain path or ``pkg://package/file.yml``)."""
+    resolved, data = read_config(path)
+    return parse_config(data, os.fspath(path), resolved)

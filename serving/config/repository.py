@@ -470,6 +470,11 @@ def load_repository(args: Sequence[str]) -> RepositoryConfig:
     return _build(sources, entries)
 
 
+def repository_from(sources: Sequence[str], parsed: Sequence[tuple[str, ServingConfig]]) -> RepositoryConfig:
+    """A repository of configs already parsed, each with the file name its errors name; checked as a set."""
+    return _build(list(sources), [_Entry(config, file) for file, config in parsed])
+
+
 def repository_of(config: ServingConfig) -> RepositoryConfig:
     """A repository of one already-parsed config (its routing is checked against its one version)."""
     return _build([config.source_path], [_Entry(config, config.source_path)])

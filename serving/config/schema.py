@@ -19,6 +19,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from serving.config.dag import Dag
 from serving.config.errors import FieldProblem
+from serving.config.ray_schema import RayConf, RayDeploymentConf
 from serving.paths import model_files, resolve_pkg_path
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -273,6 +274,8 @@ class OpConfig(BaseModel):
     retry: int = Field(default=1, ge=0, strict=True)
     # one stage for every op of the repository with this share name (true: the op's name)
     share: bool | str = False
+    # how the op runs as a Ray Serve deployment (the Ray backend only)
+    ray: RayDeploymentConf | None = None
 
     _params_model: BaseModel | None = PrivateAttr(default=None)
     _op_class: type | None = PrivateAttr(default=None)
@@ -307,6 +310,22 @@ class OpConfig(BaseModel):
         if not isinstance(value, bool):
             raise ValueError(f"must be true, false or a share name, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _ray_holds_a_batch(self) -> OpConfig:
+        """Each call to an op replica carries one request (at least one item): a
+        replica that takes fewer calls at once than a full batch of every
+        instance can never fill its batches."""
+        svc = self.local_service_conf
+        limit = None if self.ray is None else self.ray.max_ongoing_requests
+        needed = svc.max_batch_size * svc.instance_num
+        if limit is not None and limit < needed:
+            raise FieldProblem(
+                "ray.max_ongoing_requests",
+                f"{limit} is below what full batches need: max_batch_size {svc.max_batch_size} "
+                f"x instance_num {svc.instance_num} = {needed} (each call carries one request)",
+            )
+        return self
 
     @property
     def share_name(self) -> str | None:
@@ -431,11 +450,13 @@ class ServingConfig(BaseModel):
     routing: RoutingConf | None = None
     dag: DagConfig = Field(default_factory=DagConfig)
     op: dict[str, OpConfig]
+    # the HTTP ingress and application on Ray Serve (the Ray backend only)
+    ray: RayConf = Field(default_factory=RayConf)
 
     _source_path: str = PrivateAttr(default="<config>")
     _dag_graph: Dag | None = PrivateAttr(default=None)
 
-    @field_validator("dag", mode="before")
+    @field_validator("dag", "ray", mode="before")
     @classmethod
     def _dag(cls, value: Any) -> Any:
         return {} if value is None else value

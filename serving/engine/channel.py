@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from serving.engine.request import RequestState
 from serving.errors import DeadlineExceeded, ShuttingDown
@@ -64,15 +64,25 @@ class Channel:
         self._closed.set()
         self._queue.put(Channel._CLOSE)  # consumers are alive and draining
 
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
     def qsize(self) -> int:
         return self._queue.qsize()
+
+
+class Inbox(Protocol):
+    """Where a join sends complete inputs: a :class:`Channel`, or a remote stage's dispatch."""
+
+    def put(self, request: RequestState, inputs: dict[str, Any]) -> None: ...
 
 
 class Join:
     """Collects one output per input op for each request, then forwards the
     complete ``{input_op: output}`` mapping to the op's channel."""
 
-    def __init__(self, channel: Channel, input_ops: Sequence[str]):
+    def __init__(self, channel: Inbox, input_ops: Sequence[str]):
         self.channel = channel
         self.input_ops = tuple(input_ops)
         self._partial: dict[int, dict[str, Any]] = {}

@@ -23,6 +23,7 @@ from serving.engine.launch import build_stage, launch
 from serving.engine.metrics import Metrics
 from serving.engine.request import RequestState
 from serving.engine.stage import OpStage
+from serving.engine.stage_api import Stage
 from serving.engine.tracer import Tracer
 from serving.errors import Overloaded, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
@@ -33,8 +34,9 @@ log = logging.getLogger(__name__)
 class Pipeline:
     """One pipeline (a name and version) with its op stages.
 
-    ``shared`` maps op names to stages shared with other pipelines: started
-    and stopped by their owner (the repository), used here like our own.
+    ``shared`` maps op names to stages run by someone else, used here like
+    our own: stages shared with other pipelines (started and stopped by the
+    repository), or remote ones (the Ray backend's deployments).
     ``ids`` numbers requests; pipelines feeding one shared stage share it, so
     request ids are unique across them. ``cpus`` is the plan of the whole
     server; ``idle_cpu`` runs this pipeline's own instances only on CPU time
@@ -46,7 +48,7 @@ class Pipeline:
         *,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
-        shared: Mapping[str, OpStage] | None = None,
+        shared: Mapping[str, Stage] | None = None,
         ids: Iterator[int] | None = None,
         cpus: CpuAllocator | None = None,
         idle_cpu: bool = False,
@@ -62,7 +64,7 @@ class Pipeline:
         self.idle_cpu = idle_cpu
         dag_conf = config.dag
         shared = dict(shared or {})
-        self.stages: dict[str, OpStage] = {}
+        self.stages: dict[str, Stage] = {}
         self._owned: list[OpStage] = []
         for name in self.dag.order:
             stage = shared.get(name)
@@ -72,7 +74,7 @@ class Pipeline:
                 )
                 self._owned.append(stage)
             self.stages[name] = stage
-        self._op_of: dict[OpStage, str] = {stage: name for name, stage in self.stages.items()}
+        self._op_of: dict[Stage, str] = {stage: name for name, stage in self.stages.items()}
         self._consumers = {name: self.dag.consumers(name) for name in self.dag.order}
         self._cpu_sets: list[list[CpuSet]] = []
         self._ids = ids or itertools.count(1)
@@ -104,8 +106,8 @@ class Pipeline:
 
     @property
     def ready(self) -> bool:
-        """Every predictor loaded and warm, and not draining: the server takes requests."""
-        return self._accepting
+        """Every predictor loaded and warm, every stage healthy, and not draining: the server takes requests."""
+        return self._accepting and all(stage.healthy for stage in self.stages.values())
 
     @property
     def state(self) -> str:
@@ -198,7 +200,7 @@ class Pipeline:
             self.stages[source].accept("input", request, value)
         return request
 
-    def on_output(self, stage: OpStage, request: RequestState, output: Any) -> None:
+    def on_output(self, stage: Stage, request: RequestState, output: Any) -> None:
         """A stage's output for one of our requests: to the consumers, or to the response."""
         name = self._op_of[stage]
         consumers = self._consumers[name]

@@ -30,19 +30,22 @@ from serving.config.repository import (
     pipeline_fingerprint,
     repository_of,
 )
-from serving.config.schema import ServingConfig
+from serving.config.schema import OpConfig, ServingConfig
 from serving.engine.metrics import Metrics
 from serving.engine.pipeline import Pipeline
 from serving.engine.request import RequestState
 from serving.engine.routing import Router
 from serving.engine.shadow import Shadow
 from serving.engine.shared import SharedStages, User
+from serving.engine.stage_api import Stage
 from serving.errors import Conflict, InternalError, InvalidConfig, NotFound, ServingError, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]  # (pipeline name, version)
+# builds the stage of one op of one pipeline elsewhere (the Ray backend: a deployment's proxy)
+StageSource = Callable[[ServingConfig, OpConfig], Stage]
 
 
 @dataclass
@@ -119,6 +122,8 @@ class PipelineRepository:
     """The pipelines of one server.
 
     ``loader`` re-reads the sources on reload (``load_repository`` by default).
+    ``stage_source``, when given, provides every op's stage (none runs in this
+    process); ``reload_refused`` says why this server cannot reload, if it cannot.
     """
 
     def __init__(
@@ -130,8 +135,12 @@ class PipelineRepository:
         loader: Callable[[Sequence[str]], RepositoryConfig] = load_repository,
         warmup: bool = True,
         built: Pipeline | None = None,
+        stage_source: StageSource | None = None,
+        reload_refused: str | None = None,
     ):
         self.metrics = metrics or Metrics()
+        self.stage_source = stage_source
+        self.reload_refused = reload_refused
         self.clock = clock
         self.loader = loader
         self.warmup = warmup
@@ -259,6 +268,8 @@ class PipelineRepository:
     def reload(self) -> ReloadReport:
         """Re-read the sources; build and warm what is new or changed, switch, drain the old.
         Raises InvalidConfig (422) or InternalError (500) and changes nothing on failure."""
+        if self.reload_refused is not None:
+            raise Conflict(f"this server does not reload: {self.reload_refused}")
         if not self._reload_lock.acquire(blocking=False):
             raise Conflict("a reload is already running")
         try:
@@ -370,11 +381,14 @@ class PipelineRepository:
 
     def _build(self, pconf: ServingConfig, *, idle_cpu: bool) -> Pipeline:
         user = (pconf.name, pconf.effective_version, next(self._builds))
-        shared = {}
+        shared: dict[str, Stage] = {}
         held: list[tuple[str, str]] = []
         try:
             for op in pconf.ops:
                 share = op.share_name
+                if self.stage_source is not None:
+                    shared[op.name] = self.stage_source(pconf, op)
+                    continue
                 if share is None:
                     continue
                 fingerprint = op_fingerprint(pconf, op.name)

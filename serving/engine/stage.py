@@ -293,6 +293,11 @@ class OpStage:
             self.metrics.op_errors.labels(*self.labels, str(error.status)).inc()
 
     # ---- introspection -----------------------------------------------------------------------
+    @property
+    def healthy(self) -> bool:
+        """True: an in-process stage takes work while the server runs (its supervised threads restart)."""
+        return True
+
     def snapshot(self) -> dict[str, Any]:
         """For the tracer: counters since the last snapshot plus queue depth."""
         stats = self.window.take()

@@ -83,11 +83,16 @@ def max_body_size(repository: PipelineRepository) -> int:
 
 
 def create_app(
-    target: Pipeline | PipelineRepository, *, auth_token: str | None = None, limits: HttpLimits | None = None
+    target: Pipeline | PipelineRepository,
+    *,
+    auth_token: str | None = None,
+    limits: HttpLimits | None = None,
+    metrics_text: Callable[[], bytes] | None = None,
 ) -> Flask:
     """Build the app around a :class:`PipelineRepository` (several pipelines)
     or one :class:`Pipeline`; started or starting. ``limits`` overrides every
-    pipeline's own HTTP limits (tests)."""
+    pipeline's own HTTP limits (tests). ``metrics_text`` renders ``/metrics``
+    (default: the repository's own registry; the Ray backend adds its replicas')."""
     repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
     app = Flask("batchline")
     if isinstance(app.json, DefaultJSONProvider):  # answers keep UTF-8 text readable
@@ -293,7 +298,8 @@ def create_app(
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(repo.metrics.render(), mimetype="text/plain; version=0.0.4")
+        text = metrics_text() if metrics_text is not None else repo.metrics.render()
+        return Response(text, mimetype="text/plain; version=0.0.4")
 
     return app
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from serving.config.schema import LocalServiceConf
 
@@ -63,15 +63,19 @@ class CpuAllocator:
         self._usage = dict.fromkeys(cpus, 0)  # CPU -> instances pinned to it
         self._lock = threading.Lock()
 
-    def allocate(self, conf: LocalServiceConf) -> list[CpuSet]:
-        """One CPU set per instance of ``conf`` (``None``: unpinned, takes no CPUs)."""
+    def allocate(self, conf: LocalServiceConf, elsewhere: Mapping[int, int] | None = None) -> list[CpuSet]:
+        """One CPU set per instance of ``conf`` (``None``: unpinned, takes no CPUs).
+        ``elsewhere`` counts instances other processes pinned to each CPU."""
         if not pins_cpus(conf):
             return [None] * conf.instance_num
         per = max(1, min(conf.thread_num, len(self._cpus)))
+        other = elsewhere or {}
         sets: list[CpuSet] = []
         with self._lock:
             for _ in range(conf.instance_num):
-                chosen = sorted(self._cpus, key=lambda cpu: (self._usage[cpu], self._order[cpu]))[:per]
+                chosen = sorted(self._cpus, key=lambda cpu: (self._usage[cpu] + other.get(cpu, 0), self._order[cpu]))[
+                    :per
+                ]
                 for cpu in chosen:
                     self._usage[cpu] += 1
                 sets.append(chosen)

@@ -1,0 +1,47 @@
+"""Ray Serve tools: ``batchline ray build CONFIG... -o serve.yaml`` writes the
+Ray Serve config file of the configs (``serve deploy serve.yaml``, or KubeRay's
+``serveConfigV2``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from serving.config import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="ray_command", metavar="RAY_COMMAND")
+    sub.required = True
+    build = sub.add_parser("build", help="write the Ray Serve config file of pipeline configs")
+    build.add_argument("config", nargs="+", metavar="CONFIG", help="config.yml files or directories, as for serve")
+    build.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
+    build.add_argument("--host", default=None, help="HTTP bind address of Ray's proxies (default: config 'host')")
+    build.add_argument("--port", type=int, default=None, help="HTTP port (default: config 'http_port')")
+    build.add_argument("--no-warmup", action="store_true", help="replicas skip warming predictor shapes")
+
+
+def main(args: argparse.Namespace) -> int:
+    from serving.config.documents import read_documents
+
+    try:
+        documents = read_documents(args.config)
+        from serving.rayserve.app import serve_config
+        from serving.rayserve.run import serve_config_yaml
+
+        config = serve_config(documents, host=args.host, port=args.port, warmup=not args.no_warmup)
+    except ConfigError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+    except ImportError as exc:
+        sys.stderr.write(f"batchline ray: needs Ray Serve: pip install -e '.[ray]' ({exc})\n")
+        return 2
+    text = serve_config_yaml(config, "batchline ray build " + " ".join(shlex.quote(c) for c in args.config))
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        sys.stderr.write(f"wrote {args.output}: deploy with `serve deploy {args.output}`\n")
+    return 0

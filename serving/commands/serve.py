@@ -1,0 +1,49 @@
+"""Start the HTTP server for configs (default: the embedded OCR pipeline), in
+this process or on Ray Serve (``--ray``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from serving.config import ConfigError
+from serving.http import server
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    server.add_arguments(parser)
+    parser.add_argument(
+        "--ray",
+        action="store_true",
+        help="run every op as a Ray Serve deployment (needs the ray extra: pip install -e '.[ray]')",
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="with --ray: the cluster to deploy on ('auto': the one `ray start` made on this machine; "
+        "'ray://HOST:10001': a remote one); default: start a local cluster for this command",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if not args.ray:
+        if args.address is not None:
+            log.error("--address is for --ray")
+            return 2
+        return server.main(args)
+    try:
+        from serving.config.documents import parse_documents, read_documents
+
+        documents = read_documents(args.config)
+        parse_documents(documents)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    try:
+        from serving.rayserve.run import serve_on_ray
+    except ImportError as exc:
+        log.error("--ray needs Ray Serve: pip install -e '.[ray]' (%s)", exc)
+        return 2
+    return serve_on_ray(documents, address=args.address, host=args.host, port=args.port, warmup=not args.no_warmup)

@@ -1,0 +1,136 @@
+"""The ``ray:`` blocks of a config: how each op (``op.<name>.ray``) and the
+HTTP ingress (top-level ``ray``) run as Ray Serve deployments.
+
+Only what the Ray backend reads; the single-process server ignores them.
+Field names are Ray Serve's own (``num_replicas``, ``autoscaling_config``,
+``ray_actor_options``, ``max_ongoing_requests``), so a Ray user reads them as
+in a Ray Serve config file. Defaults that depend on the op (CPUs from
+``instance_num x thread_num``, the in-flight limit from the batch size) are
+filled in by the Ray backend, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from serving.config.errors import FieldProblem
+
+
+class RayAutoscaling(BaseModel):
+    """``autoscaling_config``: Ray Serve scales replicas on ongoing requests per replica."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    min_replicas: int = Field(default=1, ge=0)
+    max_replicas: int = Field(default=1, ge=1)
+    initial_replicas: int | None = Field(default=None, ge=0)
+    # for an op, a replica's ongoing requests are the items its batcher holds:
+    # a target near max_batch_size x instance_num keeps batches full
+    target_ongoing_requests: float = Field(default=2.0, gt=0)
+    upscale_delay_s: float = Field(default=30.0, ge=0)
+    downscale_delay_s: float = Field(default=600.0, ge=0)
+
+    @field_validator("target_ongoing_requests", "upscale_delay_s", "downscale_delay_s", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _bounds(self) -> RayAutoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise FieldProblem("min_replicas", f"{self.min_replicas} is above max_replicas {self.max_replicas}")
+        if self.initial_replicas is not None and not self.min_replicas <= self.initial_replicas <= self.max_replicas:
+            raise FieldProblem(
+                "initial_replicas",
+                f"{self.initial_replicas} is not between min_replicas {self.min_replicas} "
+                f"and max_replicas {self.max_replicas}",
+            )
+        return self
+
+    def as_ray(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class RayActorOptions(BaseModel):
+    """``ray_actor_options``: what one replica reserves on its node."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    num_cpus: float | None = Field(default=None, ge=0)
+    num_gpus: float | None = Field(default=None, ge=0)
+    memory: int | None = Field(default=None, ge=0)  # bytes
+    resources: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("num_cpus", "num_gpus", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _resources(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            out = {}
+            for name, amount in value.items():
+                if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+                    raise FieldProblem(str(name), f"must be a number >= 0, got {amount!r}")
+                out[name] = float(amount)
+            return out
+        return value
+
+
+class RayDeploymentConf(BaseModel):
+    """One deployment: an op's ``ray:`` block, or the ingress's (top-level ``ray.ingress``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    num_replicas: int | None = Field(default=None, ge=1)
+    autoscaling_config: RayAutoscaling | None = None
+    ray_actor_options: RayActorOptions = Field(default_factory=RayActorOptions)
+    # calls one replica takes at once (Ray Serve's default, 5, would cap every batch at 5 requests)
+    max_ongoing_requests: int | None = Field(default=None, ge=1)
+    # calls waiting in callers for a replica; beyond it Ray refuses (503 here); -1: no limit
+    max_queued_requests: int = Field(default=-1, ge=-1)
+    graceful_shutdown_timeout_s: float = Field(default=20.0, ge=0)
+    health_check_period_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("ray_actor_options", mode="before")
+    @classmethod
+    def _empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("graceful_shutdown_timeout_s", "health_check_period_s", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _one_scaling(self) -> RayDeploymentConf:
+        if self.num_replicas is not None and self.autoscaling_config is not None:
+            raise FieldProblem(
+                "num_replicas", "and autoscaling_config are alternatives (fixed or autoscaled): set one of them"
+            )
+        return self
+
+
+class RayConf(BaseModel):
+    """Top-level ``ray:``: the HTTP ingress deployment and the application."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    # the Ray Serve application's name (default: the pipeline's name)
+    app_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
+    route_prefix: str = Field(default="/", pattern=r"^/")
+    ingress: RayDeploymentConf = Field(default_factory=RayDeploymentConf)
+    # how often each replica sends its metrics to the ingress's /metrics
+    metrics_interval_s: float = Field(default=2.0, gt=0)
+
+    @field_validator("ingress", mode="before")
+    @classmethod
+    def _empty(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("metrics_interval_s", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value

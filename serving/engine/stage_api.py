@@ -1,0 +1,25 @@
+"""What a pipeline needs of an op stage: the seam between the DAG's wiring
+and where an op runs. :class:`serving.engine.stage.OpStage` runs it in this
+process; the Ray backend's remote stage forwards each request to a Ray Serve
+deployment."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from serving.engine.request import RequestState
+from serving.op import Op
+
+
+class Stage(Protocol):
+    name: str
+    # the op object (for a remote stage: not loaded; its pure hooks, e.g. ``agree``, still work)
+    op: Op
+
+    def accept(self, source: str, request: RequestState, output: Any) -> None:
+        """One input of a request (``source``: the upstream op, or "input");
+        the op's output goes to ``request.owner.on_output(stage, request, output)``."""
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the stage can take work now (``/health/ready`` is 503 while one cannot)."""

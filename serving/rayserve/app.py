@@ -1,0 +1,74 @@
+"""A repository of configs as a Ray Serve application, and as a Ray Serve
+config file.
+
+``build_app`` is the application builder a Ray Serve config file names
+(``import_path: serving.rayserve.app:build_app``); its ``args`` carry the
+config files themselves (:class:`serving.config.documents.ConfigDocument`),
+so every replica, on any node, parses the same configs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray import serve
+from ray.serve import Application
+
+from serving.config.documents import ConfigDocument, parse_documents
+from serving.rayserve.deployments import (
+    IMPORT_PATH,
+    INGRESS,
+    METRICS_HUB,
+    app_name,
+    deployment_options,
+    op_deployments,
+    ray_conf,
+)
+from serving.rayserve.ingress import Ingress
+from serving.rayserve.metrics_hub import MetricsHub
+from serving.rayserve.op_replica import OpReplica
+
+
+def _deployment(cls: type) -> Any:
+    """``serve.deployment`` of a class defined without the decorator (it stays importable and testable alone)."""
+    return serve.deployment(cls)
+
+
+def build_app(args: dict[str, Any]) -> Application:
+    """The application of ``args = {"configs": [document, ...], "warmup": bool}``."""
+    documents = [dict(d) for d in args["configs"]]
+    repo = parse_documents([ConfigDocument.from_dict(d) for d in documents])
+    warmup = bool(args.get("warmup", True))
+    options = deployment_options(repo)
+    hub = _deployment(MetricsHub).options(name=METRICS_HUB, **options[METRICS_HUB]).bind()
+    ops = {
+        name: _deployment(OpReplica)
+        .options(name=name, **options[name])
+        .bind(documents, config.name, config.effective_version, op.name, hub, warmup=warmup)
+        for name, (config, op) in op_deployments(repo).items()
+    }
+    return _deployment(Ingress).options(name=INGRESS, **options[INGRESS]).bind(documents, ops, hub)
+
+
+def serve_config(
+    documents: list[ConfigDocument], *, host: str | None = None, port: int | None = None, warmup: bool = True
+) -> dict[str, Any]:
+    """A Ray Serve config file (``serve deploy``, KubeRay's ``serveConfigV2``) for these configs.
+    Its ``deployments`` list repeats the options the configs give, so Ray users can
+    change replicas there as usual; Ray gives the file precedence."""
+    repo = parse_documents(documents)
+    conf = ray_conf(repo)
+    deployments = [{"name": name, **opts} for name, opts in deployment_options(repo).items()]
+    return {
+        "proxy_location": "EveryNode",
+        "http_options": {"host": host or repo.host, "port": repo.http_port if port is None else port},
+        "applications": [
+            {
+                "name": app_name(repo),
+                "route_prefix": conf.route_prefix,
+                "import_path": IMPORT_PATH,
+                "args": {"configs": [d.as_dict() for d in documents], "warmup": warmup},
+                "deployments": deployments,
+            }
+        ],
+    }

@@ -1,0 +1,122 @@
+"""Names and Ray Serve options of the deployments a repository of configs
+becomes: one per op (one per share name for shared ops), the HTTP ingress,
+and the metrics hub. Plain data, so ``batchline ray build`` writes exactly
+what ``batchline serve --ray`` deploys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serving.config.ray_schema import RayConf, RayDeploymentConf
+from serving.config.repository import RepositoryConfig
+from serving.config.schema import OpConfig, ServingConfig
+
+INGRESS = "ingress"
+METRICS_HUB = "metrics-hub"
+IMPORT_PATH = "serving.rayserve.app:build_app"
+
+
+def op_deployment_name(config: ServingConfig, op: OpConfig) -> str:
+    """``<pipeline>-<op>`` (``<pipeline>-v<N>-<op>`` for a versioned file); ``shared-<share>`` for a shared op."""
+    if op.share_name is not None:
+        return f"shared-{op.share_name}"
+    base = config.name if config.version is None else f"{config.name}-v{config.version}"
+    return f"{base}-{op.name}"
+
+
+def ray_conf(repo: RepositoryConfig) -> RayConf:
+    """The top-level ``ray:`` block: the first file's that sets one (server-wide, like ``http_port``)."""
+    for config in repo.pipelines:
+        if "ray" in config.model_fields_set:
+            return config.ray
+    return repo.pipelines[0].ray
+
+
+def app_name(repo: RepositoryConfig) -> str:
+    conf = ray_conf(repo)
+    if conf.app_name:
+        return conf.app_name
+    names = sorted(repo.routes)
+    return names[0] if len(names) == 1 else "batchline"
+
+
+def _scaling(conf: RayDeploymentConf) -> dict[str, Any]:
+    if conf.autoscaling_config is not None:
+        return {"autoscaling_config": conf.autoscaling_config.as_ray()}
+    return {"num_replicas": conf.num_replicas or 1}
+
+
+def _common(conf: RayDeploymentConf) -> dict[str, Any]:
+    return {
+        "max_queued_requests": conf.max_queued_requests,
+        "graceful_shutdown_timeout_s": conf.graceful_shutdown_timeout_s,
+        "health_check_period_s": conf.health_check_period_s,
+    }
+
+
+def op_options(op: OpConfig) -> dict[str, Any]:
+    """Ray Serve options of an op's deployment, defaults filled in from the op.
+
+    CPUs: ``instance_num x thread_num`` on CPU (what the op's instances use),
+    1 beside GPUs. GPUs: the op's devices (at least one) when it runs on GPU;
+    inside a replica, device ids count the GPUs Ray gave it. In-flight calls:
+    two full batches per instance, so one batch can form while another runs.
+    """
+    conf = op.ray or RayDeploymentConf()
+    svc = op.local_service_conf
+    actor = conf.ray_actor_options
+    on_gpu = svc.device_type != 0
+    num_cpus = actor.num_cpus
+    if num_cpus is None:
+        num_cpus = 1.0 if on_gpu else float(svc.instance_num * svc.thread_num)
+    options: dict[str, Any] = {"num_cpus": num_cpus}
+    num_gpus = actor.num_gpus if actor.num_gpus is not None else (float(max(1, len(svc.device_ids))) if on_gpu else 0)
+    if num_gpus:
+        options["num_gpus"] = num_gpus
+    if actor.memory is not None:
+        options["memory"] = actor.memory
+    if actor.resources:
+        options["resources"] = dict(actor.resources)
+    ongoing = conf.max_ongoing_requests or 2 * svc.max_batch_size * svc.instance_num
+    return {**_scaling(conf), "max_ongoing_requests": ongoing, "ray_actor_options": options, **_common(conf)}
+
+
+def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
+    """The ingress decodes inputs and runs the HTTP app: one CPU by default. Our own
+    admission answers 503 beyond ``max_queue_size``, so Ray lets every admissible
+    request in (``max_queue_size`` summed over pipelines, plus ``worker_num``)."""
+    conf = ray_conf(repo).ingress
+    actor = conf.ray_actor_options
+    options: dict[str, Any] = {"num_cpus": 1.0 if actor.num_cpus is None else actor.num_cpus}
+    if actor.num_gpus:
+        options["num_gpus"] = actor.num_gpus
+    if actor.memory is not None:
+        options["memory"] = actor.memory
+    if actor.resources:
+        options["resources"] = dict(actor.resources)
+    ongoing = conf.max_ongoing_requests or repo.max_queue_size + repo.worker_num
+    return {**_scaling(conf), "max_ongoing_requests": ongoing, "ray_actor_options": options, **_common(conf)}
+
+
+def hub_options() -> dict[str, Any]:
+    return {"num_replicas": 1, "max_ongoing_requests": 1000, "ray_actor_options": {"num_cpus": 0.0}}
+
+
+def deployment_options(repo: RepositoryConfig) -> dict[str, dict[str, Any]]:
+    """Every deployment of the application: name -> options (ops in config order, then ingress and hub)."""
+    out: dict[str, dict[str, Any]] = {}
+    for config in repo.pipelines:
+        for op in config.ops:
+            out.setdefault(op_deployment_name(config, op), op_options(op))
+    out[INGRESS] = ingress_options(repo)
+    out[METRICS_HUB] = hub_options()
+    return out
+
+
+def op_deployments(repo: RepositoryConfig) -> dict[str, tuple[ServingConfig, OpConfig]]:
+    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op)."""
+    out: dict[str, tuple[ServingConfig, OpConfig]] = {}
+    for config in repo.pipelines:
+        for op in config.ops:
+            out.setdefault(op_deployment_name(config, op), (config, op))
+    return out

@@ -1,0 +1,135 @@
+"""The HTTP ingress deployment: the same Flask app, pipelines, admission,
+routing and metrics as ``batchline serve``, with every op's stage a
+:class:`RemoteStage` that calls the op's deployment through its handle.
+
+Ray Serve's proxy hands each HTTP request to an ingress replica;
+:mod:`wsgi_bridge` runs the app for it in a thread. Admission
+(``max_queue_size``) counts the requests of this replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from serving.config.documents import ConfigDocument, parse_documents
+from serving.config.schema import OpConfig, ServingConfig
+from serving.engine.launch import make_op
+from serving.engine.repository import PipelineRepository
+from serving.http.app import create_app
+from serving.http.auth import auth_token
+from serving.http.server import http_threads
+from serving.rayserve.deployments import op_deployment_name, ray_conf
+from serving.rayserve.health import DeploymentHealth
+from serving.rayserve.loop_thread import LoopThread
+from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
+from serving.rayserve.remote_stage import RemoteStage, Send
+from serving.rayserve.wire import OpCall, OpReply
+from serving.rayserve.wsgi_bridge import call_wsgi
+
+log = logging.getLogger(__name__)
+
+RELOAD_ON_RAY = (
+    "on Ray Serve, change the config and deploy it again (batchline ray build + serve deploy, or batchline serve --ray)"
+)
+
+
+def handle_sender(handle: Any) -> Send:
+    """``send`` for a RemoteStage: one call of the deployment's ``run``; cancelling it cancels the Ray request."""
+
+    async def send(call: OpCall) -> OpReply:
+        response = handle.run.remote(call)
+        try:
+            return await response
+        except asyncio.CancelledError:
+            response.cancel()
+            raise
+
+    return send
+
+
+class Ingress:
+    """The body of the ingress deployment (``serving.rayserve.app`` makes it one)."""
+
+    def __init__(
+        self,
+        documents: list[dict[str, Any]],
+        ops: Mapping[str, Any],
+        hub: Any = None,
+        *,
+        status: Callable[[], Any] | None = None,
+        app: str | None = None,
+    ):
+        repo_conf = parse_documents([ConfigDocument.from_dict(d) for d in documents])
+        self._loop = LoopThread("ray-op-calls").start()
+        self._health = DeploymentHealth(app or _app_name(), status or _serve_status).start()
+        self._ops = ops
+
+        def stage_source(config: ServingConfig, op: OpConfig) -> RemoteStage:
+            name = op_deployment_name(config, op)
+            return RemoteStage(
+                name,
+                make_op(op, op.share_name),
+                handle_sender(ops[name]),
+                self._loop,
+                input_ops=op.input_ops,
+                retry=op.retry,
+                healthy=lambda: self._health.running(name),
+            )
+
+        self.repository = PipelineRepository(
+            repo_conf, stage_source=stage_source, reload_refused=RELOAD_ON_RAY, warmup=False
+        )
+        self.repository.start()
+        self._pusher = MetricsPusher(
+            hub, f"ingress-{os.getpid()}", self.repository.metrics, ray_conf(repo_conf).metrics_interval_s
+        )
+        self._pusher.start()
+        self.app = create_app(
+            self.repository, auth_token=auth_token(repo_conf.auth_token), metrics_text=self._metrics_text
+        )
+        self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
+
+    async def __call__(self, request: Request) -> Response:
+        return await call_wsgi(self.app, request, self._pool)
+
+    def _metrics_text(self) -> bytes:
+        """This replica's metrics, fresh, with every other replica's latest from the hub."""
+        texts: dict[str, str] = {}
+        if self._pusher.hub is not None:
+            try:
+                texts = self._pusher.hub.collect.remote().result(timeout_s=2.0)
+            except Exception as exc:  # noqa: BLE001 - this replica's own metrics still answer
+                log.warning("metrics hub unreachable: %s", exc)
+        texts[self._pusher.replica] = self._pusher.text()
+        return merge_texts(texts)
+
+    def __del__(self) -> None:
+        """Ray Serve's graceful shutdown: refuse new requests, answer the admitted ones."""
+        repository = getattr(self, "repository", None)
+        if repository is None:
+            return
+        repository.shutdown()
+        self._pusher.stop()
+        self._health.stop()
+        self._loop.stop()
+        self._pool.shutdown(wait=False)
+
+
+def _app_name() -> str:
+    from ray import serve
+
+    return serve.get_replica_context().app_name
+
+
+def _serve_status() -> Any:
+    from ray import serve
+
+    return serve.status()

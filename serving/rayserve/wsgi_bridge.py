@@ -1,0 +1,67 @@
+"""Runs the Flask app (WSGI) for a request that Ray Serve's HTTP proxy hands
+an ingress replica (ASGI / Starlette), in a thread of a pool: the app's
+handlers block while their requests run."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+# set by the response itself (Starlette computes the length of the body it sends)
+_DROPPED = frozenset({"content-length", "transfer-encoding", "connection"})
+
+
+def wsgi_environ(request: Request, body: bytes) -> dict[str, Any]:
+    """The WSGI environ of an ASGI request; a route prefix becomes the script root."""
+    scope = request.scope
+    root = scope.get("root_path", "") or ""
+    path = scope.get("path", "/")
+    if root and path.startswith(root):
+        path = path[len(root) :] or "/"
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in ("content-length", "content-type")]
+    host = request.headers.get("host", "localhost")
+    builder = EnvironBuilder(
+        path=path,
+        base_url=f"{request.url.scheme}://{host}{root}",
+        query_string=request.url.query,
+        method=request.method,
+        headers=headers,
+        data=body,
+        content_type=request.headers.get("content-type"),
+        environ_base={"REMOTE_ADDR": request.client.host if request.client else ""},
+    )
+    try:
+        return builder.get_environ()
+    finally:
+        builder.close()
+
+
+def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+    app_iter, status, headers = run_wsgi_app(app, environ, buffered=True)
+    try:
+        body = b"".join(app_iter)
+    finally:
+        close = getattr(app_iter, "close", None)
+        if close is not None:
+            close()
+    return int(status.split(" ", 1)[0]), list(headers.items()), body
+
+
+async def call_wsgi(app: Any, request: Request, pool: Executor) -> Response:
+    body = await request.body()
+    environ = wsgi_environ(request, body)
+    status, headers, content = await asyncio.get_running_loop().run_in_executor(pool, run_app, app, environ)
+    response = Response(content, status_code=status)
+    for name, value in headers:
+        if name.lower() in _DROPPED:
+            continue
+        if name.lower() == "content-type":
+            response.headers["content-type"] = value
+        else:
+            response.headers.append(name, value)
+    return response
