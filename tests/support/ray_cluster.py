@@ -1,0 +1,133 @@
+"""A local Ray cluster of several nodes on this machine, for the Ray backend's
+end-to-end tests and benchmark: a head (``ray start --head``) and more nodes
+(``ray start --address``), each a raylet of its own with its own CPU count,
+all under one temp dir of their own so their processes can be told apart
+from any other Ray on the machine.
+
+Processes are read from ``/proc`` (no psutil): every Ray daemon of the
+cluster names the temp dir on its command line, and every worker (replica)
+is a child of one of its raylets.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from tests.support.server_process import ROOT, free_port
+
+RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def descendants(roots: Sequence[int]) -> set[int]:
+    """Every living process below ``roots``."""
+    parent = {pid: _ppid(pid) for pid in pids()}
+    found: set[int] = set()
+    frontier = set(roots)
+    while frontier:
+        children = {pid for pid, pp in parent.items() if pp in frontier and pid not in found}
+        found |= children
+        frontier = children
+    return found
+
+
+class LocalRayCluster:
+    def __init__(self, cpus_per_node: Sequence[int] = (2, 2)):
+        self.cpus_per_node = list(cpus_per_node)
+        # short: Ray's socket paths live under it (a Unix socket path has ~107 bytes)
+        self.temp_dir = tempfile.mkdtemp(prefix="bl-ray-", dir="/tmp")
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.env["RAY_USAGE_STATS_ENABLED"] = "0"
+        self._raylets: list[int] = []
+
+    def _ray(self, *args: str, timeout: float = 120.0) -> str:
+        done = subprocess.run(
+            [RAY, *args], env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"ray {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        return done.stdout
+
+    def start(self) -> LocalRayCluster:
+        head, *others = self.cpus_per_node
+        self._ray(
+            "start",
+            "--head",
+            f"--port={self.port}",
+            f"--num-cpus={head}",
+            f"--temp-dir={self.temp_dir}",
+            f"--ray-client-server-port={free_port()}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        )
+        for cpus in others:
+            self._ray("start", f"--address={self.address}", f"--num-cpus={cpus}", "--disable-usage-stats")
+        return self
+
+    def daemons(self) -> list[int]:
+        """This cluster's Ray daemons (GCS, raylets, ...): they name its temp dir on their command line."""
+        return [pid for pid in pids() if self.temp_dir in _cmdline(pid) and pid != os.getpid()]
+
+    def raylets(self) -> list[int]:
+        return [pid for pid in self.daemons() if "/raylet/raylet" in _cmdline(pid).split(" ", 1)[0]]
+
+    def processes(self) -> set[int]:
+        """Every process of the cluster: its daemons and everything they started."""
+        roots = self.daemons()
+        return set(roots) | descendants(roots)
+
+    def replicas(self, app: str, deployment: str) -> list[int]:
+        """PIDs of a Serve deployment's replica actors (Ray titles them ``ray::ServeReplica:<app>:<name>``)."""
+        title = f"ray::ServeReplica:{app}:{deployment}"
+        return sorted(pid for pid in self.processes() if _cmdline(pid) == title)
+
+    def node_of(self, pid: int) -> int:
+        """The raylet a worker process runs under."""
+        raylets = set(self.raylets())
+        while pid and pid not in raylets:
+            pid = _ppid(pid)
+        return pid
+
+    def stop(self, timeout: float = 60.0) -> set[int]:
+        """``ray stop`` (graceful, then forced); returns the cluster's processes still alive."""
+        before = self.processes()
+        subprocess.run([RAY, "stop"], env=self.env, capture_output=True, timeout=timeout, check=False)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and any(os.path.exists(f"/proc/{p}") for p in before):
+            time.sleep(0.5)
+        left = {p for p in before if os.path.exists(f"/proc/{p}") and _ppid(p) != 0}
+        for pid in left:  # never leave them to the next test
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        return left
