@@ -124,6 +124,9 @@ class RayConf(BaseModel):
     ingress: RayDeploymentConf = Field(default_factory=RayDeploymentConf)
     # how often each replica sends its metrics to the ingress's /metrics
     metrics_interval_s: float = Field(default=2.0, gt=0)
+    # Ray Serve's access log: a line per HTTP request and per op call (off: at
+    # hundreds of calls a second it floods the replicas' logs)
+    access_log: bool = False
 
     @field_validator("ingress", mode="before")
     @classmethod

@@ -68,6 +68,7 @@ def serve_config(
                 "route_prefix": conf.route_prefix,
                 "import_path": IMPORT_PATH,
                 "args": {"configs": [d.as_dict() for d in documents], "warmup": warmup},
+                "logging_config": {"enable_access_log": conf.access_log},
                 "deployments": deployments,
             }
         ],

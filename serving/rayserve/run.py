@@ -15,6 +15,7 @@ from typing import Any
 
 import ray
 from ray import serve
+from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.rayserve.app import build_app, serve_config
@@ -29,19 +30,39 @@ def deploy(
     host: str | None = None,
     port: int | None = None,
     warmup: bool = True,
-    timeout_s: float = 600.0,
 ) -> str:
     """Start Serve's proxies (if not running), deploy the application and wait
     until every replica is up and warm; returns the application's name."""
     repo = parse_documents(documents)
     config = serve_config(list(documents), host=host, port=port, warmup=warmup)
+    if _serve_running():
+        log.warning(
+            "Ray Serve already runs on this cluster: its HTTP proxies keep their host and port "
+            "(Ray applies http_options only when Serve starts); asked for %s",
+            config["http_options"],
+        )
     serve.start(http_options=config["http_options"], proxy_location=config["proxy_location"])
     name = app_name(repo)
-    app = build_app(config["applications"][0]["args"])
+    application = config["applications"][0]
+    app = build_app(application["args"])
     began = time.monotonic()
-    serve.run(app, name=name, route_prefix=ray_conf(repo).route_prefix, blocking=False)
+    serve.run(
+        app,
+        name=name,
+        route_prefix=ray_conf(repo).route_prefix,
+        logging_config=application["logging_config"],
+        blocking=False,
+    )
     log.info("application %s deployed in %.1fs", name, time.monotonic() - began)
     return name
+
+
+def _serve_running() -> bool:
+    try:
+        ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+    except ValueError:
+        return False
+    return True
 
 
 def serve_on_ray(
