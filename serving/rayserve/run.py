@@ -36,7 +36,7 @@ def deploy(
     repo = parse_documents(documents)
     config = serve_config(list(documents), host=host, port=port, warmup=warmup)
     if _serve_running():
-        log.warning(
+        log.info(
             "Ray Serve already runs on this cluster: its HTTP proxies keep their host and port "
             "(Ray applies http_options only when Serve starts); asked for %s",
             config["http_options"],

@@ -1,6 +1,7 @@
 """The OCR pipeline on a two-node Ray cluster (``batchline serve --ray``),
 driven by the bundled client: the same lines as the single-process server,
-the same HTTP API, rec replicas on both raylets, a rec replica killed under
+the same HTTP API, rec replicas on both raylets, two ingress replicas whose
+requests batch together in rec, a rec replica killed under
 load (every request answered 200, or 503/504 in time; Ray replaces it), and
 a shutdown that leaves no Ray process behind.
 
@@ -19,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from client import PipelineClient
 from tests.support.ray_cluster import LocalRayCluster
@@ -35,7 +37,10 @@ def ray_ocr_config(path: str) -> str:
         data = yaml.safe_load(f)
     for op in data["op"].values():
         op["local_service_conf"]["instance_num"] = 1
-    data["ray"] = {"ingress": {"ray_actor_options": {"num_cpus": 0.5}}, "metrics_interval_s": 0.5}
+    data["ray"] = {
+        "ingress": {"num_replicas": 2, "ray_actor_options": {"num_cpus": 0.25}},
+        "metrics_interval_s": 0.5,
+    }
     data["op"]["det"]["ray"] = {"ray_actor_options": {"num_cpus": 0.5}}
     data["op"]["rec"]["ray"] = {"num_replicas": 2, "ray_actor_options": {"num_cpus": 1.5}}
     with open(path, "w", encoding="utf-8") as f:
@@ -72,7 +77,9 @@ def cluster(single_process_answers):
 
 @pytest.fixture(scope="module")
 def server(cluster, config_path):
-    srv = ServerProcess(config_path, extra_args=("--ray", "--address", cluster.address), ready_timeout=300)
+    srv = ServerProcess(
+        config_path, extra_args=("--ray", "--address", cluster.address), env=cluster.client_env, ready_timeout=300
+    )
     yield srv
     srv.stop()
 
@@ -119,6 +126,30 @@ def test_metrics_gather_every_replica(server):
         time.sleep(0.5)
     assert {"det", "rec", "ingress"} <= ops, replicas
     assert "batchline_op_batch_size_bucket" in text and "batchline_requests_total" in text
+
+
+def test_both_ingress_replicas_feed_shared_rec_batches(server, docs):
+    """Requests reach both ingress replicas, and rec predictor calls hold crops of several requests."""
+    with PipelineClient(server.url, timeout=120) as client, ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda d: client.predict("ocr", image=png(d.image)), docs * 2))
+    time.sleep(1.5)  # three metric pushes
+    families = {f.name: f for f in text_string_to_metric_families(requests.get(f"{server.url}/metrics").text)}
+    served = {
+        s.labels["replica"]: s.value
+        for s in families["batchline_requests"].samples
+        if s.name == "batchline_requests_total" and s.labels["status"] == "200"
+    }
+    assert len([r for r, n in served.items() if r.startswith("ingress-") and n > 0]) == 2, served
+    shared_calls = sum(
+        s.value
+        for s in families["batchline_op_call_requests"].samples
+        if s.name == "batchline_op_call_requests_count" and s.labels["op"] == "rec"
+    ) - sum(
+        s.value
+        for s in families["batchline_op_call_requests"].samples
+        if s.name == "batchline_op_call_requests_bucket" and s.labels["op"] == "rec" and s.labels["le"] == "1.0"
+    )
+    assert shared_calls > 0
 
 
 def test_killed_rec_replica_is_replaced_and_no_request_hangs(cluster, server, docs):

@@ -66,6 +66,10 @@ class LocalRayCluster:
         self.address = f"127.0.0.1:{self.port}"
         self.env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.env["RAY_USAGE_STATS_ENABLED"] = "0"
+        # Ray turns token authentication on by itself once ~/.ray/auth_token exists (a plain
+        # ray.init() writes one), and a driver then needs the same mode: say it, for both sides
+        self.client_env = {"RAY_AUTH_MODE": "disabled"}
+        self.env.update(self.client_env)
         self._raylets: list[int] = []
 
     def _ray(self, *args: str, timeout: float = 120.0) -> str:

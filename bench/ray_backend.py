@@ -1,0 +1,168 @@
+"""The Ray Serve backend against the single-process server, and rec with 1 vs 2 replicas.
+
+One run, everything deployed at once on this machine and measured one after
+another, the order reversed every other round:
+
+* ``ocr single``: ``batchline serve configs/ocr.yml`` as shipped (det and rec
+  2 x 1-thread instances each, pinned over the cores);
+* ``ocr ray``: the same config on a local Ray cluster (``--ray``): det, rec,
+  the ingress and the metrics hub as Ray Serve deployments, one replica each;
+* ``rec single``: ``configs/rec.yml`` with one 1-thread process instance;
+* ``rec ray x1`` / ``rec ray x2``: the same on Ray with 1 and 2 rec replicas
+  (replicas of one machine pin to different cores: serving/runners/node_cpus.py).
+
+Reported: images (pages or crops) per second under a closed loop
+(``--ocr-clients``, ``--rec-clients``) and p50 of a lone sequential client,
+as ratios measured side by side: Ray / single-process, and rec 2 replicas / 1.
+The Ray node is this machine (one raylet with ``--ray-cpus`` logical CPUs, so
+Ray's scheduling never blocks a deployment); more machines are what Ray is for,
+which one machine cannot show.
+
+    python bench/ray_backend.py [--duration 12 --rounds 2 --ocr-clients 4 --rec-clients 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from contextlib import ExitStack
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.lib.configs import apply_overrides, load_repo_config, write_config  # noqa: E402
+from bench.lib.inputs import bench_crops, sample_page_pngs  # noqa: E402
+from bench.lib.measure import image_payloads  # noqa: E402
+from bench.lib.multi import Load, concurrent_loops, fmt_ratio, op_layout, pooled, ratio  # noqa: E402
+from bench.lib.results import write_result  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
+
+SETUPS = ("ocr single", "ocr ray", "rec single", "rec ray x1", "rec ray x2")
+
+
+def configs() -> dict[str, dict[str, Any]]:
+    """Each setup's config (the Ray ones with their own application name and route prefix)."""
+    ocr = load_repo_config("ocr")
+    # a process instance, so that replicas of one machine pin their OpenVINO threads to different cores
+    rec = apply_overrides(
+        load_repo_config("rec"), ops={"rec": {"instance_num": 1, "thread_num": 1, "instance_mode": "process"}}
+    )
+
+    def on_ray(base: dict, app: str, replicas: int = 1) -> dict:
+        out = dict(base, ray={"app_name": app, "route_prefix": f"/{app}"})
+        out["op"] = {name: dict(op) for name, op in base["op"].items()}
+        if replicas > 1:
+            out["op"]["rec"]["ray"] = {"num_replicas": replicas}
+        return out
+
+    return {
+        "ocr single": ocr,
+        "ocr ray": on_ray(ocr, "ocr-ray"),
+        "rec single": rec,
+        "rec ray x1": on_ray(rec, "rec-x1"),
+        "rec ray x2": on_ray(rec, "rec-x2", replicas=2),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", type=float, default=12.0, help="measured seconds per round, level and setup")
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=2, help="rounds; the setup order reverses every other round")
+    ap.add_argument("--ocr-clients", type=int, default=4)
+    ap.add_argument("--rec-clients", type=int, default=16)
+    ap.add_argument("--ray-cpus", type=int, default=16, help="logical CPUs of the Ray node")
+    args = ap.parse_args()
+    try:
+        import ray
+
+        from serving.config.documents import ConfigDocument
+        from serving.rayserve.run import deploy
+        from tests.support.ray_cluster import LocalRayCluster
+        from tests.support.server_process import free_port
+    except ImportError as exc:
+        raise BenchError(f"needs the ray extra: pip install -e '.[ray]' ({exc})") from None
+
+    confs = configs()
+    paths = {who: write_config(conf, tag=who.replace(" ", "-")) for who, conf in confs.items()}
+    for who in SETUPS:
+        print(f"{who}: {op_layout(confs[who])}", flush=True)
+    payloads = {"ocr": image_payloads(sample_page_pngs()), "rec": image_payloads(bench_crops())}
+    levels = {"ocr": [1, args.ocr_clients], "rec": [1, args.rec_clients]}
+    port = free_port()
+    results: dict[tuple[str, int], list[dict]] = {}
+    started = time.monotonic()
+    with ExitStack() as stack:
+        cluster = LocalRayCluster(cpus_per_node=(args.ray_cpus,)).start()
+        stack.callback(cluster.stop)
+        os.environ.update(cluster.client_env)
+        ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+        stack.callback(ray.shutdown)
+        urls: dict[str, str] = {}
+        for who in SETUPS:
+            if "ray" in who:
+                deploy([ConfigDocument(paths[who], paths[who], confs[who])], host="127.0.0.1", port=port)
+                urls[who] = f"http://127.0.0.1:{port}/{confs[who]['ray']['app_name']}"
+            else:
+                urls[who] = stack.enter_context(served(paths[who])).url
+        print(f"all setups up in {time.monotonic() - started:.0f} s", flush=True)
+        for rnd in range(args.rounds):
+            for who in SETUPS if rnd % 2 == 0 else SETUPS[::-1]:
+                kind = who.split()[0]
+                name = confs[who]["name"]
+                for c in levels[kind]:
+                    r = concurrent_loops([Load(who, urls[who], name, payloads[kind], c)], args.duration, args.warmup)
+                    r = r[who]
+                    results.setdefault((who, c), []).append(r)
+                    lat = r["latency_ms"]
+                    print(
+                        f"round {rnd} {who:11s} {c:2d} clients: {r['qps']:6.2f}/s p50 {lat['p50']:7.1f} "
+                        f"p99 {lat['p99']:7.1f} ms ({r['failed']} failed)",
+                        flush=True,
+                    )
+
+    def pooled_at(who: str, c: int) -> dict:
+        return pooled(results[(who, c)])
+
+    oc, rc = args.ocr_clients, args.rec_clients
+    summary = {
+        "ocr_throughput_ray_vs_single": ratio(pooled_at("ocr ray", oc)["rate"], pooled_at("ocr single", oc)["rate"]),
+        "ocr_lone_p50_ms": {w: pooled_at(w, 1)["latency_ms"]["p50"] for w in ("ocr single", "ocr ray")},
+        "rec_throughput_ray_vs_single": ratio(pooled_at("rec ray x1", rc)["rate"], pooled_at("rec single", rc)["rate"]),
+        "rec_throughput_x2_vs_x1": ratio(pooled_at("rec ray x2", rc)["rate"], pooled_at("rec ray x1", rc)["rate"]),
+        "rec_lone_p50_ms": {w: pooled_at(w, 1)["latency_ms"]["p50"] for w in ("rec single", "rec ray x1")},
+        "pooled": {f"{who} {c}": pooled(rs) for (who, c), rs in results.items()},
+    }
+    ocr_lone, rec_lone = summary["ocr_lone_p50_ms"], summary["rec_lone_p50_ms"]
+    summary["ocr_lone_overhead_ms"] = ocr_lone["ocr ray"] - ocr_lone["ocr single"]
+    summary["rec_lone_overhead_ms"] = rec_lone["rec ray x1"] - rec_lone["rec single"]
+    write_result(
+        "ray_backend",
+        {
+            "args": vars(args),
+            "layouts": {who: op_layout(confs[who]) for who in SETUPS},
+            "summary": summary,
+            "rounds": {
+                f"{who} {c}": [{k: v for k, v in r.items() if k != "latencies_s"} for r in rs]
+                for (who, c), rs in results.items()
+            },
+        },
+    )
+    print(
+        f"\nfull OCR, {oc} clients: Ray / single-process {fmt_ratio(summary['ocr_throughput_ray_vs_single'])} "
+        f"pages/s; lone request p50 {ocr_lone['ocr single']:.1f} -> {ocr_lone['ocr ray']:.1f} ms "
+        f"(+{summary['ocr_lone_overhead_ms']:.1f} ms, two op calls)\n"
+        f"rec, {rc} clients: Ray 1 replica / single-process {fmt_ratio(summary['rec_throughput_ray_vs_single'])}, "
+        f"Ray 2 replicas / 1 replica {fmt_ratio(summary['rec_throughput_x2_vs_x1'])} crops/s; lone crop p50 "
+        f"{rec_lone['rec single']:.1f} -> {rec_lone['rec ray x1']:.1f} ms (+{summary['rec_lone_overhead_ms']:.1f} ms, "
+        "one op call)",
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
