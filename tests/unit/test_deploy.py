@@ -12,6 +12,9 @@ the served config is recomputed from that config with batchline's own loader:
   rejected), and the ScaledObject's HPA behaviour through the Kubernetes HPA schema. Not
   validated: the rest of those CRDs, and whether KEDA / the operator accept the objects;
 * the prometheus-adapter Helm values are not a manifest: checked for the rule the HPA needs.
+
+deploy/ray/ (KubeRay RayService, Ray Serve config) has its own file, test_deploy_ray.py; its
+image, deploy/Dockerfile.ray, is linted and checked here with the others.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from serving.config import ServingConfig, load_config
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
-DOCKERFILES = {"cpu": DEPLOY / "Dockerfile", "gpu": DEPLOY / "Dockerfile.gpu"}
+DOCKERFILES = {"cpu": DEPLOY / "Dockerfile", "gpu": DEPLOY / "Dockerfile.gpu", "ray": DEPLOY / "Dockerfile.ray"}
 UNIT = DEPLOY / "systemd" / "batchline.service"
 # The Kubernetes release the manifests are written for (docs/DEPLOY.md says which).
 K8S_VERSION = "1.34.0"

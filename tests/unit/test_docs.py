@@ -58,3 +58,52 @@ def test_readme_rollout_example_loads_as_written(tmp_path):
     route = repo.routes["ocr"]
     assert (route.default, route.weights, route.shadow.version, route.shadow.sample) == (1, {1: 90, 2: 10}, 3, 0.5)
     assert [user for _, user in repo.shares["det"].users] == ["det", "det", "det"]
+
+
+def _ray_yaml_examples(path: Path, heading: str) -> list[str]:
+    """The ```yaml blocks of one section (from `heading` to the next heading of its level)."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    level = heading.split(" ")[0]
+    start = text.index(f"\n{heading}\n")
+    end = text.find(f"\n{level} ", start + len(heading) + 2)
+    return re.findall(r"```yaml\n(.*?)```", text[start : end if end != -1 else len(text)], flags=re.S)
+
+
+def _merged(base: dict, fragment: dict) -> dict:
+    out = dict(base)
+    for key, value in fragment.items():
+        out[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
+def test_ray_examples_load_and_follow_their_own_advice():
+    """The `ray:` examples of CONFIG.md and DEPLOY.md load with the project's loader (a fragment
+    that names no pipeline is applied to configs/ocr.yml), and every autoscaled op in them
+    targets max_batch_size x instance_num ongoing requests, below max_ongoing_requests."""
+    import yaml
+
+    from serving.config import parse_config
+    from serving.config.repository import repository_from
+    from serving.rayserve.deployments import deployment_options
+
+    base = yaml.safe_load((ROOT / "configs" / "ocr.yml").read_text(encoding="utf-8"))
+    examples = [
+        *_ray_yaml_examples(Path("docs/CONFIG.md"), "## Ray Serve: `ray:` blocks"),
+        *_ray_yaml_examples(Path("docs/DEPLOY.md"), "## Ray cluster"),
+    ]
+    assert len(examples) == 2, "a ray: example was added or removed: check it loads here"
+    autoscaled = 0
+    for block in examples:
+        data = yaml.safe_load(block)
+        if "name" not in data:
+            data = _merged(base, data)
+        config = parse_config(data, "<docs example>", str(ROOT / "configs" / "ocr.yml"))
+        options = deployment_options(repository_from(["<docs example>"], [("<docs example>", config)]))
+        for op in config.ops:
+            if op.ray is None or op.ray.autoscaling_config is None:
+                continue
+            autoscaled += 1
+            svc = op.local_service_conf
+            limit = options[f"{config.name}-{op.name}"]["max_ongoing_requests"]
+            assert op.ray.autoscaling_config.target_ongoing_requests == svc.max_batch_size * svc.instance_num < limit
+    assert autoscaled == 2
