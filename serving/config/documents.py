@@ -18,12 +18,13 @@ from typing import Any
 from serving.config.errors import ConfigError
 from serving.config.load import parse_config, read_config
 from serving.config.repository import RepositoryConfig, expand_sources, repository_from
+from serving.paths import PKG_SCHEME, resolve_pkg_path
 
 
 @dataclass(frozen=True)
 class ConfigDocument:
     source: str  # as the user named it (error messages)
-    path: str  # resolved, where it was read (relative model paths resolve against its directory)
+    path: str  # resolved, where it was read (relative model paths resolve against its directory; see local_path)
     data: Any  # the YAML mapping as read
 
     def as_dict(self) -> dict[str, Any]:
@@ -49,12 +50,23 @@ def read_documents(args: Sequence[str]) -> list[ConfigDocument]:
     return documents
 
 
+def local_path(doc: ConfigDocument) -> str:
+    """Where the document's relative paths resolve here: a ``pkg://`` source is resolved
+    again on this machine (packages install in different places), else the path it was read at."""
+    if doc.source.startswith(PKG_SCHEME):
+        try:
+            return resolve_pkg_path(doc.source)
+        except ValueError:
+            pass
+    return doc.path
+
+
 def parse_documents(documents: Sequence[ConfigDocument]) -> RepositoryConfig:
     """Validate and check a set of documents as one server would serve them (one ConfigError for all)."""
     configs, errors = [], []
     for doc in documents:
         try:
-            configs.append((doc.source, parse_config(doc.data, doc.source, doc.path)))
+            configs.append((doc.source, parse_config(doc.data, doc.source, local_path(doc))))
         except ConfigError as exc:
             errors.append(exc)
     if errors:

@@ -20,6 +20,7 @@ from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.rayserve.app import build_app, serve_config
 from serving.rayserve.deployments import app_name, ray_conf
+from serving.rayserve.ingress import RELOAD_ON_RAY
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ def deploy(
             "(Ray applies http_options only when Serve starts); asked for %s",
             config["http_options"],
         )
+    _check_room(config["applications"][0]["deployments"])
     serve.start(http_options=config["http_options"], proxy_location=config["proxy_location"])
     name = app_name(repo)
     application = config["applications"][0]
@@ -55,6 +57,30 @@ def deploy(
     )
     log.info("application %s deployed in %.1fs", name, time.monotonic() - began)
     return name
+
+
+def _check_room(deployments: list[dict[str, Any]]) -> None:
+    """Warn when the cluster has fewer CPUs or GPUs than the replicas ask for: Ray then
+    waits (for its autoscaler, if any, to add nodes) and deploying does not finish."""
+    have = ray.cluster_resources()
+    for resource, key in (("CPU", "num_cpus"), ("GPU", "num_gpus")):
+        asked = 0.0
+        for d in deployments:
+            scaling = d.get("autoscaling_config")
+            if scaling is None:
+                replicas = d.get("num_replicas", 1)
+            else:
+                initial = scaling.get("initial_replicas")
+                replicas = scaling.get("min_replicas", 1) if initial is None else initial
+            asked += replicas * float(d["ray_actor_options"].get(key, 0.0))
+        if asked > have.get(resource, 0.0):
+            log.warning(
+                "the application's replicas ask for %g %s, the cluster has %g: Ray will wait for room "
+                "(or for its autoscaler) before every replica runs; lower ray_actor_options or add nodes",
+                asked,
+                resource,
+                have.get(resource, 0.0),
+            )
 
 
 def _serve_running() -> bool:
@@ -78,6 +104,9 @@ def serve_on_ray(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):  # after ray.init, which installs its own
         signal.signal(sig, lambda signum, frame: stop.set())
+    # SIGHUP reloads the single-process server; here its default action would end the
+    # command and leave the application deployed
+    signal.signal(signal.SIGHUP, lambda signum, frame: log.warning("SIGHUP ignored: %s", RELOAD_ON_RAY))
     try:
         name = deploy(documents, host=host, port=port, warmup=warmup)
         http = serve_config(list(documents), host=host, port=port)["http_options"]
