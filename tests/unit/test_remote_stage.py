@@ -202,7 +202,7 @@ def test_a_call_that_never_returns_fails_at_the_deadline_and_is_cancelled(loop):
             raise
         raise AssertionError("unreachable")
 
-    status, err = echo_outcome(loop, hangs, timeout_ms=200)
+    status, err = echo_outcome(loop, hangs, timeout_ms=1000)
     assert status == 504
     assert cancelled.wait(HANG_GUARD_S), "the pending call was never cancelled"
 
