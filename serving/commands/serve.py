@@ -35,9 +35,10 @@ def main(args: argparse.Namespace) -> int:
         return server.main(args)
     try:
         from serving.config.documents import parse_documents, read_documents
+        from serving.rayserve.deployments import op_deployments
 
         documents = read_documents(args.config)
-        parse_documents(documents)
+        op_deployments(parse_documents(documents))  # deployment names too: before a cluster starts
     except ConfigError as exc:
         log.error("%s", exc)
         return 2

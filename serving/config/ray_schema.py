@@ -120,7 +120,7 @@ class RayConf(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     # the Ray Serve application's name (default: the pipeline's name)
     app_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
-    route_prefix: str = Field(default="/", pattern=r"^/")
+    route_prefix: str = "/"
     ingress: RayDeploymentConf = Field(default_factory=RayDeploymentConf)
     # how often each replica sends its metrics to the ingress's /metrics
     metrics_interval_s: float = Field(default=2.0, gt=0)
@@ -137,3 +137,13 @@ class RayConf(BaseModel):
     @classmethod
     def _number(cls, value: Any) -> Any:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("route_prefix")
+    @classmethod
+    def _route_prefix(cls, value: str) -> str:
+        """Ray Serve's rules, checked here so that a config it would refuse at deploy fails ``batchline check``."""
+        if not value.startswith("/") or (value != "/" and value.endswith("/")) or "{" in value or "}" in value:
+            raise ValueError(
+                f"must start with '/', not end with '/' (unless it is '/') and hold no '{{' or '}}', got {value!r}"
+            )
+        return value

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from serving.config.errors import ConfigError
 from serving.config.ray_schema import RayConf, RayDeploymentConf
 from serving.config.repository import RepositoryConfig
 from serving.config.schema import OpConfig, ServingConfig
@@ -104,19 +105,35 @@ def hub_options() -> dict[str, Any]:
 
 def deployment_options(repo: RepositoryConfig) -> dict[str, dict[str, Any]]:
     """Every deployment of the application: name -> options (ops in config order, then ingress and hub)."""
-    out: dict[str, dict[str, Any]] = {}
-    for config in repo.pipelines:
-        for op in config.ops:
-            out.setdefault(op_deployment_name(config, op), op_options(op))
+    out = {name: op_options(op) for name, (_, op) in op_deployments(repo).items()}
     out[INGRESS] = ingress_options(repo)
     out[METRICS_HUB] = hub_options()
     return out
 
 
 def op_deployments(repo: RepositoryConfig) -> dict[str, tuple[ServingConfig, OpConfig]]:
-    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op)."""
+    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op).
+
+    Names are made by joining names with '-', which may be in them: ConfigError
+    when two ops that are not one shared op would get one name (pipeline ``p``,
+    op ``a-b`` and pipeline ``p-a``, op ``b``), or one takes the ingress's or hub's."""
     out: dict[str, tuple[ServingConfig, OpConfig]] = {}
-    for config in repo.pipelines:
+    errors: list[ConfigError] = []
+    for file, config in zip(repo.files, repo.pipelines):
         for op in config.ops:
-            out.setdefault(op_deployment_name(config, op), (config, op))
+            name = op_deployment_name(config, op)
+            first = out.get(name)
+            if name in (INGRESS, METRICS_HUB):
+                problem = f"its Ray Serve deployment name {name!r} is the {name} deployment's: rename the op"
+            elif first is not None and (op.share_name is None or op.share_name != first[1].share_name):
+                problem = (
+                    f"its Ray Serve deployment name {name!r} is also that of op {first[1].name!r} "
+                    f"of pipeline {first[0].name!r}: rename one of them"
+                )
+            else:
+                out.setdefault(name, (config, op))
+                continue
+            errors.append(ConfigError(file, f"op.{op.name}", problem))
+    if errors:
+        raise ConfigError.combine(errors)
     return out

@@ -112,10 +112,12 @@ class Ingress:
         return merge_texts(texts)
 
     def __del__(self) -> None:
-        """Ray Serve's graceful shutdown: refuse new requests, answer the admitted ones."""
+        """Ray Serve's graceful shutdown: refuse new requests, answer the admitted ones.
+        Runs once: Python's collector calls it again after Ray did."""
         repository = getattr(self, "repository", None)
-        if repository is None:
+        if repository is None or getattr(self, "_stopped", False):
             return
+        self._stopped = True
         repository.shutdown()
         self._pusher.stop()
         self._health.stop()

@@ -105,10 +105,12 @@ class OpReplica:
             raise RuntimeError(f"op {self.stage.name}: stage stopped")
 
     def __del__(self) -> None:
-        """Ray Serve's graceful shutdown: finish queued items, stop the instances."""
+        """Ray Serve's graceful shutdown: finish queued items, stop the instances.
+        Runs once: Python's collector calls it again after Ray did."""
         stage = getattr(self, "stage", None)
-        if stage is None:
+        if stage is None or getattr(self, "_stopped", False):
             return
+        self._stopped = True
         self._pusher.stop()
         stage.stop(timeout=10.0)
         self._cpus.release(self._cpu_sets)

@@ -5,6 +5,7 @@ handlers block while their requests run."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import Executor
 from typing import Any
 
@@ -55,7 +56,15 @@ def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str
 async def call_wsgi(app: Any, request: Request, pool: Executor) -> Response:
     body = await request.body()
     environ = wsgi_environ(request, body)
-    status, headers, content = await asyncio.get_running_loop().run_in_executor(pool, run_app, app, environ)
+    # Ray's proxy cancels this call when the client goes away; the app's handlers poll
+    # waitress's disconnect hook and then fail their requests (which cancels their op calls)
+    gone = threading.Event()
+    environ["waitress.client_disconnected"] = gone.is_set
+    try:
+        status, headers, content = await asyncio.get_running_loop().run_in_executor(pool, run_app, app, environ)
+    except asyncio.CancelledError:
+        gone.set()
+        raise
     response = Response(content, status_code=status)
     for name, value in headers:
         if name.lower() in _DROPPED:

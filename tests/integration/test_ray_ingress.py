@@ -1,0 +1,283 @@
+"""The Ray backend's HTTP ingress (:class:`serving.rayserve.ingress.Ingress`, its
+Flask app run through :mod:`serving.rayserve.wsgi_bridge`) over HTTP, without Ray.
+
+The ingress is the real class, called as Ray Serve's proxy calls it (an ASGI
+request, here from Starlette's TestClient); its op deployments are
+:class:`tests.support.ray_fakes.FakeHandle` s whose replicas are real
+:class:`serving.rayserve.op_replica.OpReplica` s in this process, and
+``serve.status()`` is a fake whose replica counts the test sets. Its answers
+are compared with the single-process server's (the same Flask app over a
+normal :class:`PipelineRepository`) for the same configs.
+
+Every wait has a generous limit that only guards against a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ray.exceptions import ActorDiedError
+from starlette.requests import Request
+from starlette.testclient import TestClient
+
+from serving.config.documents import ConfigDocument, parse_documents
+from serving.engine.repository import PipelineRepository
+from serving.http.app import create_app
+from serving.rayserve.ingress import RELOAD_ON_RAY, Ingress
+from serving.rayserve.wire import OpCall, OpReply
+from serving.rayserve.wsgi_bridge import wsgi_environ
+from tests.support.ray_fakes import (
+    HANG_GUARD_S,
+    RAY_FAKES,
+    FakeCluster,
+    FakeHandle,
+    as_dicts,
+    document,
+    four_times,
+    gate,
+    op_conf,
+    split_add,
+)
+
+TOKEN = "t0ken"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """No token from the environment; replicas' node-wide CPU claims in a file of the test's own."""
+    import tempfile
+
+    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
+def asgi(ingress: Ingress) -> Any:
+    """The ingress as Ray Serve's proxy drives it: one Starlette request in, one response out."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        response = await ingress(Request(scope, receive))
+        await response(scope, receive, send)
+
+    return app
+
+
+class RayApp:
+    """An ingress over fake op deployments for ``documents``, and a client for it."""
+
+    def __init__(self, documents: list[ConfigDocument], *, root_path: str = "", replace: dict[str, Any] | None = None):
+        self.cluster = FakeCluster(documents)
+        try:
+            self.handles = {**self.cluster.handles, **(replace or {})}
+            self.ingress = Ingress(as_dicts(documents), self.handles, None, status=self.cluster.status, app="test")
+        except BaseException:
+            self.cluster.close()
+            raise
+        self.client = TestClient(asgi(self.ingress), root_path=root_path)
+
+    def close(self) -> None:
+        self.ingress.__del__()
+        self.cluster.close()
+
+
+@pytest.fixture
+def ray_app() -> Iterator[Any]:
+    made: list[RayApp] = []
+
+    def make(documents: list[ConfigDocument], **kwargs: Any) -> RayApp:
+        made.append(RayApp(documents, **kwargs))
+        return made[-1]
+
+    yield make
+    for app in made:
+        app.close()
+
+
+@pytest.fixture
+def local_app() -> Iterator[Any]:
+    """The single-process server's app for the same documents (Flask's test client)."""
+    repos: list[PipelineRepository] = []
+
+    def make(documents: list[ConfigDocument]) -> Any:
+        repos.append(PipelineRepository(parse_documents(documents), warmup=False))
+        repos[-1].start()
+        return create_app(repos[-1], auth_token=parse_documents(documents).auth_token).test_client()
+
+    yield make
+    for repo in repos:
+        repo.shutdown()
+
+
+DOCS = [
+    document("p", split_add(), auth_token=TOKEN),
+    document("q", {"x": op_conf("TextSplitOp", share="s"), "add": op_conf("AddOp", ["x"])}, auth_token=TOKEN),
+    document("r", {"y": op_conf("TextSplitOp", share="s")}, auth_token=TOKEN),
+]
+
+
+def native(client: Any, name: str, text: str) -> Any:
+    return client.post(f"/{name}/predict", content=text.encode(), headers={**AUTH, "Content-Type": "text/plain"})
+
+
+def paddle(client: Any, name: str, texts: list[str]) -> Any:
+    body = json.dumps({"key": ["text"] * len(texts), "value": texts, "logid": 42})
+    return client.post(f"/{name}/prediction", content=body.encode(), headers=AUTH)
+
+
+def flask_native(client: Any, name: str, text: str) -> Any:
+    return client.post(f"/{name}/predict", data=text.encode(), headers={**AUTH, "Content-Type": "text/plain"})
+
+
+def flask_paddle(client: Any, name: str, texts: list[str]) -> Any:
+    body = json.dumps({"key": ["text"] * len(texts), "value": texts, "logid": 42})
+    return client.post(f"/{name}/prediction", data=body.encode(), headers=AUTH)
+
+
+def test_answers_are_the_single_process_servers(ray_app, local_app):
+    ray, local = ray_app(DOCS).client, local_app(DOCS)
+    for name in ("p", "q", "r"):
+        for text in ("7 3", "5 0"):
+            got, want = native(ray, name, text), flask_native(local, name, text)
+            assert (got.status_code, got.json()) == (want.status_code, want.get_json()) == (200, want.get_json())
+        got, want = paddle(ray, name, ["1 2", "2 1"]), flask_paddle(local, name, ["1 2", "2 1"])
+        assert (got.status_code, got.json()) == (want.status_code, want.get_json())
+        assert got.json()["err_no"] == 0
+    assert native(ray, "p", "7 3").json() == {"results": [four_times(7, 3)]}
+    assert native(ray, "q", "2 2").json() == {"results": [four_times(2, 2)]}
+
+
+def test_errors_keep_their_status_and_message(ray_app, local_app):
+    ray, local = ray_app(DOCS).client, local_app(DOCS)
+    bad_ray, bad_local = native(ray, "p", "not numbers"), flask_native(local, "p", "not numbers")
+    assert bad_ray.status_code == bad_local.status_code == 400
+    assert bad_ray.json() == bad_local.get_json()
+    assert "expected two integers" in bad_ray.text
+    paddle_ray = paddle(ray, "p", ["x"])
+    assert paddle_ray.status_code == 400 and paddle_ray.json()["err_no"] == 400
+    assert native(ray, "nope", "1 1").status_code == 404
+    assert ray.post("/p/predict", content=b"7 3", headers={"Content-Type": "text/plain"}).status_code == 401
+
+
+def test_health_and_readiness_follow_the_op_deployments(ray_app):
+    app = ray_app(DOCS)
+    client = app.client
+    assert client.get("/health/live").status_code == 200
+    assert client.get("/health/ready").status_code == 200
+    app.cluster.running["shared-s"] = 0  # e.g. its node was lost, the replacement not up yet
+    app.ingress._health.poll()
+    assert client.get("/health/ready").status_code == 503
+    assert client.get("/v2/health/ready").status_code == 503
+    assert client.get("/health/live").status_code == 200
+    app.cluster.running["shared-s"] = 2
+    app.ingress._health.poll()
+    assert client.get("/health/ready").status_code == 200
+
+
+def test_metrics_label_samples_with_the_replica(ray_app):
+    client = ray_app(DOCS).client
+    assert native(client, "p", "1 1").status_code == 200
+    text = client.get("/metrics", headers=AUTH).text
+    assert 'batchline_requests_total{pipeline="p",replica="ingress-' in text
+    assert "# TYPE batchline_requests_total counter" in text
+
+
+def test_reload_is_refused_on_ray(ray_app):
+    client = ray_app(DOCS).client
+    answer = client.post("/admin/reload", headers=AUTH)
+    assert answer.status_code == 409
+    assert RELOAD_ON_RAY in answer.text
+
+
+class Dying:
+    """A replica that is lost on every call."""
+
+    async def run(self, call: OpCall) -> OpReply:
+        raise ActorDiedError()
+
+
+def test_a_lost_replica_is_503_with_retry_after_over_http(ray_app):
+    app = ray_app([document("p", split_add())], replace={"p-add": FakeHandle(Dying())})
+    answer = native(app.client, "p", "1 1")
+    assert answer.status_code == 503
+    assert float(answer.headers["Retry-After"]) > 0
+    assert "replica was lost" in answer.text
+
+
+def test_a_route_prefix_becomes_the_script_root(ray_app):
+    client = ray_app([document("p", split_add())], root_path="/ocr").client
+    answer = native(client, "ocr/p", "7 3")  # Ray's proxy: path /ocr/p/predict, root_path /ocr
+    assert (answer.status_code, answer.json()) == (200, {"results": [four_times(7, 3)]})
+    assert client.get("/ocr/health/ready").status_code == 200
+
+
+def scope(path: str, root_path: str = "", query: bytes = b"", headers=()) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "root_path": root_path,
+        "query_string": query,
+        "headers": [(b"host", b"example.org:8000"), *headers],
+        "scheme": "http",
+        "server": ("example.org", 8000),
+        "client": ("10.0.0.7", 5555),
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "script", "path_info"),
+    [
+        ("/ocr/p/predict", "/ocr", "/ocr", "/p/predict"),  # ASGI: path includes root_path
+        ("/p/predict", "/ocr", "/ocr", "/p/predict"),  # older servers: it does not
+        ("/ocr", "/ocr", "/ocr", "/"),
+        ("/p/predict", "", "", "/p/predict"),
+    ],
+)
+def test_wsgi_environ_of_an_asgi_request(path, root, script, path_info):
+    request = Request(scope(path, root, b"timeout_ms=5", [(b"content-type", b"text/plain"), (b"x-key", b"k")]))
+    environ = wsgi_environ(request, b"7 3")
+    assert (environ["SCRIPT_NAME"], environ["PATH_INFO"]) == (script, path_info)
+    assert environ["QUERY_STRING"] == "timeout_ms=5"
+    assert environ["REQUEST_METHOD"] == "POST"
+    assert (environ["CONTENT_TYPE"], environ["CONTENT_LENGTH"]) == ("text/plain", "3")
+    assert environ["wsgi.input"].read() == b"7 3"
+    assert environ["HTTP_X_KEY"] == "k"
+    assert environ["REMOTE_ADDR"] == "10.0.0.7"
+
+
+def test_a_request_the_client_abandons_cancels_its_op_call(ray_app):
+    """Ray's proxy cancels the ingress call when the client goes away: the request
+    fails at once and its pending op call is cancelled, as under waitress."""
+    held = gate("ingress-abandon")
+    ops = {"echo": op_conf("GateOp", params={"gate": "ingress-abandon"}, module=RAY_FAKES)}
+    # a deadline far beyond the hang guard: only the abandonment can end the request in time
+    app = ray_app([document("g", ops, dag={"request_timeout_ms": 600_000, "max_queue_size": 32})])
+    handle = app.handles["g-echo"]
+    pipeline = app.ingress.repository.pipeline("g")
+
+    async def body() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"abc", "more_body": False}
+
+    async def abandon() -> None:
+        request = Request(scope("/g/predict", headers=[(b"content-type", b"text/plain")]), body)
+        call = asyncio.ensure_future(app.ingress(request))
+        assert await asyncio.to_thread(held.entered.wait, HANG_GUARD_S), "the op never got the request"
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    try:
+        asyncio.run(abandon())
+        end = time.monotonic() + HANG_GUARD_S
+        while not (handle.responses and handle.responses[0].cancelled and pipeline.in_flight == 0):
+            assert time.monotonic() < end, "the abandoned request still runs"
+            time.sleep(0.01)
+    finally:
+        held.go.set()
