@@ -67,6 +67,29 @@ def configs() -> dict[str, dict[str, Any]]:
     }
 
 
+def lone_breakdown(url: str, name: str, images: list[bytes], op: str, requests_n: int = 40) -> dict[str, float]:
+    """Medians over sequential native requests with ``timing``: the client's wall time, the
+    engine's (the ingress's on Ray: from admission to answer) and the op's predictor run, in ms."""
+    import base64
+    import statistics
+
+    import requests
+
+    rows = []
+    with requests.Session() as session:
+        for i in range(requests_n + 5):
+            body = {"inputs": [{"image": base64.b64encode(images[i % len(images)]).decode()}], "timing": True}
+            began = time.perf_counter()
+            answer = session.post(f"{url}/{name}/predict", json=body, timeout=60)
+            wall = (time.perf_counter() - began) * 1000
+            if answer.status_code != 200:
+                raise BenchError(f"{url}/{name}/predict answered {answer.status_code}: {answer.text[:200]}")
+            timing = answer.json()["timing"][0]
+            if i >= 5:  # the first few warm the connection
+                rows.append((wall, timing["total_ms"], timing["ops"][op]["run_ms"]))
+    return {key: statistics.median(r[k] for r in rows) for k, key in enumerate(("client_ms", "engine_ms", "op_run_ms"))}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=12.0, help="measured seconds per round, level and setup")
@@ -124,6 +147,16 @@ def main() -> int:
                         flush=True,
                     )
 
+        # where a lone request's time goes: HTTP in front of the engine, the engine, the op's run
+        crops = bench_crops()
+        breakdown = {who: lone_breakdown(urls[who], "rec", crops, "rec") for who in ("rec single", "rec ray x1")}
+        for who, b in breakdown.items():
+            print(
+                f"{who} lone crop (median of 40): client {b['client_ms']:.1f} ms, engine {b['engine_ms']:.1f} ms, "
+                f"rec run {b['op_run_ms']:.1f} ms",
+                flush=True,
+            )
+
     def pooled_at(who: str, c: int) -> dict:
         return pooled(results[(who, c)])
 
@@ -135,6 +168,7 @@ def main() -> int:
         "rec_throughput_x2_vs_x1": ratio(pooled_at("rec ray x2", rc)["rate"], pooled_at("rec ray x1", rc)["rate"]),
         "rec_lone_p50_ms": {w: pooled_at(w, 1)["latency_ms"]["p50"] for w in ("rec single", "rec ray x1")},
         "pooled": {f"{who} {c}": pooled(rs) for (who, c), rs in results.items()},
+        "rec_lone_breakdown_ms": breakdown,
     }
     ocr_lone, rec_lone = summary["ocr_lone_p50_ms"], summary["rec_lone_p50_ms"]
     summary["ocr_lone_overhead_ms"] = ocr_lone["ocr ray"] - ocr_lone["ocr single"]
