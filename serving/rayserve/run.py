@@ -102,23 +102,50 @@ def serve_on_ray(
     started_here = address is None
     ray.init(address=address, log_to_driver=True, configure_logging=False)
     stop = threading.Event()
+
+    def on_stop(signum: int, frame: Any) -> None:
+        if stop.is_set():  # asked twice: do not wait for Ray any longer
+            raise SystemExit(1)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):  # after ray.init, which installs its own
-        signal.signal(sig, lambda signum, frame: stop.set())
+        signal.signal(sig, on_stop)
     # SIGHUP reloads the single-process server; here its default action would end the
     # command and leave the application deployed
     signal.signal(signal.SIGHUP, lambda signum, frame: log.warning("SIGHUP ignored: %s", RELOAD_ON_RAY))
+    config = serve_config(list(documents), host=host, port=port, warmup=warmup)
     try:
         name = deploy(documents, host=host, port=port, warmup=warmup)
-        http = serve_config(list(documents), host=host, port=port)["http_options"]
+        http = config["http_options"]
         log.info("serving on http://%s:%s/ (Ray Serve application %r)", http["host"], http["port"], name)
         stop.wait()
         log.info("stopping: deleting application %s (its replicas drain)", name)
-        serve.delete(name)
-        if started_here:
-            serve.shutdown()
+        drain_s = max(d.get("graceful_shutdown_timeout_s", 0.0) for d in config["applications"][0]["deployments"])
+        _stop_application(name, shutdown_serve=started_here, timeout_s=drain_s + 30.0)
     finally:
         ray.shutdown()
     return 0
+
+
+def _stop_application(name: str, *, shutdown_serve: bool, timeout_s: float) -> None:
+    """Delete the application (replicas drain) and, for a cluster this command started, Serve;
+    give up after ``timeout_s``: a Ctrl-C reaches the whole process group, and a local
+    cluster's GCS and raylet may be gone already, when Ray would never answer."""
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            serve.delete(name)
+            if shutdown_serve:
+                serve.shutdown()
+        except Exception as exc:  # noqa: BLE001 - reported; the command still ends
+            log.warning("stopping application %s failed: %s", name, exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name="stop-application", daemon=True).start()
+    if not finished.wait(timeout_s):
+        log.warning("Ray did not confirm that application %s stopped within %.0f s; exiting", name, timeout_s)
 
 
 def serve_config_yaml(config: dict[str, Any], command: str) -> str:
