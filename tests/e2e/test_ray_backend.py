@@ -1,7 +1,8 @@
 """The OCR pipeline on a two-node Ray cluster (``batchline serve --ray``),
 driven by the bundled client: the same lines as the single-process server,
 the same HTTP API, rec replicas on both raylets, two ingress replicas whose
-requests batch together, a rec replica killed under
+requests batch together, a second application deployed through Ray Client
+(``ray://``), a rec replica killed under
 load (every request answered 200, or 503/504 in time; Ray replaces it), and
 a shutdown that leaves no Ray process behind.
 
@@ -186,6 +187,45 @@ def test_killed_rec_replica_is_replaced_and_no_request_hangs(cluster, server, do
     assert len(alive) == 2 and victim not in alive, alive
     with PipelineClient(server.url, timeout=120) as c:
         assert c.predict("ocr", image=png(docs[1].image))[0]
+
+
+def test_a_second_application_deployed_through_ray_client(cluster, server, tmp_path):
+    """``--address ray://...`` (Ray Client, as from another machine): a fake-op pipeline as a second
+    application beside OCR, behind the proxies the first one started (its own route prefix)."""
+    config = {
+        "name": "fake",
+        "ray": {"app_name": "fake", "route_prefix": "/fake", "ingress": {"ray_actor_options": {"num_cpus": 0}}},
+        "op": {
+            "split": {"class": "tests.support.engine_fakes:TextSplitOp", "ray": {"ray_actor_options": {"num_cpus": 0}}}
+        },
+    }
+    path = tmp_path / "fake.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    second = ServerProcess(
+        str(path),
+        port=server.port,
+        extra_args=("--ray", "--address", cluster.client_address),
+        env=cluster.client_env,
+        wait_ready=False,
+    )
+    try:
+        end = time.monotonic() + 180
+        answer = None
+        while time.monotonic() < end and second.proc.poll() is None:
+            try:
+                answer = requests.post(f"{server.url}/fake/fake/predict", json={"inputs": [{"text": "3 2"}]}, timeout=5)
+                if answer.status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            time.sleep(1)
+        assert answer is not None and answer.status_code == 200, second.log()
+        assert answer.json() == {"results": [{"id": 3, "values": [600.0, 602.0]}]}  # 300, 301 doubled
+        assert requests.get(f"{server.url}/health/ready", timeout=5).status_code == 200  # OCR still there
+        assert second.terminate(timeout=120) == 0, second.log()
+        assert not cluster.replicas("fake", "fake-split")
+    finally:
+        second.stop()
 
 
 def test_shutdown_leaves_no_ray_process(cluster, server):

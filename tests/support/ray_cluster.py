@@ -64,6 +64,8 @@ class LocalRayCluster:
         self.temp_dir = tempfile.mkdtemp(prefix="bl-ray-", dir="/tmp")
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.client_port = free_port()
+        self.client_address = f"ray://127.0.0.1:{self.client_port}"  # Ray Client, as from another machine
         self.env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.env["RAY_USAGE_STATS_ENABLED"] = "0"
         # Ray turns token authentication on by itself once ~/.ray/auth_token exists (a plain
@@ -88,7 +90,7 @@ class LocalRayCluster:
             f"--port={self.port}",
             f"--num-cpus={head}",
             f"--temp-dir={self.temp_dir}",
-            f"--ray-client-server-port={free_port()}",
+            f"--ray-client-server-port={self.client_port}",
             "--include-dashboard=false",
             "--disable-usage-stats",
         )
