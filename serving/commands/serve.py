@@ -35,10 +35,12 @@ def main(args: argparse.Namespace) -> int:
         return server.main(args)
     try:
         from serving.config.documents import parse_documents, read_documents
-        from serving.rayserve.deployments import op_deployments
+        from serving.rayserve.deployments import op_deployments, ray_conf
 
         documents = read_documents(args.config)
-        op_deployments(parse_documents(documents))  # deployment names too: before a cluster starts
+        repo = parse_documents(documents)
+        op_deployments(repo)  # deployment names and the application's blocks too: before a cluster starts
+        ray_conf(repo)
     except ConfigError as exc:
         log.error("%s", exc)
         return 2

@@ -26,11 +26,19 @@ def op_deployment_name(config: ServingConfig, op: OpConfig) -> str:
 
 
 def ray_conf(repo: RepositoryConfig) -> RayConf:
-    """The top-level ``ray:`` block: the first file's that sets one (server-wide, like ``http_port``)."""
-    for config in repo.pipelines:
-        if "ray" in config.model_fields_set:
-            return config.ray
-    return repo.pipelines[0].ray
+    """The top-level ``ray:`` block, application-wide like ``http_port``: the files that set
+    one must agree (ConfigError naming the first that differs); none: the defaults."""
+    chosen: tuple[str, RayConf] | None = None
+    for file, config in zip(repo.files, repo.pipelines):
+        if "ray" not in config.model_fields_set:
+            continue
+        if chosen is None:
+            chosen = (file, config.ray)
+        elif config.ray != chosen[1]:
+            raise ConfigError(
+                file, "ray", f"differs from the ray block of {chosen[0]}: the files of one application share one"
+            )
+    return repo.pipelines[0].ray if chosen is None else chosen[1]
 
 
 def app_name(repo: RepositoryConfig) -> str:
@@ -112,7 +120,8 @@ def deployment_options(repo: RepositoryConfig) -> dict[str, dict[str, Any]]:
 
 
 def op_deployments(repo: RepositoryConfig) -> dict[str, tuple[ServingConfig, OpConfig]]:
-    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op).
+    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op;
+    the ops of one share must have equal ``ray`` blocks).
 
     Names are made by joining names with '-', which may be in them: ConfigError
     when two ops that are not one shared op would get one name (pipeline ``p``,
@@ -130,6 +139,16 @@ def op_deployments(repo: RepositoryConfig) -> dict[str, tuple[ServingConfig, OpC
                     f"its Ray Serve deployment name {name!r} is also that of op {first[1].name!r} "
                     f"of pipeline {first[0].name!r}: rename one of them"
                 )
+            elif first is not None and (op.ray or RayDeploymentConf()) != (first[1].ray or RayDeploymentConf()):
+                errors.append(
+                    ConfigError(
+                        file,
+                        f"op.{op.name}.ray",
+                        f"differs from that of op {first[1].name!r} of pipeline {first[0].name!r}, which shares "
+                        f"deployment {name!r}: give the ops of one share one ray block",
+                    )
+                )
+                continue
             else:
                 out.setdefault(name, (config, op))
                 continue

@@ -32,6 +32,7 @@ from serving.rayserve.deployments import (
     op_deployment_name,
     op_deployments,
     op_options,
+    ray_conf,
 )
 from tests.support.ray_fakes import as_dicts, document, op_conf, split_add
 
@@ -277,6 +278,30 @@ def test_the_ingress_block_is_the_first_file_that_sets_one():
     assert (options["num_replicas"], options["max_ongoing_requests"]) == (2, 7)
     assert options["ray_actor_options"] == {"num_cpus": 2.0}
     assert app_name(repo) == "ocr-app"
+
+
+def test_files_of_one_application_agree_on_the_ray_blocks():
+    top = {"app_name": "ocr-app"}
+    agree = repo_of(
+        document("a", split_add(), ray=top), document("b", split_add()), document("c", split_add(), ray=top)
+    )
+    assert app_name(agree) == "ocr-app"
+    differ = repo_of(document("a", split_add(), ray=top), document("b", split_add(), ray={"app_name": "other"}))
+    with pytest.raises(ConfigError) as info:
+        ray_conf(differ)
+    assert str(info.value).startswith("b.yml: ray: differs from the ray block of a.yml")
+    shared = repo_of(
+        document("a", {"x": op_conf("TextSplitOp", share="s", ray={"num_replicas": 2})}),
+        document("b", {"y": op_conf("TextSplitOp", share="s", ray={"num_replicas": 3})}),
+    )
+    with pytest.raises(ConfigError) as info:
+        op_deployments(shared)
+    assert str(info.value).startswith("b.yml: op.y.ray: differs from that of op 'x' of pipeline 'a'")
+    same = repo_of(
+        document("a", {"x": op_conf("TextSplitOp", share="s")}),
+        document("b", {"y": op_conf("TextSplitOp", share="s", ray={})}),  # an empty block is the default
+    )
+    assert list(op_deployments(same)) == ["shared-s"]
 
 
 def test_app_name_is_the_pipeline_or_batchline():
