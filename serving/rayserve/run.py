@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
+from ray import exceptions as ray_errors
 from ray import serve
 from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 
@@ -43,7 +44,7 @@ def deploy(
             config["http_options"],
         )
     _check_room(config["applications"][0]["deployments"])
-    serve.start(http_options=config["http_options"], proxy_location=config["proxy_location"])
+    _start_proxies(config)
     name = app_name(repo)
     application = config["applications"][0]
     app = build_app(application["args"])
@@ -57,6 +58,19 @@ def deploy(
     )
     log.info("application %s deployed in %.1fs", name, time.monotonic() - began)
     return name
+
+
+def _start_proxies(config: dict[str, Any], attempts: int = 3) -> None:
+    """``serve.start``, tried again when a proxy dies while starting: on a loaded machine
+    Serve's controller can find a new proxy unhealthy, replace it, and the start fails."""
+    for attempt in range(1, attempts + 1):
+        try:
+            serve.start(http_options=config["http_options"], proxy_location=config["proxy_location"])
+            return
+        except (ray_errors.RayActorError, ray_errors.GetTimeoutError) as exc:
+            if attempt == attempts:
+                raise
+            log.warning("Ray Serve's HTTP proxies did not start (%s); trying again", type(exc).__name__)
 
 
 def _check_room(deployments: list[dict[str, Any]]) -> None:

@@ -7,6 +7,8 @@ import logging
 import threading
 import time
 
+import pytest
+
 from serving.rayserve import run
 
 
@@ -56,3 +58,22 @@ def test_replicas_asking_for_more_than_the_cluster_has_are_named(monkeypatch, ca
     with caplog.at_level(logging.WARNING, logger=run.__name__):
         run._check_room(deployments[:1])
     assert caplog.text == ""
+
+
+def test_proxies_that_die_while_starting_are_started_again(monkeypatch, caplog):
+    from ray.exceptions import ActorDiedError
+
+    outcomes = [ActorDiedError(), None]
+
+    def start(**kwargs):
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+
+    monkeypatch.setattr(run.serve, "start", start)
+    with caplog.at_level(logging.WARNING, logger=run.__name__):
+        run._start_proxies({"http_options": {}, "proxy_location": "EveryNode"})
+    assert outcomes == [] and "trying again" in caplog.text
+    monkeypatch.setattr(run.serve, "start", lambda **kwargs: (_ for _ in ()).throw(ActorDiedError()))
+    with pytest.raises(ActorDiedError):  # the last failure is raised
+        run._start_proxies({"http_options": {}, "proxy_location": "EveryNode"}, attempts=2)
