@@ -60,6 +60,20 @@ def deploy(
     return name
 
 
+def _connect(address: str | None, attempts: int = 3) -> None:
+    """``ray.init``; through Ray Client (``ray://``) tried again: the cluster starts a server
+    for each client, which can fail to come up in time on a loaded head node."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, log_to_driver=True, configure_logging=False)
+            return
+        except ConnectionError as exc:
+            if attempt == attempts or not (address or "").startswith("ray://"):
+                raise
+            log.warning("connecting to %s failed (%s); trying again", address, str(exc).splitlines()[0])
+            time.sleep(2.0)
+
+
 def _start_proxies(config: dict[str, Any], attempts: int = 3) -> None:
     """``serve.start``, tried again when a proxy dies while starting: on a loaded machine
     Serve's controller can find a new proxy unhealthy, replace it, and the start fails."""
@@ -114,7 +128,7 @@ def serve_on_ray(
     warmup: bool = True,
 ) -> int:
     started_here = address is None
-    ray.init(address=address, log_to_driver=True, configure_logging=False)
+    _connect(address)
     stop = threading.Event()
 
     def on_stop(signum: int, frame: Any) -> None:

@@ -77,3 +77,23 @@ def test_proxies_that_die_while_starting_are_started_again(monkeypatch, caplog):
     monkeypatch.setattr(run.serve, "start", lambda **kwargs: (_ for _ in ()).throw(ActorDiedError()))
     with pytest.raises(ActorDiedError):  # the last failure is raised
         run._start_proxies({"http_options": {}, "proxy_location": "EveryNode"}, attempts=2)
+
+
+def test_ray_client_connections_are_tried_again(monkeypatch, caplog):
+    outcomes = [ConnectionAbortedError("Initialization failure from server"), None]
+    addresses = []
+
+    def init(address=None, **kwargs):
+        addresses.append(address)
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+
+    monkeypatch.setattr(run.ray, "init", init)
+    monkeypatch.setattr(run.time, "sleep", lambda s: None)
+    with caplog.at_level(logging.WARNING, logger=run.__name__):
+        run._connect("ray://head:10001")
+    assert addresses == ["ray://head:10001"] * 2 and "trying again" in caplog.text
+    outcomes[:] = [ConnectionError("refused")]
+    with pytest.raises(ConnectionError):  # a plain address is not Ray Client: no second try
+        run._connect("10.0.0.1:6379")
