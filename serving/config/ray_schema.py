@@ -31,11 +31,6 @@ class RayAutoscaling(BaseModel):
     upscale_delay_s: float = Field(default=30.0, ge=0)
     downscale_delay_s: float = Field(default=600.0, ge=0)
 
-    @field_validator("target_ongoing_requests", "upscale_delay_s", "downscale_delay_s", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
     @model_validator(mode="after")
     def _bounds(self) -> RayAutoscaling:
         if self.min_replicas > self.max_replicas:
@@ -60,11 +55,6 @@ class RayActorOptions(BaseModel):
     num_gpus: float | None = Field(default=None, ge=0)
     memory: int | None = Field(default=None, ge=0)  # bytes
     resources: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("num_cpus", "num_gpus", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @field_validator("resources", mode="before")
     @classmethod
@@ -100,11 +90,6 @@ class RayDeploymentConf(BaseModel):
     def _empty(cls, value: Any) -> Any:
         return {} if value is None else value
 
-    @field_validator("graceful_shutdown_timeout_s", "health_check_period_s", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
     @model_validator(mode="after")
     def _one_scaling(self) -> RayDeploymentConf:
         if self.num_replicas is not None and self.autoscaling_config is not None:
@@ -132,11 +117,6 @@ class RayConf(BaseModel):
     @classmethod
     def _empty(cls, value: Any) -> Any:
         return {} if value is None else value
-
-    @field_validator("metrics_interval_s", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @field_validator("route_prefix")
     @classmethod

@@ -55,8 +55,21 @@ def _scaling(conf: RayDeploymentConf) -> dict[str, Any]:
     return {"num_replicas": conf.num_replicas or 1}
 
 
-def _common(conf: RayDeploymentConf) -> dict[str, Any]:
+def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int) -> dict[str, Any]:
+    """A deployment's Ray Serve options: what its block sets, the given defaults where it sets none."""
+    actor = conf.ray_actor_options
+    actor_options: dict[str, Any] = {"num_cpus": cpus if actor.num_cpus is None else actor.num_cpus}
+    num_gpus = gpus if actor.num_gpus is None else actor.num_gpus
+    if num_gpus:
+        actor_options["num_gpus"] = num_gpus
+    if actor.memory is not None:
+        actor_options["memory"] = actor.memory
+    if actor.resources:
+        actor_options["resources"] = dict(actor.resources)
     return {
+        **_scaling(conf),
+        "max_ongoing_requests": conf.max_ongoing_requests or ongoing,
+        "ray_actor_options": actor_options,
         "max_queued_requests": conf.max_queued_requests,
         "graceful_shutdown_timeout_s": conf.graceful_shutdown_timeout_s,
         "health_check_period_s": conf.health_check_period_s,
@@ -71,40 +84,21 @@ def op_options(op: OpConfig) -> dict[str, Any]:
     inside a replica, device ids count the GPUs Ray gave it. In-flight calls:
     two full batches per instance, so one batch can form while another runs.
     """
-    conf = op.ray or RayDeploymentConf()
     svc = op.local_service_conf
-    actor = conf.ray_actor_options
     on_gpu = svc.device_type != 0
-    num_cpus = actor.num_cpus
-    if num_cpus is None:
-        num_cpus = 1.0 if on_gpu else float(svc.instance_num * svc.thread_num)
-    options: dict[str, Any] = {"num_cpus": num_cpus}
-    num_gpus = actor.num_gpus if actor.num_gpus is not None else (float(max(1, len(svc.device_ids))) if on_gpu else 0)
-    if num_gpus:
-        options["num_gpus"] = num_gpus
-    if actor.memory is not None:
-        options["memory"] = actor.memory
-    if actor.resources:
-        options["resources"] = dict(actor.resources)
-    ongoing = conf.max_ongoing_requests or 2 * svc.max_batch_size * svc.instance_num
-    return {**_scaling(conf), "max_ongoing_requests": ongoing, "ray_actor_options": options, **_common(conf)}
+    return _options(
+        op.ray or RayDeploymentConf(),
+        cpus=1.0 if on_gpu else float(svc.instance_num * svc.thread_num),
+        gpus=float(max(1, len(svc.device_ids))) if on_gpu else 0.0,
+        ongoing=2 * svc.max_batch_size * svc.instance_num,
+    )
 
 
 def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
     """The ingress decodes inputs and runs the HTTP app: one CPU by default. Our own
     admission answers 503 beyond ``max_queue_size``, so Ray lets every admissible
     request in (``max_queue_size`` summed over pipelines, plus ``worker_num``)."""
-    conf = ray_conf(repo).ingress
-    actor = conf.ray_actor_options
-    options: dict[str, Any] = {"num_cpus": 1.0 if actor.num_cpus is None else actor.num_cpus}
-    if actor.num_gpus:
-        options["num_gpus"] = actor.num_gpus
-    if actor.memory is not None:
-        options["memory"] = actor.memory
-    if actor.resources:
-        options["resources"] = dict(actor.resources)
-    ongoing = conf.max_ongoing_requests or repo.max_queue_size + repo.worker_num
-    return {**_scaling(conf), "max_ongoing_requests": ongoing, "ray_actor_options": options, **_common(conf)}
+    return _options(ray_conf(repo).ingress, cpus=1.0, gpus=0.0, ongoing=repo.max_queue_size + repo.worker_num)
 
 
 def hub_options() -> dict[str, Any]:
