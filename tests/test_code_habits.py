@@ -5,22 +5,13 @@ contracts in setup.cfg). Each failure prints the tool's own report."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.support.tools import installed_tool
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _tool(name: str) -> str:
-    local = Path(sys.executable).with_name(name)
-    found = str(local) if local.exists() else shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed: pip install -e '.[test]'")
-    return found
 
 
 def _run(*argv: str) -> None:
@@ -31,15 +22,15 @@ def _run(*argv: str) -> None:
 
 
 def test_ruff_lint():
-    _run(_tool("ruff"), "check", "--no-cache", ".")
+    _run(installed_tool("ruff"), "check", "--no-cache", ".")
 
 
 def test_ruff_format():
-    _run(_tool("ruff"), "format", "--no-cache", "--check", ".")
+    _run(installed_tool("ruff"), "format", "--no-cache", "--check", ".")
 
 
 def test_import_layers():
-    _run(_tool("lint-imports"), "--no-cache")
+    _run(installed_tool("lint-imports"), "--no-cache")
 
 
 def test_types_of_serving_and_ops():

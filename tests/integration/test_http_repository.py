@@ -33,10 +33,10 @@ from client import listing as pipelines_cmd
 from client.pipeline_client import PROTOCOLS, PipelineClient, PipelineError, make_payload
 from client.stats import MetricsSnapshot
 from serving.config.repository import load_repository
+from tests.support.engine_fakes import FAKES, op_conf
 from tests.support.live_app import LiveApp
 from tests.support.server_process import ServerProcess, free_port
 
-FAKES = "tests.support.engine_fakes"
 TOKEN = "reload-t0ken"
 TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN")
 DEADLINE_S = 60.0  # for anything awaited: generous, so a loaded machine is slow, not failing
@@ -50,20 +50,6 @@ def no_token_in_env(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- configs
-
-
-def op_conf(cls: str, inputs=(), params=None, share=None, **svc) -> dict[str, Any]:
-    conf = {"max_batch_size": 8, "max_queue_delay": 2, "concurrency": 2, "instance_num": 1}
-    conf.update(svc)
-    out: dict[str, Any] = {
-        "class": f"{FAKES}:{cls}",
-        "input_ops": list(inputs),
-        "params": params or {},
-        "local_service_conf": conf,
-    }
-    if share is not None:
-        out["share"] = share
-    return out
 
 
 def split_add(share=None, **svc) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict
 from serving.errors import BadRequest
 from serving.op import Op, SubBatch
 
+FAKES = __name__  # how configs name these ops: f"{FAKES}:EchoTextOp"
+
 
 class FakeRunner:
     """y = 2x, records the batch sizes it saw; optionally slow or failing."""
@@ -227,3 +229,29 @@ class GatedLoadOp(EchoTextOp):
             if time.monotonic() > end:
                 raise RuntimeError(f"{gate / 'go'} never appeared")
             time.sleep(0.01)
+
+
+def op_conf(
+    cls: str,
+    inputs: tuple[str, ...] | list[str] = (),
+    params: dict[str, Any] | None = None,
+    *,
+    share: str | bool | None = None,
+    ray: dict[str, Any] | None = None,
+    module: str = FAKES,
+    **svc: Any,
+) -> dict[str, Any]:
+    """One ``op:`` entry of a fake op (``cls`` of ``module``); ``svc``: local_service_conf keys."""
+    conf: dict[str, Any] = {"max_batch_size": 8, "max_queue_delay": 2, "concurrency": 2, "instance_num": 1}
+    conf.update(svc)
+    out: dict[str, Any] = {
+        "class": f"{module}:{cls}",
+        "input_ops": list(inputs),
+        "params": params or {},
+        "local_service_conf": conf,
+    }
+    if share is not None:
+        out["share"] = share
+    if ray is not None:
+        out["ray"] = ray
+    return out

@@ -30,40 +30,13 @@ from serving.config.documents import ConfigDocument, parse_documents
 from serving.rayserve.deployments import op_deployments
 from serving.rayserve.op_replica import OpReplica
 from serving.rayserve.wire import OpCall, OpReply
-from tests.support.engine_fakes import EchoTextOp, FakeParams, FakeRunner
+from tests.support.engine_fakes import EchoTextOp, FakeParams, FakeRunner, op_conf
 
-FAKES = "tests.support.engine_fakes"
 RAY_FAKES = "tests.support.ray_fakes"
 HANG_GUARD_S = 60.0  # every wait in these fakes: generous, so a loaded machine is slow, not failing
 
 
 # ----------------------------------------------------------------------------- configs
-
-
-def op_conf(
-    cls: str,
-    inputs: tuple[str, ...] | list[str] = (),
-    params: dict[str, Any] | None = None,
-    *,
-    share: str | bool | None = None,
-    ray: dict[str, Any] | None = None,
-    module: str = FAKES,
-    **svc: Any,
-) -> dict[str, Any]:
-    """One ``op:`` entry of a fake op (``cls`` of ``module``); ``svc``: local_service_conf keys."""
-    conf: dict[str, Any] = {"max_batch_size": 8, "max_queue_delay": 2, "concurrency": 2, "instance_num": 1}
-    conf.update(svc)
-    out: dict[str, Any] = {
-        "class": f"{module}:{cls}",
-        "input_ops": list(inputs),
-        "params": params or {},
-        "local_service_conf": conf,
-    }
-    if share is not None:
-        out["share"] = share
-    if ray is not None:
-        out["ray"] = ray
-    return out
 
 
 def split_add(**svc: Any) -> dict[str, Any]:

@@ -36,6 +36,7 @@ import yaml
 
 from serving.cli import build_parser
 from serving.config import ServingConfig, load_config
+from tests.support.tools import installed_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -48,14 +49,6 @@ K8S_VERSION = "1.34.0"
 NOT_MANIFESTS = {K8S / "prometheus-adapter" / "values.yaml"}
 # flags a container adds to the README's `batchline serve`, and the value it must give them
 CONTAINER_FLAGS = {"host": "0.0.0.0"}
-
-
-def _tool(name: str) -> str:
-    local = Path(sys.executable).with_name(name)
-    found = str(local) if local.exists() else shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed: pip install -e '.[test]'")
-    return found
 
 
 def _kubernetes_validate() -> Any:
@@ -203,7 +196,7 @@ def unit_settings(text: str) -> dict[str, dict[str, list[str]]]:
 # ---- Dockerfiles ----------------------------------------------------------------------------
 def _hadolint(path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [_tool("hadolint"), "--config", str(ROOT / ".hadolint.yaml"), str(path)],
+        [installed_tool("hadolint"), "--config", str(ROOT / ".hadolint.yaml"), str(path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
