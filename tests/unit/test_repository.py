@@ -15,17 +15,7 @@ import yaml
 from serving.config.repository import load_repository
 from serving.engine.repository import PipelineRepository
 from serving.errors import InternalError, InvalidConfig, NotFound
-
-FAKES = "tests.support.engine_fakes"
-
-
-def op_conf(cls="SplitOp", inputs=(), params=None, share=None, **svc):
-    conf = {"max_batch_size": 8, "max_queue_delay": 2, "concurrency": 2, "instance_num": 1}
-    conf.update(svc)
-    out = {"class": f"{FAKES}:{cls}", "input_ops": list(inputs), "params": params or {}, "local_service_conf": conf}
-    if share is not None:
-        out["share"] = share
-    return out
+from tests.support.engine_fakes import op_conf
 
 
 def write(path: Path, name: str, ops: dict, **top) -> Path:
