@@ -11,6 +11,10 @@ PKG_SCHEME = "pkg://"
 # a Paddle model directory: one program file (PIR .json preferred) and its weights
 MODEL_GRAPH_FILES = ("inference.json", "inference.pdmodel")
 MODEL_PARAMS_FILE = "inference.pdiparams"
+# what OpenVINO Runtime reads from a model directory, in order of preference:
+# an IR is what a user exported or quantised on purpose; the Paddle program is
+# the reference the other engine reads too
+OPENVINO_MODEL_FILES = ("inference.xml", "inference.onnx", "inference.pdmodel")
 
 
 def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> str:
@@ -67,3 +71,21 @@ def model_files(model_dir: str) -> tuple[str, str]:
     if not os.path.isfile(params):
         raise FileNotFoundError(f"{model_dir} has no {MODEL_PARAMS_FILE}")
     return program, params
+
+
+def openvino_model_file(model_dir: str) -> str:
+    """The file OpenVINO Runtime reads from ``model_dir`` (``engine: openvino``).
+
+    Raises :class:`FileNotFoundError` naming the directory and what it lacks;
+    a PIR ``inference.json`` alone is named as unreadable, with the way out."""
+    for name in OPENVINO_MODEL_FILES:
+        path = os.path.join(model_dir, name)
+        if os.path.isfile(path):
+            return path
+    if os.path.isfile(os.path.join(model_dir, "inference.json")):
+        raise FileNotFoundError(
+            f"{model_dir} has only a Paddle PIR program (inference.json), which OpenVINO cannot read: "
+            "export an inference.onnx beside it (paddle2onnx --model_dir DIR --model_filename inference.json "
+            "--params_filename inference.pdiparams --save_file DIR/inference.onnx) or use engine: paddle"
+        )
+    raise FileNotFoundError(f"{model_dir} has no {' or '.join(OPENVINO_MODEL_FILES)}")

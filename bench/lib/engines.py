@@ -9,11 +9,13 @@ from typing import Any
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 
 # CPU engine overrides for every op of a bench config ("config": as the file says)
-ENGINES: dict[str, dict[str, bool]] = {
+ENGINES: dict[str, dict[str, Any]] = {
     "config": {},
-    "onednn": {"use_openvino": False, "use_mkldnn": True},
-    "openvino": {"use_openvino": True, "use_mkldnn": False},
-    "plain": {"use_openvino": False, "use_mkldnn": False},
+    "onednn": {"engine": "paddle", "use_openvino": False, "use_mkldnn": True},
+    "openvino": {"engine": "paddle", "use_openvino": True, "use_mkldnn": False},
+    "plain": {"engine": "paddle", "use_openvino": False, "use_mkldnn": False},
+    # OpenVINO Runtime itself (engine: openvino), not Paddle's embedded engine
+    "ov-runtime": {"engine": "openvino", "use_openvino": False, "use_mkldnn": False},
 }
 
 
@@ -23,6 +25,6 @@ def add_engine_arg(ap: Any, default: str = "config") -> None:
         "--engine",
         choices=sorted(ENGINES),
         default=default,
-        help=f"CPU engine for every op: oneDNN, OpenVINO, plain Paddle kernels, or as the "
-        f"config says (default: {default})",
+        help=f"CPU engine for every op: Paddle Inference on oneDNN, on its OpenVINO engine or on plain "
+        f"kernels, OpenVINO Runtime (ov-runtime), or as the config says (default: {default})",
     )

@@ -249,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
             InputSpec([None, None], "int64", name="token_type_ids"),
         ],
     )
+    from pipelines.ernie_fields.onnx_export import export_onnx
+
+    export_onnx(args.out)  # OpenVINO Runtime (engine: openvino) cannot read the PIR export
     written = sorted(f for f in os.listdir(args.out) if f.startswith("inference."))
     log.info("exported %s", written)
     # The official number: the exported model under Paddle Inference.

@@ -9,6 +9,7 @@ Paddle Serving field ``model_config`` would collide with pydantic's reserved
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -20,7 +21,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from serving.config.dag import Dag
 from serving.config.errors import FieldProblem
 from serving.config.ray_schema import RayConf, RayDeploymentConf
-from serving.paths import model_files, resolve_pkg_path
+from serving.paths import model_files, openvino_model_file, resolve_pkg_path
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 HEADER_PATTERN = r"^[A-Za-z0-9-]+$"
@@ -36,14 +37,16 @@ OP_ALIASES = MappingProxyType(
 )
 
 
-def _checked_model_dir(value: str, base_dir: str | None) -> str:
+def _resolved_model_dir(value: str, base_dir: str | None) -> str:
+    """The model directory, resolved; which files it must hold depends on the engine
+    (checked once the whole ``local_service_conf`` is known)."""
     if not value.strip():
         raise ValueError("must not be empty")
     path = resolve_pkg_path(value, base_dir)
-    try:
-        model_files(path)
-    except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
+    if not os.path.exists(path):
+        raise ValueError(f"model directory not found: {path}")
+    if not os.path.isdir(path):
+        raise ValueError(f"not a directory: {path}")
     return path
 
 
@@ -99,6 +102,10 @@ class LocalServiceConf:
     """
 
     model_config: str | None = Field(default=None, strict=True)
+    # the runtime that runs the model: Paddle Inference (CPU oneDNN or its embedded
+    # OpenVINO engine, GPU, TensorRT) or OpenVINO Runtime (CPU; GIL-free in-process
+    # instances sharing one copy of the weights)
+    engine: Literal["paddle", "openvino"] = "paddle"
     device_type: int = Field(default=0, strict=True)
     devices: str = Field(default="", strict=True)
     thread_num: int = Field(default=2, ge=1, strict=True)
@@ -121,7 +128,7 @@ class LocalServiceConf:
     run_batch_sizes: list[int] | None = Field(default=None, strict=True)
     batching_policy: Literal["adaptive", "fixed"] = "adaptive"
     # when several instances are idle, cut a due batch into equal parts, one per
-    # idle instance (null: on for instance_mode process, whose instances run in parallel)
+    # idle instance (null: on where instances run in parallel: processes, engine openvino)
     spread_batches: bool | None = Field(default=None, strict=True)
     concurrency: int = Field(default=1, ge=1, strict=True)
     instance_num: int = Field(default=1, ge=1, strict=True)
@@ -135,7 +142,7 @@ class LocalServiceConf:
         if value is None:
             return None
         base_dir = (info.context or {}).get("base_dir")
-        return _checked_model_dir(value, base_dir)
+        return _resolved_model_dir(value, base_dir)
 
     @field_validator("device_type", mode="before")
     @classmethod
@@ -183,8 +190,50 @@ class LocalServiceConf:
         return value
 
     @model_validator(mode="after")
+    def _model_files(self) -> LocalServiceConf:
+        """The model directory holds what the chosen engine reads."""
+        if self.model_config is None:
+            return self
+        try:
+            if self.engine == "openvino":
+                openvino_model_file(self.model_config)
+            else:
+                model_files(self.model_config)
+        except FileNotFoundError as exc:
+            raise FieldProblem("model_config", str(exc)) from None
+        return self
+
+    @model_validator(mode="after")
+    def _openvino_runtime(self) -> LocalServiceConf:
+        """``engine: openvino`` takes none of Paddle Inference's engine switches."""
+        if self.engine != "openvino":
+            return self
+        if self.device_type != 0:
+            raise FieldProblem(
+                "engine", f"openvino is a CPU engine; device_type is {self.device_type} (use device_type 0)"
+            )
+        if self.use_openvino:
+            raise FieldProblem(
+                "use_openvino",
+                "selects Paddle Inference's embedded OpenVINO engine; with engine: openvino, "
+                "OpenVINO Runtime runs the model itself: drop use_openvino",
+            )
+        if self.use_mkldnn or self.mkldnn_cache_capacity:
+            key = "use_mkldnn" if self.use_mkldnn else "mkldnn_cache_capacity"
+            raise FieldProblem(key, "is a Paddle Inference (oneDNN) setting; with engine: openvino drop it")
+        if self.precision not in ("fp32", "bf16"):
+            raise FieldProblem(
+                "precision",
+                f"{self.precision} is not available with engine: openvino (fp32 or bf16; an int8 model is an "
+                "OpenVINO IR quantised beforehand, e.g. by NNCF, and runs with precision fp32)",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _engine_and_precision(self) -> LocalServiceConf:
         """Combinations Paddle cannot honour, refused here so ``batchline check`` names them."""
+        if self.engine == "openvino":
+            return self
         if self.use_openvino:
             if self.device_type != 0:
                 raise FieldProblem(
@@ -237,10 +286,16 @@ class LocalServiceConf:
 
     @property
     def spreads_batches(self) -> bool:
-        """``spread_batches``, with null meaning: only process instances (they overlap)."""
+        """``spread_batches``, with null meaning: where instances overlap."""
         if self.spread_batches is not None:
             return self.spread_batches
-        return self.instance_mode == "process" and self.instance_num > 1
+        return self.instances_overlap and self.instance_num > 1
+
+    @property
+    def instances_overlap(self) -> bool:
+        """Whether instances compute at the same time: processes, or OpenVINO Runtime
+        (GIL released); Paddle's in-process instances take turns on the GIL."""
+        return self.instance_mode == "process" or self.engine == "openvino"
 
     @property
     def device_ids(self) -> list[int]:
@@ -251,6 +306,8 @@ class LocalServiceConf:
     def device_label(self) -> str:
         """``"cpu"``, ``"cpu+openvino"``, ``"gpu"``, ``"gpu:0,1"`` or ``"gpu:0+trt"``."""
         if self.device_type == 0:
+            if self.engine == "openvino":
+                return "cpu+openvino-runtime"
             return "cpu+openvino" if self.use_openvino else "cpu"
         label = "gpu" + (f":{self.devices}" if self.devices else "")
         return label + ("+trt" if self.device_type == 2 else "")

@@ -66,10 +66,10 @@ def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
     began = time.monotonic()
     stage.op.load()
     svc = stage.conf.local_service_conf
-    if svc.instance_num > 1 and svc.instance_mode == "thread" and svc.device_type == 0 and stage.op.needs_model:
+    if svc.instance_num > 1 and not svc.instances_overlap and svc.device_type == 0 and stage.op.needs_model:
         log.warning(
             "op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
-            "each keeps its own workspace memory; consider instance_mode: process",
+            "each keeps its own workspace memory; consider engine: openvino or instance_mode: process",
             stage.name,
             svc.instance_num,
         )

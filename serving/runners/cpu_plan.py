@@ -38,8 +38,10 @@ def use_idle_cpu(tid: int = 0) -> str:
 
 
 def pins_cpus(conf: LocalServiceConf) -> bool:
-    """Whether predictor processes of ``conf`` get pinned CPU sets (OpenVINO processes on CPU)."""
-    return conf.use_openvino and conf.device_type == 0 and conf.instance_mode == "process"
+    """Whether predictor processes of ``conf`` get pinned CPU sets (OpenVINO processes on CPU,
+    either engine). OpenVINO Runtime's in-process streams bind their own threads."""
+    openvino = conf.use_openvino or conf.engine == "openvino"
+    return openvino and conf.device_type == 0 and conf.instance_mode == "process"
 
 
 def available_cpus() -> list[int]:

@@ -1,10 +1,10 @@
 """``local_service_conf`` -> predictor instances (the configured runners).
 
-``instance_mode: thread`` loads one Paddle predictor in this process and
-clones the rest (shared weights); ``instance_mode: process`` starts one child
-process per instance, pinned to the CPU sets of the plan
-(:mod:`serving.runners.cpu_plan`), in the idle CPU class with ``idle_cpu``,
-loading their models in parallel.
+``instance_mode: thread`` loads the instances in this process, sharing the
+weights (Paddle clones, or OpenVINO infer requests: :mod:`serving.runners.engines`);
+``instance_mode: process`` starts one child process per instance, pinned to
+the CPU sets of the plan (:mod:`serving.runners.cpu_plan`), in the idle CPU
+class with ``idle_cpu``, loading their models in parallel.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from serving.config.schema import LocalServiceConf
 from serving.op import Runner
 from serving.runners.cpu_plan import CpuSet
-from serving.runners.paddle_inference import create_predictors
+from serving.runners.engines import load_in_process
 from serving.runners.process import ProcessPredictor
 
 
@@ -54,4 +54,4 @@ def create_runners(
     so their CPU class is the business of the threads that call them."""
     if conf.instance_mode == "process":
         return list(create_process_predictors(conf, count, cpu_sets, idle_cpu))
-    return list(create_predictors(conf, count))
+    return list(load_in_process(conf, count))

@@ -1,4 +1,4 @@
-"""A Paddle predictor in its own process (``instance_mode: process``).
+"""A predictor in its own process (``instance_mode: process``), on either engine.
 
 The stock Paddle 3.3 CPU wheel holds the GIL inside ``Predictor.run()``, so in
 one process predictors of different ops take turns and Python work (HTTP,
@@ -33,7 +33,8 @@ import numpy as np
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import use_idle_cpu
-from serving.runners.paddle_inference import PaddlePredictor, check_feed
+from serving.runners.engines import load_one
+from serving.runners.paddle_inference import check_feed
 from serving.runners.shared_memory import Segment, array_views, write_arrays
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def _child_main(
             os.sched_setaffinity(0, cpus)
         if idle_cpu:
             use_idle_cpu()
-        predictor = PaddlePredictor.load(conf, device_id)
+        predictor = load_one(conf, device_id)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
         return
