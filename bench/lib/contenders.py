@@ -19,7 +19,7 @@ class Contender:
     title: str  # table label
     run: Callable[[float, float], dict]  # (duration_s, warmup_s) -> result with "images" and "seconds"
     prime: Callable[[float], Any]  # unmeasured load for that many seconds
-    answers: Callable[[], Answers]
+    answers: Callable[[int], Answers]  # its answers on the first n pages
     precision: str = ""
     layout: str = ""
     rounds: list[dict] = field(default_factory=list)
@@ -57,11 +57,11 @@ def server_contender(
         r = closed_loop(url, name, payloads, clients, duration_s, warmup_s, metrics=metrics)
         return {**r, "images": r["ok"], "seconds": r["duration_s"]}
 
-    def answers() -> Answers:
+    def answers(n: int) -> Answers:
         from client.pipeline_client import PipelineClient
 
         with PipelineClient(url, timeout=120) as client:
-            return [line_texts(json.loads(client.predict_raw(name, p)["value"][0])) for p in payloads]
+            return [line_texts(json.loads(client.predict_raw(name, p)["value"][0])) for p in payloads[:n]]
 
     return Contender(
         key,
@@ -79,7 +79,7 @@ def loop_contender(
     title: str,
     page: Callable[[int], Any],
     pages: int,
-    answers: Callable[[], Answers],
+    answers: Callable[[int], Answers],
     precision: str = "",
     layout: str = "",
 ) -> Contender:
@@ -112,7 +112,7 @@ def rapid_loop_contender(loop: Any, pages: int) -> Contender:
         f"{loop.spec.title} loop",
         run,
         lambda s: loop.run(s, 1),
-        lambda: [line_texts(page) for page in loop.answers],
+        lambda n: [line_texts(page) for page in loop.answers[:n]],
         "/".join(f"{k} {v}" for k, v in info["precisions"].items()),
         f"1x{info['threads']}",
     )

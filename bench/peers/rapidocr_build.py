@@ -78,7 +78,7 @@ def _patch_openvino_compile(precision: str, pinning: bool) -> None:
         def compile_model(self, model: Any, device_name: str = "CPU", config: Any = None) -> Any:
             return super().compile_model(model, device_name, {**(config or {}), **extra})
 
-    infer_engine.Core = Core
+    setattr(infer_engine, "Core", Core)  # noqa: B010 (a module found by name)
 
 
 def make_rapidocr(

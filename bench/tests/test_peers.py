@@ -61,8 +61,34 @@ def test_needs_install_wants_the_pins_and_the_server_packages():
 
 
 def test_contender_pools_its_rounds():
-    c = Contender("k", "K", lambda d, w: {"images": int(d * 2), "seconds": d}, lambda s: None, list)
+    c = Contender("k", "K", lambda d, w: {"images": int(d * 2), "seconds": d}, lambda s: None, lambda n: [])
     assert c.rate() is None
     c.measure(2.0, 0.0)
     c.measure(3.0, 0.0)
     assert c.rate() == pytest.approx(2.0) and len(c.rounds) == 2
+
+
+def _measured(key: str, rate: float) -> Contender:
+    c = Contender(key, key.upper(), lambda d, w: {"images": rate * d, "seconds": d}, lambda s: None, lambda n: [])
+    c.measure(1.0, 0.0)
+    return c
+
+
+def test_check_takes_the_faster_peer_and_needs_quality_too():
+    from bench.lib.peers_report import Target, check
+
+    by_key = {k: _measured(k, r) for k, r in (("ours", 6.0), ("srv", 3.0), ("loop", 4.0))}
+    target = Target("t", "ours", ("srv", "loop", "absent"), 1.3)
+    ratio, line = check(target, by_key, True, "q")
+    assert ratio == pytest.approx(1.5) and "LOOP" in line and line.endswith("MET")
+    assert check(target, by_key, False, "q")[1].endswith("MISSED")
+    assert check(Target("t", "gone", ("srv",), 1.3), by_key, True, "q") == (None, "t: n/a (not measured)")
+
+
+def test_table_has_a_row_per_contender():
+    from bench.lib.peers_report import Quality, table
+
+    ours, peer = _measured("ours", 6.0), _measured("peer", 3.0)
+    text = table([ours, peer], ours, {"peer": Quality(0.99, 0.995)})
+    assert len(text.splitlines()) == 4
+    assert "2.00x" in text.splitlines()[3] and "0.990" in text and "n/a" in text.splitlines()[2]
