@@ -45,6 +45,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -149,6 +150,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> int:
+    started = time.monotonic()
     args = parse_args()
     # Default: the config as shipped; the flags override every op of the exact profile for variants.
     overrides: dict = dict(ENGINES[args.engine])
@@ -217,7 +219,9 @@ def main() -> int:
             for c in contenders if rnd % 2 == 0 else contenders[::-1]:
                 r = c.measure(args.duration, args.warmup)
                 print(f"round {rnd} {c.key:28s}: {r['images'] / r['seconds']:6.2f} images/s{op_summary(r)}", flush=True)
-    return report(args, contenders, quality, checked, budget, layouts, trials, rapid_versions)
+    code = report(args, contenders, quality, checked, budget, layouts, trials, rapid_versions)
+    print(f"(whole run {time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return code
 
 
 def start_contenders(
