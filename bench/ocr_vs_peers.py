@@ -50,7 +50,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.lib.configs import apply_overrides, derive_config, load_yaml, pipeline_name, write_config  # noqa: E402
+from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
 from bench.lib.contenders import Contender, loop_contender, rapid_loop_contender, server_contender  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
 from bench.lib.inputs import decode_png, document_pngs, document_truth, documents_dir  # noqa: E402
@@ -104,14 +104,14 @@ def config_layout(path: str) -> tuple[str, str]:
 
 
 def fast_config(arg: str) -> str | None:
-    """The fast profile's config written for serving, or None (with a note) when absent."""
+    """The fast profile's config file (served as it is), or None (with a note) when absent."""
     if not arg:
         return None
     path = arg if os.path.isfile(arg) else os.path.join(CONFIG_DIR, arg)
     if not os.path.isfile(path):
         print(f"fast profile: skipped ({arg} does not exist)", flush=True)
         return None
-    return write_config(apply_overrides(load_yaml(path)), tag="ocr-fast")
+    return path
 
 
 def parse_args() -> argparse.Namespace:
