@@ -1,12 +1,14 @@
 """Full OCR (det -> rec) throughput: batchline vs what a user has without it.
 
-Same rendered pages, same PP-OCRv4 weights, oneDNN on for all, measured in one
-run in interleaved rounds. batchline runs the config as shipped (configs/ocr.yml:
+Same rendered pages, same PP-OCRv4 weights, measured in one run in
+interleaved rounds. batchline runs the config as shipped (configs/ocr.yml:
 process instances, 2 x 1 thread per op) unless ``--instance-mode``,
-``--instances``, ``--op-threads`` override every op; the peers use PaddleOCR
+``--instances``, ``--op-threads`` override every op; the PaddleOCR peers use
 ``cpu_threads`` = ``--threads``. The thread budget used is printed:
 
-* batchline: configs/ocr.yml served, ``--clients`` closed-loop clients;
+* batchline: configs/ocr.yml served, ``--clients`` closed-loop clients; and
+  its fast profile (``--fast-config``, default configs/ocr_fast.yml, run as
+  written; skipped when absent);
 * peer server: bench/peers/flask_paddleocr.py (Flask + waitress, one PaddleOCR
   behind a lock), same clients, same protocol;
 * in-process: PaddleOCR's own sequential loop (decode + ``ocr()``) over the
@@ -14,116 +16,143 @@ process instances, 2 x 1 thread per op) unless ``--instance-mode``,
   engine);
 * in-process on OpenVINO (diagnostic, ``--no-ov-loop`` skips it): the same
   loop with PaddleOCR's predictors switched to Paddle Inference's OpenVINO
-  engine, the engine batchline's shipped config uses, so the table separates
-  what the engine choice gives from what serving gives.
+  engine, the engine batchline's shipped config uses;
+* RapidOCR 1.4.4 (``--no-rapidocr`` skips it), in a virtual environment of its
+  own (bench/lib/rapidocr_venv.py: it pins OpenVINO 2024.0): rapidocr_openvino
+  at its default precision and with fp32 forced, and rapidocr_onnxruntime,
+  each as a Flask + waitress server with a pool of instances
+  (bench/peers/rapidocr_server.py; the pool layout is the best of a short
+  trial of ``--rapid-layouts``) and as its own sequential loop
+  (bench/peers/rapidocr_loop.py, ``--threads`` threads). Same PP-OCRv4
+  weights (its ONNX export), its options set to PaddleOCR's
+  (bench/peers/rapidocr_build.py).
 
-Targets: batchline >= 1.5x each peer (images/s).
+Every contender's answers on the pages are checked: parity (PaddleOCR 2.10's
+lines with identical text) and char accuracy against the rendered text.
 
-    python bench/ocr_vs_peers.py [--clients 8 --duration 15 --rounds 2]
+Targets: batchline >= 1.5x each PaddleOCR peer; batchline >= 1.3x
+RapidOCR-OpenVINO fp32 (the faster of its server and loop) with parity >=
+0.98; the fast profile >= 1.3x RapidOCR-OpenVINO at its default precision
+with char accuracy >= the exact profile's.
+
+    python bench/ocr_vs_peers.py [--clients 8 --duration 10 --rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
+from bench.lib.contenders import Contender, loop_contender, rapid_loop_contender, server_contender  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.inputs import decode_png, document_pngs  # noqa: E402
-from bench.lib.measure import closed_loop, image_payloads, time_loop  # noqa: E402
+from bench.lib.inputs import decode_png, document_pngs, document_truth, documents_dir  # noqa: E402
+from bench.lib.measure import image_payloads  # noqa: E402
 from bench.lib.paddleocr_engines import paddleocr_engine_openvino  # noqa: E402
-from bench.lib.paths import ROOT, cache_dir  # noqa: E402
+from bench.lib.paths import CONFIG_DIR, ROOT  # noqa: E402
+from bench.lib.peer_process import PeerProcess  # noqa: E402
+from bench.lib.peers_accuracy import char_accuracy_vs_truth, same_text_share  # noqa: E402
+from bench.lib.peers_report import Quality, Target, check, table  # noqa: E402
+from bench.lib.rapidocr_peers import (  # noqa: E402
+    Layout,
+    RapidLoop,
+    RapidSpec,
+    choose_layout,
+    parse_layouts,
+    rapidocr_server,
+)
 from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.script import run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
 
 TARGET = 1.5
+RAPID_TARGET = 1.3
+PARITY_TARGET = 0.98
 PEER = os.path.join(ROOT, "bench", "peers", "flask_paddleocr.py")
+RAPID_SPECS = (RapidSpec("openvino", "default"), RapidSpec("openvino", "fp32"), RapidSpec("onnxruntime", "default"))
+EXACT_VS_RAPID = Target(
+    "exact vs RapidOCR-OpenVINO fp32",
+    "batchline",
+    ("rapidocr_ov_fp32_server", "rapidocr_ov_fp32_loop"),
+    RAPID_TARGET,
+)
+FAST_VS_RAPID = Target(
+    "fast vs RapidOCR-OpenVINO default",
+    "batchline_fast",
+    ("rapidocr_ov_default_server", "rapidocr_ov_default_loop"),
+    RAPID_TARGET,
+)
 
 
-class PeerServer:
-    """bench/peers/flask_paddleocr.py in a subprocess on a free port."""
-
-    def __init__(self, threads: int, mkldnn: bool, ready_timeout: float = 300.0):
-        from tests.support.server_process import free_port
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = os.path.join(cache_dir("logs"), f"peer-{self.port}.log")
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 (the peer writes to it until stop() closes it)
-        cmd = [sys.executable, PEER, "--port", str(self.port), "--cpu-threads", str(threads)]
-        if mkldnn:
-            cmd.append("--mkldnn")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
-        self.ready_timeout = ready_timeout
-
-    def wait_ready(self) -> None:
-        import requests
-
-        end = time.monotonic() + self.ready_timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise BenchError(f"peer server exited with {self.proc.returncode}; log {self.log_path}")
-            try:
-                if requests.get(self.url + "/health/ready", timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.3)
-        raise BenchError(f"peer server not ready after {self.ready_timeout}s; log {self.log_path}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
+def config_layout(path: str) -> tuple[str, str]:
+    """(per-op layout, per-op precision) of a batchline config."""
+    layout, precision = [], []
+    for op_name, op_conf in load_yaml(path)["op"].items():
+        svc = op_conf.get("local_service_conf") or {}
+        mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
+        engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
+        layout.append(f"{op_name} {engine} {mode} {n}x{t}")
+        precision.append(f"{op_name} {svc.get('precision', 'fp32')}")
+    return ", ".join(layout), "/".join(precision)
 
 
-def texts(lines) -> list[str]:
-    return [line["text"] for line in lines]
+def fast_config(arg: str) -> str | None:
+    """The fast profile's config file (served as it is), or None (with a note) when absent."""
+    if not arg:
+        return None
+    path = arg if os.path.isfile(arg) else os.path.join(CONFIG_DIR, arg)
+    if not os.path.isfile(path):
+        print(f"fast profile: skipped ({arg} does not exist)", flush=True)
+        return None
+    return path
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="ocr")
+    ap.add_argument("--fast-config", default="ocr_fast.yml", help="batchline's fast profile ('': skip)")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--duration", type=float, default=10.0, help="measured seconds per round and contender")
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--prime", type=float, default=5.0, help="unmeasured seconds of load on each contender first")
+    ap.add_argument("--images", type=int, default=24, help="rendered pages to cycle through")
+    ap.add_argument("--threads", type=int, default=THREADS, help="Paddle / RapidOCR math threads of the peers")
+    ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
+    ap.add_argument("--check", type=int, default=0, help="pages whose answers are checked (0: all)")
+    ap.add_argument("--instance-mode", choices=("thread", "process"), default=None, help="batchline's, every op")
+    ap.add_argument("--op-threads", type=int, default=0, help="batchline thread_num per op instance")
+    ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op")
+    add_engine_arg(ap)
+    ap.add_argument("--no-ov-loop", action="store_true", help="skip the PaddleOCR-on-OpenVINO loop (diagnostic)")
+    ap.add_argument("--no-rapidocr", action="store_true", help="skip the RapidOCR contenders")
+    ap.add_argument("--no-rapid-loops", action="store_true", help="skip RapidOCR's own loops (keep its servers)")
+    ap.add_argument(
+        "--rapid-layouts",
+        default="1x2,2x1,2x1-unpinned",
+        help="RapidOCR server pool layouts (POOLxTHREADS[-unpinned]) tried per engine; the best serves",
+    )
+    ap.add_argument("--layout-trial", type=float, default=6.0, help="measured seconds per layout trial")
+    ap.add_argument(
+        "--rapid-det-resize",
+        choices=("paddleocr", "rapidocr"),
+        default="paddleocr",
+        help="RapidOCR's det input size: PaddleOCR's (longer side <= 960) or its own steps (960/1500/2000)",
+    )
+    return ap.parse_args()
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="ocr")
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--duration", type=float, default=15.0, help="measured seconds per round and contender")
-    ap.add_argument("--warmup", type=float, default=3.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--prime", type=float, default=10.0, help="unmeasured seconds of load on each server first")
-    ap.add_argument("--images", type=int, default=24, help="rendered pages to cycle through")
-    ap.add_argument("--threads", type=int, default=THREADS, help="Paddle math threads, for everyone")
-    ap.add_argument("--c1", type=int, default=1, help="also measure batchline at 1 client (diagnostic; 0: skip)")
-    ap.add_argument("--check", type=int, default=6, help="pages whose answers are compared across contenders")
-    ap.add_argument(
-        "--instance-mode",
-        choices=("thread", "process"),
-        default=None,
-        help="batchline's instance_mode for every op (default: as configured)",
-    )
-    ap.add_argument(
-        "--op-threads", type=int, default=0, help="batchline thread_num per op instance (default: as configured)"
-    )
-    ap.add_argument("--instances", type=int, default=0, help="batchline instance_num per op (default: as configured)")
-    add_engine_arg(ap)
-    ap.add_argument(
-        "--no-ov-loop", action="store_true", help="skip the diagnostic PaddleOCR-on-OpenVINO in-process loop"
-    )
-    args = ap.parse_args()
-
-    # Default: the config as shipped (engine, instance_mode / instance_num / thread_num).
-    # The flags override every op for variants.
+    started = time.monotonic()
+    args = parse_args()
+    # Default: the config as shipped; the flags override every op of the exact profile for variants.
     overrides: dict = dict(ENGINES[args.engine])
     if args.instance_mode:
         overrides["instance_mode"] = args.instance_mode
@@ -132,114 +161,238 @@ def main() -> int:
     if args.instances:
         overrides["instance_num"] = args.instances
     path = derive_config(args.config, tag="ocr", all_ops=overrides)
-    layout = []
-    for op_name, op_conf in load_yaml(path)["op"].items():
-        svc = op_conf.get("local_service_conf") or {}
-        mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
-        engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
-        layout.append(f"{op_name} {engine} {mode} {n}x{t}")
-    budget = "batchline per op: " + ", ".join(layout) + f"; peers: PaddleOCR oneDNN, cpu_threads = {args.threads}"
-    print(f"thread budget: {budget}", flush=True)
-    name = pipeline_name(path)
+    fast_path = fast_config(args.fast_config)
     pngs = document_pngs(args.images)
-    images = [decode_png(p) for p in pngs]
+    checked = len(pngs) if args.check <= 0 else min(args.check, len(pngs))
     payloads = image_payloads(pngs)
+    truth = document_truth(args.images)[:checked]
 
-    from client.pipeline_client import PipelineClient
+    python: str | None = None
+    layouts: dict[str, Layout] = {}
+    trials: dict[str, dict[str, float]] = {}
+    rapid_versions: dict[str, str | None] = {}
+    if not args.no_rapidocr:
+        from bench.lib.rapidocr_venv import ensure_venv
+
+        python, rapid_versions = ensure_venv()
+        print("RapidOCR environment: " + ", ".join(f"{k} {v}" for k, v in rapid_versions.items() if v), flush=True)
+        for engine in ("openvino", "onnxruntime"):
+            spec = RapidSpec(engine)
+            layouts[engine], trials[engine] = choose_layout(
+                python,
+                spec,
+                parse_layouts(args.rapid_layouts),
+                payloads,
+                args.clients,
+                args.layout_trial,
+                args.rapid_det_resize,
+            )
+            print(f"{spec.title} server layout: pool x threads {layouts[engine]}", flush=True)
+
+    exact_layout, exact_precision = config_layout(path)
+    budget = f"batchline per op: {exact_layout}; PaddleOCR peers: oneDNN, cpu_threads = {args.threads}"
+    if fast_path:
+        budget += f"; batchline fast per op: {config_layout(fast_path)[0]}"
+    if layouts:
+        budget += (
+            f"; RapidOCR servers: pool x threads {layouts['openvino']} (OpenVINO), {layouts['onnxruntime']} "
+            f"(onnxruntime); RapidOCR loops: 1 x {args.threads}"
+        )
+    print(f"thread budget: {budget}", flush=True)
+
+    ov_cache = tempfile.TemporaryDirectory(prefix="bench-ov-")
+    with contextlib.ExitStack() as stack:
+        stack.callback(ov_cache.cleanup)
+        contenders = start_contenders(stack, args, path, fast_path, python, layouts, payloads, ov_cache.name)
+        texts = {c.key: c.answers(checked) for c in contenders if c.key != "batchline_c1"}  # also a warm-up
+        reference = texts["in_process"]
+        quality = {
+            key: Quality(same_text_share(reference, got)["share"], char_accuracy_vs_truth(truth, got)["accuracy"])
+            for key, got in texts.items()
+        }
+        quality["batchline_c1"] = quality["batchline"]  # the same server
+        if args.prime > 0:
+            for c in contenders:
+                if c.key != "batchline_c1":
+                    c.prime(args.prime / 2 if c.key.endswith("loop") or c.key.startswith("in_process") else args.prime)
+        for rnd in range(args.rounds):
+            for c in contenders if rnd % 2 == 0 else contenders[::-1]:
+                r = c.measure(args.duration, args.warmup)
+                print(f"round {rnd} {c.key:28s}: {r['images'] / r['seconds']:6.2f} images/s{op_summary(r)}", flush=True)
+    code = report(args, contenders, quality, checked, budget, layouts, trials, rapid_versions)
+    print(f"(whole run {time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return code
+
+
+def start_contenders(
+    stack: contextlib.ExitStack,
+    args: argparse.Namespace,
+    path: str,
+    fast_path: str | None,
+    python: str | None,
+    layouts: dict[str, Layout],
+    payloads: list[dict],
+    ov_cache: str,
+) -> list[Contender]:
+    """Every contender started and ready (stopped when ``stack`` closes), in round order."""
     from tests.support.ocr_reference import make_reference
 
-    peer = PeerServer(args.threads, mkldnn=True)
-    results: dict = {"batchline": [], "peer_server": [], "in_process": [], "in_process_ov": [], "batchline_c1": []}
-    agreement = {}
-    ov_cache = tempfile.TemporaryDirectory(prefix="bench-ov-")
-    try:
-        with served(path) as ours:
-            peer.wait_ready()
-            ocr = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
-            ocr_ov = None
-            if not args.no_ov_loop:
-                with paddleocr_engine_openvino(ov_cache.name):
-                    ocr_ov = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
+    name, n = pipeline_name(path), len(payloads)
+    ours = stack.enter_context(served(path))
+    fast = stack.enter_context(served(fast_path)) if fast_path else None
+    flask = PeerProcess([sys.executable, PEER, "--cpu-threads", str(args.threads), "--mkldnn"], "flask-paddleocr")
+    stack.callback(flask.stop)
+    rapid_servers: list[tuple[RapidSpec, PeerProcess]] = []
+    rapid_loops: list[RapidLoop] = []
+    if python:
+        for spec in RAPID_SPECS:
+            server = rapidocr_server(python, spec, layouts[spec.engine], args.rapid_det_resize)
+            stack.callback(server.stop)
+            rapid_servers.append((spec, server))
+        if not args.no_rapid_loops:
+            for spec in RAPID_SPECS:
+                loop = RapidLoop(python, spec, documents_dir(args.images), args.threads, args.rapid_det_resize)
+                stack.callback(loop.close)
+                rapid_loops.append(loop)
+    for peer in [flask, *(server for _, server in rapid_servers)]:
+        peer.wait_ready()
+    for loop in rapid_loops:
+        loop.wait_ready()
+    ocr = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
+    ocr_ov = None
+    if not args.no_ov_loop:
+        with paddleocr_engine_openvino(ov_cache):
+            ocr_ov = make_reference(use_angle_cls=False, cpu_threads=args.threads, enable_mkldnn=True)
 
-            def loop_of(engine):
-                def in_process(i: int) -> int:
-                    img = decode_png(pngs[i % len(pngs)])  # decode counted, as in the servers
-                    engine.ocr(img, cls=False)
-                    return 1
+    pngs = document_pngs(args.images)
+    one = f"1x{args.threads}"
 
-                return in_process
+    def read_with(engine: Any) -> Any:
+        return lambda i: engine.ocr(decode_png(pngs[i]), cls=False)  # decode counted, as in the servers
 
-            in_process = loop_of(ocr)
+    def answers_of(engine: Any) -> Any:
+        return lambda k: [[str(t) for _, (t, _) in (read_with(engine)(i)[0] or [])] for i in range(k)]
 
-            # answers agree? (same pages through all three)
-            with PipelineClient(ours.url) as c_ours, PipelineClient(peer.url) as c_peer:
-                same_ours = same_peer = same_ov = total = 0
-                for i in range(min(args.check, len(pngs))):
-                    a = texts(json.loads(c_ours.predict_raw(name, payloads[i])["value"][0]))
-                    b = texts(json.loads(c_peer.predict_raw("ocr", payloads[i])["value"][0]))
-                    page = ocr.ocr(images[i], cls=False)[0] or []
-                    ref = [str(t) for _, (t, _) in page]
-                    total += len(ref)
-                    same_ours += sum(x == y for x, y in zip(a, ref))
-                    same_peer += sum(x == y for x, y in zip(b, ref))
-                    if ocr_ov is not None:
-                        c = [str(t) for _, (t, _) in (ocr_ov.ocr(images[i], cls=False)[0] or [])]
-                        same_ov += sum(x == y for x, y in zip(c, ref))
-                agreement = {
-                    "reference_lines": total,
-                    "batchline_same_text": same_ours,
-                    "peer_same_text": same_peer,
-                    "in_process_ov_same_text": same_ov if ocr_ov is not None else None,
-                }
-            if args.prime > 0:
-                closed_loop(ours.url, name, payloads, args.clients, args.prime, 0.0)
-                closed_loop(peer.url, "ocr", payloads, args.clients, args.prime, 0.0, metrics=False)
-                time_loop(in_process, args.prime / 2)
-                if ocr_ov is not None:
-                    time_loop(loop_of(ocr_ov), args.prime / 2)
-            order = (
-                ["batchline", "peer_server", "in_process"]
-                + (["in_process_ov"] if ocr_ov is not None else [])
-                + (["batchline_c1"] if args.c1 else [])
+    exact_layout, exact_precision = config_layout(path)
+    out = [
+        server_contender(
+            "batchline", "batchline exact", ours.url, name, payloads, args.clients, True, exact_precision, exact_layout
+        )
+    ]
+    if fast is not None and fast_path:
+        fast_layout, fast_precision = config_layout(fast_path)
+        out.append(
+            server_contender(
+                "batchline_fast",
+                "batchline fast",
+                fast.url,
+                pipeline_name(fast_path),
+                payloads,
+                args.clients,
+                True,
+                fast_precision,
+                fast_layout,
             )
-            for rnd in range(args.rounds):
-                for who in order if rnd % 2 == 0 else order[::-1]:
-                    if who.startswith("batchline"):
-                        clients = 1 if who == "batchline_c1" else args.clients
-                        r = closed_loop(ours.url, name, payloads, clients, args.duration, args.warmup)
-                        rate = r["qps"]
-                    elif who == "peer_server":
-                        r = closed_loop(
-                            peer.url, "ocr", payloads, args.clients, args.duration, args.warmup, metrics=False
-                        )
-                        rate = r["qps"]
-                    else:
-                        loop = in_process if who == "in_process" else loop_of(ocr_ov)
-                        r = time_loop(loop, args.duration, min_calls=len(pngs) // 4)
-                        rate = r["items_per_s"]
-                    results[who].append(r)
-                    extra = ""
-                    for op_name, st in (r.get("op_stats") or {}).items():
-                        extra += (
-                            f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} "
-                            f"rows/call {st.get('mean_call_rows') or 0:.1f} run "
-                            f"{st.get('mean_run_ms') or 0:.0f}ms wait {st.get('mean_queue_wait_ms') or 0:.0f}ms]"
-                        )
-                    print(f"round {rnd} {who:11s}: {rate:6.2f} images/s{extra}", flush=True)
-    finally:
-        peer.stop()
-        ov_cache.cleanup()
+        )
+    out.append(
+        server_contender(
+            "peer_server",
+            "Flask+PaddleOCR server (oneDNN)",
+            flask.url,
+            "ocr",
+            payloads,
+            args.clients,
+            False,
+            "fp32",
+            one,
+        )
+    )
+    out.append(loop_contender("in_process", "PaddleOCR loop (oneDNN)", read_with(ocr), n, answers_of(ocr), "fp32", one))
+    if ocr_ov is not None:
+        out.append(
+            loop_contender(
+                "in_process_ov",
+                "PaddleOCR loop, OpenVINO (diag.)",
+                read_with(ocr_ov),
+                n,
+                answers_of(ocr_ov),
+                "fp32",
+                one,
+            )
+        )
+    for spec, server in rapid_servers:
+        info = server.get_json("/peer/info")
+        precision = "/".join(f"{k} {v}" for k, v in info["precisions"].items())
+        layout = f"pool {info['pool']}x{info['threads']}" + ("" if info["pinning"] else " unpinned")
+        out.append(
+            server_contender(
+                f"{spec.key}_server",
+                f"{spec.title} server",
+                server.url,
+                "ocr",
+                payloads,
+                args.clients,
+                False,
+                precision,
+                layout,
+            )
+        )
+    out.extend(rapid_loop_contender(loop, n) for loop in rapid_loops)
+    if args.c1:
+        out.append(
+            server_contender(
+                "batchline_c1",
+                "batchline exact, 1 client (diag.)",
+                ours.url,
+                name,
+                payloads,
+                1,
+                True,
+                exact_precision,
+                exact_layout,
+            )
+        )
+    return out
 
-    def rate(who: str) -> float:
-        rs = results[who]
-        if who.startswith("in_process"):
-            return sum(r["items"] for r in rs) / sum(r["seconds"] for r in rs)
-        return sum(r["ok"] for r in rs) / sum(r["duration_s"] for r in rs)
 
-    ours_r, peer_r, inproc_r = rate("batchline"), rate("peer_server"), rate("in_process")
-    c1_r = rate("batchline_c1") if results["batchline_c1"] else None
-    ov_r = rate("in_process_ov") if results["in_process_ov"] else None
+def op_summary(r: dict) -> str:
+    """batchline's per-op batch statistics of one round (empty for peers)."""
+    extra = ""
+    for op_name, st in (r.get("op_stats") or {}).items():
+        extra += (
+            f" {op_name}[batch {st.get('mean_batch_size') or 0:.1f} "
+            f"rows/call {st.get('mean_call_rows') or 0:.1f} run "
+            f"{st.get('mean_run_ms') or 0:.0f}ms wait {st.get('mean_queue_wait_ms') or 0:.0f}ms]"
+        )
+    return extra
+
+
+def report(
+    args: argparse.Namespace,
+    contenders: list[Contender],
+    quality: dict[str, Quality],
+    checked: int,
+    budget: str,
+    layouts: dict[str, Layout],
+    trials: dict[str, dict[str, float]],
+    rapid_versions: dict[str, str | None],
+) -> int:
+    by_key = {c.key: c for c in contenders}
+    ours_r, peer_r, inproc_r = by_key["batchline"].rate(), by_key["peer_server"].rate(), by_key["in_process"].rate()
+    assert ours_r and peer_r and inproc_r  # every round measured something (closed_loop raises otherwise)
     vs_peer, vs_inproc = ours_r / peer_r, ours_r / inproc_r
+    exact_q, fast_q = quality["batchline"], quality.get("batchline_fast")
+    parity_ok = exact_q.parity is not None and exact_q.parity >= PARITY_TARGET
+    exact_ratio, exact_line = check(
+        EXACT_VS_RAPID, by_key, parity_ok, f"parity {exact_q.parity:.3f} >= {PARITY_TARGET}"
+    )
+    acc_ok = fast_q is not None and (fast_q.char_accuracy or 0.0) >= (exact_q.char_accuracy or 0.0)
+    fast_ratio, fast_line = check(
+        FAST_VS_RAPID,
+        by_key,
+        acc_ok,
+        f"char accuracy {fast_q.char_accuracy if fast_q else float('nan'):.4f} >= exact's {exact_q.char_accuracy:.4f}",
+    )
     variant = "_".join(
         f"{k}{v}"
         for k, v in (
@@ -255,45 +408,45 @@ def main() -> int:
         {  # variants don't overwrite
             "args": vars(args),
             "thread_budget": budget,
-            "config": load_yaml(path),
-            "images_per_s": {
-                "batchline": ours_r,
-                "peer_server": peer_r,
-                "in_process": inproc_r,
-                "in_process_openvino": ov_r,
-                "batchline_1_client": c1_r,
+            "rapidocr": {
+                "versions": rapid_versions,
+                "server_layouts": {k: str(v) for k, v in layouts.items()},
+                "layout_trials_images_per_s": trials,
+            },
+            "images_per_s": {c.key: c.rate() for c in contenders},
+            "precision": {c.key: c.precision for c in contenders},
+            "layout": {c.key: c.layout for c in contenders},
+            "quality": {
+                "pages": checked,
+                "parity_vs_paddleocr": {k: q.parity for k, q in quality.items()},
+                "char_accuracy_vs_truth": {k: q.char_accuracy for k, q in quality.items()},
             },
             "ratios": {
                 "vs_peer_server": vs_peer,
                 "vs_in_process": vs_inproc,
-                "vs_in_process_openvino": ours_r / ov_r if ov_r else None,
+                **{f"vs_{c.key}": ours_r / r for c in contenders if (r := c.rate())},
+                "exact_vs_rapidocr_ov_fp32": exact_ratio,
+                "fast_vs_rapidocr_ov_default": fast_ratio,
             },
-            "agreement": agreement,
-            "rounds": results,
-            "target": TARGET,
+            "rounds": {c.key: c.rounds for c in contenders},
+            "targets": {"paddleocr_peers": TARGET, "rapidocr": RAPID_TARGET, "parity": PARITY_TARGET},
         },
     )
     print()
-    print(
-        f"answers on {args.check} pages: PaddleOCR {agreement.get('reference_lines')} lines; same text: "
-        f"batchline {agreement.get('batchline_same_text')}, peer server {agreement.get('peer_same_text')}"
-        + (f", PaddleOCR on OpenVINO {agreement.get('in_process_ov_same_text')}" if ov_r else "")
-    )
-    print(
-        f"images/s: batchline {ours_r:.2f}, Flask+PaddleOCR server {peer_r:.2f}, PaddleOCR in-process {inproc_r:.2f}"
-        f"  ({args.clients} clients; peers on oneDNN)"
-    )
     print(f"thread budget: {budget}")
-    if c1_r is not None:
-        print(f"diagnostic: batchline at 1 client {c1_r:.2f} images/s = {c1_r / inproc_r:.2f}x PaddleOCR in-process")
+    print(
+        f"answers on {checked} pages: parity = share of PaddleOCR 2.10's lines with identical text (in reading "
+        f"order); char accuracy vs the rendered text (spaces removed)"
+    )
+    print(table(contenders, by_key["batchline"], quality))
+    print()
     print(f"batchline / Flask+PaddleOCR server = {vs_peer:.2f}x (target >= {TARGET}: {verdict(vs_peer, TARGET)})")
     print(f"batchline / PaddleOCR in-process   = {vs_inproc:.2f}x (target >= {TARGET}: {verdict(vs_inproc, TARGET)})")
-    if ov_r:
-        print(
-            f"diagnostic: batchline / PaddleOCR in-process on OpenVINO = {ours_r / ov_r:.2f}x "
-            f"({ov_r:.2f} images/s: what the engine alone gives a sequential loop)"
-        )
-    print(f"RATIO ocr vs peers = {vs_peer:.2f}x server, {vs_inproc:.2f}x in-process")
+    print(exact_line)
+    print(fast_line)
+    rapid = "" if exact_ratio is None else f"; {exact_ratio:.2f}x RapidOCR-OV fp32"
+    rapid += "" if fast_ratio is None else f"; fast {fast_ratio:.2f}x RapidOCR-OV default"
+    print(f"RATIO ocr vs peers = {vs_peer:.2f}x server, {vs_inproc:.2f}x in-process{rapid}")
     return 0
 
 

@@ -47,6 +47,17 @@ def bench_documents(count: int = 24, seed: int = 7) -> list[Any]:
     return docs
 
 
+def document_truth(count: int = 24, seed: int = 7) -> list[list[str]]:
+    """The text each page of :func:`bench_documents` was rendered with: its lines, top to bottom."""
+    return [[line.text for line in doc.lines] for doc in bench_documents(count, seed)]
+
+
+def documents_dir(count: int = 24, seed: int = 7) -> str:
+    """The folder of :func:`document_pngs` (filled if needed): ``NNN.png``, in page order."""
+    document_pngs(count, seed)
+    return cache_dir(f"docs-{count}-{seed}")
+
+
 def document_pngs(count: int = 24, seed: int = 7) -> list[bytes]:
     """PNG bytes of :func:`bench_documents`, cached on disk."""
     from tests.support.synth import encode_image
