@@ -57,8 +57,8 @@ class CompilePlan:
 def compile_properties(conf: LocalServiceConf, streams: int, capabilities: Sequence[str]) -> CompilePlan:
     """The CPU plugin properties for ``streams`` instances of ``conf``.
 
-    Every stream gets ``thread_num`` threads. Hyper-threads and the
-    plugin's own choice of streams are left out: the config says how many
+    Every stream gets ``thread_num`` threads. Hyper-threads, core binding and
+    the plugin's own choice of streams are left out: the config says how many
     instances and threads it wants, as for the other engines."""
     if streams < 1:
         raise ValueError(f"instance count must be >= 1, got {streams}")
@@ -69,6 +69,11 @@ def compile_properties(conf: LocalServiceConf, streams: int, capabilities: Seque
         "INFERENCE_NUM_THREADS": streams * conf.thread_num,
         "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
         "ENABLE_HYPER_THREADING": False,
+        # OpenVINO would bind stream i of every compiled model to the same core i:
+        # two 1-instance ops in one server would share a core and leave the other
+        # idle. The OS balances them instead; process instances are pinned by the
+        # CPU plan (serving.runners.cpu_plan)
+        "ENABLE_CPU_PINNING": False,
     }
     return CompilePlan(properties, precision, fell_back=wanted == "bf16" and precision != "bf16")
 

@@ -74,6 +74,7 @@ def test_compile_properties_give_each_instance_a_stream_of_thread_num_threads():
         "INFERENCE_NUM_THREADS": 6,
         "INFERENCE_PRECISION_HINT": "f32",
         "ENABLE_HYPER_THREADING": False,
+        "ENABLE_CPU_PINNING": False,
     }
     assert plan.precision == "fp32" and not plan.fell_back
 
