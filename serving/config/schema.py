@@ -124,7 +124,8 @@ class LocalServiceConf:
     preferred_batch_size: list[int] = Field(default_factory=list, strict=True)
     # predictor calls are made only at these batch sizes (a larger sub-batch is
     # split, largest first), so oneDNN sees a few repeating shapes; None = powers
-    # of two up to max_batch_size, [] = any size
+    # of two up to max_batch_size (engine paddle) or any size (engine openvino),
+    # [] = any size
     run_batch_sizes: list[int] | None = Field(default=None, strict=True)
     batching_policy: Literal["adaptive", "fixed"] = "adaptive"
     # when several instances are idle, cut a due batch into equal parts, one per
@@ -276,6 +277,10 @@ class LocalServiceConf:
     def predictor_batch_sizes(self) -> list[int]:
         """Batch sizes predictor calls are made at (ascending; always has 1), or [] for any size."""
         if self.run_batch_sizes == []:
+            return []
+        if self.run_batch_sizes is None and self.engine == "openvino":
+            # OpenVINO Runtime's first run of a new batch size costs ~1.1x a warm
+            # one (oneDNN: ~2x; docs/BENCHMARKS.md): splitting batches would cost more
             return []
         if self.run_batch_sizes is None:
             sizes = {1 << k for k in range(self.max_batch_size.bit_length()) if 1 << k <= self.max_batch_size}

@@ -128,3 +128,9 @@ def test_model_dir_is_checked_for_the_files_its_engine_reads(tmp_path):
             {"op": {"a": {"class": fake_model, "local_service_conf": {"model_config": "m"}}}},
             source=str(tmp_path / "c.yml"),
         )
+
+
+def test_openvino_runs_any_batch_size_unless_told_otherwise():
+    assert LocalServiceConf(engine="openvino", max_batch_size=8).predictor_batch_sizes == []
+    assert LocalServiceConf(engine="openvino", max_batch_size=8, run_batch_sizes=[4]).predictor_batch_sizes == [1, 4]
+    assert LocalServiceConf(max_batch_size=8).predictor_batch_sizes == [1, 2, 4, 8]
