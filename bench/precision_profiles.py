@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.engines import THREADS  # noqa: E402
 from bench.lib.int8 import nncf_problem  # noqa: E402
-from bench.lib.ocr_chain import StageResult, run_profile  # noqa: E402
+from bench.lib.ocr_chain import StageResult, run_profiles  # noqa: E402
 from bench.lib.ov_runtime import cpu_capabilities  # noqa: E402
 from bench.lib.precision_profiles import PROFILES, Profile, parse_profile  # noqa: E402
 from bench.lib.precision_speed import int8_call_speed  # noqa: E402
@@ -48,7 +48,17 @@ from bench.lib.results import write_result  # noqa: E402
 from bench.lib.runtime_runners import RuntimeRunners  # noqa: E402
 from bench.lib.script import BenchError, run_main  # noqa: E402
 
-DEFAULT = ("exact", "rec-bucket", "bf16-det", "bf16-rec", "bf16-det+rec", "int8-det", "int8-rec", "int8-det+rec")
+DEFAULT = (
+    "exact",
+    "rec-bucket",
+    "bf16-det",
+    "bf16-rec",
+    "bf16-det+rec",
+    "int8-det",
+    "int8-rec",
+    "int8-det+rec",
+    "int8-det+rec-bucket",
+)
 BASE = "exact"
 
 
@@ -65,26 +75,15 @@ def choose(names: str, extra: list[str]) -> list[Profile]:
     return chosen
 
 
-def measure(
+def score(
     profile: Profile,
+    stages: Sequence[tuple[str, StageResult]],
     pages: Sequence[Any],
     reference: Sequence[Sequence[dict]],
-    args: argparse.Namespace,
-    memo: dict[str, StageResult],
-    runtime: RuntimeRunners,
 ) -> Row:
-    """One profile over the pages (``EvalPage``): accuracy, parity with ``reference``, ms per op."""
+    """A measured profile's row: accuracy against the pages' (``EvalPage``) text, parity with ``reference``."""
     from tests.support.ocr_accuracy import ParityScore, parity, score_page
 
-    stages: list[tuple[str, StageResult]] = run_profile(
-        profile,
-        [p.image for p in pages],
-        threads=args.threads,
-        warm=args.warm,
-        memo=memo,
-        runtime_runner=runtime.for_profile(profile),
-        runtime_tags=runtime.tags,
-    )
     final = stages[-1][1].outputs
     total = ParityScore()
     for ref, ours in zip(reference, final):
@@ -158,35 +157,48 @@ def main() -> int:
         tag=f"set{PAGE_SET_VERSION}-seed{args.calib_seed}-p{args.calib_pages}",
         crops=args.calib_crops,
     )
-    memo: dict[str, StageResult] = {}
-    rows: list[Row] = []
+    rows: dict[str, Row] = {}
+    runnable = []
     for profile in profiles:
         missing = profile.missing(capabilities, nncf_missing is None)
-        if missing:
-            reason = ", ".join(
-                "not supported on this CPU" if m.upper() == "BF16" or m.upper() == "INT8" else (nncf_missing or m)
-                for m in missing
-            )
-            rows.append(
-                Row(profile.name, profile.note, status="unavailable", reason=f"{reason} (needs {', '.join(missing)})")
-            )
-            print(f"{profile.name}: unavailable: {rows[-1].reason}")
+        if not missing:
+            runnable.append(profile)
             continue
-        began = time.perf_counter()
-        try:
-            rows.append(measure(profile, pages, reference, args, memo, runtime))
-        except BenchError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one profile's failure (e.g. quantization) is a row, not the end
-            rows.append(Row(profile.name, profile.note, status="failed", reason=f"{type(exc).__name__}: {exc}"))
-        print(f"{profile.name}: {rows[-1].status} in {time.perf_counter() - began:.0f} s")
+        reason = ", ".join(
+            "not supported on this CPU" if m.upper() in ("BF16", "INT8") else (nncf_missing or m) for m in missing
+        )
+        rows[profile.name] = Row(
+            profile.name, profile.note, status="unavailable", reason=f"{reason} (needs {', '.join(missing)})"
+        )
+        print(f"{profile.name}: unavailable: {rows[profile.name].reason}")
 
-    base = next(r for r in rows if r.name == BASE)
+    def failed(profile: Profile, exc: Exception) -> None:
+        rows[profile.name] = Row(profile.name, profile.note, status="failed", reason=f"{type(exc).__name__}: {exc}")
+        print(f"{profile.name}: failed: {rows[profile.name].reason}")
+
+    began = time.perf_counter()
+    measured = run_profiles(
+        runnable,
+        images,
+        threads=args.threads,
+        warm=args.warm,
+        memo={},
+        runtime_runner=runtime.for_profile,
+        runtime_tags=runtime.tags,
+        on_error=failed,
+    )
+    print(f"{len(measured)} profiles measured in {time.perf_counter() - began:.0f} s (stages interleaved page by page)")
+    for profile in runnable:
+        if profile.name in measured:
+            rows[profile.name] = score(profile, measured[profile.name], pages, reference)
+    rows = {p.name: rows[p.name] for p in profiles}
+
+    base = rows[BASE]
     if not base.measured:
         raise BenchError(f"the {BASE} profile could not run: {base.reason}")
-    ops = list(dict.fromkeys(op for r in rows for op in r.stage_ms))
+    ops = list(dict.fromkeys(op for r in rows.values() for op in r.stage_ms))
     print()
-    print(table([ref_row, *rows], base, ops))
+    print(table([ref_row, *rows.values()], base, ops))
     print(
         f"\nchar accuracy: ground-truth lines matched by position, NFKC, spaces removed; parity: PaddleOCR's "
         f"lines with identical text; ms: one page at a time in one process, {args.threads} thread(s) per op"
@@ -199,7 +211,7 @@ def main() -> int:
         for shape, by_runner in speed.items():
             print(f"  {shape}: " + ", ".join(f"{k} {v:.1f}" for k, v in by_runner.items()))
 
-    chosen = pick(rows, base)
+    chosen = pick(list(rows.values()), base)
     print(
         f"\npick: {chosen.name if chosen else 'none'} "
         f"(fastest with char accuracy >= {BASE}'s {100 * base.accuracy:.2f}%)"
@@ -213,7 +225,7 @@ def main() -> int:
             "cpu_capabilities": sorted(capabilities),
             "nncf": nncf_missing or "available",
             "reference": {**ref_run, **ref_row.to_dict(None)},
-            "profiles": [r.to_dict(base) for r in rows],
+            "profiles": [r.to_dict(base) for r in rows.values()],
             "int8_call_ms": speed,
             "pick": chosen.name if chosen else None,
         },

@@ -3,9 +3,9 @@
 A profile's config is its repo config with the profile's overrides, and
 every op forced to one in-process instance (``instance_mode: thread``,
 ``instance_num: 1``, ``thread_num`` from the bench): a single-process loop,
-not the served layout. Each op ("stage") runs over all pages before the
-next one starts, with the same hooks the server calls
-(``serving.engine.direct.run_op_direct``).
+not the served layout. Each op ("stage") runs with the same hooks the server
+calls (``serving.engine.direct.run_op_direct``); the stages of all profiles
+take turns page by page (:func:`run_profiles`).
 
 A stage is identified by its op's config section, its runner and everything
 upstream of it, so profiles that share a prefix (e.g. the same det under
@@ -121,19 +121,97 @@ def build_op_and_runner(
     return op, runtime_runner(stage.op, op, stage.runtime)
 
 
-def run_stage(op: Any, runner: Any, inputs: Sequence[Mapping[str, Any]], *, warm: int) -> StageResult:
-    """The op over every page's inputs; the first ``warm`` pages run once untimed first."""
+@dataclass
+class _Live:
+    """A stage being measured: its op and runner, and where its input comes from."""
+
+    stage: Stage
+    parent: str | None  # the upstream stage's key (None: fed by the page itself)
+    parent_op: str
+    op: Any
+    runner: Any
+
+
+def _one_page(live: Mapping[str, _Live], memo: Mapping[str, StageResult], image: Any, i: int) -> dict[str, tuple]:
+    """Page ``i`` through every live stage, upstream first: key -> (output, seconds)."""
     from serving.engine.direct import run_op_direct
 
-    batch = op.conf.local_service_conf.max_batch_size
-    for x in inputs[:warm]:
-        run_op_direct(op, runner, x, max_batch_size=batch)
-    result = StageResult([])
-    for x in inputs:
+    done: dict[str, tuple] = {}
+    for key, entry in live.items():
+        if entry.parent is None:
+            inputs: dict[str, Any] = {"input": image}
+        else:
+            upstream = done[entry.parent][0] if entry.parent in done else memo[entry.parent].outputs[i]
+            inputs = {entry.parent_op: upstream}
+        batch = entry.op.conf.local_service_conf.max_batch_size
         started = time.perf_counter()
-        result.outputs.append(run_op_direct(op, runner, x, max_batch_size=batch))
-        result.seconds.append(time.perf_counter() - started)
-    return result
+        output = run_op_direct(entry.op, entry.runner, inputs, max_batch_size=batch)
+        done[key] = (output, time.perf_counter() - started)
+    return done
+
+
+def run_profiles(
+    profiles: Sequence[Profile],
+    images: Sequence[Any],
+    *,
+    threads: int,
+    warm: int,
+    memo: dict[str, StageResult],
+    runtime_runner: Callable[[Profile], RuntimeRunnerFactory] | None = None,
+    runtime_tags: Mapping[str, str] | None = None,
+    stop_before: str | None = None,
+    on_error: Callable[[Profile, Exception], None] | None = None,
+) -> dict[str, list[tuple[str, StageResult]]]:
+    """Each profile's stages as (op name, result), reusing ``memo``'s and adding the new ones.
+
+    The new stages of all profiles are interleaved page by page (page i goes
+    through every one of them before page i + 1), so a change in the
+    machine's load falls on every profile alike; the first ``warm`` pages go
+    through them once untimed first. ``stop_before`` an op: only the stages
+    upstream of it. A profile whose stages cannot be built (e.g. quantization
+    fails) goes to ``on_error`` and is left out, or raises without it.
+    """
+    digest = images_digest(images)
+    plans: dict[str, list[Stage]] = {}
+    live: dict[str, _Live] = {}  # insertion order puts upstream stages first
+    try:
+        for profile in profiles:
+            config = profile_config(profile, threads)
+            stages = plan_stages(profile, config, runtime_tags or {}, digest)
+            names = [s.op for s in stages]
+            stages = stages[: names.index(stop_before)] if stop_before in names else stages
+            factory = runtime_runner(profile) if runtime_runner else None
+            built: list[str] = []
+            try:
+                parent, parent_op = None, ""
+                for stage in stages:
+                    if stage.key not in memo and stage.key not in live:
+                        op, runner = build_op_and_runner(config, stage, factory)
+                        live[stage.key] = _Live(stage, parent, parent_op, op, runner)
+                        built.append(stage.key)
+                    parent, parent_op = stage.key, stage.op
+            except Exception as exc:
+                for key in built:
+                    live.pop(key).runner.close()
+                if on_error is None:
+                    raise
+                on_error(profile, exc)
+                continue
+            plans[profile.name] = stages
+        for i, image in enumerate(images[:warm]):
+            _one_page(live, memo, image, i)
+        results = {key: StageResult([]) for key in live}
+        for i, image in enumerate(images):
+            for key, (output, seconds) in _one_page(live, memo, image, i).items():
+                results[key].outputs.append(output)
+                results[key].seconds.append(seconds)
+    finally:
+        for entry in live.values():
+            entry.runner.close()
+    memo.update(results)
+    for key, entry in live.items():
+        log.info("stage %s (%s): %.0f ms/page", entry.stage.op, key, results[key].ms_per_page)
+    return {name: [(s.op, memo[s.key]) for s in stages] for name, stages in plans.items()}
 
 
 def run_profile(
@@ -147,26 +225,18 @@ def run_profile(
     runtime_tags: Mapping[str, str] | None = None,
     stop_before: str | None = None,
 ) -> list[tuple[str, StageResult]]:
-    """Each stage's (op name, result) for the profile, reusing ``memo``'s stages;
-    ``stop_before`` an op: only the stages upstream of it."""
-    config = profile_config(profile, threads)
-    stages = plan_stages(profile, config, runtime_tags or {}, images_digest(images))
-    inputs: list[Mapping[str, Any]] = [{"input": image} for image in images]
-    out = []
-    for stage in stages:
-        if stage.op == stop_before:
-            break
-        if stage.key not in memo:
-            op, runner = build_op_and_runner(config, stage, runtime_runner)
-            try:
-                memo[stage.key] = run_stage(op, runner, inputs, warm=warm)
-            finally:
-                runner.close()
-            log.info("profile %s: %s %.0f ms/page", profile.name, stage.op, memo[stage.key].ms_per_page)
-        result = memo[stage.key]
-        out.append((stage.op, result))
-        inputs = [{stage.op: value} for value in result.outputs]
-    return out
+    """:func:`run_profiles` for one profile."""
+    factory = (lambda _profile: runtime_runner) if runtime_runner else None
+    return run_profiles(
+        [profile],
+        images,
+        threads=threads,
+        warm=warm,
+        memo=memo,
+        runtime_runner=factory,
+        runtime_tags=runtime_tags,
+        stop_before=stop_before,
+    )[profile.name]
 
 
 def stage_inputs(images: Sequence[Any], upstream: Sequence[tuple[str, StageResult]]) -> list[dict[str, Any]]:

@@ -79,6 +79,14 @@ PROFILES: tuple[Profile, ...] = (
     _int8(("det",)),
     _int8(("rec",)),
     _int8(("det", "rec")),
+    Profile(
+        "int8-det+rec-bucket",
+        "ocr",
+        params={"rec": {"pad_policy": "bucket"}},
+        runtime={"det": "int8"},
+        needs=("INT8", "nncf"),
+        note="int8 det (bench runner) with rec pad_policy: bucket",
+    ),
     Profile("exact-cls", "ocr_cls", note="configs/ocr_cls.yml as shipped: det -> cls -> rec, fp32"),
     _bf16(("det", "cls", "rec"), config="ocr_cls"),
 )

@@ -46,7 +46,11 @@ class Row:
                 parity=self.parity.rate,
                 parity_without_spaces=self.parity.rate_without_spaces,
                 box_shift_mean_px=self.parity.shift_mean,
+                box_shift_p95_px=self.parity.shift_quantile(0.95),
                 box_shift_max_px=self.parity.shift_max,
+                reference_lines=self.parity.reference_lines,
+                reference_lines_unpaired=self.parity.reference_lines - self.parity.paired,
+                lines_unpaired=self.parity.extra_lines,
             )
         if base is not None and base.measured and base is not self:
             delta, low, high = accuracy_delta_interval(base.scores, self.scores)
@@ -72,7 +76,7 @@ def table(rows: Sequence[Row], base: Row, ops: Sequence[str]) -> str:
         "Δ vs " + base.name + " (95% CI)",
         "parity",
         "parity w/o spaces",
-        "box shift mean/max",
+        "box shift mean/p95/max",
     ]
     head += [f"{op} ms" for op in ops] + ["ms/page", "speed vs " + base.name]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -95,7 +99,7 @@ def table(rows: Sequence[Row], base: Row, ops: Sequence[str]) -> str:
             delta,
             _pct(p.rate) if p else "",
             _pct(p.rate_without_spaces) if p else "",
-            f"{p.shift_mean:.2f} / {p.shift_max:.1f} px" if p else "",
+            f"{p.shift_mean:.2f} / {p.shift_quantile(0.95):.1f} / {p.shift_max:.0f} px" if p else "",
         ]
         cells += [f"{r.stage_ms[op]:.0f}" if op in r.stage_ms else "" for op in ops]
         cells += [f"{r.ms_per_page:.0f}" if r.ms_per_page else "", speed]

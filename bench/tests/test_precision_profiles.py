@@ -74,7 +74,9 @@ def test_stages_are_shared_only_with_the_same_op_runner_upstream_and_pages():
 
 
 def _row(name, errors, ms):
-    return Row(name, scores=[PageScore(100, errors, 2, 0, 0)] * 3, parity=ParityScore(6, 6, 6, 6), ms_per_page=ms)
+    return Row(
+        name, scores=[PageScore(100, errors, 2, 0, 0)] * 3, parity=ParityScore(6, 6, 6, 0, [0.0] * 6), ms_per_page=ms
+    )
 
 
 def test_the_pick_is_the_fastest_profile_at_least_as_accurate_as_the_base():

@@ -19,7 +19,9 @@ highest IoU with it (at least :data:`MIN_IOU`); parity is the share of
 reference lines whose paired text is identical, spaces included (and,
 separately, identical once whitespace is removed). **Box shift** of a pair
 is the largest distance between corresponding corners; reported as the
-mean over pairs and the maximum.
+mean, a quantile and the maximum over pairs (a line the other engine split
+in two still pairs with its larger piece when their IoU allows, so the
+maximum also catches splits, not only drift).
 
 Lines are ``{"text", "box"}`` mappings (our ops' output) or objects with
 ``text`` and ``box`` attributes (``ocr_reference.Line``, ``synth.SynthLine``);
@@ -32,7 +34,7 @@ import math
 import random
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -160,12 +162,15 @@ def accuracy_delta_interval(
 @dataclass
 class ParityScore:
     reference_lines: int = 0
-    paired: int = 0  # reference lines with a line of ours on the same spot
     identical: int = 0  # same text, spaces included
     identical_without_spaces: int = 0
     extra_lines: int = 0  # our lines paired with no reference line
-    shift_sum: float = 0.0  # sum over pairs of the largest corner distance
-    shift_max: float = 0.0
+    shifts: list[float] = field(default_factory=list)  # per pair, the largest corner distance
+
+    @property
+    def paired(self) -> int:
+        """Reference lines with a line of ours on the same spot."""
+        return len(self.shifts)
 
     @property
     def rate(self) -> float:
@@ -177,16 +182,25 @@ class ParityScore:
 
     @property
     def shift_mean(self) -> float:
-        return self.shift_sum / self.paired if self.paired else 0.0
+        return sum(self.shifts) / len(self.shifts) if self.shifts else 0.0
+
+    @property
+    def shift_max(self) -> float:
+        return max(self.shifts, default=0.0)
+
+    def shift_quantile(self, q: float) -> float:
+        """The ``q`` quantile of the shifts (nearest rank)."""
+        if not self.shifts:
+            return 0.0
+        ordered = sorted(self.shifts)
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
     def add(self, other: ParityScore) -> None:
         self.reference_lines += other.reference_lines
-        self.paired += other.paired
         self.identical += other.identical
         self.identical_without_spaces += other.identical_without_spaces
         self.extra_lines += other.extra_lines
-        self.shift_sum += other.shift_sum
-        self.shift_max = max(self.shift_max, other.shift_max)
+        self.shifts += other.shifts
 
 
 def _iou(a: Rect, b: Rect) -> float:
@@ -213,10 +227,7 @@ def parity(reference: Sequence[Any], ours: Sequence[Any], *, min_iou: float = MI
         if iou < min_iou:
             continue
         used.add(j)
-        shift = _corner_shift(box, mine[j][1])
-        score.paired += 1
-        score.shift_sum += shift
-        score.shift_max = max(score.shift_max, shift)
+        score.shifts.append(_corner_shift(box, mine[j][1]))
         score.identical += mine[j][0] == text
         score.identical_without_spaces += normalize(mine[j][0]) == normalize(text)
     score.extra_lines = len(mine) - len(used)

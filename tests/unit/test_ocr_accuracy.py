@@ -90,6 +90,7 @@ def test_parity_counts_identical_lines_spaces_included_and_box_shifts():
     assert score.rate == pytest.approx(1 / 3) and score.rate_without_spaces == pytest.approx(2 / 3)
     assert score.shift_max == pytest.approx(5.0)  # (3, 4) at every corner of "ab"
     assert score.shift_mean == pytest.approx(2.5)
+    assert score.shift_quantile(0.5) == 0.0 and score.shift_quantile(0.95) == pytest.approx(5.0)
 
 
 def test_parity_pairs_each_line_of_ours_once():
