@@ -196,7 +196,8 @@ def main() -> int:
     base = rows[BASE]
     if not base.measured:
         raise BenchError(f"the {BASE} profile could not run: {base.reason}")
-    ops = list(dict.fromkeys(op for r in rows.values() for op in r.stage_ms))
+    longest_first = sorted(rows.values(), key=lambda r: -len(r.stage_ms))  # a det -> cls -> rec chain sets the order
+    ops = list(dict.fromkeys(op for r in longest_first for op in r.stage_ms))
     print()
     print(table([ref_row, *rows.values()], base, ops))
     print(
