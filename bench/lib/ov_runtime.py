@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 #: our precision names -> OpenVINO's inference precision hint
-PRECISION_HINTS = {"fp32": "f32", "int8": "f32", "bf16": "bf16"}
+PRECISION_HINTS = MappingProxyType({"fp32": "f32", "int8": "f32", "bf16": "bf16"})
 
 
 def cpu_capabilities() -> set[str]:

@@ -17,7 +17,7 @@ from bench.lib.ocr_chain import profile_config
 from bench.lib.precision_profiles import Profile
 from bench.lib.runtime_runners import RuntimeRunners
 
-SHAPES = {"det": [(1, 3, 640, 960)], "rec": [(6, 3, 48, 320), (6, 3, 48, 960)]}
+SHAPES = (("det", ((1, 3, 640, 960),)), ("rec", ((6, 3, 48, 320), (6, 3, 48, 960))))
 
 
 def int8_call_speed(
@@ -31,7 +31,7 @@ def int8_call_speed(
     make = runtime.for_profile(profile)
     rng = np.random.default_rng(0)
     out: dict[str, dict[str, float]] = {}
-    for op_name, shapes in SHAPES.items():
+    for op_name, shapes in SHAPES:
         op = load_op(write_config(config, tag="precision-speed"), op_name)
         runners: dict[str, Any] = {
             "paddle-openvino fp32": PaddlePredictor.load(op.conf.local_service_conf),

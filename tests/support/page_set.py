@@ -15,8 +15,8 @@ right-aligned and two-column layouts, dark ink (sometimes blue or brown) on
 tinted paper, and four levels of mild noise (see :func:`_noise`).
 
 Ground truth: each line's text and ink box. Lines are cut to fit the page
-width (1100 px, 460 px per column), so a page stays under PP-OCR det's
-960-px resize limit by little or not at all.
+width (1100 px of text, 460 px per column), so pages are at most ~1,300 px
+wide and PP-OCR det's 960-px limit shrinks none by more than about a quarter.
 """
 
 from __future__ import annotations
