@@ -9,6 +9,9 @@ and the tests' rendered pages.
   "zh"       a CJK-capable font (WenQuanYi Zen/Micro Hei, Noto Sans CJK)
   "any"      "zh" when one is installed (so Chinese stays legible), else "en"
 
+:func:`find_font_file` finds one font file by name (the evaluation page set
+picks among many faces).
+
 A fresh machine may have no system font at all, so the Latin kinds fall back
 to the DejaVu files that matplotlib bundles, when matplotlib is installed (it
 is in the ``test`` and ``bench`` extras). Nothing here imports matplotlib: its
@@ -79,6 +82,17 @@ def find_font(kind: str = "en") -> str | None:
         bundled = bundled_font_dir()
         if bundled is not None:
             found = _search((bundled,), names)
+    return found
+
+
+def find_font_file(name: str) -> str | None:
+    """Path of one font file by its file name (e.g. "DejaVuSerif.ttf"): the searched
+    directories first, then matplotlib's bundled copy (DejaVu only); None if absent."""
+    found = _search(font_dirs(), (name,))
+    if found is None:
+        bundled = bundled_font_dir()
+        if bundled is not None:
+            found = _search((bundled,), (name,))
     return found
 
 

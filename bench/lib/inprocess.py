@@ -8,15 +8,22 @@ from typing import Any
 from bench.lib.script import BenchError
 
 
-def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
-    """(op, runners) built from ``config_path`` the way the server builds them."""
+def load_op(config_path: str, op_name: str) -> Any:
+    """The loaded op ``op_name`` of ``config_path``, without predictors."""
     from serving.config import load_config
     from serving.engine.launch import make_op as make_configured_op
-    from serving.engine.launch import runners_for
 
     config = load_config(config_path)
     if op_name not in config.op:
         raise BenchError(f"no op {op_name!r} in {config_path}")
     op = make_configured_op(config.op[op_name])
     op.load()
+    return op
+
+
+def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
+    """(op, runners) built from ``config_path`` the way the server builds them."""
+    from serving.engine.launch import runners_for
+
+    op = load_op(config_path, op_name)
     return op, runners_for(op, instances)

@@ -15,6 +15,9 @@ Main entry points:
   :func:`sample_documents` a fixed, varied set of pages for reference tests
   :func:`short_line_documents` small pages whose rec crops all pad alike
   :func:`encode_image`     ndarray -> PNG/JPEG bytes (what a client sends)
+
+The evaluation page set (many fonts, layouts and mild noise, for accuracy
+benches) builds on :func:`render_document`: see tests/support/page_set.py.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Literal
 
 import numpy as np
 
@@ -40,6 +44,7 @@ __all__ = [
     "render_line",
     "sample_documents",
     "short_line_documents",
+    "text_width",
 ]
 
 EN_WORDS = [
@@ -154,13 +159,13 @@ ZH_WORDS = [
 ]
 
 
-@lru_cache(maxsize=64)
-def _load_font(path: str | None, size: int):
+@lru_cache(maxsize=256)
+def _load_font(path: str | None, size: int, index: int = 0):
     from PIL import ImageFont
 
     if path is None:
         return ImageFont.load_default()
-    return ImageFont.truetype(path, size)
+    return ImageFont.truetype(path, size, index=index)
 
 
 def _is_cjk(text: str) -> bool:
@@ -251,6 +256,11 @@ def _text_size(font, text: str, word_gap: float | None) -> tuple[int, int]:
     return sum(widths) + gap * (len(words) - 1), b_all - t_all
 
 
+def text_width(text: str, *, font_size: int, font_path: str | None = None, font_index: int = 0) -> int:
+    """Ink width in px of ``text`` as :func:`render_document` draws it (the font's own spaces)."""
+    return _text_size(_load_font(_font_for(text, font_path), font_size, font_index), text, None)[0]
+
+
 def render_document(
     lines: Sequence[str],
     *,
@@ -264,26 +274,35 @@ def render_document(
     bg: tuple[int, int, int] = (250, 250, 247),
     word_gap: float | None = None,
     name: str = "doc",
+    fonts: Sequence[tuple[str, int]] | None = None,
+    align: Literal["left", "center", "right"] = "left",
 ) -> SynthDoc:
     """Render ``lines`` top to bottom; returns the page and each line's ink box.
 
     ``word_gap`` (em) sets the space between words (None: the font's own space).
+    ``fonts`` gives each line its own font file and face index (a .ttc holds
+    several faces); it overrides ``font_path``. ``align`` places each line
+    (after its indent) within the widest line's width.
     """
     from PIL import Image, ImageDraw
 
-    fonts = [_load_font(_font_for(t, font_path), font_size) for t in lines]
-    sizes = [_text_size(f, t, word_gap) for f, t in zip(fonts, lines)]
+    if fonts is not None and len(fonts) != len(lines):
+        raise ValueError(f"{len(fonts)} fonts for {len(lines)} lines")
+    faces = list(fonts) if fonts is not None else [(_font_for(t, font_path), 0) for t in lines]
+    loaded = [_load_font(path, font_size, index) for path, index in faces]
+    sizes = [_text_size(f, t, word_gap) for f, t in zip(loaded, lines)]
     indent = list(indent) if indent is not None else [0] * len(lines)
-    need_w = max((w + ind for (w, _h), ind in zip(sizes, indent)), default=0) + 2 * margin
-    page_w = max(width or 0, need_w)
+    content_w = max((w + ind for (w, _h), ind in zip(sizes, indent)), default=0)
+    page_w = max(width or 0, content_w + 2 * margin)
     step = int(round(font_size * (1.0 + line_gap)))
     page_h = 2 * margin + step * max(1, len(lines))
     img = Image.new("RGB", (page_w, page_h), bg)
     draw = ImageDraw.Draw(img)
     out: list[SynthLine] = []
     y = margin
-    for text, font, ind in zip(lines, fonts, indent):
-        x = margin + ind
+    for text, font, ind, (w, _h) in zip(lines, loaded, indent, sizes):
+        slack = content_w - w - ind
+        x = margin + ind + {"left": 0, "center": slack // 2, "right": slack}[align]
         left, top, right, bottom = _draw_text(draw, (x, y), text, font, fg, word_gap)
         out.append(SynthLine(text, [[left, top], [right, top], [right, bottom], [left, bottom]]))
         y += step

@@ -68,3 +68,12 @@ def test_drawing_uses_a_truetype_font_with_no_system_font(no_system_fonts):
 def test_unknown_kind_is_an_error():
     with pytest.raises(ValueError, match="unknown font kind"):
         find_font("klingon")
+
+
+def test_a_font_file_is_found_by_name_and_latin_ones_fall_back_to_matplotlib(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "DejaVuSerif-Italic.ttf").write_bytes(b"")
+    monkeypatch.setenv(FONT_DIRS_ENV, str(tmp_path))
+    assert fonts.find_font_file("DejaVuSerif-Italic.ttf") == str(tmp_path / "sub" / "DejaVuSerif-Italic.ttf")
+    assert fonts.find_font_file("DejaVuSansMono.ttf") == os.path.join(bundled_font_dir(), "DejaVuSansMono.ttf")
+    assert fonts.find_font_file("wqy-zenhei.ttc") is None
