@@ -50,6 +50,8 @@ from bench.lib.script import BenchError, run_main  # noqa: E402
 
 DEFAULT = (
     "exact",
+    "paddle-openvino",
+    "fast",
     "rec-bucket",
     "bf16-det",
     "bf16-rec",

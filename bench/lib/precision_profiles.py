@@ -50,7 +50,7 @@ def _bf16(ops: tuple[str, ...], config: str = "ocr") -> Profile:
         config=config,
         ops={op: {"precision": "bf16"} for op in ops},
         needs=("BF16",),
-        note="Paddle's OpenVINO engine, precision bf16",
+        note="OpenVINO Runtime (as shipped), precision bf16",
     )
 
 
@@ -65,7 +65,14 @@ def _int8(ops: tuple[str, ...]) -> Profile:
 
 
 PROFILES: tuple[Profile, ...] = (
-    Profile("exact", "ocr", note="configs/ocr.yml as shipped: fp32, Paddle's OpenVINO engine"),
+    Profile("exact", "ocr", note="configs/ocr.yml as shipped: fp32, OpenVINO Runtime (engine: openvino)"),
+    Profile(
+        "paddle-openvino",
+        "ocr",
+        ops={op: {"engine": "paddle", "use_openvino": True} for op in ("det", "rec")},
+        note="configs/ocr.yml on Paddle Inference's OpenVINO engine (the engine before issue 14)",
+    ),
+    Profile("fast", "ocr_fast", note="configs/ocr_fast.yml as shipped: bf16 where the CPU has it, rec bucket"),
     Profile("rec-bucket", "ocr", params={"rec": {"pad_policy": "bucket"}}, note="rec pad_policy: bucket"),
     _bf16(("det",)),
     _bf16(("rec",)),
