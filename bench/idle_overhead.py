@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
 from bench.lib.inprocess import make_op  # noqa: E402
-from bench.lib.inputs import bench_crops, decode_png, fixed_crop  # noqa: E402
+from bench.lib.inputs import bench_crops, decode_png, idle_crop  # noqa: E402
 from bench.lib.measure import image_payloads  # noqa: E402
 from bench.lib.results import verdict, write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
@@ -66,12 +66,7 @@ def main() -> int:
 
     crops = bench_crops()
     op, runners = make_op(adaptive, args.op)
-    if args.crop == "median":
-        crop = fixed_crop(crops)
-    else:
-        items = [(op.preprocess(decode_png(c)).width, i) for i, c in enumerate(crops)]
-        short = sorted(w_i for w_i in items if op.bucket_width(w_i[0]) == op.bucket_width(0))
-        crop = crops[short[len(short) // 2][1]] if short else fixed_crop(crops)
+    crop = idle_crop(op, crops, args.crop)
     width = op.preprocess(decode_png(crop)).width
     payload = image_payloads([crop])[0]
 

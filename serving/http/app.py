@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from serving.config.schema import ServingConfig
@@ -30,6 +29,7 @@ from serving.errors import (
 from serving.http.auth import bearer_matches
 from serving.http.decode import InputLimits, decode_input, decoded_pixels
 from serving.http.encode import plain, to_json
+from serving.http.jsonio import FlaskJSON
 from serving.http.parse import ParsedRequest, parse_native, parse_paddle
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,7 @@ def create_app(
     (default: the repository's own registry; the Ray backend adds its replicas')."""
     repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
     app = Flask("batchline")
-    if isinstance(app.json, DefaultJSONProvider):  # answers keep UTF-8 text readable
-        app.json.ensure_ascii = False
+    app.json = FlaskJSON(app)  # orjson; answers keep UTF-8 text readable
     handlers = HandlerCount()
     app.extensions["batchline.handlers"] = handlers
     app.extensions["batchline.repository"] = repo
