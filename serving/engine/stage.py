@@ -24,7 +24,7 @@ from serving.config.schema import OpConfig
 from serving.engine.batcher import Batcher, QueuedItem
 from serving.engine.channel import Channel, Join
 from serving.engine.execute import CallStats, run_batch, run_with_retry
-from serving.engine.metrics import Metrics
+from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
 from serving.engine.supervise import SupervisedThreads
 from serving.engine.window_stats import WindowStats
@@ -90,6 +90,7 @@ class OpStage:
         self.clock = clock
         # metric labels: (pipeline, version, op)
         self.labels: tuple[str, str, str] = (*labels, self.name)
+        self._m = OpMetrics(metrics, self.labels)
         self.shared = shared
         self.idle_cpu = idle_cpu  # instance threads (and their process instances) use only idle CPU time
         self._lowered = threading.local()
@@ -181,7 +182,7 @@ class OpStage:
                 return
             if self.clock() >= deadline:
                 raise DeadlineExceeded(f"deadline passed while waiting for room in op {self.name!r}")
-        self.metrics.queue_depth.labels(*self.labels).set(self.batcher.depth)
+        self._m.queue_depth.set(self.batcher.depth)
 
     # ---- instances: one batch at a time per runner -----------------------------------------
     def _instance_once(self, runner: Runner) -> bool:
@@ -191,7 +192,7 @@ class OpStage:
         if batch is None:
             return False
         try:
-            self.metrics.queue_depth.labels(*self.labels).set(self.batcher.depth)
+            self._m.queue_depth.set(self.batcher.depth)
             started = self.clock()
             requests = [q.payload.work.request for q in batch]
             outcomes, calls = run_with_retry(
@@ -206,8 +207,14 @@ class OpStage:
             run_s = self.clock() - started
             self.batcher.record_run(len(batch), run_s)
             self._record_batch(batch, started, run_s, calls)
+            # nothing queued: this instance would idle, so it finishes the batch itself rather
+            # than wake a post worker (one thread hand-off less for a lone request)
+            inline = self.batcher.depth == 0
             for queued, outcome in zip(batch, outcomes):
-                self._post.submit(self._postprocess, queued.payload, outcome)
+                if inline:
+                    self._postprocess(queued.payload, outcome)
+                else:
+                    self._post.submit(self._postprocess, queued.payload, outcome)
         except BaseException as exc:  # the thread dies and is replaced; its batch must not vanish
             for queued in batch:
                 self._fail(queued.payload.work.request, exc)
@@ -231,26 +238,26 @@ class OpStage:
         return outputs
 
     def _record_calls(self, calls: CallStats) -> None:
-        m, labels = self.metrics, self.labels
+        m = self._m
         for rows, requests in zip(calls.rows, calls.requests):
-            m.call_rows.labels(*labels).observe(rows)
-            m.call_requests.labels(*labels).observe(requests)
+            m.call_rows.observe(rows)
+            m.call_requests.observe(requests)
         for groups in calls.groups:
-            m.call_pipelines.labels(*labels).observe(groups)
+            m.call_pipelines.observe(groups)
         if calls.padded_units:
-            m.real_units.labels(*labels).inc(calls.real_units)
-            m.padded_units.labels(*labels).inc(calls.padded_units)
+            m.real_units.inc(calls.real_units)
+            m.padded_units.inc(calls.padded_units)
 
     def _record_batch(self, batch: list[QueuedItem], started: float, run_s: float, calls: CallStats) -> None:
-        m, labels = self.metrics, self.labels
-        m.batch_size.labels(*labels).observe(len(batch))
-        m.run_time.labels(*labels).observe(run_s)
-        m.items.labels(*labels).inc(len(batch))
+        m = self._m
+        m.batch_size.observe(len(batch))
+        m.run_time.observe(run_s)
+        m.items.inc(len(batch))
         self._record_calls(calls)
         batch_id = next(self._batch_ids)
         for queued in batch:
             wait = max(0.0, started - queued.enqueued)
-            m.queue_wait.labels(*labels).observe(wait)
+            m.queue_wait.observe(wait)
             queued.payload.work.request.add_timing(OpTiming(self.name, wait, len(batch), run_s, batch_id))
         self.window.record_batch(len(batch), [started + run_s - q.enqueued for q in batch])
 
