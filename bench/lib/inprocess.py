@@ -9,7 +9,7 @@ from bench.lib.script import BenchError
 
 
 def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
-    """(op, runners) built from ``config_path`` the way the server builds them."""
+    """(op, runners) built from ``config_path`` the way the server builds them (``instances=0``: no runners)."""
     from serving.config import load_config
     from serving.engine.launch import make_op as make_configured_op
     from serving.engine.launch import runners_for
@@ -19,4 +19,4 @@ def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, li
         raise BenchError(f"no op {op_name!r} in {config_path}")
     op = make_configured_op(config.op[op_name])
     op.load()
-    return op, runners_for(op, instances)
+    return op, runners_for(op, instances) if instances else []
