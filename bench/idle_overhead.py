@@ -18,6 +18,7 @@ interleaved blocks:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -55,6 +56,12 @@ def main() -> int:
         help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
         "bucket (default: least predictor time, so the least noise), or the median-width crop",
     )
+    ap.add_argument(
+        "--other",
+        metavar="ROOT",
+        help="also serve the adaptive config from another checkout (e.g. /work/main) in the same "
+        "rotation: an A/B of two server revisions (the client is this tree's for both)",
+    )
     add_engine_arg(ap)
     args = ap.parse_args()
 
@@ -84,12 +91,10 @@ def main() -> int:
 
     lat: dict[str, list[float]] = {"in_process": [], "adaptive": [], "fixed": [], "http_floor": []}
     answers = {}
-    with (
-        served(adaptive) as srv_a,
-        served(fixed) as srv_f,
-        PipelineClient(srv_a.url, pool_size=1) as ca,
-        PipelineClient(srv_f.url, pool_size=1) as cf,
-    ):
+    with contextlib.ExitStack() as stack:
+        srv_a, srv_f = stack.enter_context(served(adaptive)), stack.enter_context(served(fixed))
+        ca = stack.enter_context(PipelineClient(srv_a.url, pool_size=1))
+        cf = stack.enter_context(PipelineClient(srv_f.url, pool_size=1))
         calls = {
             "in_process": direct,
             "adaptive": lambda: answers.__setitem__("adaptive", ca.predict_raw(name, payload)),
@@ -97,6 +102,11 @@ def main() -> int:
             # the HTTP round trip alone (GET /health/live on the adaptive server): the floor
             "http_floor": lambda: ca.health_live(),
         }
+        if args.other:
+            srv_o = stack.enter_context(served(adaptive, root=args.other))
+            co = stack.enter_context(PipelineClient(srv_o.url, pool_size=1))
+            calls["adaptive_other"] = lambda: answers.__setitem__("adaptive_other", co.predict_raw(name, payload))
+            lat["adaptive_other"] = []
         for fn in calls.values():  # warm: connections, this shape, the cost/arrival estimates
             for _ in range(5):
                 fn()
@@ -125,7 +135,7 @@ def main() -> int:
         },
     )
     for k, s in summ.items():
-        print(f"{k:10s}: p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms  mean {s['mean']:7.2f} ms  (n={len(lat[k])})")
+        print(f"{k:14s}: p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms  mean {s['mean']:7.2f} ms  (n={len(lat[k])})")
     print(
         f"served adaptive - http floor - in-process p50: "
         f"{summ['adaptive']['p50'] - summ['http_floor']['p50'] - summ['in_process']['p50']:+.2f} ms (engine hand-offs)"
@@ -139,6 +149,10 @@ def main() -> int:
         f"adaptive overhead p50: {over_a:+.2f} ms (target <= {TARGET_MS} ms: "
         f"{verdict(over_a, TARGET_MS, higher_is_better=False)})"
     )
+    if args.other:
+        over_o = summ["adaptive_other"]["p50"] - summ["in_process"]["p50"]
+        print(f"other checkout ({args.other}) adaptive overhead p50: {over_o:+.2f} ms")
+        print(f"this - other adaptive p50: {over_a - over_o:+.2f} ms")
     print(f"RATIO idle overhead p50 (adaptive) = {over_a:.2f} ms")
     return 0
 
