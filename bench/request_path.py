@@ -42,6 +42,7 @@ from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
 from bench.lib.inprocess import make_op  # noqa: E402
 from bench.lib.inputs import bench_crops, idle_crop  # noqa: E402
+from bench.lib.measure import RunSpans, served_span  # noqa: E402
 from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
@@ -165,35 +166,6 @@ def stage_steps(op: Any, runner: Any, app: Any, crop: bytes, max_pixels: int, ki
     }
 
 
-class RunSpans:
-    """Seconds spent in ``run_batch`` (collate + predictor run + uncollate) since
-    the last :meth:`take`: in this process by wrapping it, in a server from its
-    ``batchline_op_run_seconds`` (the same span)."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - t0
-
-        return timed
-
-    def take(self) -> float:
-        seconds, self.seconds = self.seconds, 0.0
-        return seconds
-
-
-def served_run_seconds(client: Any) -> float:
-    from client.stats import MetricsSnapshot
-
-    return MetricsSnapshot.from_text(client.metrics_text()).value("batchline_op_run_seconds_sum")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="rec")
@@ -261,14 +233,7 @@ def main() -> int:
                 layers[served_key] = lambda: client.predict_raw(name, payload)
                 layers["HTTP floor: GET /health/live, bundled client"] = client.health_live
                 layers["HTTP floor: GET /health/live, http.client"] = raw_get(srv.url)
-                last = [served_run_seconds(client)]
-
-                def served_span() -> float:
-                    now = served_run_seconds(client)
-                    span, last[0] = now - last[0], now
-                    return span
-
-                run_span[served_key] = served_span
+                run_span[served_key] = served_span(client)
                 totals, runs = interleaved_net(layers, run_span, args.reps)
         if args.cprofile:
             profile_app(call_app, args.cprofile)
