@@ -62,14 +62,16 @@ class Transport:
     def __init__(self, url: str, *, pool_size: int, headers: Mapping[str, str] | None = None):
         self.url = url
         self.headers = dict(headers or {})
-        proxy = _proxy_for(url)
-        self._proxied = proxy is not None
-        options: dict[str, Any] = {"maxsize": pool_size, "block": False, "retries": False}
-        self._pool: Any = (
-            urllib3.ProxyManager(proxy, num_pools=4, **options)
-            if proxy is not None
-            else urllib3.connection_from_url(url, **options)
-        )
+        self._proxy = _proxy_for(url)
+        self._proxied = self._proxy is not None
+        self._pool_size = pool_size
+        self._pool: Any = self._new_pool()
+
+    def _new_pool(self) -> Any:
+        options: dict[str, Any] = {"maxsize": self._pool_size, "block": False, "retries": False}
+        if self._proxy is not None:
+            return urllib3.ProxyManager(self._proxy, num_pools=4, **options)
+        return urllib3.connection_from_url(self.url, **options)
 
     def request(
         self,
@@ -103,4 +105,6 @@ class Transport:
         return Answer(resp.status, resp.headers, resp.data, resp.reason)
 
     def close(self) -> None:
-        self._pool.clear() if self._proxied else self._pool.close()
+        """Close the kept-alive connections; a later request opens new ones (as ``requests`` did)."""
+        pool, self._pool = self._pool, self._new_pool()
+        pool.clear() if self._proxied else pool.close()

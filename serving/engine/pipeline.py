@@ -10,6 +10,7 @@ deadlines, warm-up, and draining shutdown.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -275,4 +276,8 @@ class Pipeline:
 
     def input_kind(self) -> str | None:
         """How request values are decoded: the source ops' ``input_kind``."""
-        return self.config.input_kind
+        return self._input_kind
+
+    @functools.cached_property
+    def _input_kind(self) -> str | None:
+        return self.config.input_kind  # worked out once: the HTTP layer asks per request

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -143,10 +144,15 @@ def create_app(
         if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
             raise Unauthorized("missing or wrong bearer token")
 
+    # per pipeline object, computed on its first request (a reload makes new pipeline objects)
+    pipeline_limits: weakref.WeakKeyDictionary[Pipeline, HttpLimits] = weakref.WeakKeyDictionary()
+
     def target_of(name: str, version: int | None) -> tuple[Pipeline, HttpLimits]:
         """The pipeline whose input kind and limits apply (a routed request: the default version)."""
         pipeline = repo.pipeline(name, version)
-        pipe_limits = limits or limits_from_config(pipeline.config)
+        pipe_limits = limits or pipeline_limits.get(pipeline)
+        if pipe_limits is None:
+            pipe_limits = pipeline_limits.setdefault(pipeline, limits_from_config(pipeline.config))
         length = request.content_length
         if length is not None and length > pipe_limits.max_body_size:
             raise PayloadTooLarge(f"request body over max_body_size ({pipe_limits.max_body_size} bytes)")

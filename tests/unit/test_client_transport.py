@@ -73,3 +73,13 @@ def test_nobody_listening_is_no_timeout(monkeypatch):
     with pytest.raises(TransportError) as info:
         Transport(f"http://127.0.0.1:{port}", pool_size=1).request("GET", "/", timeout=2)
     assert not info.value.timed_out and "cannot reach" in str(info.value)
+
+
+def test_closing_drops_connections_but_the_transport_still_works(monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    srv, _ = _one_answer_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    with srv:
+        t = Transport(f"http://127.0.0.1:{srv.getsockname()[1]}", pool_size=1)
+        t.close()
+        assert t.request("GET", "/", timeout=5).content == b"ok"
+        t.close()
