@@ -15,8 +15,8 @@ interleaved rounds in one run (median per row, microseconds):
   threads), ``app`` (the Flask app called as a WSGI callable with the JSON
   body: parse, decode, engine, answer), ``served`` (a ``batchline serve``
   subprocess through the bundled client), and the HTTP floors
-  (``GET /health/live`` through the bundled client and through a bare
-  ``http.client`` connection). Differences of neighbouring layers are the
+  (``GET /health/live`` through the bundled client, through a bare
+  ``http.client`` connection and through ``requests``). Differences of neighbouring layers are the
   hand-offs, the HTTP app's own work and the transport.
 
 ``--cprofile N`` also profiles N app-layer requests and prints the top functions.
@@ -113,6 +113,13 @@ def raw_get(url: str) -> Step:
         return conn.getresponse().read()
 
     return call
+
+
+def requests_session() -> Any:
+    """A ``requests.Session``: what the bundled client used before client/transport.py, for contrast."""
+    import requests
+
+    return requests.Session()
 
 
 def median_us(values: list[float]) -> float:
@@ -233,6 +240,8 @@ def main() -> int:
                 layers[served_key] = lambda: client.predict_raw(name, payload)
                 layers["HTTP floor: GET /health/live, bundled client"] = client.health_live
                 layers["HTTP floor: GET /health/live, http.client"] = raw_get(srv.url)
+                session = requests_session()
+                layers["HTTP floor: GET /health/live, requests"] = lambda: session.get(srv.url + "/health/live").content
                 run_span[served_key] = served_span(client)
                 totals, runs = interleaved_net(layers, run_span, args.reps)
         if args.cprofile:
