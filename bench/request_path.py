@@ -51,7 +51,9 @@ Step = Callable[[], object]
 
 
 def interleaved(steps: dict[str, Step], reps: int, warm: int = 5) -> dict[str, list[float]]:
-    """Each step ``reps`` times, one call of each per round, the order rotated every round."""
+    """Each step ``reps`` times, one call of each per round, the order rotated every round.
+    (Steps right after a predictor run pay for its cache misses and its engine threads:
+    in-situ figures, higher than each step timed alone in a tight loop.)"""
     for fn in steps.values():
         for _ in range(warm):
             fn()
@@ -128,7 +130,8 @@ def median_us(values: list[float]) -> float:
 
 def stage_steps(op: Any, runner: Any, app: Any, crop: bytes, max_pixels: int, kind: str) -> dict[str, Step]:
     """The request path's steps, each runnable alone on the same input, with the server's own functions."""
-    from client.pipeline_client import _parse_value, make_payload
+    from client.pipeline_client import _parse_value, json_body, make_payload
+    from client.transport import Answer
     from serving.engine.execute import predictor_calls
     from serving.http.decode import decode_base64, decode_image
     from serving.http.encode import to_json
@@ -157,7 +160,7 @@ def stage_steps(op: Any, runner: Any, app: Any, crop: bytes, max_pixels: int, ki
     encoded = answer()
 
     return {
-        "client: encode (base64 + JSON)": lambda: json.dumps(make_payload([("image", crop)])).encode(),
+        "client: encode (base64 + JSON)": lambda: json_body(make_payload([("image", crop)])),
         "server: parse JSON body": lambda: parse_paddle(body, kind=kind, max_inputs=64, priority_levels=1),
         "server: base64 decode": lambda: decode_base64(value, "input 0"),
         "server: image decode (header check + imdecode)": lambda: decode_image(crop, max_pixels=max_pixels),
@@ -169,7 +172,7 @@ def stage_steps(op: Any, runner: Any, app: Any, crop: bytes, max_pixels: int, ki
         "process instance: outputs <- shared memory": lambda: [v.copy() for v in array_views(out_seg.shm, out_meta)],
         "op: postprocess (CTC decode)": lambda: op.postprocess(item, out),
         "op: merge + answer JSON": answer,
-        "client: decode answer": lambda: [_parse_value(v) for v in json.loads(encoded)["value"]],
+        "client: decode answer": lambda: [_parse_value(v) for v in Answer(200, {}, encoded).json()["value"]],
     }
 
 
@@ -248,6 +251,8 @@ def main() -> int:
             profile_app(call_app, args.cprofile)
     finally:
         pipeline.shutdown(timeout=5)
+        for runner in runners:  # process instances: their children must not outlive the script
+            runner.close()
 
     stage_us = {k: median_us(v) for k, v in stages.items()}
     total_us = {k: median_us(v) for k, v in totals.items()}
