@@ -51,9 +51,7 @@ Step = Callable[[], object]
 
 
 def interleaved(steps: dict[str, Step], reps: int, warm: int = 5) -> dict[str, list[float]]:
-    """Each step ``reps`` times, one call of each per round, the order rotated every round.
-    (Steps right after a predictor run pay for its cache misses and its engine threads:
-    in-situ figures, higher than each step timed alone in a tight loop.)"""
+    """Each step ``reps`` times, one call of each per round, the order rotated every round."""
     for fn in steps.values():
         for _ in range(warm):
             fn()
@@ -168,7 +166,6 @@ def stage_steps(op: Any, runner: Any, app: Any, crop: bytes, max_pixels: int, ki
         "op: collate": lambda: list(predictor_calls(op, [item], [])),
         "process instance: feed -> shared memory": lambda: write_arrays(feed_seg, list(sub.feed.items())),
         "process instance: feed views in the child": lambda: array_views(feed_seg.shm, feed_meta),
-        "predictor run (in-process)": lambda: runner.run(sub.feed),
         "process instance: outputs <- shared memory": lambda: [v.copy() for v in array_views(out_seg.shm, out_meta)],
         "op: postprocess (CTC decode)": lambda: op.postprocess(item, out),
         "op: merge + answer JSON": answer,
@@ -203,6 +200,7 @@ def main() -> int:
     import serving.engine.stage as stage_module
     from client.pipeline_client import PipelineClient, make_payload
     from serving.config import load_config
+    from serving.engine.execute import predictor_calls
     from serving.engine.pipeline import Pipeline
     from serving.http.app import create_app
     from serving.http.decode import decode_image
@@ -223,7 +221,15 @@ def main() -> int:
     pipeline = Pipeline(config)
     pipeline.start()
     app = create_app(pipeline)
+    # the small steps in rotation among themselves, the predictor run in a loop of its own
+    # (a step right after a model run pays for the caches and engine threads the run left)
     stages = interleaved(stage_steps(op, runners[0], app, crop, max_pixels, kind), args.reps)
+    feed = next(
+        iter(
+            predictor_calls(op, [op.preprocess(op.expand({"input": decode_image(crop, max_pixels=max_pixels)})[0])], [])
+        )
+    ).feed
+    stages.update(interleaved({"predictor run (this process)": lambda: runners[0].run(feed)}, max(10, args.reps // 4)))
     call_app = wsgi_caller(app, f"/{name}/prediction", body)
     layers: dict[str, Step] = {
         "direct: decode + op hooks + run": lambda: direct.run_op_direct(
