@@ -22,7 +22,7 @@ from typing import Any
 
 from serving.config.schema import OpConfig
 from serving.engine.batcher import Batcher, QueuedItem
-from serving.engine.channel import Channel, Join
+from serving.engine.channel import Channel, ChannelClosed, Join
 from serving.engine.execute import CallStats, run_batch, run_with_retry
 from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
@@ -138,7 +138,17 @@ class OpStage:
             runner.close()
 
     def accept(self, source: str, request: RequestState, output: Any) -> None:
-        """Called by an upstream op (or the pipeline, with source "input")."""
+        """Called by an upstream op (or the pipeline, with source "input").
+
+        A request's own input (a source op) is taken in on the submitting thread
+        (the HTTP handler, which would only wait): one thread hand-off less per
+        request. Shadow copies still go through the channel, so their work never
+        delays the primary request's thread."""
+        if source == "input" and not request.background and len(self.join.input_ops) == 1:
+            if self.channel.closed:  # draining: refused as a put on the closed channel would be
+                raise ChannelClosed(self.name)
+            self._take_in(request, {source: output})
+            return
         self.join.deliver(source, request, output)
 
     # ---- intake: expand + preprocess, per request -------------------------------------------
@@ -146,14 +156,16 @@ class OpStage:
         entry = self.channel.get()
         if entry is None:
             return False
-        request, inputs = entry
+        self._take_in(*entry)
+        return True
+
+    def _take_in(self, request: RequestState, inputs: dict[str, Any]) -> None:
         if request.done:
-            return True
+            return
         try:
             self._intake(request, inputs)
         except Exception as exc:  # noqa: BLE001 - a bad input fails its own request only
             self._fail(request, exc)
-        return True
 
     def _intake(self, request: RequestState, inputs: dict[str, Any]) -> None:
         if request.remaining() <= 0:
