@@ -140,11 +140,14 @@ class OpStage:
     def accept(self, source: str, request: RequestState, output: Any) -> None:
         """Called by an upstream op (or the pipeline, with source "input").
 
-        A request's own input (a source op) is taken in on the submitting thread
-        (the HTTP handler, which would only wait): one thread hand-off less per
-        request. Shadow copies still go through the channel, so their work never
-        delays the primary request's thread."""
-        if source == "input" and not request.background and len(self.join.input_ops) == 1:
+        A request's own input to an idle source op (nothing in its channel or
+        batcher) is taken in on the submitting thread (the HTTP handler, which
+        would only wait): one thread hand-off less for a lone request, and it can
+        neither block nor overtake queued requests. Under load, and for shadow
+        copies (whose work must never delay the primary's thread), the channel
+        and its intake workers take it, as for downstream ops."""
+        idle = self.channel.qsize() == 0 and self.batcher.depth == 0
+        if source == "input" and idle and not request.background and len(self.join.input_ops) == 1:
             if self.channel.closed:  # draining: refused as a put on the closed channel would be
                 raise ChannelClosed(self.name)
             self._take_in(request, {source: output})

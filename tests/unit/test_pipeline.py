@@ -200,7 +200,7 @@ def test_shutdown_drains_accepted_requests():
 
 
 def test_dead_worker_thread_is_replaced(pipelines, caplog):
-    # a downstream op: a source op's input is taken in on the submitting thread, not from its channel
+    # a downstream op: an idle source op takes a request in on the submitting thread, not from its channel
     p = make({"split": op("SplitOp"), "add": op("AddOp", ["split"], concurrency=1)})
     pipelines(p)
     stage = p.stages["add"]
@@ -373,8 +373,8 @@ def test_before_start_it_says_starting_and_after_shutdown_shutting_down():
 
 
 def test_a_source_op_takes_a_request_in_on_the_submitting_thread(pipelines):
-    """One thread hand-off less per request: the submitter runs the source op's
-    expand + preprocess itself; a shadow (background) copy still goes through the channel."""
+    """One thread hand-off less for a lone request: the submitter runs an idle source
+    op's expand + preprocess itself; a shadow (background) copy still goes through the channel."""
     p = make({"split": op("SplitOp"), "add": op("AddOp", ["split"])})
     pipelines(p)
     stage = p.stages["split"]
