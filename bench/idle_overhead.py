@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import random
 import sys
 import time
 
@@ -124,10 +125,14 @@ def main() -> int:
                 spans[cond]()
         net: dict[str, list[float]] = {k: [] for k in spans}
         order = list(calls)
+        rng = random.Random(7)
         blocks = max(1, args.requests // args.block)
-        for b in range(blocks):
-            shift = b % len(order)  # rotate, so no condition always follows the same one
-            for cond in order[shift:] + order[:shift]:
+        for _ in range(blocks):
+            # a fresh order per block: a rotation keeps the cyclic order, so each condition would
+            # always follow the same one (e.g. a served request right after an in-process model
+            # run, whose engine threads are still spinning)
+            rng.shuffle(order)
+            for cond in order:
                 for _ in range(args.block):
                     t0 = time.perf_counter()
                     calls[cond]()

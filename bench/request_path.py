@@ -30,6 +30,7 @@ import argparse
 import io
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -51,15 +52,17 @@ Step = Callable[[], object]
 
 
 def interleaved(steps: dict[str, Step], reps: int, warm: int = 5) -> dict[str, list[float]]:
-    """Each step ``reps`` times, one call of each per round, the order rotated every round."""
+    """Each step ``reps`` times, one call of each per round, in a fresh random order each round
+    (a rotation would keep each step behind the same one, e.g. behind a model run)."""
     for fn in steps.values():
         for _ in range(warm):
             fn()
     names = list(steps)
     out: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(reps):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+    rng = random.Random(7)
+    for _ in range(reps):
+        rng.shuffle(names)
+        for name in names:
             t0 = time.perf_counter()
             steps[name]()
             out[name].append(time.perf_counter() - t0)
@@ -221,7 +224,7 @@ def main() -> int:
     pipeline = Pipeline(config)
     pipeline.start()
     app = create_app(pipeline)
-    # the small steps in rotation among themselves, the predictor run in a loop of its own
+    # the small steps interleaved among themselves, the predictor run in a loop of its own
     # (a step right after a model run pays for the caches and engine threads the run left)
     stages = interleaved(stage_steps(op, runners[0], app, crop, max_pixels, kind), args.reps)
     feed = next(
@@ -301,9 +304,10 @@ def interleaved_net(
     names = list(steps)
     totals: dict[str, list[float]] = {n: [] for n in names}
     runs: dict[str, list[float]] = {n: [] for n in spans}
-    for r in range(reps):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+    rng = random.Random(7)
+    for _ in range(reps):
+        rng.shuffle(names)
+        for name in names:
             t0 = time.perf_counter()
             steps[name]()
             totals[name].append(time.perf_counter() - t0)
