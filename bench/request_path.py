@@ -152,8 +152,10 @@ def stage_steps(op: Any, runner: Any, app: Any, crop: bytes, max_pixels: int, ki
     feed_meta = write_arrays(feed_seg, list(sub.feed.items()))
     out_meta = write_arrays(out_seg, [(str(i), o) for i, o in enumerate(outputs)])
 
+    decoded = op.postprocess(item, out)
+
     def answer() -> bytes:
-        value = to_json(op.merge(inputs, [op.postprocess(item, out)]))
+        value = to_json(op.merge(inputs, [decoded]))
         with app.app_context():  # the answer as the app builds it (its JSON provider)
             resp = app.json.response(err_no=0, err_msg="", key=["result"], value=[value], logid=0)
         return resp.get_data()
