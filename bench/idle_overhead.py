@@ -18,7 +18,9 @@ interleaved blocks:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import random
 import sys
 import time
 
@@ -27,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
 from bench.lib.inprocess import make_op  # noqa: E402
-from bench.lib.inputs import bench_crops, decode_png, fixed_crop  # noqa: E402
-from bench.lib.measure import image_payloads  # noqa: E402
+from bench.lib.inputs import bench_crops, decode_png, idle_crop  # noqa: E402
+from bench.lib.measure import RunSpans, image_payloads, served_span  # noqa: E402
 from bench.lib.results import verdict, write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
@@ -55,6 +57,12 @@ def main() -> int:
         help="which crop: the shortest-bucket (320 px) crop nearest the median of that "
         "bucket (default: least predictor time, so the least noise), or the median-width crop",
     )
+    ap.add_argument(
+        "--other",
+        metavar="ROOT",
+        help="also serve the adaptive config from another checkout (e.g. /work/main) in the same "
+        "rotation: an A/B of two server revisions (the client is this tree's for both)",
+    )
     add_engine_arg(ap)
     args = ap.parse_args()
 
@@ -66,19 +74,18 @@ def main() -> int:
 
     crops = bench_crops()
     op, runners = make_op(adaptive, args.op)
-    if args.crop == "median":
-        crop = fixed_crop(crops)
-    else:
-        items = [(op.preprocess(decode_png(c)).width, i) for i, c in enumerate(crops)]
-        short = sorted(w_i for w_i in items if op.bucket_width(w_i[0]) == op.bucket_width(0))
-        crop = crops[short[len(short) // 2][1]] if short else fixed_crop(crops)
+    crop = idle_crop(op, crops, args.crop)
     width = op.preprocess(decode_png(crop)).width
     payload = image_payloads([crop])[0]
 
+    import serving.engine.direct as direct_module
     from client.pipeline_client import PipelineClient
     from client.stats import latency_summary
     from serving.config import load_config
     from serving.engine.direct import run_op_direct
+
+    in_process_spans = RunSpans()
+    direct_module.run_batch = in_process_spans.wrap(direct_module.run_batch)  # type: ignore[assignment]
     from serving.http.decode import decode_image
 
     max_pixels = load_config(adaptive).max_image_pixels
@@ -89,12 +96,10 @@ def main() -> int:
 
     lat: dict[str, list[float]] = {"in_process": [], "adaptive": [], "fixed": [], "http_floor": []}
     answers = {}
-    with (
-        served(adaptive) as srv_a,
-        served(fixed) as srv_f,
-        PipelineClient(srv_a.url, pool_size=1) as ca,
-        PipelineClient(srv_f.url, pool_size=1) as cf,
-    ):
+    with contextlib.ExitStack() as stack:
+        srv_a, srv_f = stack.enter_context(served(adaptive)), stack.enter_context(served(fixed))
+        ca = stack.enter_context(PipelineClient(srv_a.url, pool_size=1))
+        cf = stack.enter_context(PipelineClient(srv_f.url, pool_size=1))
         calls = {
             "in_process": direct,
             "adaptive": lambda: answers.__setitem__("adaptive", ca.predict_raw(name, payload)),
@@ -102,20 +107,42 @@ def main() -> int:
             # the HTTP round trip alone (GET /health/live on the adaptive server): the floor
             "http_floor": lambda: ca.health_live(),
         }
-        for fn in calls.values():  # warm: connections, this shape, the cost/arrival estimates
+        if args.other:
+            srv_o = stack.enter_context(served(adaptive, root=args.other))
+            co = stack.enter_context(PipelineClient(srv_o.url, pool_size=1))
+            calls["adaptive_other"] = lambda: answers.__setitem__("adaptive_other", co.predict_raw(name, payload))
+            lat["adaptive_other"] = []
+        # each request's run_batch span (collate + predictor run + uncollate), read after it
+        # outside its timing: the overhead net of the predictor's time, which on a busy machine
+        # varies far more than the overhead itself
+        spans = {"in_process": in_process_spans.take, "adaptive": served_span(ca)}
+        if args.other:
+            spans["adaptive_other"] = served_span(co)
+        for cond, fn in calls.items():  # warm: connections, this shape, the cost/arrival estimates
             for _ in range(5):
                 fn()
+            if cond in spans:
+                spans[cond]()
+        net: dict[str, list[float]] = {k: [] for k in spans}
         order = list(calls)
+        rng = random.Random(7)
         blocks = max(1, args.requests // args.block)
-        for b in range(blocks):
-            shift = b % len(order)  # rotate, so no condition always follows the same one
-            for cond in order[shift:] + order[:shift]:
+        for _ in range(blocks):
+            # a fresh order per block: a rotation keeps the cyclic order, so each condition would
+            # always follow the same one (e.g. a served request right after an in-process model
+            # run, whose engine threads are still spinning)
+            rng.shuffle(order)
+            for cond in order:
                 for _ in range(args.block):
                     t0 = time.perf_counter()
                     calls[cond]()
                     lat[cond].append(time.perf_counter() - t0)
+                    if cond in spans:
+                        net[cond].append(lat[cond][-1] - spans[cond]())
 
     summ = {k: latency_summary(v) for k, v in lat.items()}
+    net_p50 = {k: latency_summary(v)["p50"] for k, v in net.items()}
+    over_net = net_p50["adaptive"] - net_p50["in_process"]
     over_a = summ["adaptive"]["p50"] - summ["in_process"]["p50"]
     over_f = summ["fixed"]["p50"] - summ["in_process"]["p50"]
     write_result(
@@ -126,11 +153,13 @@ def main() -> int:
             "latency_ms": summ,
             "answer": answers.get("adaptive"),
             "overhead_p50_ms": {"adaptive": over_a, "fixed": over_f},
+            "net_of_run_p50_ms": net_p50,
+            "overhead_net_of_run_p50_ms": over_net,
             "target_ms": TARGET_MS,
         },
     )
     for k, s in summ.items():
-        print(f"{k:10s}: p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms  mean {s['mean']:7.2f} ms  (n={len(lat[k])})")
+        print(f"{k:14s}: p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms  mean {s['mean']:7.2f} ms  (n={len(lat[k])})")
     print(
         f"served adaptive - http floor - in-process p50: "
         f"{summ['adaptive']['p50'] - summ['http_floor']['p50'] - summ['in_process']['p50']:+.2f} ms (engine hand-offs)"
@@ -144,6 +173,16 @@ def main() -> int:
         f"adaptive overhead p50: {over_a:+.2f} ms (target <= {TARGET_MS} ms: "
         f"{verdict(over_a, TARGET_MS, higher_is_better=False)})"
     )
+    print(
+        "net of each request's run_batch span, p50: "
+        + ", ".join(f"{k} {v:.2f} ms" for k, v in net_p50.items())
+        + f"; adaptive - in_process: {over_net:+.2f} ms"
+    )
+    if args.other:
+        print(f"this - other, net of run: {net_p50['adaptive'] - net_p50['adaptive_other']:+.2f} ms")
+        over_o = summ["adaptive_other"]["p50"] - summ["in_process"]["p50"]
+        print(f"other checkout ({args.other}) adaptive overhead p50: {over_o:+.2f} ms")
+        print(f"this - other adaptive p50: {over_a - over_o:+.2f} ms")
     print(f"RATIO idle overhead p50 (adaptive) = {over_a:.2f} ms")
     return 0
 

@@ -18,10 +18,11 @@ Every failure raises :class:`PipelineError` carrying the HTTP status (``0``
 when no HTTP answer arrived: connection refused, reset or client timeout), the
 server's message and ``Retry-After`` (seconds) when the server sent one.
 
-Thread-safety: requests does not guarantee that a ``Session`` is thread-safe.
-Sharing one client between a few threads works in practice (its connection pool
-is sized by ``pool_size``), but for load tests create one client per thread,
-as ``batchline bench`` does.
+Thread-safety: one client may be shared between threads (its connection pool
+holds ``pool_size`` kept-alive connections; more threads open extra ones); load
+tests still create one client per thread, as ``batchline bench`` does. The
+transport is urllib3 (client/transport.py), not ``requests``, whose Python
+cost per call was larger than the server's own work on a small request.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Union
+from urllib.parse import urlsplit
 
-import requests
-from requests.adapters import HTTPAdapter
+import orjson
+
+from .transport import Answer, Transport, TransportError
 
 ImageLike = Union[bytes, bytearray, str, "os.PathLike[str]", Any]  # Any: numpy array / PIL image
 PROTOCOLS = ("paddle", "native")
@@ -83,11 +86,19 @@ def image_bytes(image: ImageLike) -> bytes:
     )
 
 
+def json_body(payload: Any) -> bytes:
+    """A request body: orjson where it can write ``payload``, else json (e.g. integers over 64 bits)."""
+    try:
+        return orjson.dumps(payload)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _retry_after(resp: requests.Response) -> float | None:
+def _retry_after(resp: Answer) -> float | None:
     value = resp.headers.get("Retry-After")
     if value is None:
         return None
@@ -97,7 +108,7 @@ def _retry_after(resp: requests.Response) -> float | None:
         return None
 
 
-def _error_message(resp: requests.Response) -> str:
+def _error_message(resp: Answer) -> str:
     try:
         body = resp.json()
     except ValueError:
@@ -124,7 +135,7 @@ def _parse_value(value: Any) -> Any:
     return value
 
 
-def _check(resp: requests.Response) -> Any:
+def _check(resp: Answer) -> Any:
     """The JSON body of a 200 answer; PipelineError for any other status or a non-JSON body."""
     if resp.status_code != 200:
         raise PipelineError(resp.status_code, _error_message(resp), retry_after=_retry_after(resp), body=resp.text)
@@ -134,7 +145,7 @@ def _check(resp: requests.Response) -> Any:
         raise PipelineError(resp.status_code, f"response is not JSON: {resp.text[:200]!r}", body=resp.text) from e
 
 
-def prediction_answer(resp: requests.Response, protocol: str) -> dict:
+def prediction_answer(resp: Answer, protocol: str) -> dict:
     """The answer dict of a prediction request, or PipelineError.
 
     A non-200 status raises with the server's message and ``Retry-After``. So
@@ -159,22 +170,22 @@ class PipelineClient:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self._logids = itertools.count()
-        self.session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
-        if token:
-            self.session.headers["Authorization"] = f"Bearer {token}"
+        base = urlsplit(self.url)
+        self._prefix = base.path  # a server mounted under a path
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._transport = Transport(f"{base.scheme}://{base.netloc}", pool_size=pool_size, headers=headers)
 
     # ------------------------------------------------------------------ plumbing
-    def _request(self, method: str, path: str, **kwargs) -> requests.Response:
-        kwargs.setdefault("timeout", self.timeout)
+    def _request(self, method: str, path: str, *, payload: Any = None, headers: dict[str, str] | None = None) -> Answer:
+        body = None
+        if payload is not None:
+            body = json_body(payload)
+            headers = {**(headers or {}), "Content-Type": "application/json"}
+        path = self._prefix + path
         try:
-            return self.session.request(method, self.url + path, **kwargs)
-        except requests.Timeout as e:
-            raise PipelineError(0, f"timed out after {kwargs['timeout']}s: {e}") from e
-        except requests.RequestException as e:
-            raise PipelineError(0, f"cannot reach {self.url}: {e}") from e
+            return self._transport.request(method, path, body=body, headers=headers, timeout=self.timeout)
+        except TransportError as e:
+            raise PipelineError(0, str(e)) from e
 
     # ------------------------------------------------------------------ prediction
     def predict_raw(
@@ -196,7 +207,7 @@ class PipelineClient:
         """
         path = prediction_path(name, protocol, version)
         headers = {} if route_key is None else {route_header: str(route_key)}
-        return prediction_answer(self._request("POST", path, json=payload, headers=headers), protocol)
+        return prediction_answer(self._request("POST", path, payload=payload, headers=headers), protocol)
 
     def predict(
         self,
@@ -278,7 +289,7 @@ class PipelineClient:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        self.session.close()
+        self._transport.close()
 
     def __enter__(self) -> PipelineClient:
         return self

@@ -236,14 +236,16 @@ def resize_norm_crop(img: np.ndarray, image_shape: Sequence[int], max_width: int
     if img_c == 1:
         if resized.ndim == 3:
             raise BadRequest("expected a single-channel crop for a 1-channel model")
-        resized = resized[np.newaxis, :] / 255
-    else:
-        if resized.ndim != 3 or resized.shape[2] != img_c:
-            raise BadRequest(f"expected a {img_c}-channel crop, got shape {tuple(img.shape)}")
-        resized = resized.transpose((2, 0, 1)) / 255
+    elif resized.ndim != 3 or resized.shape[2] != img_c:
+        raise BadRequest(f"expected a {img_c}-channel crop, got shape {tuple(img.shape)}")
+    # PaddleOCR's arithmetic (/ 255, - 0.5, / 0.5 in float32), done in place on the
+    # HWC array; the one copy is the transpose to CHW
+    resized /= 255
     resized -= 0.5
     resized /= 0.5
-    return np.ascontiguousarray(resized, dtype=np.float32)
+    if img_c == 1:
+        return resized[np.newaxis, :]
+    return np.ascontiguousarray(resized.transpose((2, 0, 1)))
 
 
 def pad_batch(arrays: Sequence[np.ndarray], shape: Sequence[int], mode: str = "zero") -> np.ndarray:

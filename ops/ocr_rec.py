@@ -10,7 +10,8 @@ Hooks:
               bucket >= their width (tight buckets keep what the model reads
               close to PaddleOCR, whose padding is to the widest crop of each
               batch of 6 sorted by aspect ratio, min 320)
-  postprocess PaddleOCR's ``CTCLabelDecode`` -> (text, score)
+  postprocess PaddleOCR's ``CTCLabelDecode`` (its dictionary, ops/ctc.py's
+              single-pass decode with its numbers) -> (text, score)
   merge       [{"text", "score", "box"}] in reading order with score >=
               ``drop_score``; as a source op {"text", "score"}
   agree       (shadow traffic) the same texts in the same order; scores and
@@ -28,6 +29,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ops.ctc import ctc_greedy_decode
 from ops.image import (
     box_to_list,
     check_crop,
@@ -229,8 +231,9 @@ class OcrRecOp(Op):
     def postprocess(self, item: RecItem, output: Any) -> tuple[str, float]:
         self._require_loaded()
         pred = output[0] if isinstance(output, (list, tuple)) else output
-        text, score = self._decode(np.asarray(pred)[None])[0]
-        score = float(score)
+        text, score = ctc_greedy_decode(pred, self._decode.character)
+        if self._decode.reverse:  # right-to-left dictionaries (arabic), as PaddleOCR reverses them
+            text = self._decode.pred_reverse(text)
         if score != score:  # NaN
             score = 0.0
         return str(text), score

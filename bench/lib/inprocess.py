@@ -22,8 +22,8 @@ def load_op(config_path: str, op_name: str) -> Any:
 
 
 def make_op(config_path: str, op_name: str, instances: int = 1) -> tuple[Any, list[Any]]:
-    """(op, runners) built from ``config_path`` the way the server builds them."""
+    """(op, runners) built from ``config_path`` the way the server builds them (``instances=0``: no runners)."""
     from serving.engine.launch import runners_for
 
     op = load_op(config_path, op_name)
-    return op, runners_for(op, instances)
+    return op, runners_for(op, instances) if instances else []

@@ -142,3 +142,14 @@ def fixed_crop(crops: Sequence[bytes]) -> bytes:
     """The crop of median width: the 'one fixed shape' input."""
     widths = sorted((decode_png(c).shape[1], i) for i, c in enumerate(crops))
     return crops[widths[len(widths) // 2][1]]
+
+
+def idle_crop(op: Any, crops: Sequence[bytes], which: str = "short") -> bytes:
+    """The lone-request crop: ``"short"``, the crop of the narrowest width bucket
+    nearest that bucket's median (least predictor time, so the least noise), or
+    ``"median"``, the median-width crop (:func:`fixed_crop`)."""
+    if which == "median":
+        return fixed_crop(crops)
+    widths = [(op.preprocess(decode_png(c)).width, i) for i, c in enumerate(crops)]
+    short = sorted(w_i for w_i in widths if op.bucket_width(w_i[0]) == op.bucket_width(0))
+    return crops[short[len(short) // 2][1]] if short else fixed_crop(crops)

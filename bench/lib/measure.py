@@ -157,3 +157,45 @@ def rss_kb(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise BenchError(f"no VmRSS for pid {pid}")
+
+
+class RunSpans:
+    """Seconds spent in ``run_batch`` (collate + predictor run + uncollate) since
+    the last :meth:`take`: in this process by wrapping it, in a server from its
+    ``batchline_op_run_seconds`` (the same span)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        return timed
+
+    def take(self) -> float:
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
+def served_run_seconds(client: Any) -> float:
+    """A server's ``batchline_op_run_seconds`` sum so far (``client``: a PipelineClient)."""
+    from client.stats import MetricsSnapshot
+
+    return MetricsSnapshot.from_text(client.metrics_text()).value("batchline_op_run_seconds_sum")
+
+
+def served_span(client: Any) -> Callable[[], float]:
+    """A callable giving the server's run seconds since its previous call (the first: since now)."""
+    last = [served_run_seconds(client)]
+
+    def span() -> float:
+        now = served_run_seconds(client)
+        seconds, last[0] = now - last[0], now
+        return seconds
+
+    return span

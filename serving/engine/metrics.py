@@ -112,3 +112,20 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class OpMetrics:
+    """One op's labelled series, looked up once: a stage records several per
+    batch, and ``labels()`` costs as much as the observation itself."""
+
+    def __init__(self, metrics: Metrics, labels: tuple[str, str, str]):
+        self.batch_size = metrics.batch_size.labels(*labels)
+        self.run_time = metrics.run_time.labels(*labels)
+        self.items = metrics.items.labels(*labels)
+        self.queue_wait = metrics.queue_wait.labels(*labels)
+        self.queue_depth = metrics.queue_depth.labels(*labels)
+        self.call_rows = metrics.call_rows.labels(*labels)
+        self.call_requests = metrics.call_requests.labels(*labels)
+        self.call_pipelines = metrics.call_pipelines.labels(*labels)
+        self.real_units = metrics.real_units.labels(*labels)
+        self.padded_units = metrics.padded_units.labels(*labels)

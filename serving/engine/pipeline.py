@@ -10,6 +10,7 @@ deadlines, warm-up, and draining shutdown.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -59,6 +60,10 @@ class Pipeline:
         self.labels: tuple[str, str] = (self.name, str(self.version))
         self.dag = config.dag_graph
         self.metrics = metrics or Metrics()
+        # this pipeline's series, looked up once (labels() costs as much as the update)
+        self._in_flight_gauge = self.metrics.in_flight.labels(*self.labels)
+        self._request_time = self.metrics.request_time.labels(*self.labels)
+        self._ok_requests = self.metrics.requests.labels(*self.labels, "200")
         self.clock = clock
         self.cpus = cpus or CpuAllocator()
         self.idle_cpu = idle_cpu
@@ -182,7 +187,7 @@ class Pipeline:
                 raise Overloaded("server is starting: predictors are loading and warming", retry_after=5.0)
             self.admission.check(self._in_flight, limit_ms / 1000.0)
             self._in_flight += 1
-        self.metrics.in_flight.labels(*self.labels).inc()
+        self._in_flight_gauge.inc()
         request = RequestState(
             next(self._ids),
             value,
@@ -234,10 +239,10 @@ class Pipeline:
             self._active.pop(request.id, None)
             if self._in_flight == 0:
                 self._idle.notify_all()
-        m = self.metrics
-        m.in_flight.labels(*self.labels).dec()
-        m.requests.labels(*self.labels, str(status)).inc()
-        m.request_time.labels(*self.labels).observe(max(0.0, (request.finished_at or 0) - request.created))
+        self._in_flight_gauge.dec()
+        counter = self._ok_requests if status == 200 else self.metrics.requests.labels(*self.labels, str(status))
+        counter.inc()
+        self._request_time.observe(max(0.0, (request.finished_at or 0) - request.created))
         if self.config.dag.use_profile:
             self._log_profile(request, status)
 
@@ -271,4 +276,8 @@ class Pipeline:
 
     def input_kind(self) -> str | None:
         """How request values are decoded: the source ops' ``input_kind``."""
-        return self.config.input_kind
+        return self._input_kind
+
+    @functools.cached_property
+    def _input_kind(self) -> str | None:
+        return self.config.input_kind  # worked out once: the HTTP layer asks per request

@@ -22,9 +22,9 @@ from typing import Any
 
 from serving.config.schema import OpConfig
 from serving.engine.batcher import Batcher, QueuedItem
-from serving.engine.channel import Channel, Join
+from serving.engine.channel import Channel, ChannelClosed, Join
 from serving.engine.execute import CallStats, run_batch, run_with_retry
-from serving.engine.metrics import Metrics
+from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
 from serving.engine.supervise import SupervisedThreads
 from serving.engine.window_stats import WindowStats
@@ -90,6 +90,7 @@ class OpStage:
         self.clock = clock
         # metric labels: (pipeline, version, op)
         self.labels: tuple[str, str, str] = (*labels, self.name)
+        self._m = OpMetrics(metrics, self.labels)
         self.shared = shared
         self.idle_cpu = idle_cpu  # instance threads (and their process instances) use only idle CPU time
         self._lowered = threading.local()
@@ -137,7 +138,20 @@ class OpStage:
             runner.close()
 
     def accept(self, source: str, request: RequestState, output: Any) -> None:
-        """Called by an upstream op (or the pipeline, with source "input")."""
+        """Called by an upstream op (or the pipeline, with source "input").
+
+        A request's own input to an idle source op (nothing in its channel or
+        batcher) is taken in on the submitting thread (the HTTP handler, which
+        would only wait): one thread hand-off less for a lone request, and it can
+        neither block nor overtake queued requests. Under load, and for shadow
+        copies (whose work must never delay the primary's thread), the channel
+        and its intake workers take it, as for downstream ops."""
+        idle = self.channel.qsize() == 0 and self.batcher.depth == 0
+        if source == "input" and idle and not request.background and len(self.join.input_ops) == 1:
+            if self.channel.closed:  # draining: refused as a put on the closed channel would be
+                raise ChannelClosed(self.name)
+            self._take_in(request, {source: output})
+            return
         self.join.deliver(source, request, output)
 
     # ---- intake: expand + preprocess, per request -------------------------------------------
@@ -145,14 +159,16 @@ class OpStage:
         entry = self.channel.get()
         if entry is None:
             return False
-        request, inputs = entry
+        self._take_in(*entry)
+        return True
+
+    def _take_in(self, request: RequestState, inputs: dict[str, Any]) -> None:
         if request.done:
-            return True
+            return
         try:
             self._intake(request, inputs)
         except Exception as exc:  # noqa: BLE001 - a bad input fails its own request only
             self._fail(request, exc)
-        return True
 
     def _intake(self, request: RequestState, inputs: dict[str, Any]) -> None:
         if request.remaining() <= 0:
@@ -181,7 +197,7 @@ class OpStage:
                 return
             if self.clock() >= deadline:
                 raise DeadlineExceeded(f"deadline passed while waiting for room in op {self.name!r}")
-        self.metrics.queue_depth.labels(*self.labels).set(self.batcher.depth)
+        self._m.queue_depth.set(self.batcher.depth)
 
     # ---- instances: one batch at a time per runner -----------------------------------------
     def _instance_once(self, runner: Runner) -> bool:
@@ -191,7 +207,7 @@ class OpStage:
         if batch is None:
             return False
         try:
-            self.metrics.queue_depth.labels(*self.labels).set(self.batcher.depth)
+            self._m.queue_depth.set(self.batcher.depth)
             started = self.clock()
             requests = [q.payload.work.request for q in batch]
             outcomes, calls = run_with_retry(
@@ -206,8 +222,14 @@ class OpStage:
             run_s = self.clock() - started
             self.batcher.record_run(len(batch), run_s)
             self._record_batch(batch, started, run_s, calls)
+            # nothing queued: this instance would idle, so it finishes the batch itself rather
+            # than wake a post worker (one thread hand-off less for a lone request)
+            inline = self.batcher.depth == 0
             for queued, outcome in zip(batch, outcomes):
-                self._post.submit(self._postprocess, queued.payload, outcome)
+                if inline:
+                    self._postprocess(queued.payload, outcome)
+                else:
+                    self._post.submit(self._postprocess, queued.payload, outcome)
         except BaseException as exc:  # the thread dies and is replaced; its batch must not vanish
             for queued in batch:
                 self._fail(queued.payload.work.request, exc)
@@ -231,26 +253,26 @@ class OpStage:
         return outputs
 
     def _record_calls(self, calls: CallStats) -> None:
-        m, labels = self.metrics, self.labels
+        m = self._m
         for rows, requests in zip(calls.rows, calls.requests):
-            m.call_rows.labels(*labels).observe(rows)
-            m.call_requests.labels(*labels).observe(requests)
+            m.call_rows.observe(rows)
+            m.call_requests.observe(requests)
         for groups in calls.groups:
-            m.call_pipelines.labels(*labels).observe(groups)
+            m.call_pipelines.observe(groups)
         if calls.padded_units:
-            m.real_units.labels(*labels).inc(calls.real_units)
-            m.padded_units.labels(*labels).inc(calls.padded_units)
+            m.real_units.inc(calls.real_units)
+            m.padded_units.inc(calls.padded_units)
 
     def _record_batch(self, batch: list[QueuedItem], started: float, run_s: float, calls: CallStats) -> None:
-        m, labels = self.metrics, self.labels
-        m.batch_size.labels(*labels).observe(len(batch))
-        m.run_time.labels(*labels).observe(run_s)
-        m.items.labels(*labels).inc(len(batch))
+        m = self._m
+        m.batch_size.observe(len(batch))
+        m.run_time.observe(run_s)
+        m.items.inc(len(batch))
         self._record_calls(calls)
         batch_id = next(self._batch_ids)
         for queued in batch:
             wait = max(0.0, started - queued.enqueued)
-            m.queue_wait.labels(*labels).observe(wait)
+            m.queue_wait.observe(wait)
             queued.payload.work.request.add_timing(OpTiming(self.name, wait, len(batch), run_s, batch_id))
         self.window.record_batch(len(batch), [started + run_s - q.enqueued for q in batch])
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from serving.config.schema import ServingConfig
@@ -30,6 +30,7 @@ from serving.errors import (
 from serving.http.auth import bearer_matches
 from serving.http.decode import InputLimits, decode_input, decoded_pixels
 from serving.http.encode import plain, to_json
+from serving.http.jsonio import FlaskJSON
 from serving.http.parse import ParsedRequest, parse_native, parse_paddle
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,7 @@ def create_app(
     (default: the repository's own registry; the Ray backend adds its replicas')."""
     repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
     app = Flask("batchline")
-    if isinstance(app.json, DefaultJSONProvider):  # answers keep UTF-8 text readable
-        app.json.ensure_ascii = False
+    app.json = FlaskJSON(app)  # orjson; answers keep UTF-8 text readable
     handlers = HandlerCount()
     app.extensions["batchline.handlers"] = handlers
     app.extensions["batchline.repository"] = repo
@@ -144,10 +144,15 @@ def create_app(
         if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
             raise Unauthorized("missing or wrong bearer token")
 
+    # per pipeline object, computed on its first request (a reload makes new pipeline objects)
+    pipeline_limits: weakref.WeakKeyDictionary[Pipeline, HttpLimits] = weakref.WeakKeyDictionary()
+
     def target_of(name: str, version: int | None) -> tuple[Pipeline, HttpLimits]:
         """The pipeline whose input kind and limits apply (a routed request: the default version)."""
         pipeline = repo.pipeline(name, version)
-        pipe_limits = limits or limits_from_config(pipeline.config)
+        pipe_limits = limits or pipeline_limits.get(pipeline)
+        if pipe_limits is None:
+            pipe_limits = pipeline_limits.setdefault(pipeline, limits_from_config(pipeline.config))
         length = request.content_length
         if length is not None and length > pipe_limits.max_body_size:
             raise PayloadTooLarge(f"request body over max_body_size ({pipe_limits.max_body_size} bytes)")

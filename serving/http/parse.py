@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serving.errors import BadRequest, PayloadTooLarge
+from serving.http import jsonio
 from serving.http.decode import KEYS_BY_KIND, key_kind
 
 # ASCII digits only, as many as a JSON body may carry (Python's int parsing limit):
@@ -29,7 +30,7 @@ def _json_body(data: bytes) -> Any:
     if not data:
         raise BadRequest("empty request body; expected JSON")
     try:
-        return json.loads(data.decode("utf-8"))
+        return jsonio.loads(data)
     except UnicodeDecodeError:
         raise BadRequest("request body is not valid UTF-8") from None
     except json.JSONDecodeError as exc:

@@ -11,18 +11,15 @@ here, at the response-handling level, instead of through an imitation server.
 import json
 
 import pytest
-import requests
+from urllib3 import HTTPHeaderDict
 
 from client.pipeline_client import PipelineError, prediction_answer
+from client.transport import Answer
 
 
-def response(status: int, body, headers: dict[str, str] | None = None) -> requests.Response:
-    r = requests.Response()
-    r.status_code = status
-    r._content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    r.encoding = "utf-8"
-    r.headers.update(headers or {})
-    return r
+def response(status: int, body, headers: dict[str, str] | None = None) -> Answer:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return Answer(status, HTTPHeaderDict(headers or {}), content)
 
 
 def paddle_answer(err_no: int, err_msg: str = "") -> dict:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ops.image import (
     box_to_list,
     crop_boxes,
+    import_ppocr,
     pad_batch,
     resize_norm_crop,
     round_up_to_bucket,
@@ -420,3 +421,21 @@ def test_det_merge_hands_on_the_image_normalised_once():
     assert bgr.shape == (20, 30, 3)
     out = op.merge({"input": bgra}, [DetBoxes([[[0, 0], [5, 0], [5, 5], [0, 5]]], bgr)])
     assert out["image"] is bgr and out["boxes"] == [[[0, 0], [5, 0], [5, 5], [0, 5]]]
+
+
+def test_rec_normalisation_is_bitwise_paddleocrs():
+    """resize_norm_crop + zero padding = PaddleOCR 2.10's TextRecognizer.resize_norm_img, to the bit."""
+    import_ppocr()
+    from tools.infer.predict_rec import TextRecognizer
+
+    recognizer = TextRecognizer.__new__(TextRecognizer)  # its resize uses no model state
+    recognizer.rec_image_shape, recognizer.rec_algorithm, recognizer.use_onnx = [3, 48, 320], "SVTR_LCNet", False
+    rng = np.random.default_rng(3)
+    for h, w in [(23, 417), (48, 100), (31, 2000), (7, 5), (60, 700)]:
+        crop = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        max_ratio = max(320 / 48, w / h)
+        ref = recognizer.resize_norm_img(crop, max_ratio)
+        mine = resize_norm_crop(crop, (3, 48, 320), max_width=ref.shape[2])
+        padded = np.zeros_like(ref)
+        padded[:, :, : mine.shape[2]] = mine
+        assert mine.flags.c_contiguous and np.array_equal(padded, ref)

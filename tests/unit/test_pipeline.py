@@ -200,9 +200,10 @@ def test_shutdown_drains_accepted_requests():
 
 
 def test_dead_worker_thread_is_replaced(pipelines, caplog):
-    p = make({"split": op("SplitOp", concurrency=1)})
+    # a downstream op: an idle source op takes a request in on the submitting thread, not from its channel
+    p = make({"split": op("SplitOp"), "add": op("AddOp", ["split"], concurrency=1)})
     pipelines(p)
-    stage = p.stages["split"]
+    stage = p.stages["add"]
     original = stage.channel.get
     calls = {"n": 0}
 
@@ -216,8 +217,8 @@ def test_dead_worker_thread_is_replaced(pipelines, caplog):
     # the intake thread may already wait inside the original get(): then request 1
     # passes through it and the failure hits its next get(); either way both succeed
     with caplog.at_level(logging.ERROR):
-        assert p.submit({"id": 1, "n": 2}).result(timeout=10) == {"id": 1, "values": [200, 202]}
-        assert p.submit({"id": 2, "n": 1}).result(timeout=10) == {"id": 2, "values": [400]}
+        assert p.submit({"id": 1, "n": 2}).result(timeout=10) == {"id": 1, "values": expected_chain(1, 2, 4)}
+        assert p.submit({"id": 2, "n": 1}).result(timeout=10) == {"id": 2, "values": expected_chain(2, 1, 4)}
         for _ in range(500):
             if stage._threads.replaced:
                 break
@@ -369,3 +370,32 @@ def test_before_start_it_says_starting_and_after_shutdown_shutting_down():
     p.shutdown(timeout=5)
     with pytest.raises(ShuttingDown):
         p.submit({"id": 2, "n": 1})
+
+
+def test_a_source_op_takes_a_request_in_on_the_submitting_thread(pipelines):
+    """One thread hand-off less for a lone request: the submitter runs an idle source
+    op's expand + preprocess itself; a shadow (background) copy still goes through the channel."""
+    p = make({"split": op("SplitOp"), "add": op("AddOp", ["split"])})
+    pipelines(p)
+    stage = p.stages["split"]
+    threads: dict[int, set[str]] = {}
+    original = stage.op.preprocess
+
+    def preprocess(payload):
+        threads.setdefault(payload[0], set()).add(threading.current_thread().name)
+        return original(payload)
+
+    stage.op.preprocess = preprocess
+    assert p.submit({"id": 1, "n": 2}).result(timeout=10) == {"id": 1, "values": expected_chain(1, 2, 4)}
+    assert p.submit({"id": 2, "n": 1}, background=True).result(timeout=10)["id"] == 2
+    assert threads[1] == {threading.current_thread().name}
+    assert threading.current_thread().name not in threads[2]
+
+
+def test_a_source_op_refuses_a_request_while_draining(pipelines):
+    p = make({"split": op("SplitOp")})
+    pipelines(p)
+    p.stages["split"].channel.close()  # as during shutdown
+    with pytest.raises(ShuttingDown) as info:
+        p.submit({"id": 1, "n": 2}).result(timeout=10)
+    assert info.value.status == 503

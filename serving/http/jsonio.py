@@ -1,0 +1,105 @@
+"""JSON in and out of the HTTP layer: orjson on the hot path, the standard
+library for what orjson refuses, so the server accepts, refuses and answers
+exactly what it did with ``json`` alone (docs/BENCHMARKS.md, "Per-request
+path", has the cost of each).
+
+* :func:`loads` parses a request body. Whatever orjson refuses (NaN and
+  Infinity literals, lone surrogates, every malformed body) goes to
+  ``json.loads`` of the UTF-8 text, which accepts the same extensions as
+  before and raises the same errors with the same messages. So do the two
+  things orjson accepts differently: integers beyond 64 bits (orjson makes
+  them floats) and deep nesting (``json`` refuses it): a parsed document with
+  a float of integer value beyond 2**63 or nested deeper than
+  ``MAX_PLAIN_DEPTH`` is parsed again by ``json`` (tests/unit/test_http_jsonio.py).
+* :func:`dumps` writes compact UTF-8 JSON; numpy scalars and arrays become
+  Python numbers and lists (the same values ``json`` wrote), non-string keys
+  become strings as ``json`` makes them. What orjson cannot write (integers
+  beyond 64 bits, e.g. a client's huge ``logid`` echoed back) is written by
+  ``json``. One difference is deliberate: a NaN or infinite float is written as
+  ``null`` (valid JSON) where ``json`` wrote the non-JSON ``NaN``.
+* :class:`FlaskJSON` makes Flask's ``jsonify`` use them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import orjson
+from flask import Response
+from flask.json.provider import JSONProvider
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+# deeper documents are parsed again by json, which decides (its limit is Python's recursion limit)
+MAX_PLAIN_DEPTH = 64
+_BIG = float(2**63)
+
+
+def _plain(obj: Any) -> Any:
+    """numpy values as the Python values ``json``'s default hook made of them."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def loads(data: bytes | str) -> Any:
+    """A JSON document; raises what ``json.loads`` of the UTF-8 text raises
+    (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError)."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if _plain_document(doc):
+            return doc
+    return json.loads(data.decode("utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data)
+
+
+def _plain_document(doc: Any) -> bool:
+    """True when ``json`` would have parsed ``doc``'s text to the same value:
+    no float that may have been a huge integer literal, no deep nesting."""
+    todo = [(doc, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, float):
+            if abs(node) >= _BIG and node == int(node):
+                return False
+        elif isinstance(node, (list, dict)):
+            if depth >= MAX_PLAIN_DEPTH:
+                return False
+            todo.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return True
+
+
+def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact UTF-8 JSON of ``obj`` (non-ASCII text kept as is)."""
+    try:
+        return orjson.dumps(obj, default=_plain, option=_OPTIONS | (orjson.OPT_SORT_KEYS if sort_keys else 0))
+    except orjson.JSONEncodeError as exc:
+        if isinstance(exc.__cause__, TypeError):  # not JSON at all: json would refuse it too
+            raise exc.__cause__ from None
+    text = json.dumps(obj, ensure_ascii=False, default=_plain, sort_keys=sort_keys, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
+def dumps_text(obj: Any) -> str:
+    """:func:`dumps` as a str (a Paddle Serving answer's ``value`` entries are JSON strings)."""
+    return dumps(obj).decode("utf-8")
+
+
+class FlaskJSON(JSONProvider):
+    """Flask's JSON through :func:`loads` / :func:`dumps`; keys sorted and a
+    final newline, as Flask's default provider wrote answers."""
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        return dumps(obj, sort_keys=True).decode("utf-8")
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return loads(s)
+
+    def response(self, *args: Any, **kwargs: Any) -> Response:
+        obj = self._prepare_response_obj(args, kwargs)
+        return Response(dumps(obj, sort_keys=True) + b"\n", mimetype="application/json")
