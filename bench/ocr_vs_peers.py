@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
 from bench.lib.contenders import Contender, loop_contender, rapid_loop_contender, server_contender  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg, engine_label  # noqa: E402
 from bench.lib.inputs import decode_png, document_pngs, document_truth, documents_dir  # noqa: E402
 from bench.lib.measure import image_payloads  # noqa: E402
 from bench.lib.paddleocr_engines import paddleocr_engine_openvino  # noqa: E402
@@ -97,7 +97,7 @@ def config_layout(path: str) -> tuple[str, str]:
     for op_name, op_conf in load_yaml(path)["op"].items():
         svc = op_conf.get("local_service_conf") or {}
         mode, n, t = svc.get("instance_mode", "thread"), int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
-        engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
+        engine = engine_label(svc)
         layout.append(f"{op_name} {engine} {mode} {n}x{t}")
         precision.append(f"{op_name} {svc.get('precision', 'fp32')}")
     return ", ".join(layout), "/".join(precision)

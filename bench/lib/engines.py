@@ -28,3 +28,10 @@ def add_engine_arg(ap: Any, default: str = "config") -> None:
         help=f"CPU engine for every op: Paddle Inference on oneDNN, on its OpenVINO engine or on plain "
         f"kernels, OpenVINO Runtime (ov-runtime), or as the config says (default: {default})",
     )
+
+
+def engine_label(svc: dict[str, Any]) -> str:
+    """The CPU engine a ``local_service_conf`` mapping runs on, as ``--engine`` names it."""
+    if svc.get("engine") == "openvino":
+        return "ov-runtime"
+    return "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.lib.engines import engine_label
 from bench.lib.paths import cache_dir
 from bench.lib.script import BenchError
 
@@ -165,7 +166,7 @@ def op_layout(config: Mapping[str, Any]) -> str:
         svc = op.get("local_service_conf") or {}
         mode = svc.get("instance_mode", "thread")
         n, t = int(svc.get("instance_num", 1)), int(svc.get("thread_num", 1))
-        engine = "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")
+        engine = engine_label(svc)
         share = op.get("share")
         shared = "" if not share else f" (shared{'' if share is True else ' as ' + str(share)})"
         parts.append(f"{op_name} {mode} {n}x{t} {engine} max_batch {svc.get('max_batch_size', 1)}{shared}")
