@@ -10,8 +10,9 @@ requests, all conditions in rotation:
 
 * ``this``: a server of this tree, the bundled client;
 * ``other``: a server of ``--other`` (e.g. /work/main), the bundled client;
-* ``other, requests``: the same server through a ``requests.Session`` (the
-  client before client/transport.py);
+* ``this, requests`` and ``other, requests``: the same servers through a
+  ``requests.Session`` (the client before client/transport.py); every server
+  gets the same traffic (a server sent more requests answered faster);
 * the HTTP floors: ``GET /health/live`` on each server.
 
     python bench/served_overhead_ab.py --other /work/main [--requests 600] [--other-first]
@@ -76,6 +77,7 @@ def main() -> int:
         calls: dict[str, Callable[[], object]] = {
             "this": lambda: ct.predict_raw("img", payload),
             "other": lambda: co.predict_raw("img", payload),
+            "this, requests": lambda: session.post(this.url + "/img/prediction", json=payload).json(),
             "other, requests": lambda: session.post(other.url + "/img/prediction", json=payload).json(),
             "HTTP floor, this": ct.health_live,
             "HTTP floor, other": co.health_live,
@@ -98,6 +100,8 @@ def main() -> int:
     for k, v in p50.items():
         print(f"{k:20s} p50 {v:7.3f} ms")
     print(f"this - other (server): {p50['this'] - p50['other']:+.3f} ms")
+    print(f"this - other (server), through requests: {p50['this, requests'] - p50['other, requests']:+.3f} ms")
+    print(f"bundled client - requests (this server): {p50['this'] - p50['this, requests']:+.3f} ms")
     print(f"bundled client - requests (other server): {p50['other'] - p50['other, requests']:+.3f} ms")
     write_result("served_overhead_ab", {"args": vars(args), "p50_ms": p50})
     print(f"RATIO served p50 this / other with requests = {p50['this'] / p50['other, requests']:.2f}")

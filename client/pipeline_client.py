@@ -21,8 +21,9 @@ server's message and ``Retry-After`` (seconds) when the server sent one.
 Thread-safety: one client may be shared between threads (its connection pool
 holds ``pool_size`` kept-alive connections; more threads open extra ones); load
 tests still create one client per thread, as ``batchline bench`` does. The
-transport is urllib3 (client/transport.py), not ``requests``, whose Python
-cost per call was larger than the server's own work on a small request.
+transport is kept-alive ``http.client`` connections (client/transport.py), not
+``requests``, whose Python cost per call was larger than the server's own work
+on a small request.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ keeps that defence; with no real server to produce the answer, it is tested
 here, at the response-handling level, instead of through an imitation server.
 """
 
+import http.client
 import json
 
 import pytest
-from urllib3 import HTTPHeaderDict
 
 from client.pipeline_client import PipelineError, prediction_answer
 from client.transport import Answer
@@ -19,7 +19,10 @@ from client.transport import Answer
 
 def response(status: int, body, headers: dict[str, str] | None = None) -> Answer:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return Answer(status, HTTPHeaderDict(headers or {}), content)
+    message = http.client.HTTPMessage()
+    for name, value in (headers or {}).items():
+        message[name] = value
+    return Answer(status, message, content)
 
 
 def paddle_answer(err_no: int, err_msg: str = "") -> dict:

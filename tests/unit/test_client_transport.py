@@ -1,6 +1,7 @@
-"""The client's urllib3 transport (client/transport.py): proxies from the
-environment, answers read in full, and no answer -> TransportError, a
-timeout told apart. Against real sockets on 127.0.0.1, no server code."""
+"""The client's transport (client/transport.py): proxies from the environment,
+answers read in full, kept-alive connections reused and a closed one noticed,
+and no answer -> TransportError, a timeout told apart. Against real sockets on
+127.0.0.1, no server code."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def test_an_answer_is_read_in_full_with_its_headers(monkeypatch):
         answer = t.request("POST", "/p", body=b"{}", headers={"Content-Type": "application/json"}, timeout=5)
         t.close()
     assert (answer.status_code, answer.headers["retry-after"], answer.json()) == (503, "2", {"ok": "中"})
+    assert answer.headers.get("Retry-After") == "2"
     assert answer.text == '{"ok": "中"}' and answer.reason == "Service Unavailable"
     request = received[0]
     assert request.startswith(b"POST /p HTTP/1.1") and b"Authorization: Bearer x" in request
@@ -82,4 +84,30 @@ def test_closing_drops_connections_but_the_transport_still_works(monkeypatch):
         t = Transport(f"http://127.0.0.1:{srv.getsockname()[1]}", pool_size=1)
         t.close()
         assert t.request("GET", "/", timeout=5).content == b"ok"
+        t.close()
+
+
+def test_a_kept_alive_connection_is_reused_and_one_the_server_closed_is_replaced(monkeypatch):
+    monkeypatch.delenv("http_proxy", raising=False)
+    srv = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+
+    def serve() -> None:
+        for keep in (True, False):  # the first connection answers twice; the server then closes it
+            conn, _ = srv.accept()
+            accepted.append(1)
+            for _ in range(2 if keep else 1):
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    with srv:
+        t = Transport(f"http://127.0.0.1:{srv.getsockname()[1]}", pool_size=1)
+        assert t.request("GET", "/a", timeout=5).content == b"ok"
+        assert t.request("GET", "/b", timeout=5).content == b"ok"  # the same connection
+        assert len(accepted) == 1
+        threading.Event().wait(0.2)  # the server has closed it meanwhile
+        assert t.request("GET", "/c", timeout=5).content == b"ok"  # noticed: a new connection
+        assert len(accepted) == 2
         t.close()
