@@ -9,26 +9,17 @@
   bench/engine_agreement.py counts it: the share of its lines whose text the
   answer has identically at the same place in the page's reading order.
 
-Minimal on purpose; the ``acc`` branch writes a fuller accuracy metric
-(bench/lib/accuracy.py): the two should become one.
+The edit distance is tests/support/ocr_accuracy.py's. That module's char
+accuracy matches lines by box position over the precision page set; this one
+joins each page in reading order, because the peers' answers are scored on
+the bench pages, where ground truth is a list of lines without boxes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions cost 1)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
+from tests.support.ocr_accuracy import edit_distance
 
 
 def page_text(lines: Sequence[str]) -> str:
