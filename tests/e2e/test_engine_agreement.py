@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from tests.support.ocr_reference import MIN_MATCH, compare_with_reference
+from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 
 pytestmark = [
     pytest.mark.e2e,
@@ -44,52 +44,36 @@ def _bf16_native() -> bool:
     return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
-def _chain(overrides: dict) -> list:
-    from serving.config import parse_config
-    from serving.config.load import read_config
-    from serving.engine.launch import make_op, runners_for
-
-    path = os.path.join(ROOT, "configs", "ocr.yml")
-    _, data = read_config(path)
-    for name in ("det", "rec"):
-        data["op"][name]["local_service_conf"].update(overrides, instance_mode="thread", instance_num=1)
-    config = parse_config(data, path, path=path)
-    chain = []
-    for name in ("det", "rec"):
-        op = make_op(config.op[name])
-        op.load()
-        chain.append((op, runners_for(op, 1)[0]))
-    return chain
-
-
-@pytest.mark.parametrize("pair", sorted(PAIRS))
-def test_engine_precision_pair_agrees_with_paddleocr(pair, docs, reference):
-    from serving.engine.direct import run_chain_direct
-
-    chain = _chain(PAIRS[pair])
-    total = matched = 0
-    bad: list = []
-    for doc, ref in zip(docs, reference):
-        rate, mismatches = compare_with_reference(ref, run_chain_direct(chain, doc.image))
-        total += len(ref)
-        matched += round(rate * len(ref))
-        bad += mismatches
-    low_precision = PAIRS[pair]["precision"] == "bf16" and _bf16_native()
-    bound = BF16_MATCH if low_precision else MIN_MATCH
-    assert matched / total >= bound, (pair, matched, total, bad[:5])
-
-
-def _loaded(config_name: str, op_name: str, overrides: dict):
+def _loaded(config_name: str, overrides: dict[str, dict]) -> dict:
+    """``{op: (op, runner)}`` for the ops of ``configs/<config_name>`` named in
+    ``overrides``, each with its ``local_service_conf`` updated by them."""
     from serving.config import parse_config
     from serving.config.load import read_config
     from serving.engine.launch import make_op, runners_for
 
     path = os.path.join(ROOT, "configs", config_name)
     _, data = read_config(path)
-    data["op"][op_name]["local_service_conf"].update(overrides)
-    op = make_op(parse_config(data, path, path=path).op[op_name])
-    op.load()
-    return op, runners_for(op, 1)[0]
+    for name, keys in overrides.items():
+        data["op"][name]["local_service_conf"].update(keys)
+    config = parse_config(data, path, path=path)
+    loaded = {}
+    for name in overrides:
+        op = make_op(config.op[name])
+        op.load()
+        loaded[name] = (op, runners_for(op, 1)[0])
+    return loaded
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_engine_precision_pair_agrees_with_paddleocr(pair, docs, reference):
+    from serving.engine.direct import run_chain_direct
+
+    one_instance = {**PAIRS[pair], "instance_mode": "thread", "instance_num": 1}
+    chain = list(_loaded("ocr.yml", {"det": one_instance, "rec": one_instance}).values())
+    rate, bad = match_rate_over_pages(reference, [run_chain_direct(chain, doc.image) for doc in docs])
+    low_precision = PAIRS[pair]["precision"] == "bf16" and _bf16_native()
+    bound = BF16_MATCH if low_precision else MIN_MATCH
+    assert rate >= bound, (pair, rate, bad[:5])
 
 
 def test_ernie_gives_the_same_labels_on_both_engines():
@@ -100,7 +84,7 @@ def test_ernie_gives_the_same_labels_on_both_engines():
     texts = [text for text, _ in generate(20, seed=77)]
     answers = {}
     for engine in ("paddle", "openvino"):
-        op, runner = _loaded("ernie.yml", "ernie", {"engine": engine, "use_mkldnn": False})
+        ((op, runner),) = _loaded("ernie.yml", {"ernie": {"engine": engine, "use_mkldnn": False}}).values()
         answers[engine] = [run_op_direct(op, runner, {"input": text}) for text in texts]
     for text, a, b in zip(texts, answers["paddle"], answers["openvino"]):
         assert a["label"] == b["label"], text
@@ -115,7 +99,7 @@ def test_openvino_process_instances_answer_as_in_process_ones():
     crops = ocr_data.rec_crops()
     answers = {}
     for mode in ("thread", "process"):
-        op, runner = _loaded("rec.yml", "rec", {**PAIRS["openvino-fp32"], "instance_mode": mode})
+        ((op, runner),) = _loaded("rec.yml", {"rec": {**PAIRS["openvino-fp32"], "instance_mode": mode}}).values()
         try:
             answers[mode] = [run_op_direct(op, runner, {"input": c.image}) for c in crops]
         finally:
