@@ -54,19 +54,7 @@ Step = Callable[[], object]
 def interleaved(steps: dict[str, Step], reps: int, warm: int = 5) -> dict[str, list[float]]:
     """Each step ``reps`` times, one call of each per round, in a fresh random order each round
     (a rotation would keep each step behind the same one, e.g. behind a model run)."""
-    for fn in steps.values():
-        for _ in range(warm):
-            fn()
-    names = list(steps)
-    out: dict[str, list[float]] = {n: [] for n in names}
-    rng = random.Random(7)
-    for _ in range(reps):
-        rng.shuffle(names)
-        for name in names:
-            t0 = time.perf_counter()
-            steps[name]()
-            out[name].append(time.perf_counter() - t0)
-    return out
+    return interleaved_net(steps, {}, reps, warm)[0]
 
 
 def wsgi_caller(app: object, path: str, body: bytes) -> Step:
@@ -295,11 +283,11 @@ def main() -> int:
 
 
 def interleaved_net(
-    steps: dict[str, Step], spans: dict[str, Callable[[], float]], reps: int
+    steps: dict[str, Step], spans: dict[str, Callable[[], float]], reps: int, warm: int = 5
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """:func:`interleaved` that also reads each step's run span after it (outside its timing)."""
     for name, fn in steps.items():
-        for _ in range(5):
+        for _ in range(warm):
             fn()
         if name in spans:
             spans[name]()
