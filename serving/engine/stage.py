@@ -146,8 +146,8 @@ class OpStage:
         neither block nor overtake queued requests. Under load, and for shadow
         copies (whose work must never delay the primary's thread), the channel
         and its intake workers take it, as for downstream ops."""
-        idle = self.channel.qsize() == 0 and self.batcher.depth == 0
-        if source == "input" and idle and not request.background and len(self.join.input_ops) == 1:
+        own_input = source == "input" and not request.background and len(self.join.input_ops) == 1
+        if own_input and self.channel.qsize() == 0 and self.batcher.depth == 0:  # idle: checked only here
             if self.channel.closed:  # draining: refused as a put on the closed channel would be
                 raise ChannelClosed(self.name)
             self._take_in(request, {source: output})
