@@ -48,17 +48,19 @@ def _version(package: str) -> str:
 
 
 def quantized_model(program: str, tag: str, feeds: Callable[[], Sequence[np.ndarray]]) -> str:
-    """Path of the int8 OpenVINO IR of ``program`` (a .pdmodel), quantized with
-    ``feeds()`` (each one model input) unless the cache holds it for ``tag``."""
+    """The model directory of the int8 OpenVINO IR of ``program`` (a .pdmodel):
+    ``inference.xml``, which ``engine: openvino`` reads, quantized with ``feeds()``
+    (each one model input) unless the cache holds it for ``tag``."""
     import nncf
     import openvino as ov
     from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, OverflowFix
 
     model_name = os.path.basename(os.path.dirname(program))
     key = f"{model_name}-{tag}-{RECIPE}-nncf{_version('nncf')}-ov{_version('openvino')}"
-    path = os.path.join(cache_dir("precision_profiles", "int8", key), "model.xml")
+    model_dir = cache_dir("precision_profiles", "int8", key)
+    path = os.path.join(model_dir, "inference.xml")
     if os.path.exists(path):
-        return path
+        return model_dir
     data = list(feeds())
     started = time.perf_counter()
     model = ov.Core().read_model(program)
@@ -70,7 +72,7 @@ def quantized_model(program: str, tag: str, feeds: Callable[[], Sequence[np.ndar
     )
     ov.save_model(quantized, path, compress_to_fp16=False)
     log.info("quantized %s on %d feeds in %.0f s -> %s", model_name, len(data), time.perf_counter() - started, path)
-    return path
+    return model_dir
 
 
 def op_feeds(op: Any, inputs: Sequence[Mapping[str, Any]], limit: int) -> list[np.ndarray]:

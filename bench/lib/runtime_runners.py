@@ -1,4 +1,5 @@
-"""The bench's OpenVINO Runtime runners for a profile's ``runtime`` ops.
+"""The bench's OpenVINO Runtime runners for a profile's ``runtime`` ops: the
+server's own engine (``engine: openvino``) on one instance.
 
 fp32 and bf16 compile the op's own ``.pdmodel``; int8 first quantizes it with
 NNCF on calibration inputs: rendered pages of another seed than the
@@ -13,7 +14,6 @@ from typing import Any
 
 from bench.lib.int8 import op_feeds, quantized_model
 from bench.lib.ocr_chain import RuntimeRunnerFactory, StageResult, run_profile, stage_inputs
-from bench.lib.ov_runtime import OpenVinoRunner
 from bench.lib.precision_profiles import Profile
 
 
@@ -31,18 +31,27 @@ class RuntimeRunners:
         return {"int8": self.tag}
 
     def for_profile(self, profile: Profile) -> RuntimeRunnerFactory:
-        def make(op_name: str, op: Any, precision: str) -> OpenVinoRunner:
+        def make(op_name: str, op: Any, precision: str) -> Any:
+            from serving.config.schema import LocalServiceConf
             from serving.paths import model_files
+            from serving.runners.engines import load_in_process
 
-            program, _ = model_files(op.conf.local_service_conf.model_config)
-            if precision != "int8":
-                return OpenVinoRunner(program, threads=self.threads, precision=precision)
-            path = quantized_model(
-                program,
-                f"{profile.config}-{op_name}-{self.tag}-{self.crops}",
-                lambda: self._feeds(profile, op_name, op),
+            model_dir = op.conf.local_service_conf.model_config
+            if precision == "int8":
+                program, _ = model_files(model_dir)
+                model_dir = quantized_model(
+                    program,
+                    f"{profile.config}-{op_name}-{self.tag}-{self.crops}",
+                    lambda: self._feeds(profile, op_name, op),
+                )
+            # an int8 IR keeps its unquantized layers in fp32 (the f32 hint), so a bf16 CPU mixes in no bf16
+            conf = LocalServiceConf(
+                model_config=model_dir,
+                engine="openvino",
+                thread_num=self.threads,
+                precision="bf16" if precision == "bf16" else "fp32",
             )
-            return OpenVinoRunner(path, threads=self.threads, precision="int8")
+            return load_in_process(conf, 1)[0]
 
         return make
 
