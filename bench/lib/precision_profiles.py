@@ -1,17 +1,18 @@
 """Precision profiles: a config file plus per-op overrides, nothing else.
 
 A profile names a repo config (or a path), ``local_service_conf`` and
-``params`` overrides per op, and optionally ops the bench runs on its own
-OpenVINO Runtime runner (``runtime``: fp32, int8 or bf16), which is how int8
-is measured before any server engine can run it. ``needs`` lists what the
+``params`` overrides per op, and optionally ops the bench runs on one
+OpenVINO Runtime instance of its own making (``runtime``: fp32, int8 or bf16;
+``engine: openvino`` on the op's model, or on the int8 IR the bench quantizes
+from it with NNCF), which is how int8 is measured. ``needs`` lists what the
 machine must have: CPU capabilities as OpenVINO reports them (``BF16``,
 ``INT8``) and ``nncf`` for int8 models; a profile whose needs are not met is
 reported as unavailable, never measured on a substitute.
 
 On the command line (``--profile``) a profile is written
 ``name=config[,op.key=value ...]``: ``op.key`` sets ``local_service_conf.key``,
-``op.params.key`` sets ``params.key``, ``op.runtime=int8`` puts the op on the
-bench's runner, ``needs=BF16`` adds a need; values are YAML. For example
+``op.params.key`` sets ``params.key``, ``op.runtime=int8`` runs the op on that
+int8 instance, ``needs=BF16`` adds a need; values are YAML. For example
 ``ov=ocr,det.engine=openvino,rec.engine=openvino``.
 """
 
@@ -60,7 +61,7 @@ def _int8(ops: tuple[str, ...]) -> Profile:
         config="ocr",
         runtime={op: "int8" for op in ops},
         needs=("INT8", "nncf"),
-        note="NNCF post-training int8 on OpenVINO Runtime (bench runner); other ops as shipped",
+        note="NNCF post-training int8 on OpenVINO Runtime; other ops as shipped",
     )
 
 
@@ -81,7 +82,7 @@ PROFILES: tuple[Profile, ...] = (
         "ov-fp32",
         "ocr",
         runtime={"det": "fp32", "rec": "fp32"},
-        note="OpenVINO Runtime fp32 (bench runner), the int8 profiles' own baseline",
+        note="OpenVINO Runtime fp32, the int8 profiles' own baseline",
     ),
     _int8(("det",)),
     _int8(("rec",)),
@@ -92,7 +93,7 @@ PROFILES: tuple[Profile, ...] = (
         params={"rec": {"pad_policy": "bucket"}},
         runtime={"det": "int8"},
         needs=("INT8", "nncf"),
-        note="int8 det (bench runner) with rec pad_policy: bucket",
+        note="int8 det with rec pad_policy: bucket",
     ),
     Profile("exact-cls", "ocr_cls", note="configs/ocr_cls.yml as shipped: det -> cls -> rec, fp32"),
     _bf16(("det", "cls", "rec"), config="ocr_cls"),
