@@ -86,8 +86,8 @@ def server(cluster, config_path):
 
 
 def test_rec_replicas_run_on_both_raylets(cluster, server):
-    replicas = cluster.replicas(APP, "ocr-rec")
-    assert len(replicas) == 2, replicas
+    replicas = cluster.wait_replicas(APP, "ocr-rec", 2)
+    assert len(replicas) == 2, (replicas, cluster.titles())
     assert len({cluster.node_of(pid) for pid in replicas}) == 2
     assert len(cluster.raylets()) == 2
 
@@ -168,7 +168,7 @@ def test_killed_rec_replica_is_replaced_and_no_request_hangs(cluster, server, do
                 slowest = max(slowest, time.monotonic() - began)
                 i += 1
 
-    victim = cluster.replicas(APP, "ocr-rec")[0]
+    victim = cluster.wait_replicas(APP, "ocr-rec", 2)[0]
     with ThreadPoolExecutor(4) as pool:
         clients = [pool.submit(client, i) for i in range(4)]
         time.sleep(5)

@@ -25,6 +25,10 @@ from tests.support.server_process import ROOT, free_port
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 
 
+def _is_title(cmdline: str, title: str) -> bool:
+    return cmdline == title or cmdline.startswith(title + ".")
+
+
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -111,9 +115,26 @@ class LocalRayCluster:
         return set(roots) | descendants(roots)
 
     def replicas(self, app: str, deployment: str) -> list[int]:
-        """PIDs of a Serve deployment's replica actors (Ray titles them ``ray::ServeReplica:<app>:<name>``)."""
+        """PIDs of a Serve deployment's replica actors.
+
+        Ray titles them ``ray::ServeReplica:<app>:<name>``, and
+        ``ray::ServeReplica:<app>:<name>.<method>()`` while a call runs (a
+        health check, a metrics poll), so both forms count."""
         title = f"ray::ServeReplica:{app}:{deployment}"
-        return sorted(pid for pid in self.processes() if _cmdline(pid) == title)
+        return sorted(pid for pid in self.processes() if _is_title(_cmdline(pid), title))
+
+    def titles(self) -> list[str]:
+        """The titles of the cluster's Ray workers, for an assertion message."""
+        return sorted(t for t in (_cmdline(pid) for pid in self.processes()) if t.startswith("ray::"))
+
+    def wait_replicas(self, app: str, deployment: str, count: int, timeout: float = 60.0) -> list[int]:
+        """The deployment's replica PIDs once there are ``count`` of them (or whatever is there at the timeout)."""
+        end = time.monotonic() + timeout
+        found = self.replicas(app, deployment)
+        while len(found) != count and time.monotonic() < end:
+            time.sleep(0.5)
+            found = self.replicas(app, deployment)
+        return found
 
     def node_of(self, pid: int) -> int:
         """The raylet a worker process runs under."""
