@@ -30,7 +30,7 @@ from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
 from bench.lib.inprocess import make_op  # noqa: E402
 from bench.lib.inputs import bench_crops, decode_png, fixed_crop  # noqa: E402
-from bench.lib.measure import closed_loop, image_payloads, time_loop  # noqa: E402
+from bench.lib.measure import answered, closed_loop, image_payloads, time_loop  # noqa: E402
 from bench.lib.results import verdict, write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
@@ -145,7 +145,7 @@ def main() -> int:
                     )
 
     def qps(results: list) -> float:
-        return sum(r["ok"] for r in results) / sum(r["duration_s"] for r in results)
+        return sum(answered(r) for r in results) / sum(r["duration_s"] for r in results)
 
     summary = {}
     for set_name in chosen:

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.lib.configs import derive_config, load_repo_config, pipeline_name  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.measure import closed_loop, scrape_metrics  # noqa: E402
+from bench.lib.measure import answered, closed_loop, scrape_metrics  # noqa: E402
 from bench.lib.paths import ROOT  # noqa: E402
 from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import BenchError, run_main  # noqa: E402
@@ -116,7 +116,7 @@ def main() -> int:
             pads[k] = padding(before[k], after[k], args.op)
 
     def qps(k: str) -> float:
-        return sum(r["ok"] for r in runs[k]) / sum(r["duration_s"] for r in runs[k])
+        return sum(answered(r) for r in runs[k]) / sum(r["duration_s"] for r in runs[k])
 
     rates = {k: qps(k) for k in runs}
     gain = rates["grouped"] / rates["no_batch"]

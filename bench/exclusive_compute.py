@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.lib.configs import apply_overrides, load_repo_config, pipeline_name, write_config  # noqa: E402
 from bench.lib.engines import ENGINES, THREADS  # noqa: E402
 from bench.lib.inputs import document_pngs  # noqa: E402
-from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
+from bench.lib.measure import answered, closed_loop, image_payloads  # noqa: E402
 from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
@@ -93,7 +93,7 @@ def main() -> int:
                     for o, v in r.get("op_stats", {}).items()
                 )
                 print(f"round {rnd} {k:9s}: {r['qps']:.2f} images/s  {ops}", flush=True)
-    rate = {k: sum(r["ok"] for r in v) / sum(r["duration_s"] for r in v) for k, v in runs.items()}
+    rate = {k: sum(answered(r) for r in v) / sum(r["duration_s"] for r in v) for k, v in runs.items()}
     ratio = rate["exclusive"] / rate["stock"]
     write_result("exclusive_compute", {"args": vars(args), "images_per_s": rate, "ratio": ratio, "runs": runs})
     print(f"RATIO exclusive compute / stock = {ratio:.2f}x ({rate['exclusive']:.2f} vs {rate['stock']:.2f} images/s)")

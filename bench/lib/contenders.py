@@ -51,11 +51,11 @@ def server_contender(
     layout: str = "",
 ) -> Contender:
     """A server speaking batchline's protocol, ``clients`` closed-loop clients."""
-    from bench.lib.measure import closed_loop
+    from bench.lib.measure import answered, closed_loop
 
     def run(duration_s: float, warmup_s: float) -> dict:
         r = closed_loop(url, name, payloads, clients, duration_s, warmup_s, metrics=metrics)
-        return {**r, "images": r["ok"], "seconds": r["duration_s"]}
+        return {**r, "images": answered(r), "seconds": r["duration_s"]}
 
     def answers(n: int) -> Answers:
         from client.pipeline_client import PipelineClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench.lib.script import BenchError
@@ -15,6 +15,14 @@ def image_payloads(images: Sequence[bytes]) -> list[dict]:
     from client.pipeline_client import make_payload
 
     return [make_payload([("image", img)]) for img in images]
+
+
+def answered(result: Mapping[str, Any]) -> int:
+    """The successes a rate counts in a load level's result: for a closed loop
+    run to its end, the answers that arrived inside the window
+    (``window_ok``, see client.loadgen), else every success."""
+    window_ok = result.get("window_ok")
+    return int(result["ok"] if window_ok is None else window_ok)
 
 
 def closed_loop(

@@ -99,9 +99,10 @@ def concurrent_loops(loads: Sequence[Load], duration_s: float, warmup_s: float, 
 def pooled(rounds: Sequence[Mapping[str, Any]]) -> dict:
     """Rounds of one load pooled: images/s = all successes / all measured seconds,
     percentiles over every latency (rounds need ``latencies_s``)."""
+    from bench.lib.measure import answered
     from client.stats import latency_summary
 
-    ok = sum(r["ok"] for r in rounds)
+    ok = sum(answered(r) for r in rounds)
     seconds = sum(r["duration_s"] for r in rounds)
     latencies = [x for r in rounds for x in r.get("latencies_s") or ()]
     return {

@@ -265,6 +265,42 @@ def test_closed_loop_warmup_not_counted_and_duration_bounded():
     assert res.errors == {}
 
 
+class _SerialServer:
+    """``clients`` clients of a server that answers one request at a time,
+    ``service_s`` each, first come first served, on fake clocks (one per client
+    thread; a request starts when that client's previous answer arrived). They
+    all send at 0, so the k-th client's first answer takes (k + 1) x service_s
+    and every later one clients x service_s: the steady state, where the server
+    answers exactly 1 / service_s requests a second."""
+
+    def __init__(self, service_s, clients):
+        self.service_s, self.clients, self.joined = service_s, clients, 0
+        self._lock, self._mine = threading.Lock(), threading.local()
+
+    def clock(self):
+        return getattr(self._mine, "now", 0.0)
+
+    def __call__(self, client, i):
+        if not hasattr(self._mine, "now"):
+            with self._lock:
+                self.joined += 1
+                self._mine.now = self.joined * self.service_s
+            return
+        self._mine.now += self.clients * self.service_s
+
+
+def test_closed_loop_qps_is_the_steady_rate_not_diluted_by_latency():
+    # 8 clients queue on a 20/s server, so requests wait for each other;
+    # dividing the requests started in the window by the time until the last
+    # of them finished would add that wait to the window and report less
+    server = _SerialServer(service_s=0.05, clients=8)
+    res = run_closed_loop(lambda: None, server, concurrency=8, duration_s=2.0, warmup_s=1.0, clock=server.clock)
+    assert res.latency_ms["p50"] == pytest.approx(400)
+    assert res.duration_s == 2.0
+    assert res.qps == pytest.approx(20.0, abs=0.5)
+    assert res.to_dict()["window_ok"] == res.window_ok
+
+
 def test_closed_loop_other_exceptions_count_as_status_0():
     def boom(client, i):
         raise RuntimeError("bug")
