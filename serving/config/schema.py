@@ -106,6 +106,11 @@ class LocalServiceConf:
     # OpenVINO engine, GPU, TensorRT) or OpenVINO Runtime (CPU; GIL-free in-process
     # instances sharing one copy of the weights)
     engine: Literal["paddle", "openvino"] = "paddle"
+    # engine openvino: the convolution kernels OpenVINO's CPU plugin picks ("auto")
+    # or, for a model running f32, oneDNN's direct JIT kernels ("jit"), which run
+    # PP-OCR rec faster than the brgemm ones OpenVINO >= 2024.2 prefers on AVX2
+    # (docs/CONFIG.md)
+    conv_kernels: Literal["auto", "jit"] = "auto"
     device_type: int = Field(default=0, strict=True)
     devices: str = Field(default="", strict=True)
     thread_num: int = Field(default=2, ge=1, strict=True)
@@ -208,6 +213,10 @@ class LocalServiceConf:
     def _openvino_runtime(self) -> LocalServiceConf:
         """``engine: openvino`` takes none of Paddle Inference's engine switches."""
         if self.engine != "openvino":
+            if self.conv_kernels != "auto":
+                raise FieldProblem(
+                    "conv_kernels", "is an OpenVINO Runtime setting: it needs engine: openvino (or drop it)"
+                )
             return self
         if self.device_type != 0:
             raise FieldProblem(

@@ -18,6 +18,8 @@ bfloat16, which it only honours on CPUs with AVX512-BF16 or AMX; elsewhere
 this module warns and runs f32 (OpenVINO would do the same silently). The
 translation from config to compile properties is plain data
 (:func:`compile_properties`), testable without OpenVINO.
+
+Convolution kernels: ``conv_kernels`` (serving.runners.openvino_kernels).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from serving.config.schema import LocalServiceConf
 from serving.paths import openvino_model_file
+from serving.runners.openvino_kernels import effective_conv_kernels, with_conv_kernels
 from serving.runners.paddle_inference import check_feed
 
 log = logging.getLogger(__name__)
@@ -131,16 +134,21 @@ def create_openvino_runners(conf: LocalServiceConf, count: int) -> list[OpenVino
     # names as the model file gives them: compiling may add aliases to a port
     # (an int64 input gains the name of the conversion OpenVINO inserts)
     inputs, outputs = [p.get_any_name() for p in model.inputs], [p.get_any_name() for p in model.outputs]
+    kernels = effective_conv_kernels(conf.conv_kernels, plan.precision)
+    model, marked = with_conv_kernels(core, model, kernels)
     compiled = core.compile_model(model, "CPU", plan.properties)
     runners = [OpenVinoRunner(compiled, plan.precision, inputs, outputs) for _ in range(count)]
     log.info(
-        "loaded %s on OpenVINO Runtime %s in %.3fs (%d streams x %d threads, %s, inputs=%s outputs=%s)",
+        "loaded %s on OpenVINO Runtime %s in %.3fs (%d streams x %d threads, %s, conv_kernels %s on %d layers, "
+        "inputs=%s outputs=%s)",
         path,
         ov.__version__,
         time.perf_counter() - start,
         count,
         conf.thread_num,
         plan.precision,
+        kernels,
+        marked,
         runners[0].input_names,
         runners[0].output_names,
     )
