@@ -11,9 +11,10 @@ THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 # CPU engine overrides for every op of a bench config ("config": as the file says)
 ENGINES: dict[str, dict[str, Any]] = {
     "config": {},
-    "onednn": {"engine": "paddle", "use_openvino": False, "use_mkldnn": True},
-    "openvino": {"engine": "paddle", "use_openvino": True, "use_mkldnn": False},
-    "plain": {"engine": "paddle", "use_openvino": False, "use_mkldnn": False},
+    # (conv_kernels is an OpenVINO Runtime key: the Paddle engines drop the configs' choice)
+    "onednn": {"engine": "paddle", "use_openvino": False, "use_mkldnn": True, "conv_kernels": "auto"},
+    "openvino": {"engine": "paddle", "use_openvino": True, "use_mkldnn": False, "conv_kernels": "auto"},
+    "plain": {"engine": "paddle", "use_openvino": False, "use_mkldnn": False, "conv_kernels": "auto"},
     # OpenVINO Runtime itself (engine: openvino), not Paddle's embedded engine
     "ov-runtime": {"engine": "openvino", "use_openvino": False, "use_mkldnn": False},
 }

@@ -70,7 +70,7 @@ PROFILES: tuple[Profile, ...] = (
     Profile(
         "paddle-openvino",
         "ocr",
-        ops={op: {"engine": "paddle", "use_openvino": True} for op in ("det", "rec")},
+        ops={op: {"engine": "paddle", "use_openvino": True, "conv_kernels": "auto"} for op in ("det", "rec")},
         note="configs/ocr.yml on Paddle Inference's OpenVINO engine (the engine before issue 14)",
     ),
     Profile("fast", "ocr_fast", note="configs/ocr_fast.yml as shipped: bf16 where the CPU has it, rec bucket"),

@@ -32,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BF16_MATCH = 0.90
 
 PAIRS = {
-    "paddle-openvino-fp32": {"engine": "paddle", "use_openvino": True, "precision": "fp32"},
+    "paddle-openvino-fp32": {"engine": "paddle", "use_openvino": True, "precision": "fp32", "conv_kernels": "auto"},
     "openvino-fp32": {"engine": "openvino", "use_openvino": False, "precision": "fp32"},
     "openvino-bf16": {"engine": "openvino", "use_openvino": False, "precision": "bf16"},
 }
