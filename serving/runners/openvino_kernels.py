@@ -26,7 +26,7 @@ from typing import Any
 CONV_LAYER_TYPES = ("Convolution", "GroupConvolution")
 
 #: ``conv_kernels`` -> the CPU plugin's implementation priority for those layers
-#: (the widest ISA the CPU has wins; a node with none of them keeps the plugin's choice)
+#: (in order: the first the CPU and the layer support is taken)
 CONV_PRIORITIES = {
     "jit": ",".join(f"cpu:jit_{isa}{shape}" for isa in ("avx512", "avx2") for shape in ("_dw", "_1x1", "")),
 }
