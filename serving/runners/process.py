@@ -35,13 +35,25 @@ from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
-from serving.runners.shared_memory import Segment, array_views, write_arrays
+from serving.runners.shared_memory import (
+    Segment,
+    array_views,
+    segment_prefix,
+    sweep_stale,
+    unlink_prefixed,
+    write_arrays,
+)
 
 log = logging.getLogger(__name__)
 
 
 def _child_main(
-    conn: Any, conf: LocalServiceConf, device_id: int | None, cpus: list[int] | None = None, idle_cpu: bool = False
+    conn: Any,
+    conf: LocalServiceConf,
+    device_id: int | None,
+    cpus: list[int] | None = None,
+    idle_cpu: bool = False,
+    out_prefix: str | None = None,
 ) -> None:
     """Child process: load the predictor, then serve run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
@@ -58,7 +70,7 @@ def _child_main(
     conn.send_bytes(
         json.dumps({"status": "ready", "inputs": predictor.input_names, "outputs": predictor.output_names}).encode()
     )
-    feed_segment, out_segment = Segment(), Segment()
+    feed_segment, out_segment = Segment(), Segment(out_prefix)
     try:
         while True:
             try:
@@ -102,8 +114,12 @@ class ProcessPredictor:
         self.idle_cpu = idle_cpu  # the child runs in the idle CPU class
         self._start_timeout = start_timeout
         self._ctx = multiprocessing.get_context("spawn")
-        self._feed = Segment()
-        self._out = Segment()
+        sweep_stale()
+        self._prefix = segment_prefix()
+        self._feed = Segment(self._prefix + "f")
+        self._out = Segment()  # the child's output segment, attached
+        self._children = 0
+        self._out_prefix = ""  # names of the current child's output segments
         self._lock = threading.Lock()
         self._proc: Any = None
         self._conn: Any = None
@@ -120,9 +136,11 @@ class ProcessPredictor:
 
     def _spawn(self) -> None:
         parent, child = self._ctx.Pipe()
+        self._children += 1
+        self._out_prefix = f"{self._prefix}o{self._children}_"
         self._proc = self._ctx.Process(
             target=_child_main,
-            args=(child, self._conf, self._device_id, self.cpus, self.idle_cpu),
+            args=(child, self._conf, self._device_id, self.cpus, self.idle_cpu, self._out_prefix),
             name="batchline-predictor",
             daemon=True,
         )
@@ -159,6 +177,8 @@ class ProcessPredictor:
         )
 
     def _kill(self) -> None:
+        """Stop the child for good and remove its output segments: a child that
+        died, or was killed here, never unlinked them."""
         if self._proc is not None and self._proc.is_alive():
             self._proc.kill()
         if self._proc is not None:
@@ -166,6 +186,14 @@ class ProcessPredictor:
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
+        self._out.release(unlink=False)
+        if self._out_prefix and unlink_prefixed(self._out_prefix):
+            log.info("removed the output segments of a predictor process that did not clean up")
+
+    @property
+    def shm_prefix(self) -> str:
+        """The name prefix of every shared-memory segment this predictor and its children make."""
+        return self._prefix
 
     @property
     def pid(self) -> int | None:
@@ -184,7 +212,6 @@ class ProcessPredictor:
             except (EOFError, OSError) as exc:
                 code = self._proc.exitcode if self._proc is not None else None
                 self._kill()
-                self._out.release(unlink=True)  # the dead child cannot unlink its segment
                 raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
             if reply["status"] != "ok":
                 raise RuntimeError(f"predictor process: {reply['message']}")
@@ -201,5 +228,4 @@ class ProcessPredictor:
             if self._proc is not None:
                 self._proc.join(10)
             self._kill()
-            self._out.release(unlink=False)
             self._feed.release(unlink=True)

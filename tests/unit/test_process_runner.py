@@ -124,3 +124,63 @@ def test_create_runners_passes_idle_cpu_to_process_instances(tiny_model):
     finally:
         for r in runners:
             r.close()
+
+
+def _segments(prefix: str) -> list[str]:
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="Linux lists POSIX shared memory in /dev/shm")
+def test_no_segment_outlives_the_predictor_even_after_a_killed_child(tiny_model):
+    model_dir, _, _ = tiny_model
+    runner = ProcessPredictor(make_conf(model_dir))
+    prefix = runner.shm_prefix
+    try:
+        runner.run({"x": np.ones((3, 4), np.float32)})
+        assert _segments(prefix) == [prefix + "f0", prefix + "o1_0"]  # the feed, the first child's output
+        os.kill(runner.pid, signal.SIGKILL)
+        try:
+            runner.run({"x": np.ones((3, 4), np.float32)})  # may meet the dying child: fails, or restarts it
+        except RuntimeError:
+            pass
+        runner.run({"x": np.ones((3, 4), np.float32)})
+        assert _segments(prefix) == [prefix + "f0", prefix + "o2_0"]  # the dead child's output is gone
+    finally:
+        runner.close()
+    assert _segments(prefix) == []
+
+
+SCRIPT = """
+import os, signal, sys
+import numpy as np
+from serving.runners.process import ProcessPredictor
+from tests.support.tiny_model import make_conf
+
+if __name__ == "__main__":
+    runner = ProcessPredictor(make_conf(sys.argv[1]))
+    x = np.ones((3, 4), np.float32)
+    runner.run({"x": x})
+    os.kill(runner.pid, signal.SIGKILL)
+    runner._proc.join(5)
+    runner.run({"x": x})
+    runner.close()
+    print("done")
+"""
+
+
+def test_a_killed_child_leaves_nothing_for_the_resource_tracker(tiny_model, tmp_path):
+    """Python's resource tracker warns at exit about every segment nobody unlinked."""
+    import subprocess
+    import sys
+
+    from tests.support.server_process import ROOT
+
+    model_dir, _, _ = tiny_model
+    script = tmp_path / "kill_child.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run(
+        [sys.executable, str(script), str(model_dir)], capture_output=True, text=True, timeout=240, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0 and "done" in done.stdout, done.stderr
+    assert "resource_tracker" not in done.stderr and "leaked" not in done.stderr, done.stderr
