@@ -6,7 +6,7 @@ every ``*.yml`` and ``*.yaml`` in it), validates each file as
 reports every problem of every file in one :class:`ConfigError`:
 
 * one pipeline per ``(name, version)``;
-* server keys (``host``, ``http_port``, ``worker_num``, ``auth_token``) set in
+* server keys (``host``, ``http_port``, ``worker_num``, ``auth_token``, ``http``) set in
   several files must agree: one server listens on one port;
 * one ``routing`` section per pipeline name, naming versions that exist, with
   a shadow that takes no routed traffic;
@@ -30,7 +30,7 @@ from typing import Any
 
 from serving.config.errors import FILE_KEY, ConfigError
 from serving.config.load import load_config
-from serving.config.schema import RoutingConf, ServingConfig, ShadowConf
+from serving.config.schema import HttpConf, RoutingConf, ServingConfig, ShadowConf
 from serving.paths import model_files, resolve_pkg_path
 
 CONFIG_SUFFIXES = (".yml", ".yaml")
@@ -42,6 +42,7 @@ SERVER_KEYS = MappingProxyType(
         "http_port": "one server listens on one port",
         "worker_num": "one server has one pool of HTTP threads",
         "auth_token": "one server checks one token",
+        "http": "one server has one HTTP front",
     }
 )
 # what of the pipeline's dag a shared stage depends on: its queue and priorities
@@ -100,6 +101,7 @@ class RepositoryConfig:
     http_port: int
     worker_num: int
     auth_token: str | None
+    http: HttpConf
     max_queue_size: int  # sum of every pipeline's dag.max_queue_size (sizes the HTTP thread pool)
 
     def pipeline(self, name: str, version: int) -> ServingConfig:
@@ -444,6 +446,7 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
         http_port=_server_value(entries, "http_port"),
         worker_num=_server_value(entries, "worker_num"),
         auth_token=_server_value(entries, "auth_token"),
+        http=_server_value(entries, "http"),
         max_queue_size=sum(e.config.dag.max_queue_size for e in entries),
     )
 

@@ -430,6 +430,20 @@ class TracerConf(BaseModel):
         return value
 
 
+class HttpConf(BaseModel):
+    """The HTTP front's limits on clients (``http:``; one per server)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    # a connection with nothing in flight and nothing received for this long is closed
+    channel_timeout_s: float = Field(default=120.0, gt=0)
+    # a request whose headers and body have not all arrived this long after its
+    # first byte is dropped with its connection (slow-loris clients that trickle
+    # bytes never look idle)
+    request_timeout_s: float = Field(default=60.0, gt=0)
+    # connections open at once (null: the HTTP threads + 128); more wait in the backlog
+    connection_limit: int | None = Field(default=None, ge=1)
+
+
 class DagConfig(BaseModel):
     """Engine-wide settings (``dag:``)."""
 
@@ -519,6 +533,7 @@ class ServingConfig(BaseModel):
     # absent: version 1 (effective_version); several files may define versions of one name
     version: int | None = Field(default=None, ge=1)
     routing: RoutingConf | None = None
+    http: HttpConf = Field(default_factory=HttpConf)
     dag: DagConfig = Field(default_factory=DagConfig)
     op: dict[str, OpConfig]
     # the HTTP ingress and application on Ray Serve (the Ray backend only)
@@ -527,7 +542,7 @@ class ServingConfig(BaseModel):
     _source_path: str = PrivateAttr(default="<config>")
     _dag_graph: Dag | None = PrivateAttr(default=None)
 
-    @field_validator("dag", "ray", mode="before")
+    @field_validator("dag", "ray", "http", mode="before")
     @classmethod
     def _dag(cls, value: Any) -> Any:
         return {} if value is None else value

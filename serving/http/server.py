@@ -27,6 +27,7 @@ from serving.engine.repository import PipelineRepository
 from serving.errors import ServingError
 from serving.http.app import create_app
 from serving.http.auth import auth_token
+from serving.http.client_limits import limit_slow_requests, waitress_options
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class Server:
             host=self.host,
             port=self.port,
             threads=threads,
-            connection_limit=threads + 128,
+            **waitress_options(self.config.http, threads),
             backlog=2048,
             channel_request_lookahead=1,
             # waitress refuses (plain 413, unread) bodies far over the limit; those
@@ -93,6 +94,7 @@ class Server:
             ident="batchline",
             clear_untrusted_proxy_headers=True,
         )
+        limit_slow_requests(self._waitress, self.config.http.request_timeout_s)
         self.port = self._waitress.effective_port
 
     @property
