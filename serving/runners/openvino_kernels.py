@@ -17,10 +17,13 @@ layer in the XML, and the IR is read back with its weights from memory.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import xml.etree.ElementTree as ET
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 #: the layer types whose kernels ``conv_kernels`` chooses
 CONV_LAYER_TYPES = ("Convolution", "GroupConvolution")
@@ -71,10 +74,21 @@ def with_conv_kernels(core: Any, model: Any, conv_kernels: str) -> tuple[Any, in
     import numpy as np
     import openvino as ov
 
-    with tempfile.TemporaryDirectory(prefix="batchline-ir-") as tmp:
-        xml_path = os.path.join(tmp, "model.xml")
-        ov.save_model(model, xml_path, compress_to_fp16=False)
-        with open(xml_path, encoding="utf-8") as f:
-            ir_xml, marked = mark_layers(f.read(), CONV_LAYER_TYPES, CONV_PRIORITIES[conv_kernels])
-        weights = np.fromfile(os.path.join(tmp, "model.bin"), dtype=np.uint8)
+    try:
+        with tempfile.TemporaryDirectory(prefix="batchline-ir-") as tmp:
+            xml_path = os.path.join(tmp, "model.xml")
+            ov.save_model(model, xml_path, compress_to_fp16=False)
+            with open(xml_path, encoding="utf-8") as f:
+                ir_xml, marked = mark_layers(f.read(), CONV_LAYER_TYPES, CONV_PRIORITIES[conv_kernels])
+            weights = np.fromfile(os.path.join(tmp, "model.bin"), dtype=np.uint8)
+    except (OSError, RuntimeError, ET.ParseError) as exc:
+        # a kernel choice is a speed-up, never a reason not to serve: no writable
+        # temporary directory (or an IR OpenVINO cannot write) leaves the plugin's choice
+        log.warning(
+            "conv_kernels %s not applied (%s: %s); the CPU plugin picks the kernels",
+            conv_kernels,
+            type(exc).__name__,
+            exc,
+        )
+        return model, 0
     return core.read_model(ir_xml.encode("utf-8"), ov.Tensor(weights)), marked

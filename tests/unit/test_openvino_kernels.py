@@ -119,3 +119,14 @@ def test_unknown_conv_kernels_are_refused():
     core, model = _small_cnn()
     with pytest.raises(ValueError, match="unknown conv_kernels 'brgemm'"):
         with_conv_kernels(core, model, "brgemm")
+
+
+def test_without_a_writable_temporary_directory_the_model_is_served_as_it_is(monkeypatch, tmp_path, caplog):
+    core, model = _small_cnn()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    with caplog.at_level("WARNING"):
+        same, marked = with_conv_kernels(core, model, "jit")
+    assert same is model and marked == 0
+    assert "conv_kernels jit not applied (FileNotFoundError" in caplog.text
