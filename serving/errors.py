@@ -126,6 +126,13 @@ class ShuttingDown(Overloaded):
         super().__init__(message, retry_after=retry_after)
 
 
+class InstanceRestarting(Overloaded):
+    """The predictor process a batch ran on died or is being restarted (503 + Retry-After)."""
+
+    def __init__(self, message: str = "predictor process restarting, retry later", *, retry_after: float | None = 1.0):
+        super().__init__(message, retry_after=retry_after)
+
+
 class DeadlineExceeded(ServingError):
     """The request's deadline passed before it finished (504)."""
 

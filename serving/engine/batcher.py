@@ -242,6 +242,19 @@ class Batcher:
                 with self._cond:
                     self._idle -= 1
 
+    def expire_due(self, on_expired: Callable[[list[QueuedItem]], None]) -> int:
+        """Drop the queue heads that are dead or past their deadline, without
+        taking a batch: what keeps deadlines while no instance can run one
+        (all restarting). Returns how many expired."""
+        decision = Decision()
+        with self._cond:
+            self._drop_dead_heads(self.clock(), decision)
+            if decision.expired:
+                self._cond.notify_all()
+        if decision.expired:
+            on_expired(decision.expired)
+        return len(decision.expired)
+
     def record_run(self, batch_size: int, seconds: float) -> None:
         """Feed the cost model with a measured batch run."""
         self.cost.observe(batch_size, seconds)

@@ -56,6 +56,12 @@ class Metrics:
         )
         self.padded_units = Counter("batchline_op_padded_units", "Input units after padding", OP_LABELS, registry=r)
         self.items = Counter("batchline_op_items", "Items run through an op's predictor", OP_LABELS, registry=r)
+        self.instance_restarts = Counter(
+            "batchline_op_instance_restarts",
+            "Predictor processes of an op that died and were restarted",
+            OP_LABELS,
+            registry=r,
+        )
         self.op_errors = Counter(
             "batchline_op_errors", "Failed items by op and status", [*OP_LABELS, "status"], registry=r
         )

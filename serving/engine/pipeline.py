@@ -115,6 +115,11 @@ class Pipeline:
         return self._accepting and all(stage.healthy for stage in self.stages.values())
 
     @property
+    def broken(self) -> bool:
+        """An op of this pipeline lost every instance for good: only a restart of the server helps."""
+        return any(stage.broken for stage in self.stages.values())
+
+    @property
     def state(self) -> str:
         """``starting``, ``serving``, ``draining`` or ``stopped``."""
         if self._stopped:

@@ -72,6 +72,10 @@ class Generation:
     def ready(self) -> bool:
         return bool(self.pipelines) and all(p.ready for p in self.pipelines.values())
 
+    @property
+    def broken(self) -> bool:
+        return any(p.broken for p in self.pipelines.values())
+
 
 @dataclass
 class _Held:
@@ -179,6 +183,11 @@ class PipelineRepository:
     @property
     def ready(self) -> bool:
         return not self._closed and self._gen.ready
+
+    @property
+    def live(self) -> bool:
+        """The server can still recover by itself: no op has lost every instance for good."""
+        return not self._gen.broken
 
     def pipeline(self, name: str, version: int | None = None) -> Pipeline:
         return self._gen.pipeline(name, version)

@@ -31,6 +31,7 @@ from serving.engine.window_stats import WindowStats
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import use_idle_cpu
+from serving.runners.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class OpStage:
         self._threads = SupervisedThreads(f"op-{self.name}")
         self._post = ThreadPoolExecutor(max_workers=svc.concurrency, thread_name_prefix=f"{self.name}-post")
         self._runners: list[Runner] = []
+        self._supervisor: Supervisor | None = None
         self._batch_ids = itertools.count(1)
         self.run_sizes: list[int] = svc.predictor_batch_sizes
 
@@ -126,6 +128,16 @@ class OpStage:
             self._threads.start(f"intake-{i}", self._intake_once)
         for i, runner in enumerate(runners):
             self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner))
+        self._supervisor = Supervisor(self.name, runners, on_death=self._instance_died, warm=self._warm_one)
+        self._supervisor.start()
+
+    def _instance_died(self, cause: str) -> None:
+        self.metrics.instance_restarts.labels(*self.labels).inc()
+
+    def _warm_one(self, runner: Runner) -> None:
+        """A restarted instance runs every warm-up shape once before it takes work."""
+        for item in self.op.warmup_items():
+            self.run_batch(runner, [item], record=False)
 
     def stop(self, timeout: float | None = None) -> None:
         """Close intake and batcher; workers finish what is queued, then exit."""
@@ -134,6 +146,8 @@ class OpStage:
         self.batcher.close()
         self._threads.join_role("instance", timeout)
         self._post.shutdown(wait=True)
+        if self._supervisor is not None:
+            self._supervisor.stop()
         for runner in self._runners:
             runner.close()
 
@@ -203,6 +217,15 @@ class OpStage:
     def _instance_once(self, runner: Runner) -> bool:
         if self.idle_cpu and not getattr(self._lowered, "done", False):
             self._use_idle_cpu()
+        ready = getattr(runner, "ready", None)
+        if ready is not None and not ready.is_set():
+            # a supervised predictor process is restarting: its batches go to the other
+            # instances, and while none is up the queue's deadlines are kept from here
+            if getattr(runner, "failed", False) or (self.batcher.closed and self.batcher.depth == 0):
+                return False
+            self.batcher.expire_due(self._expire)
+            ready.wait(0.1)
+            return True
         batch = self.batcher.next_batch(on_expired=self._expire)
         if batch is None:
             return False
@@ -317,14 +340,24 @@ class OpStage:
     # ---- introspection -----------------------------------------------------------------------
     @property
     def healthy(self) -> bool:
-        """True: an in-process stage takes work while the server runs (its supervised threads restart)."""
-        return True
+        """Some instance takes work (a supervised predictor process may be restarting)."""
+        return not self._runners or any(_is_up(r) for r in self._runners)
+
+    @property
+    def broken(self) -> bool:
+        """No instance will take work again: every one's predictor process could not be restarted."""
+        return bool(self._runners) and all(getattr(r, "failed", False) for r in self._runners)
 
     def snapshot(self) -> dict[str, Any]:
         """For the tracer: counters since the last snapshot plus queue depth."""
         stats = self.window.take()
         stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
         return stats
+
+
+def _is_up(runner: Runner) -> bool:
+    ready = getattr(runner, "ready", None)
+    return ready is None or ready.is_set()
 
 
 def _deliver_to_owner(stage: OpStage) -> Deliver:

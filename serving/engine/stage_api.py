@@ -23,3 +23,7 @@ class Stage(Protocol):
     @property
     def healthy(self) -> bool:
         """Whether the stage can take work now (``/health/ready`` is 503 while one cannot)."""
+
+    @property
+    def broken(self) -> bool:
+        """Whether the stage will never take work again (``/health/live`` is 503 while one is)."""

@@ -291,8 +291,10 @@ def create_app(
 
     @app.get("/health/live")
     @app.get("/v2/health/live")
-    def live() -> Response:
-        return jsonify(status="live")
+    def live() -> Response | tuple[Response, int]:
+        if getattr(repo, "live", True):
+            return jsonify(status="live")
+        return jsonify(status="broken: an op lost every instance and cannot restart it"), 503
 
     @app.get("/health/ready")
     @app.get("/v2/health/ready")

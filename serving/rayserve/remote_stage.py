@@ -82,6 +82,11 @@ class RemoteStage:
     def healthy(self) -> bool:
         return self._healthy()
 
+    @property
+    def broken(self) -> bool:
+        """Never: Ray Serve replaces a replica that dies."""
+        return False
+
     def accept(self, source: str, request: RequestState, output: Any) -> None:
         self._join.deliver(source, request, output)
 

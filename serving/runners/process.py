@@ -10,8 +10,11 @@ overlap on several cores.
 Feeds and outputs travel through shared memory (one segment each way, grown on
 demand); only a small JSON header crosses the pipe. Nothing is pickled after
 start-up, and only this server's own processes are on either end.
-If the child dies, the current run raises (the engine retries the batch item
-by item) and the next run starts a fresh child.
+If the child dies, the current run raises. Unsupervised, the next run starts a
+fresh child; supervised (serving.runners.supervisor, what the engine does), a
+watcher restarts it in the background and runs meanwhile fail at once with
+503 (:class:`~serving.errors.InstanceRestarting`), so the op's batches go to
+its other instances.
 
 A child started with ``idle_cpu`` moves itself into the idle CPU class before
 loading (:func:`serving.runners.cpu_plan.use_idle_cpu`), so a background
@@ -26,12 +29,13 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from serving.config.schema import LocalServiceConf
+from serving.errors import InstanceRestarting
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
@@ -120,6 +124,10 @@ class ProcessPredictor:
         self._out = Segment()  # the child's output segment, attached
         self._children = 0
         self._out_prefix = ""  # names of the current child's output segments
+        self.ready = threading.Event()  # a child is loaded and takes runs
+        self.supervised = False  # a supervisor restarts a dead child; run() never does
+        self.failed = False  # the supervisor gave up: this instance will not come back
+        self.last_exitcode: int | None = None  # of the last child that ended (negative: killed by that signal)
         self._lock = threading.Lock()
         self._proc: Any = None
         self._conn: Any = None
@@ -168,6 +176,7 @@ class ProcessPredictor:
             self._kill()
             raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
+        self.ready.set()
         log.info(
             "predictor process %s ready (inputs=%s%s%s)",
             self._proc.pid,
@@ -179,16 +188,43 @@ class ProcessPredictor:
     def _kill(self) -> None:
         """Stop the child for good and remove its output segments: a child that
         died, or was killed here, never unlinked them."""
+        self.ready.clear()
         if self._proc is not None and self._proc.is_alive():
             self._proc.kill()
         if self._proc is not None:
             self._proc.join(5)
+            self.last_exitcode = self._proc.exitcode
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
         self._out.release(unlink=False)
         if self._out_prefix and unlink_prefixed(self._out_prefix):
             log.info("removed the output segments of a predictor process that did not clean up")
+
+    @property
+    def child(self) -> Any:
+        """The current child process (a ``multiprocessing.Process``), None while there is none."""
+        return self._proc
+
+    def retire(self, child: Any) -> bool:
+        """If ``child`` is still the current child and has died: clean up after it
+        and return True (False: a run already did, or it lives)."""
+        with self._lock:
+            if self._proc is not child or child.is_alive():
+                return False
+            self._kill()
+            return True
+
+    def restart(self, warm: Callable[[ProcessPredictor], None] | None = None) -> None:
+        """Start a fresh child, wait until it is loaded and ``warm`` it, then
+        take runs again (raises if it cannot load or warm)."""
+        with self._lock:
+            self._kill()
+            self._start()
+            self.ready.clear()  # loaded, not yet warm
+        if warm is not None:
+            warm(self)
+        self.ready.set()
 
     @property
     def shm_prefix(self) -> str:
@@ -203,6 +239,8 @@ class ProcessPredictor:
         check_feed(self.input_names, feed)
         with self._lock:
             if self._proc is None or not self._proc.is_alive():
+                if self.supervised:
+                    raise InstanceRestarting()
                 self._kill()
                 self._start()
             meta = write_arrays(self._feed, [(n, feed[n]) for n in self.input_names])
@@ -212,6 +250,8 @@ class ProcessPredictor:
             except (EOFError, OSError) as exc:
                 code = self._proc.exitcode if self._proc is not None else None
                 self._kill()
+                if self.supervised:
+                    raise InstanceRestarting(f"predictor process died during run (exit code {code})") from exc
                 raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
             if reply["status"] != "ok":
                 raise RuntimeError(f"predictor process: {reply['message']}")

@@ -1,0 +1,109 @@
+"""Supervised predictor processes (serving.runners.supervisor) on a tiny real
+Paddle model: a killed child is noticed and restarted without any run, runs
+meanwhile get 503 at once, and an instance that cannot come back is marked
+failed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("paddle")
+
+from serving.errors import InstanceRestarting  # noqa: E402
+from serving.runners.process import ProcessPredictor  # noqa: E402
+from serving.runners.supervisor import Supervisor, exit_cause  # noqa: E402
+from tests.support.tiny_model import make_conf  # noqa: E402
+
+X = np.ones((2, 4), np.float32)
+
+
+def until(predicate, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_exit_causes_name_the_signal_or_the_code():
+    assert exit_cause(-signal.SIGKILL) == "was killed by SIGKILL"
+    assert exit_cause(-signal.SIGSEGV) == "was killed by SIGSEGV"
+    assert exit_cause(3) == "exited with code 3"
+    assert exit_cause(None) == "ended (exit status unknown)"
+
+
+def test_a_killed_child_is_restarted_and_warmed_without_a_run(tiny_model):
+    model_dir, _, _ = tiny_model
+    runner = ProcessPredictor(make_conf(model_dir))
+    deaths, warmed = [], []
+    supervisor = Supervisor("t", [runner], on_death=deaths.append, warm=lambda r: warmed.append(r.run({"x": X})))
+    supervisor.start()
+    try:
+        old = runner.pid
+        os.kill(old, signal.SIGKILL)
+        assert until(lambda: deaths), "the death was not noticed"
+        assert deaths == ["was killed by SIGKILL"]
+        assert until(lambda: runner.ready.is_set() and runner.pid not in (None, old))
+        assert len(warmed) == 1 and not runner.failed
+        assert runner.run({"x": X})[0].shape == (2, 3)
+    finally:
+        supervisor.stop()
+        runner.close()
+
+
+def test_while_restarting_runs_fail_at_once_with_503(tiny_model):
+    model_dir, _, _ = tiny_model
+    runner = ProcessPredictor(make_conf(model_dir))
+    supervisor = Supervisor("t", [runner], delays=(3.0,))  # a slow restart: time to look
+    supervisor.start()
+    try:
+        os.kill(runner.pid, signal.SIGKILL)
+        assert until(lambda: not runner.ready.is_set(), 30)
+        started = time.monotonic()
+        with pytest.raises(InstanceRestarting) as info:
+            runner.run({"x": X})
+        assert time.monotonic() - started < 1.0 and info.value.status == 503
+        assert until(runner.ready.is_set)
+        assert runner.run({"x": X})[0].shape == (2, 3)
+    finally:
+        supervisor.stop()
+        runner.close()
+
+
+def test_an_instance_whose_model_vanished_is_marked_failed(tiny_model, tmp_path):
+    model_dir, _, _ = tiny_model
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    runner = ProcessPredictor(make_conf(copy))
+    deaths = []
+    supervisor = Supervisor("t", [runner], on_death=deaths.append, delays=(0.0, 0.1))
+    supervisor.start()
+    try:
+        shutil.rmtree(copy)
+        os.kill(runner.pid, signal.SIGKILL)
+        assert until(lambda: runner.failed)
+        assert deaths == ["was killed by SIGKILL"] and not runner.ready.is_set()
+        with pytest.raises(InstanceRestarting):
+            runner.run({"x": X})
+    finally:
+        supervisor.stop()
+        runner.close()
+
+
+def test_closing_is_not_a_death(tiny_model):
+    model_dir, _, _ = tiny_model
+    runner = ProcessPredictor(make_conf(model_dir))
+    deaths = []
+    supervisor = Supervisor("t", [runner], on_death=deaths.append, poll_s=0.05)
+    supervisor.start()
+    supervisor.stop()
+    runner.close()
+    time.sleep(0.3)
+    assert deaths == []
