@@ -32,7 +32,7 @@ def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, idle_c
     own = op.create_runners(count)
     if own is not None:
         return own
-    return create_runners(op.conf.local_service_conf, count, cpu_sets, idle_cpu=idle_cpu)
+    return create_runners(op.conf.local_service_conf, count, cpu_sets, idle_cpu=idle_cpu, label=op.name)
 
 
 def build_stage(

@@ -19,9 +19,14 @@ from serving.runners.process import ProcessPredictor
 
 
 def create_process_predictors(
-    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, idle_cpu: bool = False
+    conf: LocalServiceConf,
+    count: int,
+    cpu_sets: Sequence[CpuSet] | None = None,
+    idle_cpu: bool = False,
+    label: str = "",
 ) -> list[ProcessPredictor]:
-    """``count`` predictor processes; on GPU spread round-robin over ``device_ids``."""
+    """``count`` predictor processes; on GPU spread round-robin over ``device_ids``.
+    ``label`` (the op's name) names them for ``ps`` and ``top``."""
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
     if len(sets) != count:
         raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
@@ -33,6 +38,7 @@ def create_process_predictors(
             wait_ready=False,
             cpus=sets[i],
             idle_cpu=idle_cpu,
+            label=label,
         )
         for i in range(count)
     ]
@@ -47,11 +53,15 @@ def create_process_predictors(
 
 
 def create_runners(
-    conf: LocalServiceConf, count: int, cpu_sets: Sequence[CpuSet] | None = None, idle_cpu: bool = False
+    conf: LocalServiceConf,
+    count: int,
+    cpu_sets: Sequence[CpuSet] | None = None,
+    idle_cpu: bool = False,
+    label: str = "",
 ) -> list[Runner]:
     """The ``count`` predictor instances ``conf`` describes. ``idle_cpu`` applies to
     process instances only: thread instances run in the server's own process,
     so their CPU class is the business of the threads that call them."""
     if conf.instance_mode == "process":
-        return list(create_process_predictors(conf, count, cpu_sets, idle_cpu))
+        return list(create_process_predictors(conf, count, cpu_sets, idle_cpu, label))
     return list(load_in_process(conf, count))

@@ -184,3 +184,13 @@ def test_a_killed_child_leaves_nothing_for_the_resource_tracker(tiny_model, tmp_
     )
     assert done.returncode == 0 and "done" in done.stdout, done.stderr
     assert "resource_tracker" not in done.stderr and "leaked" not in done.stderr, done.stderr
+
+
+def test_a_labelled_child_is_named_after_its_op(tiny_model):
+    model_dir, _, _ = tiny_model
+    runner = ProcessPredictor(make_conf(model_dir), label="rec")
+    try:
+        with open(f"/proc/{runner.pid}/comm", encoding="utf-8") as f:
+            assert f.read().strip() == "bl-rec"
+    finally:
+        runner.close()
