@@ -222,32 +222,26 @@ def _result(
     window: tuple[float, float] | None = None,
     **knob: Any,
 ) -> LevelResult:
+    window_ok = None
     if window is not None and max_requests is None and not interrupted:
         lo, hi = window
-        return LevelResult(
-            mode=mode,
-            duration_s=duration_s,
-            ok=len(rec.latencies),
-            errors=rec.errors.as_dict(),
-            dropped=rec.dropped,
-            latencies_s=list(rec.latencies),
-            window_ok=sum(1 for t in rec.ok_finishes if lo <= t < hi),
-            **knob,
-        )
-    if rec.first_start is not None and rec.last_finish is not None:
-        window = rec.last_finish - rec.first_start
+        seconds = duration_s
+        window_ok = sum(1 for t in rec.ok_finishes if lo <= t < hi)
+    elif rec.first_start is not None and rec.last_finish is not None:
+        seconds = rec.last_finish - rec.first_start
         if max_requests is None and not interrupted:
-            window = max(window, duration_s)
+            seconds = max(seconds, duration_s)
     else:
-        window = duration_s
+        seconds = duration_s
     return LevelResult(
         mode=mode,
-        duration_s=window,
+        duration_s=seconds,
         ok=len(rec.latencies),
         errors=rec.errors.as_dict(),
         dropped=rec.dropped,
         latencies_s=list(rec.latencies),
         interrupted=interrupted,
+        window_ok=window_ok,
         **knob,
     )
 

@@ -21,20 +21,11 @@ from contextlib import contextmanager
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
+from serving.runners.pids import pid_alive
 
 
 def default_claims_path() -> str:
     return os.path.join(tempfile.gettempdir(), f"batchline-cpu-claims-{os.getuid()}.json")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class NodeCpuAllocator(CpuAllocator):
@@ -55,7 +46,7 @@ class NodeCpuAllocator(CpuAllocator):
                 raw = json.loads(f.read() or "{}")
             except ValueError:
                 raw = {}  # a torn file from a crash: start over
-            claims = {pid: list(cpus) for pid, cpus in raw.items() if pid.isdigit() and _alive(int(pid))}
+            claims = {pid: list(cpus) for pid, cpus in raw.items() if pid.isdigit() and pid_alive(int(pid))}
             yield claims
             f.seek(0)
             f.truncate()

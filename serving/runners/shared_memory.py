@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from serving.runners.pids import pid_alive
+
 log = logging.getLogger(__name__)
 
 #: where POSIX shared memory lives on Linux (elsewhere the sweeps find nothing)
@@ -56,16 +58,6 @@ def unlink_prefixed(prefix: str, shm_dir: str = SHM_DIR) -> int:
     return sum(_unlink(n) for n in names)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale(shm_dir: str = SHM_DIR) -> list[str]:
     """Unlink the segments of batchline servers that no longer run (named by
     :func:`segment_prefix`, owner pid gone); returns their names."""
@@ -73,7 +65,7 @@ def sweep_stale(shm_dir: str = SHM_DIR) -> list[str]:
         names = os.listdir(shm_dir)
     except OSError:
         return []
-    stale = [n for n in names if (m := _OURS.match(n)) and not _alive(int(m.group(1)))]
+    stale = [n for n in names if (m := _OURS.match(n)) and not pid_alive(int(m.group(1)))]
     removed = [n for n in stale if _unlink(n)]
     if removed:
         log.warning("removed %d shared-memory segments left by servers that are gone: %s", len(removed), removed)
