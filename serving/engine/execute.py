@@ -14,7 +14,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.errors import InternalError, as_serving_error
+from serving.errors import DeadlineExceeded, InternalError, Overloaded, as_serving_error
 from serving.op import Op, Runner, SubBatch
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,11 @@ def run_with_retry(
     cannot take its batch-mates down with it."""
     try:
         return run_batch(op, runner, items, run_sizes, owners, groups)
+    except (DeadlineExceeded, Overloaded) as exc:
+        # the instance's fault, not an item's (its process hung past the deadline, died or
+        # is restarting): retrying the items one by one on it would only fail again
+        log.warning("op %s: batch of %d failed: %s", op.name, len(items), exc)
+        return [exc] * len(items), CallStats()
     except Exception as exc:  # noqa: BLE001 - any fault of the batch: find out which items fail alone
         if retry <= 0:
             log.warning("op %s: batch of %d failed: %s", op.name, len(items), exc)

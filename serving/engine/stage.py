@@ -233,6 +233,8 @@ class OpStage:
             self._m.queue_depth.set(self.batcher.depth)
             started = self.clock()
             requests = [q.payload.work.request for q in batch]
+            if hasattr(runner, "run_deadline"):  # a predictor process: silent past this, it is hung
+                runner.run_deadline = time.monotonic() + max(r.remaining() for r in requests)
             outcomes, calls = run_with_retry(
                 self.op,
                 runner,

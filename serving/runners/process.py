@@ -29,13 +29,14 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from serving.config.schema import LocalServiceConf
-from serving.errors import InstanceRestarting
+from serving.errors import DeadlineExceeded, InstanceRestarting
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
@@ -49,6 +50,9 @@ from serving.runners.shared_memory import (
 )
 
 log = logging.getLogger(__name__)
+
+#: how long past its batch's deadline a silent predictor process is given before it is killed as hung
+HANG_GRACE_S = 1.0
 
 
 def name_process(name: str) -> None:
@@ -146,6 +150,9 @@ class ProcessPredictor:
         self.supervised = False  # a supervisor restarts a dead child; run() never does
         self.failed = False  # the supervisor gave up: this instance will not come back
         self.last_exitcode: int | None = None  # of the last child that ended (negative: killed by that signal)
+        # time.monotonic() by which the running batch must be answered (the engine sets it:
+        # its requests' latest deadline); a child silent past it is hung and is killed
+        self.run_deadline: float | None = None
         self._lock = threading.Lock()
         self._proc: Any = None
         self._conn: Any = None
@@ -264,6 +271,7 @@ class ProcessPredictor:
             meta = write_arrays(self._feed, [(n, feed[n]) for n in self.input_names])
             try:
                 self._conn.send_bytes(json.dumps({"op": "run", "shm": self._feed.name, "inputs": meta}).encode())
+                self._await_reply()
                 reply = json.loads(self._conn.recv_bytes())
             except (EOFError, OSError) as exc:
                 code = self._proc.exitcode if self._proc is not None else None
@@ -275,6 +283,19 @@ class ProcessPredictor:
                 raise RuntimeError(f"predictor process: {reply['message']}")
             shm = self._out.attach(reply["shm"])
             return [v.copy() for v in array_views(shm, reply["outputs"])]
+
+    def _await_reply(self) -> None:
+        """Wait for the child's answer until ``run_deadline`` (+ a grace); a child
+        still silent then is hung: it is killed (a supervisor starts a fresh one)."""
+        if self.run_deadline is None:
+            return
+        wait = max(0.0, self.run_deadline - time.monotonic()) + HANG_GRACE_S
+        if self._conn.poll(wait):
+            return
+        pid = self.pid
+        log.error("predictor process %s gave no answer by its batch's deadline (+%.1fs): killing it", pid, HANG_GRACE_S)
+        self._kill()
+        raise DeadlineExceeded(f"predictor process {pid} hung past the batch's deadline and was killed")
 
     def close(self) -> None:
         with self._lock:

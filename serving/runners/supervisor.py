@@ -76,16 +76,20 @@ class Supervisor:
             thread.join(timeout)
 
     def _watch(self, runner: Any) -> None:
+        watched = None  # the child last seen: whichever thread reaps it, its exit code lands here
         while not self._stop.is_set():
             child = runner.child
             if child is not None:
+                watched = child
                 wait([child.sentinel], timeout=self._poll_s)
                 if child.is_alive() or self._stop.is_set():
                     continue
                 runner.retire(child)  # nothing to do if a failed run already cleaned up
             elif runner.ready.is_set():
                 continue
-            cause = exit_cause(runner.last_exitcode)
+            code = watched.exitcode if watched is not None and watched.exitcode is not None else runner.last_exitcode
+            watched = None
+            cause = exit_cause(code)
             log.error("op %s: predictor process %s; restarting it", self.name, cause)
             if self._on_death is not None:
                 self._on_death(cause)

@@ -142,3 +142,43 @@ def test_killed_predictor_processes_are_restarted_and_readiness_follows(tmp_path
         log = f.read()
     assert log.count("predictor process was killed by SIGKILL; restarting it") == 3, log[-3000:]
     assert log.count("restarted and warm") == 3
+
+
+def test_a_hung_predictor_process_fails_only_its_batch_and_is_replaced(tmp_path):
+    """A predictor process stopped with SIGSTOP never answers: the requests of the
+    batch it holds get 504 at their deadline, the others keep being served by the
+    other process, and the hung one is killed and replaced."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    config = tmp_path / "rec.yml"
+    config.write_text(CONFIG)
+    with open(os.path.join(ROOT, "tests", "data", "ocr", "sample", "00-en-1x32.png"), "rb") as f:
+        image = base64.b64encode(f.read()).decode()
+
+    def native(timeout_ms: int) -> tuple[int, float]:
+        began = time.monotonic()
+        body = {"inputs": [{"image": image}], "timeout_ms": timeout_ms}
+        status = requests.post(server.url + "/rec/predict", json=body, timeout=60).status_code
+        return status, time.monotonic() - began
+
+    server = ServerProcess(str(config))
+    try:
+        assert post(server.url, image) == 200
+        hung = [p for p in children(server.proc.pid) if "resource_tracker" not in cmdline(p)][0]
+        os.kill(hung, signal.SIGSTOP)
+        with ThreadPoolExecutor(4) as pool:
+            outcomes = list(pool.map(lambda _: native(2000), range(24)))
+        statuses = [s for s, _ in outcomes]
+        assert set(statuses) <= {200, 504} and statuses.count(200) >= 12, statuses
+        assert 504 in statuses  # the batch the hung process held
+        assert all(1.5 <= t <= 4.0 for s, t in outcomes if s == 504), outcomes
+        assert until(lambda: restarts(server.url) == 1)
+        assert until(lambda: server.log().count("restarted and warm") == 1)
+        assert hung not in children(server.proc.pid)
+        assert [native(10000)[0] for _ in range(4)] == [200] * 4
+        assert server.terminate() == 0
+    finally:
+        server.stop()
+    with open(server.log_path, encoding="utf-8", errors="replace") as f:
+        log = f.read()
+    assert f"predictor process {hung} gave no answer by its batch's deadline" in log, log[-3000:]

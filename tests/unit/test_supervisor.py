@@ -107,3 +107,29 @@ def test_closing_is_not_a_death(tiny_model):
     runner.close()
     time.sleep(0.3)
     assert deaths == []
+
+
+def test_a_hung_child_is_killed_at_the_batch_deadline_and_replaced(tiny_model):
+    from serving.errors import DeadlineExceeded
+    from serving.runners.process import HANG_GRACE_S
+
+    model_dir, _, _ = tiny_model
+    runner = ProcessPredictor(make_conf(model_dir))
+    deaths = []
+    supervisor = Supervisor("t", [runner], on_death=deaths.append)
+    supervisor.start()
+    try:
+        hung = runner.pid
+        os.kill(hung, signal.SIGSTOP)  # alive, never answers: a hang
+        runner.run_deadline = time.monotonic() + 0.3
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match="hung"):
+            runner.run({"x": X})
+        assert 0.3 + HANG_GRACE_S - 0.1 <= time.monotonic() - started < 0.3 + HANG_GRACE_S + 5
+        assert until(lambda: runner.ready.is_set() and runner.pid not in (None, hung))
+        assert deaths == ["was killed by SIGKILL"]
+        runner.run_deadline = time.monotonic() + 30
+        assert runner.run({"x": X})[0].shape == (2, 3)
+    finally:
+        supervisor.stop()
+        runner.close()
