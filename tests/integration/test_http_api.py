@@ -250,3 +250,28 @@ def test_an_integer_option_is_an_integer_whatever_its_length_or_transport(client
     assert native.status_code == 200, native.get_data(as_text=True)
     paddle = client.post("/echo/prediction", json={"key": ["text"], "value": ["abc"], "timeout_ms": int(big)})
     assert paddle.status_code == 200
+
+
+def test_readiness_and_liveness_follow_the_instances_of_an_op():
+    """An op with no instance up: not ready; every instance gone for good: not live either."""
+    import threading
+    from types import SimpleNamespace
+
+    p = make_pipeline()
+    c = create_app(p).test_client()
+    p.start()
+    (stage,) = p.stages.values()
+    real = stage._runners
+    instance = SimpleNamespace(ready=threading.Event(), failed=False)  # a predictor process restarting
+    stage._runners = [instance]
+    try:
+        assert c.get("/health/ready").status_code == 503 and c.get("/health/live").status_code == 200
+        instance.failed = True  # its restarts all failed
+        live = c.get("/health/live")
+        assert live.status_code == 503 and "lost every instance" in live.get_json()["status"]
+        instance.failed = False
+        instance.ready.set()  # back
+        assert c.get("/health/ready").status_code == 200 and c.get("/health/live").status_code == 200
+    finally:
+        stage._runners = real
+        p.shutdown(timeout=5)
