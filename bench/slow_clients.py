@@ -31,6 +31,7 @@ from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
 from bench.lib.results import verdict, write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
 from bench.lib.server import served  # noqa: E402
+from client.stats import percentile  # noqa: E402
 from tests.support.slow_client import Slow  # noqa: E402
 
 BODY = json.dumps({"key": ["image"], "value": ["x" * 2000]}).encode()
@@ -82,10 +83,6 @@ class Attack:
         self.thread.join(10)
 
 
-def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--slow", type=int, default=200, help="slow-loris connections")
@@ -121,7 +118,7 @@ def main() -> int:
                     f"p99 {res['latency_ms']['p99']:.1f} ms, errors {res['errors'] or 0}",
                     flush=True,
                 )
-    p = {k: (1000 * percentile(v, 50), 1000 * percentile(v, 99)) for k, v in latencies.items()}
+    p = {k: (1000 * percentile(v, 50), 1000 * percentile(v, 99)) for k, v in latencies.items()}  # s -> ms
     ratio = p["loaded"][1] / p["unloaded"][1]
     for k, (p50, p99) in p.items():
         print(f"{k:8s}: p50 {p50:.1f} ms, p99 {p99:.1f} ms over {len(latencies[k])} requests, errors {errors[k] or 0}")
