@@ -14,7 +14,9 @@ import time
 import pytest
 import requests
 
+from tests.support.reliability.kills import predictor_pids, restarts
 from tests.support.server_process import ROOT, ServerProcess
+from tests.support.waiting import until
 
 pytestmark = [
     pytest.mark.e2e,
@@ -38,24 +40,8 @@ CONFIG = textwrap.dedent("""
 """)
 
 
-def children(pid: int) -> list[int]:
-    """Child processes of ``pid``, whichever of its threads started them."""
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
-                found += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return sorted(found)
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-    except OSError:
-        return ""
+def rec_restarts(url: str) -> float:
+    return restarts(url).get("rec", 0.0)
 
 
 def post(url: str, image: str) -> int:
@@ -74,8 +60,8 @@ def test_a_server_with_a_killed_predictor_process_leaves_no_shared_memory(tmp_pa
         ours = f"bl{server.proc.pid}_"
         assert [post(server.url, image) for _ in range(6)] == [200] * 6
         assert [n for n in os.listdir("/dev/shm") if n.startswith(ours)]  # the feeds and outputs in use
-        predictors = [p for p in children(server.proc.pid) if "resource_tracker" not in cmdline(p)]
-        assert len(predictors) == 2, [cmdline(p) for p in children(server.proc.pid)]
+        predictors = predictor_pids(server.proc.pid, "rec")
+        assert len(predictors) == 2, predictors
         os.kill(predictors[0], signal.SIGKILL)
         time.sleep(0.5)
         statuses = [post(server.url, image) for _ in range(8)]
@@ -90,26 +76,6 @@ def test_a_server_with_a_killed_predictor_process_leaves_no_shared_memory(tmp_pa
     assert not left, left
 
 
-def restarts(url: str) -> float:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    text = requests.get(url + "/metrics", timeout=5).text
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "batchline_op_instance_restarts_total" and sample.labels.get("op") == "rec":
-                return sample.value
-    return 0.0
-
-
-def until(predicate, timeout: float = 120.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_killed_predictor_processes_are_restarted_and_readiness_follows(tmp_path):
     """Supervision: one of two predictor processes killed: still ready, the other serves;
     both killed: 503 on /health/ready until one is back; /metrics counts the restarts and the
@@ -120,20 +86,20 @@ def test_killed_predictor_processes_are_restarted_and_readiness_follows(tmp_path
         image = base64.b64encode(f.read()).decode()
     server = ServerProcess(str(config))
     try:
-        assert post(server.url, image) == 200 and restarts(server.url) == 0
-        first = [p for p in children(server.proc.pid) if "resource_tracker" not in cmdline(p)]
+        assert post(server.url, image) == 200 and rec_restarts(server.url) == 0
+        first = predictor_pids(server.proc.pid, "rec")
         os.kill(first[0], signal.SIGKILL)
-        assert until(lambda: restarts(server.url) == 1)
+        assert until(lambda: rec_restarts(server.url) == 1)
         assert requests.get(server.url + "/health/ready", timeout=5).status_code == 200  # the other one is up
         assert post(server.url, image) == 200
         assert until(lambda: server.log().count("restarted and warm") == 1)  # a fresh process, loaded
-        both = [p for p in children(server.proc.pid) if "resource_tracker" not in cmdline(p)]
+        both = predictor_pids(server.proc.pid, "rec")
         for pid in both:
             os.kill(pid, signal.SIGKILL)
         assert until(lambda: requests.get(server.url + "/health/ready", timeout=5).status_code == 503, 30)
         assert requests.get(server.url + "/health/live", timeout=5).status_code == 200  # it can recover
         assert until(lambda: requests.get(server.url + "/health/ready", timeout=5).status_code == 200)
-        assert until(lambda: restarts(server.url) == 3)
+        assert until(lambda: rec_restarts(server.url) == 3)
         assert post(server.url, image) == 200
         assert server.terminate() == 0
     finally:
@@ -164,7 +130,7 @@ def test_a_hung_predictor_process_fails_only_its_batch_and_is_replaced(tmp_path)
     server = ServerProcess(str(config))
     try:
         assert post(server.url, image) == 200
-        hung = [p for p in children(server.proc.pid) if "resource_tracker" not in cmdline(p)][0]
+        hung = predictor_pids(server.proc.pid, "rec")[0]
         os.kill(hung, signal.SIGSTOP)
         with ThreadPoolExecutor(4) as pool:
             outcomes = list(pool.map(lambda _: native(2000), range(24)))
@@ -172,9 +138,9 @@ def test_a_hung_predictor_process_fails_only_its_batch_and_is_replaced(tmp_path)
         assert set(statuses) <= {200, 504} and statuses.count(200) >= 12, statuses
         assert 504 in statuses  # the batch the hung process held
         assert all(1.5 <= t <= 4.0 for s, t in outcomes if s == 504), outcomes
-        assert until(lambda: restarts(server.url) == 1)
+        assert until(lambda: rec_restarts(server.url) == 1)
         assert until(lambda: server.log().count("restarted and warm") == 1)
-        assert hung not in children(server.proc.pid)
+        assert hung not in predictor_pids(server.proc.pid, "rec")
         assert [native(10000)[0] for _ in range(4)] == [200] * 4
         assert server.terminate() == 0
     finally:

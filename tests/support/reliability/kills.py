@@ -19,6 +19,7 @@ from typing import Any
 import requests
 import yaml
 
+from tests.support.reliability.process_memory import children
 from tests.support.server_process import ROOT, ServerProcess
 
 
@@ -34,33 +35,25 @@ def process_config(path: str, instances: int = 2) -> str:
 
 
 def predictor_pids(server_pid: int, op: str) -> list[int]:
-    """The server's predictor processes of ``op``, whichever thread started them."""
+    """The server's predictor processes of ``op`` (named ``bl-<op>``)."""
     found = []
-    for task in os.listdir(f"/proc/{server_pid}/task"):
+    for pid in children(server_pid):
         try:
-            with open(f"/proc/{server_pid}/task/{task}/children", encoding="ascii") as f:
-                kids = [int(c) for c in f.read().split()]
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+                if f.read().strip() == f"bl-{op}":
+                    found.append(pid)
         except OSError:
-            continue
-        for pid in kids:
-            try:
-                with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
-                    if f.read().strip() == f"bl-{op}":
-                        found.append(pid)
-            except OSError:
-                pass
+            pass
     return sorted(found)
 
 
 def restarts(url: str) -> dict[str, float]:
-    from prometheus_client.parser import text_string_to_metric_families
+    """``batchline_op_instance_restarts_total`` per op, from the server's /metrics."""
+    from client.stats import MetricsSnapshot
 
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(requests.get(url + "/metrics", timeout=10).text):
-        for s in family.samples:
-            if s.name == "batchline_op_instance_restarts_total":
-                out[s.labels["op"]] = s.value
-    return out
+    name = "batchline_op_instance_restarts_total"
+    snap = MetricsSnapshot.from_text(requests.get(url + "/metrics", timeout=10).text)
+    return {op: snap.value(name, op=op) for op in snap.label_values(name, "op")}
 
 
 @dataclass

@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (whichever of its threads started them)."""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -62,7 +63,7 @@ def rss_bytes(pid: int, *, tree: bool = True) -> int:
         seen.add(p)
         total += _rss_one(p)
         if tree:
-            todo.extend(_children(p))
+            todo.extend(children(p))
     return total
 
 
