@@ -5,6 +5,7 @@ failed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -19,17 +20,24 @@ from serving.errors import InstanceRestarting  # noqa: E402
 from serving.runners.process import ProcessPredictor  # noqa: E402
 from serving.runners.supervisor import Supervisor, exit_cause  # noqa: E402
 from tests.support.tiny_model import make_conf  # noqa: E402
+from tests.support.waiting import until  # noqa: E402
 
 X = np.ones((2, 4), np.float32)
 
 
-def until(predicate, timeout=120.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+@contextlib.contextmanager
+def supervised(model_dir, **options):
+    """A predictor process on ``model_dir`` under a started Supervisor;
+    yields (runner, the causes of the deaths it noticed)."""
+    runner = ProcessPredictor(make_conf(model_dir))
+    deaths: list[str] = []
+    supervisor = Supervisor("t", [runner], on_death=deaths.append, **options)
+    supervisor.start()
+    try:
+        yield runner, deaths
+    finally:
+        supervisor.stop()
+        runner.close()
 
 
 def test_exit_causes_name_the_signal_or_the_code():
@@ -41,11 +49,8 @@ def test_exit_causes_name_the_signal_or_the_code():
 
 def test_a_killed_child_is_restarted_and_warmed_without_a_run(tiny_model):
     model_dir, _, _ = tiny_model
-    runner = ProcessPredictor(make_conf(model_dir))
-    deaths, warmed = [], []
-    supervisor = Supervisor("t", [runner], on_death=deaths.append, warm=lambda r: warmed.append(r.run({"x": X})))
-    supervisor.start()
-    try:
+    warmed = []
+    with supervised(model_dir, warm=lambda r: warmed.append(r.run({"x": X}))) as (runner, deaths):
         old = runner.pid
         os.kill(old, signal.SIGKILL)
         assert until(lambda: deaths), "the death was not noticed"
@@ -53,17 +58,11 @@ def test_a_killed_child_is_restarted_and_warmed_without_a_run(tiny_model):
         assert until(lambda: runner.ready.is_set() and runner.pid not in (None, old))
         assert len(warmed) == 1 and not runner.failed
         assert runner.run({"x": X})[0].shape == (2, 3)
-    finally:
-        supervisor.stop()
-        runner.close()
 
 
 def test_while_restarting_runs_fail_at_once_with_503(tiny_model):
     model_dir, _, _ = tiny_model
-    runner = ProcessPredictor(make_conf(model_dir))
-    supervisor = Supervisor("t", [runner], delays=(3.0,))  # a slow restart: time to look
-    supervisor.start()
-    try:
+    with supervised(model_dir, delays=(3.0,)) as (runner, _):  # a slow restart: time to look
         os.kill(runner.pid, signal.SIGKILL)
         assert until(lambda: not runner.ready.is_set(), 30)
         started = time.monotonic()
@@ -72,39 +71,25 @@ def test_while_restarting_runs_fail_at_once_with_503(tiny_model):
         assert time.monotonic() - started < 1.0 and info.value.status == 503
         assert until(runner.ready.is_set)
         assert runner.run({"x": X})[0].shape == (2, 3)
-    finally:
-        supervisor.stop()
-        runner.close()
 
 
 def test_an_instance_whose_model_vanished_is_marked_failed(tiny_model, tmp_path):
     model_dir, _, _ = tiny_model
     copy = tmp_path / "model"
     shutil.copytree(model_dir, copy)
-    runner = ProcessPredictor(make_conf(copy))
-    deaths = []
-    supervisor = Supervisor("t", [runner], on_death=deaths.append, delays=(0.0, 0.1))
-    supervisor.start()
-    try:
+    with supervised(copy, delays=(0.0, 0.1)) as (runner, deaths):
         shutil.rmtree(copy)
         os.kill(runner.pid, signal.SIGKILL)
         assert until(lambda: runner.failed)
         assert deaths == ["was killed by SIGKILL"] and not runner.ready.is_set()
         with pytest.raises(InstanceRestarting):
             runner.run({"x": X})
-    finally:
-        supervisor.stop()
-        runner.close()
 
 
 def test_closing_is_not_a_death(tiny_model):
     model_dir, _, _ = tiny_model
-    runner = ProcessPredictor(make_conf(model_dir))
-    deaths = []
-    supervisor = Supervisor("t", [runner], on_death=deaths.append, poll_s=0.05)
-    supervisor.start()
-    supervisor.stop()
-    runner.close()
+    with supervised(model_dir, poll_s=0.05) as (_, deaths):
+        pass  # leaving stops the supervisor, then closes the runner
     time.sleep(0.3)
     assert deaths == []
 
@@ -114,11 +99,7 @@ def test_a_hung_child_is_killed_at_the_batch_deadline_and_replaced(tiny_model):
     from serving.runners.process import HANG_GRACE_S
 
     model_dir, _, _ = tiny_model
-    runner = ProcessPredictor(make_conf(model_dir))
-    deaths = []
-    supervisor = Supervisor("t", [runner], on_death=deaths.append)
-    supervisor.start()
-    try:
+    with supervised(model_dir) as (runner, deaths):
         hung = runner.pid
         os.kill(hung, signal.SIGSTOP)  # alive, never answers: a hang
         runner.run_deadline = time.monotonic() + 0.3
@@ -130,6 +111,3 @@ def test_a_hung_child_is_killed_at_the_batch_deadline_and_replaced(tiny_model):
         assert deaths == ["was killed by SIGKILL"]
         runner.run_deadline = time.monotonic() + 30
         assert runner.run({"x": X})[0].shape == (2, 3)
-    finally:
-        supervisor.stop()
-        runner.close()
