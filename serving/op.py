@@ -18,7 +18,7 @@ nothing about HTTP, the engine or how their runners are built.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -130,8 +130,9 @@ class Runner(Protocol):
     """One predictor instance: the engine runs at most one batch at a time on it.
 
     Built by :mod:`serving.runners` from ``local_service_conf`` (Paddle
-    Inference in-process or in a child process), or by an op's own
-    :meth:`Op.create_runners`. ``input_names`` are the model's feed names."""
+    Inference or OpenVINO, in-process or in a child process) or from the op's
+    :meth:`Op.model_factory`, or by an op's own :meth:`Op.create_runners`.
+    ``input_names`` are the model's feed names."""
 
     input_names: list[str]
 
@@ -202,6 +203,15 @@ class Op:
     def create_runners(self, count: int) -> list[Runner] | None:
         """``count`` runners of the op's own making, or None (the default) for
         the predictors ``local_service_conf`` describes, built by the engine."""
+        return None
+
+    def model_factory(self) -> Callable[[int | None], Runner] | None:
+        """The op's own model, if it is not a Paddle model: a picklable callable
+        (a module-level function or class, or a ``functools.partial`` of one)
+        that builds one instance on GPU ``device_id`` (None on CPU). The engine
+        calls it once per instance, in a predictor process with
+        ``instance_mode: process`` (supervised, ``max_rss_mb``), else in this
+        process. None (the default): the model ``model_config`` names."""
         return None
 
     def warmup_items(self) -> list[Any]:

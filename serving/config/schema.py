@@ -139,6 +139,9 @@ class LocalServiceConf:
     concurrency: int = Field(default=1, ge=1, strict=True)
     instance_num: int = Field(default=1, ge=1, strict=True)
     instance_mode: Literal["thread", "process"] = "thread"
+    # instance_mode process: a predictor process whose resident memory exceeds this
+    # is replaced between batches, gracefully (docs/RELIABILITY.md, "Memory guard")
+    max_rss_mb: int | None = Field(default=None, ge=1, strict=True)
     max_body_size: int = Field(default=67108864, ge=1, strict=True)
     tensorrt: TensorRTConf | None = None
 
@@ -194,6 +197,17 @@ class LocalServiceConf:
         if bad:
             raise ValueError(f"sizes must be >= 1, got {bad[0]}")
         return value
+
+    @model_validator(mode="after")
+    def _memory_guard(self) -> LocalServiceConf:
+        """``max_rss_mb`` recycles predictor processes: in-process instances have none."""
+        if self.max_rss_mb is not None and self.instance_mode != "process":
+            raise FieldProblem(
+                "max_rss_mb",
+                "guards predictor processes: it needs instance_mode: process (in-process instances share "
+                "the server's memory, which only a restart of the server gives back)",
+            )
+        return self
 
     @model_validator(mode="after")
     def _model_files(self) -> LocalServiceConf:

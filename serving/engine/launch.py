@@ -28,11 +28,14 @@ def make_op(op_conf: OpConfig, name: str | None = None) -> Op:
 
 
 def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, idle_cpu: bool = False) -> list[Runner]:
-    """The op's own runners if it makes them, else the predictors its config describes."""
+    """The op's own runners if it makes them, else the predictors its config
+    describes (of the op's own model, if it has a model factory)."""
     own = op.create_runners(count)
     if own is not None:
         return own
-    return create_runners(op.conf.local_service_conf, count, cpu_sets, idle_cpu=idle_cpu, label=op.name)
+    return create_runners(
+        op.conf.local_service_conf, count, cpu_sets, idle_cpu=idle_cpu, label=op.name, factory=op.model_factory()
+    )
 
 
 def build_stage(

@@ -62,6 +62,18 @@ class Metrics:
             OP_LABELS,
             registry=r,
         )
+        self.instance_recycles = Counter(
+            "batchline_op_instance_recycles",
+            "Predictor processes of an op replaced gracefully for holding more than max_rss_mb",
+            OP_LABELS,
+            registry=r,
+        )
+        self.instance_rss = Gauge(
+            "batchline_op_instance_rss_bytes",
+            "Resident memory of each predictor process of an op (instance_mode: process)",
+            [*OP_LABELS, "instance"],
+            registry=r,
+        )
         self.op_errors = Counter(
             "batchline_op_errors", "Failed items by op and status", [*OP_LABELS, "status"], registry=r
         )

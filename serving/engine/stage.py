@@ -128,14 +128,27 @@ class OpStage:
             self._threads.start(f"intake-{i}", self._intake_once)
         for i, runner in enumerate(runners):
             self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner))
-        self._supervisor = Supervisor(self.name, runners, on_death=self._instance_died, warm=self._warm_one)
+        self._supervisor = Supervisor(
+            self.name,
+            runners,
+            on_death=self._instance_died,
+            on_recycle=self._instance_recycled,
+            on_memory=self._instance_memory,
+            warm=self._warm_one,
+        )
         self._supervisor.start()
 
     def _instance_died(self, cause: str) -> None:
         self.metrics.instance_restarts.labels(*self.labels).inc()
 
+    def _instance_recycled(self, rss: int) -> None:
+        self.metrics.instance_recycles.labels(*self.labels).inc()
+
+    def _instance_memory(self, index: int, rss: int) -> None:
+        self.metrics.instance_rss.labels(*self.labels, str(index)).set(rss)
+
     def _warm_one(self, runner: Runner) -> None:
-        """A restarted instance runs every warm-up shape once before it takes work."""
+        """A restarted or replacement instance runs every warm-up shape once before it takes work."""
         for item in self.op.warmup_items():
             self.run_batch(runner, [item], record=False)
 

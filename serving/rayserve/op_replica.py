@@ -100,9 +100,13 @@ class OpReplica:
             request.fail(as_serving_error(exc))
 
     def check_health(self) -> None:
-        """Ray Serve's health check: a replica whose stage stopped is replaced."""
+        """Ray Serve's health check: a replica whose stage stopped, or whose predictor
+        processes all failed to come back (``/health/live`` of a single server), is
+        replaced. One restarting them is healthy: that passes by itself."""
         if self.stage.channel.closed:
             raise RuntimeError(f"op {self.stage.name}: stage stopped")
+        if self.stage.broken:
+            raise RuntimeError(f"op {self.stage.name}: no predictor instance could be restarted")
 
     def __del__(self) -> None:
         """Ray Serve's graceful shutdown: finish queued items, stop the instances.

@@ -15,7 +15,7 @@ from serving.config.schema import LocalServiceConf
 from serving.op import Runner
 from serving.runners.cpu_plan import CpuSet
 from serving.runners.engines import load_in_process
-from serving.runners.process import ProcessPredictor
+from serving.runners.process import ModelFactory, ProcessPredictor
 
 
 def create_process_predictors(
@@ -24,21 +24,23 @@ def create_process_predictors(
     cpu_sets: Sequence[CpuSet] | None = None,
     idle_cpu: bool = False,
     label: str = "",
+    factory: ModelFactory | None = None,
 ) -> list[ProcessPredictor]:
     """``count`` predictor processes; on GPU spread round-robin over ``device_ids``.
-    ``label`` (the op's name) names them for ``ps`` and ``top``."""
+    ``label`` (the op's name) names them for ``ps`` and ``top``; ``factory``
+    builds the op's own model in them (default: the model ``conf`` names)."""
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
     if len(sets) != count:
         raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
-    devices = conf.device_ids or [0]
     runners = [
         ProcessPredictor(
             conf,
-            devices[i % len(devices)] if conf.device_type >= 1 else None,
+            _device(conf, i),
             wait_ready=False,
             cpus=sets[i],
             idle_cpu=idle_cpu,
             label=label,
+            factory=factory,
         )
         for i in range(count)
     ]
@@ -52,16 +54,26 @@ def create_process_predictors(
     return runners
 
 
+def _device(conf: LocalServiceConf, index: int) -> int | None:
+    """The GPU of instance ``index`` (round-robin over ``devices``); None on CPU."""
+    devices = conf.device_ids or [0]
+    return devices[index % len(devices)] if conf.device_type >= 1 else None
+
+
 def create_runners(
     conf: LocalServiceConf,
     count: int,
     cpu_sets: Sequence[CpuSet] | None = None,
     idle_cpu: bool = False,
     label: str = "",
+    factory: ModelFactory | None = None,
 ) -> list[Runner]:
-    """The ``count`` predictor instances ``conf`` describes. ``idle_cpu`` applies to
-    process instances only: thread instances run in the server's own process,
-    so their CPU class is the business of the threads that call them."""
+    """The ``count`` predictor instances ``conf`` describes, or that ``factory``
+    (the op's own model) builds. ``idle_cpu`` applies to process instances only:
+    thread instances run in the server's own process, so their CPU class is the
+    business of the threads that call them."""
     if conf.instance_mode == "process":
-        return list(create_process_predictors(conf, count, cpu_sets, idle_cpu, label))
+        return list(create_process_predictors(conf, count, cpu_sets, idle_cpu, label, factory))
+    if factory is not None:
+        return [factory(_device(conf, i)) for i in range(count)]
     return list(load_in_process(conf, count))

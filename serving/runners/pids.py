@@ -1,5 +1,5 @@
-"""Whether a process id names a running process (for files and segments that
-record their owner's pid)."""
+"""Facts about a process by its id: whether it runs (for files and segments
+that record their owner's pid) and how much memory it holds (the memory guard)."""
 
 from __future__ import annotations
 
@@ -15,3 +15,13 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def rss_bytes(pid: int) -> int | None:
+    """The resident memory of process ``pid`` (None where /proc cannot tell: gone, or not Linux)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            resident_pages = int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")

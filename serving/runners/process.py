@@ -14,7 +14,12 @@ If the child dies, the current run raises. Unsupervised, the next run starts a
 fresh child; supervised (serving.runners.supervisor, what the engine does), a
 watcher restarts it in the background and runs meanwhile fail at once with
 503 (:class:`~serving.errors.InstanceRestarting`), so the op's batches go to
-its other instances.
+its other instances. :meth:`ProcessPredictor.recycle` replaces a live child
+gracefully (the memory guard, ``max_rss_mb``): the new one is loaded and
+warmed while the old one still serves, and the swap happens between batches.
+
+The child loads the model ``model_config`` names (:func:`load_one`), or calls
+the op's own picklable model factory (:meth:`serving.op.Op.model_factory`).
 
 A child started with ``idle_cpu`` moves itself into the idle CPU class before
 loading (:func:`serving.runners.cpu_plan.use_idle_cpu`), so a background
@@ -40,6 +45,7 @@ from serving.errors import DeadlineExceeded, InstanceRestarting
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
+from serving.runners.pids import rss_bytes
 from serving.runners.shared_memory import (
     Segment,
     array_views,
@@ -68,6 +74,11 @@ def name_process(name: str) -> None:
         pass
 
 
+#: builds one model instance on GPU ``device_id`` (None on CPU); picklable, since a
+#: predictor process calls it (:meth:`serving.op.Op.model_factory`)
+ModelFactory = Callable[[int | None], Any]
+
+
 def _child_main(
     conn: Any,
     conf: LocalServiceConf,
@@ -76,6 +87,7 @@ def _child_main(
     idle_cpu: bool = False,
     out_prefix: str | None = None,
     label: str = "",
+    factory: ModelFactory | None = None,
 ) -> None:
     """Child process: load the predictor, then serve run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
@@ -87,7 +99,7 @@ def _child_main(
             os.sched_setaffinity(0, cpus)
         if idle_cpu:
             use_idle_cpu()
-        predictor = load_one(conf, device_id)
+        predictor = factory(device_id) if factory is not None else load_one(conf, device_id)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
         return
@@ -118,6 +130,93 @@ def _child_main(
         out_segment.release(unlink=True)
 
 
+class _Child:
+    """One predictor process as the server sees it: the process, its pipe, and
+    the server's view of the output segments it writes (``<out_prefix><n>``)."""
+
+    def __init__(self, proc: Any, conn: Any, out_prefix: str):
+        self.proc = proc
+        self.conn = conn
+        self.out_prefix = out_prefix
+        self.out = Segment()  # the child's output segment, attached
+        self.input_names: list[str] = []
+        self.output_names: list[str] = []
+
+    @property
+    def pid(self) -> int:
+        return int(self.proc.pid)
+
+    def wait_ready(self, timeout: float, model_dir: str | None) -> None:
+        """Block until the child has loaded its model (raises if it could not)."""
+        if not self.conn.poll(timeout):
+            raise RuntimeError(f"predictor process did not start within {timeout:.0f}s")
+        try:
+            hello = json.loads(self.conn.recv_bytes())
+        except EOFError:
+            self.proc.join(5)
+            raise RuntimeError(
+                f"predictor process failed to load the model: it exited with code {self.proc.exitcode} "
+                f"(model dir {model_dir})"
+            ) from None
+        if hello["status"] != "ready":
+            raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
+        self.input_names, self.output_names = hello["inputs"], hello["outputs"]
+
+    def run(self, feed_segment: Segment, feed: Mapping[str, np.ndarray], until: float | None) -> list[np.ndarray]:
+        """One batch: feeds through ``feed_segment``, outputs copied out of the child's.
+        Raises EOFError/OSError if the child died, :class:`_Hung` if it was silent
+        past ``until`` (time.monotonic(), + a grace), RuntimeError for the model's errors."""
+        meta = write_arrays(feed_segment, [(n, feed[n]) for n in self.input_names])
+        self.conn.send_bytes(json.dumps({"op": "run", "shm": feed_segment.name, "inputs": meta}).encode())
+        if until is not None and not self.conn.poll(max(0.0, until - time.monotonic()) + HANG_GRACE_S):
+            raise _Hung()
+        reply = json.loads(self.conn.recv_bytes())
+        if reply["status"] != "ok":
+            raise RuntimeError(f"predictor process: {reply['message']}")
+        shm = self.out.attach(reply["shm"])
+        return [v.copy() for v in array_views(shm, reply["outputs"])]
+
+    def end(self, grace: float = 0.0) -> int | None:
+        """Stop the child (asked to, given ``grace`` seconds; then killed) and remove
+        its output segments: a child that died, or was killed, never unlinked them.
+        Returns its exit code (negative: the signal that ended it)."""
+        if grace > 0 and self.proc.is_alive():
+            try:
+                self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
+            except OSError:
+                pass
+            self.proc.join(grace)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+        self.out.release(unlink=False)
+        if unlink_prefixed(self.out_prefix):
+            log.info("removed the output segments of a predictor process that did not clean up")
+        return self.proc.exitcode
+
+
+class _Hung(Exception):
+    """The child gave no answer by its run's deadline (+ the grace)."""
+
+
+class _ChildView:
+    """A fresh child as a runner, for warming it before it takes the op's work."""
+
+    def __init__(self, child: _Child, feed_segment: Segment):
+        self._child = child
+        self._feed = feed_segment
+        self.input_names = child.input_names
+        self.output_names = child.output_names
+
+    def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        check_feed(self.input_names, feed)
+        return self._child.run(self._feed, feed, None)
+
+    def close(self) -> None:
+        pass
+
+
 class ProcessPredictor:
     """Same interface as :class:`serving.runners.paddle_inference.PaddlePredictor`
     (``input_names``, ``output_names``, ``run``); one batch at a time."""
@@ -132,10 +231,12 @@ class ProcessPredictor:
         cpus: list[int] | None = None,
         idle_cpu: bool = False,
         label: str = "",
+        factory: ModelFactory | None = None,
     ):
         self._conf = conf
         self.label = label  # the op it serves: the child is named bl-<label> in ps and top
         self._device_id = device_id
+        self._factory = factory
         self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
         self.idle_cpu = idle_cpu  # the child runs in the idle CPU class
         self._start_timeout = start_timeout
@@ -143,113 +244,142 @@ class ProcessPredictor:
         sweep_stale()
         self._prefix = segment_prefix()
         self._feed = Segment(self._prefix + "f")
-        self._out = Segment()  # the child's output segment, attached
         self._children = 0
-        self._out_prefix = ""  # names of the current child's output segments
         self.ready = threading.Event()  # a child is loaded and takes runs
         self.supervised = False  # a supervisor restarts a dead child; run() never does
         self.failed = False  # the supervisor gave up: this instance will not come back
         self.last_exitcode: int | None = None  # of the last child that ended (negative: killed by that signal)
+        # the memory guard: a supervisor recycles a child whose RSS exceeds this (None: off)
+        self.max_rss_bytes = None if conf.max_rss_mb is None else conf.max_rss_mb << 20
         # time.monotonic() by which the running batch must be answered (the engine sets it:
         # its requests' latest deadline); a child silent past it is hung and is killed
         self.run_deadline: float | None = None
         self._lock = threading.Lock()
-        self._proc: Any = None
-        self._conn: Any = None
+        self._child: _Child | None = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []
         self.device = "cpu" if conf.device_type == 0 else f"gpu:{device_id or 0}"
-        self._spawn()
+        self._child = self._spawn()
         if wait_ready:
             self.wait_ready()
 
-    def _start(self) -> None:
-        self._spawn()
-        self.wait_ready()
-
-    def _spawn(self) -> None:
-        parent, child = self._ctx.Pipe()
+    def _spawn(self) -> _Child:
+        parent, child_end = self._ctx.Pipe()
         self._children += 1
-        self._out_prefix = f"{self._prefix}o{self._children}_"
-        self._proc = self._ctx.Process(
+        out_prefix = f"{self._prefix}o{self._children}_"
+        proc = self._ctx.Process(
             target=_child_main,
-            args=(child, self._conf, self._device_id, self.cpus, self.idle_cpu, self._out_prefix, self.label),
+            args=(
+                child_end,
+                self._conf,
+                self._device_id,
+                self.cpus,
+                self.idle_cpu,
+                out_prefix,
+                self.label,
+                self._factory,
+            ),
             name="batchline-predictor",
             daemon=True,
         )
-        self._proc.start()
-        child.close()
-        self._conn = parent
+        proc.start()
+        child_end.close()
+        return _Child(proc, parent, out_prefix)
+
+    def _loaded(self, child: _Child) -> _Child:
+        """``child`` once it has loaded its model; ended if it could not."""
+        try:
+            child.wait_ready(self._start_timeout, self._conf.model_config)
+        except BaseException:
+            self.last_exitcode = child.end()
+            raise
+        return child
+
+    def _start(self) -> None:
+        self._child = self._spawn()
+        self.wait_ready()
 
     def wait_ready(self) -> None:
-        """Block until the child has loaded its model (raises if it could not)."""
-        parent = self._conn
-        if not parent.poll(self._start_timeout):
-            self._kill()
-            raise RuntimeError(f"predictor process did not start within {self._start_timeout:.0f}s")
+        """Block until the first child has loaded its model (raises if it could not)."""
+        assert self._child is not None
         try:
-            hello = json.loads(parent.recv_bytes())
-        except EOFError:
-            self._proc.join(5)
-            code = self._proc.exitcode
-            self._kill()
-            raise RuntimeError(
-                f"predictor process failed to load the model: it exited with code {code} "
-                f"(model dir {self._conf.model_config})"
-            ) from None
-        if hello["status"] != "ready":
-            self._kill()
-            raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
-        self.input_names, self.output_names = hello["inputs"], hello["outputs"]
+            child = self._loaded(self._child)
+        except BaseException:
+            self._child = None
+            raise
+        self.input_names, self.output_names = child.input_names, child.output_names
         self.ready.set()
         log.info(
             "predictor process %s ready (inputs=%s%s%s)",
-            self._proc.pid,
+            child.pid,
             self.input_names,
             f", pinned to CPUs {self.cpus}" if self.cpus else "",
             ", idle CPU class" if self.idle_cpu else "",
         )
 
     def _kill(self) -> None:
-        """Stop the child for good and remove its output segments: a child that
-        died, or was killed here, never unlinked them."""
+        """End the current child for good (killed, segments removed)."""
         self.ready.clear()
-        if self._proc is not None and self._proc.is_alive():
-            self._proc.kill()
-        if self._proc is not None:
-            self._proc.join(5)
-            self.last_exitcode = self._proc.exitcode
-        if self._conn is not None:
-            self._conn.close()
-        self._proc = self._conn = None
-        self._out.release(unlink=False)
-        if self._out_prefix and unlink_prefixed(self._out_prefix):
-            log.info("removed the output segments of a predictor process that did not clean up")
+        if self._child is not None:
+            self.last_exitcode = self._child.end()
+        self._child = None
 
     @property
     def child(self) -> Any:
         """The current child process (a ``multiprocessing.Process``), None while there is none."""
-        return self._proc
+        return None if self._child is None else self._child.proc
 
     def retire(self, child: Any) -> bool:
         """If ``child`` is still the current child and has died: clean up after it
-        and return True (False: a run already did, or it lives)."""
+        and return True (False: a run already did, it was replaced, or it lives)."""
         with self._lock:
-            if self._proc is not child or child.is_alive():
+            if self.child is not child or child.is_alive():
                 return False
             self._kill()
             return True
 
-    def restart(self, warm: Callable[[ProcessPredictor], None] | None = None) -> None:
+    def restart(self, warm: Callable[[Any], None] | None = None) -> None:
         """Start a fresh child, wait until it is loaded and ``warm`` it, then
         take runs again (raises if it cannot load or warm)."""
         with self._lock:
             self._kill()
-            self._start()
-            self.ready.clear()  # loaded, not yet warm
-        if warm is not None:
-            warm(self)
-        self.ready.set()
+        fresh = self._loaded(self._spawn())
+        self._warm(fresh, warm)
+        with self._lock:
+            self._child = fresh
+            self.input_names, self.output_names = fresh.input_names, fresh.output_names
+            self.ready.set()
+
+    def recycle(self, warm: Callable[[Any], None] | None = None, grace: float = 10.0) -> int | None:
+        """Replace the live child without failing a run: a fresh child is loaded
+        and warmed while the old one still serves, they are swapped between two
+        batches, and the old one is asked to stop (killed after ``grace`` s).
+        Returns the fresh child's RSS once warm, before it took any run.
+        Raises, with the old child still serving, if the fresh one cannot start."""
+        fresh = self._loaded(self._spawn())
+        self._warm(fresh, warm)
+        fresh_rss = rss_bytes(fresh.pid)
+        with self._lock:
+            old, self._child = self._child, fresh
+            self.input_names, self.output_names = fresh.input_names, fresh.output_names
+            self.ready.set()
+        if old is not None:
+            old.end(grace)
+        return fresh_rss
+
+    def _warm(self, fresh: _Child, warm: Callable[[Any], None] | None) -> None:
+        """Run ``warm`` on ``fresh`` (through a feed segment of its own, so that
+        the current child may keep serving); ``fresh`` is ended if it fails."""
+        if warm is None:
+            return
+        feed = Segment(self._prefix + f"w{self._children}_")
+        try:
+            warm(_ChildView(fresh, feed))
+        except BaseException:
+            self.last_exitcode = fresh.end()
+            raise
+        finally:
+            feed.release(unlink=True)
 
     @property
     def shm_prefix(self) -> str:
@@ -258,53 +388,46 @@ class ProcessPredictor:
 
     @property
     def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
+        return None if self._child is None else self._child.pid
+
+    def rss_bytes(self) -> int | None:
+        """The current child's resident memory (None: no child, or not readable here)."""
+        pid = self.pid
+        return None if pid is None else rss_bytes(pid)
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         check_feed(self.input_names, feed)
         with self._lock:
-            if self._proc is None or not self._proc.is_alive():
+            if self._child is None or not self._child.proc.is_alive():
                 if self.supervised:
                     raise InstanceRestarting()
                 self._kill()
                 self._start()
-            meta = write_arrays(self._feed, [(n, feed[n]) for n in self.input_names])
+            child = self._child
+            assert child is not None
             try:
-                self._conn.send_bytes(json.dumps({"op": "run", "shm": self._feed.name, "inputs": meta}).encode())
-                self._await_reply()
-                reply = json.loads(self._conn.recv_bytes())
+                return child.run(self._feed, feed, self.run_deadline)
+            except _Hung:
+                log.error(
+                    "predictor process %s gave no answer by its batch's deadline (+%.1fs): killing it",
+                    child.pid,
+                    HANG_GRACE_S,
+                )
+                self._kill()
+                raise DeadlineExceeded(
+                    f"predictor process {child.pid} hung past the batch's deadline and was killed"
+                ) from None
             except (EOFError, OSError) as exc:
-                code = self._proc.exitcode if self._proc is not None else None
+                code = child.proc.exitcode
                 self._kill()
                 if self.supervised:
                     raise InstanceRestarting(f"predictor process died during run (exit code {code})") from exc
                 raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
-            if reply["status"] != "ok":
-                raise RuntimeError(f"predictor process: {reply['message']}")
-            shm = self._out.attach(reply["shm"])
-            return [v.copy() for v in array_views(shm, reply["outputs"])]
-
-    def _await_reply(self) -> None:
-        """Wait for the child's answer until ``run_deadline`` (+ a grace); a child
-        still silent then is hung: it is killed (a supervisor starts a fresh one)."""
-        if self.run_deadline is None:
-            return
-        wait = max(0.0, self.run_deadline - time.monotonic()) + HANG_GRACE_S
-        if self._conn.poll(wait):
-            return
-        pid = self.pid
-        log.error("predictor process %s gave no answer by its batch's deadline (+%.1fs): killing it", pid, HANG_GRACE_S)
-        self._kill()
-        raise DeadlineExceeded(f"predictor process {pid} hung past the batch's deadline and was killed")
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                try:
-                    self._conn.send_bytes(json.dumps({"op": "stop"}).encode())
-                except OSError:
-                    pass
-            if self._proc is not None:
-                self._proc.join(10)
-            self._kill()
+            self.ready.clear()
+            if self._child is not None:
+                self.last_exitcode = self._child.end(grace=10.0)
+            self._child = None
             self._feed.release(unlink=True)

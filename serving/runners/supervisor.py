@@ -11,6 +11,12 @@ back-off, warmed before it takes work. Meanwhile the instance is not
 readiness says 503 while an op has none. After ``len(delays)`` failed starts
 in a row (its model files vanished, say) the instance is ``failed`` for good,
 which liveness reports, so that an orchestrator restarts the whole server.
+
+The watcher is also the memory guard: every ``poll_s`` it reads the child's
+resident memory (``on_memory``: the stage's gauge) and, when it exceeds the
+instance's ``max_rss_bytes``, recycles the child gracefully
+(:meth:`~serving.runners.process.ProcessPredictor.recycle`: a warm
+replacement first, the swap between batches, no run fails).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait
 from typing import Any
@@ -49,6 +56,8 @@ class Supervisor:
         runners: Sequence[Any],
         *,
         on_death: Callable[[str], None] | None = None,
+        on_recycle: Callable[[int], None] | None = None,
+        on_memory: Callable[[int, int], None] | None = None,
         warm: Callable[[Any], None] | None = None,
         delays: Sequence[float] = RESTART_DELAYS,
         poll_s: float = 0.5,
@@ -56,6 +65,8 @@ class Supervisor:
         self.name = name
         self.runners = [r for r in runners if hasattr(r, "restart") and hasattr(r, "child")]
         self._on_death = on_death
+        self._on_recycle = on_recycle  # (RSS in bytes that made it recycle)
+        self._on_memory = on_memory  # (instance index, RSS in bytes), every poll
         self._warm = warm
         self._delays = tuple(delays)
         self._poll_s = poll_s
@@ -65,7 +76,9 @@ class Supervisor:
     def start(self) -> None:
         for i, runner in enumerate(self.runners):
             runner.supervised = True
-            thread = threading.Thread(target=self._watch, args=(runner,), name=f"op-{self.name}-watch-{i}", daemon=True)
+            thread = threading.Thread(
+                target=self._watch, args=(i, runner), name=f"op-{self.name}-watch-{i}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
 
@@ -75,16 +88,21 @@ class Supervisor:
         for thread in self._threads:
             thread.join(timeout)
 
-    def _watch(self, runner: Any) -> None:
+    def _watch(self, index: int, runner: Any) -> None:
         watched = None  # the child last seen: whichever thread reaps it, its exit code lands here
+        guard = _MemoryGuard(self.name, runner)
         while not self._stop.is_set():
             child = runner.child
             if child is not None:
                 watched = child
                 wait([child.sentinel], timeout=self._poll_s)
-                if child.is_alive() or self._stop.is_set():
+                if self._stop.is_set():
                     continue
-                runner.retire(child)  # nothing to do if a failed run already cleaned up
+                if child.is_alive():
+                    self._check_memory(index, runner, guard)
+                    continue
+                if not runner.retire(child) and runner.child is not None:
+                    continue  # a recycle replaced it and ended it on purpose
             elif runner.ready.is_set():
                 continue
             code = watched.exitcode if watched is not None and watched.exitcode is not None else runner.last_exitcode
@@ -95,6 +113,37 @@ class Supervisor:
                 self._on_death(cause)
             if not self._restart(runner):
                 return
+
+    def _check_memory(self, index: int, runner: Any, guard: _MemoryGuard) -> None:
+        rss = runner.rss_bytes() if hasattr(runner, "rss_bytes") else None
+        if rss is None:
+            return
+        if self._on_memory is not None:
+            self._on_memory(index, rss)
+        if not guard.over(rss):
+            return
+        log.warning(
+            "op %s: predictor process %s holds %d MiB, over max_rss_mb %d: replacing it",
+            self.name,
+            runner.pid,
+            rss >> 20,
+            runner.max_rss_bytes >> 20,
+        )
+        try:
+            fresh = runner.recycle(self._warm)
+        except Exception as exc:  # noqa: BLE001 - the old child still serves; try again later
+            log.error("op %s: could not start a replacement process (%s); the old one keeps serving", self.name, exc)
+            guard.back_off()
+            return
+        log.info(
+            "op %s: predictor process replaced by %s (%s MiB, warm)",
+            self.name,
+            runner.pid,
+            "?" if fresh is None else fresh >> 20,
+        )
+        if self._on_recycle is not None:
+            self._on_recycle(rss)
+        guard.recycled(fresh)
 
     def _restart(self, runner: Any) -> bool:
         """Start ``runner`` again, with back-off; False when it gave up (or was stopped)."""
@@ -116,3 +165,34 @@ class Supervisor:
             len(self._delays),
         )
         return False
+
+
+class _MemoryGuard:
+    """When one instance's child is over its ``max_rss_bytes``. A fresh, warm
+    child that is over it already would be replaced forever: the guard then
+    turns itself off for that instance and says so once."""
+
+    #: seconds before another try after a replacement failed to start
+    RETRY_S = 30.0
+
+    def __init__(self, name: str, runner: Any):
+        self._name = name
+        self._limit: int | None = getattr(runner, "max_rss_bytes", None)
+        self._not_before = 0.0
+
+    def over(self, rss: int) -> bool:
+        return self._limit is not None and rss > self._limit and time.monotonic() >= self._not_before
+
+    def back_off(self) -> None:
+        self._not_before = time.monotonic() + self.RETRY_S
+
+    def recycled(self, fresh_rss: int | None) -> None:
+        if self._limit is not None and fresh_rss is not None and fresh_rss > self._limit:
+            log.error(
+                "op %s: a fresh, warm predictor process already holds %d MiB, over max_rss_mb %d: "
+                "the memory guard is off for this instance (raise max_rss_mb)",
+                self._name,
+                fresh_rss >> 20,
+                self._limit >> 20,
+            )
+            self._limit = None

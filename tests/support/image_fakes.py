@@ -16,6 +16,7 @@ poisoned image and every other request stays clean: pixel (0, 1) must be
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -34,6 +35,9 @@ FAULTS = {
     "kill_instance": 13,  # the predictor raises a BaseException: the instance thread dies
     "slow": 14,  # the batch holding the item takes SLOW_S longer (occupies the instance)
     "overloaded": 15,  # preprocess raises Overloaded -> that request gets 503 + Retry-After
+    # only the fault op's model acts on these (tests.support.fault_op)
+    "hang": 16,  # the batch holding the item sleeps hang_s
+    "kill_process": 17,  # the process running the model SIGKILLs itself
 }
 SLOW_S = 1.0
 
@@ -157,8 +161,14 @@ def image_config(
     max_image_pixels: int = 4_000_000,
     max_inputs_per_request: int = 8,
     extra: str = "",
+    op_class: str = "tests.support.image_fakes:ImageStatsOp",
+    params: dict[str, Any] | None = None,
+    service: dict[str, Any] | None = None,
 ) -> str:
-    """YAML text of a one-op image pipeline built on ImageStatsOp."""
+    """YAML text of a one-op image pipeline built on ImageStatsOp (or ``op_class``,
+    with ``params`` added to its params and ``service`` to its local_service_conf)."""
+    op_params = json.dumps({"delay_ms": delay_ms, "per_item_ms": per_item_ms, **(params or {})})
+    more_service = "".join(f"\n      {k}: {json.dumps(v)}" for k, v in (service or {}).items())
     return f"""\
 name: {name}
 worker_num: {worker_num}
@@ -168,12 +178,12 @@ max_inputs_per_request: {max_inputs_per_request}
 dag: {{request_timeout_ms: {request_timeout_ms}, max_queue_size: {max_queue_size}}}
 op:
   stats:
-    class: tests.support.image_fakes:ImageStatsOp
-    params: {{delay_ms: {delay_ms}, per_item_ms: {per_item_ms}}}
+    class: {op_class}
+    params: {op_params}
     local_service_conf:
       max_batch_size: {max_batch_size}
       max_queue_delay: {max_queue_delay}
       instance_num: {instance_num}
       concurrency: {concurrency}
-      max_body_size: {max_body_size}
+      max_body_size: {max_body_size}{more_service}
 """

@@ -189,6 +189,18 @@ def test_health_check_fails_once_the_stage_stopped(replicas):
     replica.__del__()  # Ray calls it once, Python's collector may call it again: harmless
 
 
+def test_health_check_fails_once_no_instance_can_come_back(replicas):
+    held = gate("broken")
+    held.go.set()
+    replica = replicas("broken", instance_num=2)
+    runners = replica.stage._runners
+    runners[0].failed = True  # what the supervisor marks after its last restart attempt
+    replica.check_health()  # one instance left: healthy
+    runners[1].failed = True
+    with pytest.raises(RuntimeError, match="no predictor instance could be restarted"):
+        replica.check_health()
+
+
 def test_a_replica_with_pinned_instances_claims_cpus_node_wide_and_gives_them_back_once(replicas):
     import json
 

@@ -161,7 +161,7 @@ if __name__ == "__main__":
     x = np.ones((3, 4), np.float32)
     runner.run({"x": x})
     os.kill(runner.pid, signal.SIGKILL)
-    runner._proc.join(5)
+    runner.child.join(5)
     runner.run({"x": x})
     runner.close()
     print("done")

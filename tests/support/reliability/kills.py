@@ -47,11 +47,11 @@ def predictor_pids(server_pid: int, op: str) -> list[int]:
     return sorted(found)
 
 
-def restarts(url: str) -> dict[str, float]:
-    """``batchline_op_instance_restarts_total`` per op, from the server's /metrics."""
+def restarts(url: str, name: str = "batchline_op_instance_restarts_total") -> dict[str, float]:
+    """A per-op counter from the server's /metrics, by default the restarts of predictor
+    processes (``batchline_op_instance_recycles_total``: the memory guard's replacements)."""
     from client.stats import MetricsSnapshot
 
-    name = "batchline_op_instance_restarts_total"
     snap = MetricsSnapshot.from_text(requests.get(url + "/metrics", timeout=10).text)
     return {op: snap.value(name, op=op) for op in snap.label_values(name, "op")}
 

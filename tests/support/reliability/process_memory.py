@@ -68,19 +68,28 @@ def rss_bytes(pid: int, *, tree: bool = True) -> int:
 
 
 class RssSampler:
-    """Samples ``rss_bytes(pid)`` every ``interval_s`` on a daemon thread."""
+    """Samples ``rss_bytes(pid)`` every ``interval_s`` on a daemon thread; also the
+    process's own RSS (``own``) and its largest child's (``largest_child``)."""
 
     def __init__(self, pid: int, interval_s: float = 1.0):
         self.pid = pid
         self.interval_s = interval_s
         self.samples: list[tuple[float, int]] = []
+        self.own: list[tuple[float, int]] = []
+        self.largest_child: list[tuple[float, int]] = []
+        self._t0 = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
 
+    def _sample(self, t: float) -> None:
+        self.samples.append((t, rss_bytes(self.pid)))
+        self.own.append((t, _rss_one(self.pid)))
+        self.largest_child.append((t, max((rss_bytes(c) for c in children(self.pid)), default=0)))
+
     def _loop(self) -> None:
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
         while not self._stop.is_set():
-            self.samples.append((time.monotonic() - t0, rss_bytes(self.pid)))
+            self._sample(time.monotonic() - self._t0)
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> RssSampler:
@@ -90,17 +99,18 @@ class RssSampler:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join(5)
-        self.samples.append((self.samples[-1][0] + self.interval_s if self.samples else 0.0, rss_bytes(self.pid)))
+        self._sample(self.samples[-1][0] + self.interval_s if self.samples else 0.0)
 
-    def peak(self) -> int:
-        return max((s for _, s in self.samples), default=0)
+    def peak(self, series: list[tuple[float, int]] | None = None) -> int:
+        return max((s for _, s in (self.samples if series is None else series)), default=0)
 
-    def at(self, t: float) -> int:
-        """The first sample at or after ``t`` seconds."""
-        for ts, s in self.samples:
+    def at(self, t: float, series: list[tuple[float, int]] | None = None) -> int:
+        """The first sample at or after ``t`` seconds (of the tree, or of ``series``)."""
+        series = self.samples if series is None else series
+        for ts, s in series:
             if ts >= t:
                 return s
-        return self.samples[-1][1] if self.samples else 0
+        return series[-1][1] if series else 0
 
 
 def mb(n: float) -> str:

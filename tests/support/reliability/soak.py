@@ -5,6 +5,12 @@ Drift compares the server's RSS at the end with its RSS once warm (after
 ``warmup_s`` of load, default 10% of the run, at most 60 s), so one-off
 allocations at first use (thread stacks, arenas, caches) do not count as a
 leak. CLI: bench/soak.py.
+
+A leak soak (``max_rss_mb``: the fake op is the fault-injection op, leaking in
+predictor processes under that limit) has other targets: no failed request,
+the memory guard replaced processes, no predictor process above
+``LEAK_BOUND`` x the limit, and the server process itself (without its
+children, whose memory saws up and down) within ``max_drift``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,22 @@ from tests.support.reliability.process_memory import RssSampler, mb
 from tests.support.reliability.target import FAKE, load_target
 
 FAKE_SERVER = dict(OVERLOAD_FAKE, max_queue_size=128)
+#: a predictor process may pass max_rss_mb by this factor: the guard checks every 0.5 s and
+#: the old process serves (and leaks) while its replacement starts and warms
+LEAK_BOUND = 1.5
+
+
+def leak_overrides(leak_mb: float, max_rss_mb: int, instances: int = 1) -> dict[str, Any]:
+    """Fake-server settings of a leak soak: the fault-injection op in predictor
+    processes, leaking ``leak_mb`` per run, under ``max_rss_mb``."""
+    from tests.support.fault_op import FAULT_OP
+
+    return {
+        "op_class": FAULT_OP,
+        "params": {"leak_mb": leak_mb},
+        "instance_num": instances,
+        "service": {"instance_mode": "process", "max_rss_mb": max_rss_mb},
+    }
 
 
 def run(
@@ -33,11 +55,15 @@ def run(
     warmup_s: float | None = None,
     rss_interval_s: float = 5.0,
     fake_overrides: dict | None = None,
+    max_rss_mb: int | None = None,
     log: Callable[[str], Any] = print,
 ) -> dict:
     """Start (or use) the server and offer ``load`` x its capacity (or ``rate``
-    req/s) for ``minutes``; returns the summary."""
+    req/s) for ``minutes``; returns the summary. ``max_rss_mb``: a leak soak
+    (see the module doc; ``leak_overrides`` makes its fake server)."""
     fake = dict(FAKE_SERVER, **(fake_overrides or {}))
+    if max_rss_mb is not None:
+        rss_interval_s = min(rss_interval_s, 0.5)  # often enough to see a process's peak
     with load_target(config, url, fake, image_path) as target:
         url, pid, name, image = target.url, target.pid, target.name, target.image
         capacity = None
@@ -55,6 +81,8 @@ def run(
             elapsed = time.monotonic() - began
         statuses = outcomes.by_status()
         rss_warm, rss_end = rss.at(warm), rss.samples[-1][1] if rss.samples else 0
+        own_warm, own_end = rss.at(warm, rss.own), rss.own[-1][1] if rss.own else 0
+        counters = _instance_counters(url)
         return {
             "capacity_rps": round(capacity, 1) if capacity else None,
             "rate_rps": round(rate, 1),
@@ -70,8 +98,27 @@ def run(
             "rss_peak": rss.peak(),
             "warmup_s": warm,
             "drift": (rss_end - rss_warm) / rss_warm if rss_warm else None,
+            "own_warm": own_warm,
+            "own_end": own_end,
+            "own_drift": (own_end - own_warm) / own_warm if own_warm else None,
+            "predictor_peak": rss.peak(rss.largest_child),
+            "max_rss_mb": max_rss_mb,
+            **counters,
             "rss_samples_mb": [(round(t), round(s / (1 << 20), 1)) for t, s in rss.samples],
         }
+
+
+def _instance_counters(url: str) -> dict[str, float]:
+    """Predictor processes restarted (died) and recycled (memory guard), over all ops."""
+    import requests
+
+    from client.stats import MetricsSnapshot
+
+    snap = MetricsSnapshot.from_text(requests.get(url + "/metrics", timeout=10).text)
+    return {
+        "restarts": snap.value("batchline_op_instance_restarts_total"),
+        "recycles": snap.value("batchline_op_instance_recycles_total"),
+    }
 
 
 def find_problems(s: dict, max_drift: float) -> list[str]:
@@ -79,8 +126,16 @@ def find_problems(s: dict, max_drift: float) -> list[str]:
     problems = []
     if s["errors"]:
         problems.append(f"{s['errors']} failed requests")
-    if s["drift"] is not None and s["drift"] > max_drift:
-        problems.append(f"RSS drift {s['drift'] * 100:.1f}% > {max_drift * 100:.0f}%")
+    limit = s.get("max_rss_mb")
+    drift = s["drift"] if limit is None else s["own_drift"]
+    if drift is not None and drift > max_drift:
+        what = "RSS" if limit is None else "server process RSS (without its predictor processes)"
+        problems.append(f"{what} drift {drift * 100:.1f}% > {max_drift * 100:.0f}%")
+    if limit is not None:
+        if not s["recycles"]:
+            problems.append("the memory guard replaced no predictor process")
+        if s["predictor_peak"] > LEAK_BOUND * (limit << 20):
+            problems.append(f"a predictor process reached {mb(s['predictor_peak'])} > {LEAK_BOUND} x {limit} MB")
     return problems
 
 
@@ -97,4 +152,10 @@ def format_summary(s: dict) -> str:
             f"end {mb(s['rss_end'])}, peak {mb(s['rss_peak'])}; drift {s['drift'] * 100:+.2f}%",
             "RSS samples (s, MB): " + " ".join(f"{t}:{m}" for t, m in s["rss_samples_mb"]),
         ]
+    if s.get("max_rss_mb") is not None:
+        lines.append(
+            f"memory guard at {s['max_rss_mb']} MB: {s['recycles']:.0f} processes replaced, "
+            f"{s['restarts']:.0f} died; largest predictor process {mb(s['predictor_peak'])}; "
+            f"server process alone {mb(s['own_warm'])} -> {mb(s['own_end'])} ({s['own_drift'] * 100:+.2f}%)"
+        )
     return "\n".join(lines)
