@@ -128,6 +128,9 @@ class OpStage:
             self._threads.start(f"intake-{i}", self._intake_once)
         for i, runner in enumerate(runners):
             self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner))
+        if any(hasattr(r, "restart") for r in runners):  # predictor processes: their counters start at 0
+            self.metrics.instance_restarts.labels(*self.labels)
+            self.metrics.instance_recycles.labels(*self.labels)
         self._supervisor = Supervisor(
             self.name,
             runners,

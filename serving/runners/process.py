@@ -12,9 +12,10 @@ demand); only a small JSON header crosses the pipe. Nothing is pickled after
 start-up, and only this server's own processes are on either end.
 If the child dies, the current run raises. Unsupervised, the next run starts a
 fresh child; supervised (serving.runners.supervisor, what the engine does), a
-watcher restarts it in the background and runs meanwhile fail at once with
-503 (:class:`~serving.errors.InstanceRestarting`), so the op's batches go to
-its other instances. :meth:`ProcessPredictor.recycle` replaces a live child
+watcher restarts it in the background; the stage gives the op's batches to
+its other instances meanwhile, and a run that reaches it anyway waits for the
+fresh process until its batch's deadline, then fails with 503
+(:class:`~serving.errors.InstanceRestarting`). :meth:`ProcessPredictor.recycle` replaces a live child
 gracefully (the memory guard, ``max_rss_mb``): the new one is loaded and
 warmed while the old one still serves, and the swap happens between batches.
 
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 
 #: how long past its batch's deadline a silent predictor process is given before it is killed as hung
 HANG_GRACE_S = 1.0
+#: how long a run waits for a restarting process when its batch has no deadline
+RESTART_WAIT_S = 30.0
 
 
 def name_process(name: str) -> None:
@@ -397,6 +400,8 @@ class ProcessPredictor:
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         check_feed(self.input_names, feed)
+        if self.supervised and not self.ready.is_set():
+            self._await_restart()
         with self._lock:
             if self._child is None or not self._child.proc.is_alive():
                 if self.supervised:
@@ -423,6 +428,14 @@ class ProcessPredictor:
                 if self.supervised:
                     raise InstanceRestarting(f"predictor process died during run (exit code {code})") from exc
                 raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
+
+    def _await_restart(self) -> None:
+        """A batch handed to this instance just as its process died (the stage
+        gives a restarting instance no new batch): wait for the fresh process
+        until the batch's deadline rather than fail it at once."""
+        wait = RESTART_WAIT_S if self.run_deadline is None else self.run_deadline - time.monotonic()
+        if self.failed or wait <= 0 or not self.ready.wait(wait):
+            raise InstanceRestarting()
 
     def close(self) -> None:
         with self._lock:
