@@ -1,0 +1,235 @@
+"""What ``batchline tune`` measures on this machine: each op's items made from
+the user's own inputs (run through the pipeline's upstream ops, as the server
+would), and each candidate instance layout's cost curve ``run(n)`` on the
+real predictors, with all of the layout's instances running at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.config.load import parse_config
+from serving.config.schema import ServingConfig
+from serving.engine.execute import run_batch
+from serving.engine.launch import make_op, runners_for
+from serving.http.decode import decode_image
+from serving.op import Op, Runner
+from serving.runners.cpu_plan import CpuAllocator, available_cpus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an op's instances use the machine: ``instances`` x ``threads`` on ``engine``."""
+
+    instances: int
+    threads: int
+    engine: str
+
+    def __str__(self) -> str:
+        return f"{self.instances} x {self.threads} thread{'s' if self.threads > 1 else ''} ({self.engine})"
+
+
+@dataclass
+class OpItems:
+    """One op's preprocessed items from the user's inputs, and how many each request made."""
+
+    items: list[Any] = field(default_factory=list)
+    per_request: list[int] = field(default_factory=list)
+
+    @property
+    def mean_per_request(self) -> float:
+        return statistics.fmean(self.per_request) if self.per_request else 1.0
+
+
+@dataclass
+class Curve:
+    """A layout's measured dispatch time per batch size (median, s) and its spread
+    (sigma of log run time around the median, pooled over sizes)."""
+
+    layout: Layout
+    points: dict[int, float]
+    jitter: float
+
+
+def layouts(config: ServingConfig, op_name: str, engines: Sequence[str], cores: int | None = None) -> list[Layout]:
+    """The candidate layouts of an op: every ``instances x threads`` that uses all
+    of this process's cores, on each engine; the configured layout always included."""
+    cores = cores or len(available_cpus())
+    svc = config.op[op_name].local_service_conf
+    found = {Layout(svc.instance_num, svc.thread_num, svc.engine)}
+    for engine in engines:
+        for instances in range(1, cores + 1):
+            if cores % instances == 0:
+                found.add(Layout(instances, cores // instances, engine))
+    return sorted(found, key=lambda lay: (lay.engine != svc.engine, lay.instances, lay.threads))
+
+
+def variant(data: dict[str, Any], source: str, path: str, changes: dict[str, dict[str, Any]]) -> ServingConfig:
+    """The config ``data`` with ``changes[op]`` merged into each op's
+    ``local_service_conf``, validated as a file would be."""
+    changed = copy.deepcopy(data)
+    for op_name, keys in changes.items():
+        svc = changed["op"][op_name].setdefault("local_service_conf", {}) or {}
+        svc.update(keys)
+        changed["op"][op_name]["local_service_conf"] = svc
+    return parse_config(changed, source, path)
+
+
+def layout_changes(layout: Layout) -> dict[str, Any]:
+    changes: dict[str, Any] = {"instance_num": layout.instances, "thread_num": layout.threads, "engine": layout.engine}
+    if layout.engine != "openvino":
+        changes["conv_kernels"] = "auto"  # an OpenVINO Runtime setting only
+    return changes
+
+
+def read_values(config: ServingConfig, files: Sequence[str], texts: Sequence[str]) -> list[Any]:
+    """Request values as the HTTP layer hands them to the pipeline: decoded images, or text lines."""
+    values: list[Any] = []
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            values.append(decode_image(data, max_pixels=config.max_image_pixels))
+        except Exception as exc:  # noqa: BLE001 - one unreadable file is skipped, as the server would refuse it
+            log.warning("skipping %s: %s", path, exc)
+    values += [t for t in texts if t.strip()]
+    return values
+
+
+class LoadedOp:
+    """An op of ``config`` with its runners (one per instance), closed on exit."""
+
+    def __init__(self, config: ServingConfig, op_name: str, cpus: CpuAllocator | None = None):
+        self.conf = config.op[op_name]
+        self.op: Op = make_op(self.conf)
+        self.op.load()
+        svc = self.conf.local_service_conf
+        self._cpus = cpus or CpuAllocator()
+        self._sets = self._cpus.allocate(svc)
+        self.runners: list[Runner] = runners_for(self.op, svc.instance_num, self._sets)
+        self.run_sizes = svc.predictor_batch_sizes
+
+    def run(self, runner: Runner, items: Sequence[Any]) -> list[Any]:
+        outputs, _ = run_batch(self.op, runner, items, self.run_sizes)
+        return outputs
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()
+        self._cpus.release(self._sets)
+
+    def __enter__(self) -> LoadedOp:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def collect_items(config: ServingConfig, values: Sequence[Any]) -> dict[str, OpItems]:
+    """Every op's items for ``values``, each request run through the ops in DAG
+    order with the config's own settings (one instance each)."""
+    dag = config.dag_graph
+    found = {name: OpItems() for name in dag.order}
+    loaded = {}
+    try:
+        for name in dag.order:
+            loaded[name] = LoadedOp(config, name)
+        for index, value in enumerate(values):
+            outputs: dict[str, Any] = {}
+            try:
+                for name in dag.order:
+                    stage = loaded[name]
+                    sources = dag.inputs(name)
+                    inputs = {"input": value} if not sources else {s: outputs[s] for s in sources}
+                    items = [stage.op.preprocess(p) for p in stage.op.expand(inputs)]
+                    raw = stage.run(stage.runners[0], items) if items else []
+                    results = [stage.op.postprocess(i, o) for i, o in zip(items, raw)]
+                    outputs[name] = stage.op.merge(inputs, results)
+                    found[name].items += items
+                    found[name].per_request.append(len(items))
+            except Exception as exc:  # noqa: BLE001 - a bad input is skipped, as the server would fail it alone
+                log.warning("input %d skipped: %s", index, exc)
+    finally:
+        for stage in loaded.values():
+            stage.close()
+    return found
+
+
+def measure_curve(
+    config: ServingConfig,
+    op_name: str,
+    layout: Layout,
+    items: Sequence[Any],
+    sizes: Sequence[int],
+    *,
+    reps: int = 5,
+    stop_s: float = float("inf"),
+    until: float = float("inf"),
+    seed: int = 0,
+    progress: Callable[[str], None] = lambda message: None,
+) -> Curve:
+    """Dispatch time per batch size on ``layout``, all its instances running batches
+    at once (so their contention is in the numbers). Batches are random draws of
+    the user's items, as the batcher mixes requests. Sizes past one whose time
+    exceeds ``stop_s``, or once ``time.monotonic()`` passes ``until``, are not
+    measured (at least two sizes are, for a slope)."""
+    rng = random.Random(seed)
+    points: dict[int, float] = {}
+    logs: list[float] = []
+    with LoadedOp(config, op_name) as stage:
+        for runner in stage.runners:  # warm: first-use costs are no part of the curve
+            for n in sorted(set(sizes))[:3]:
+                stage.run(runner, rng.choices(items, k=n))
+        for n in sorted(set(sizes)):
+            progress(f"{op_name} {layout}: batches of {n}")
+            batches = [[rng.choices(items, k=n) for _ in range(reps)] for _ in stage.runners]
+            times = _concurrent_runs(stage, batches)
+            median = statistics.median(times)
+            points[n] = median
+            logs += [_log_ratio(t, median) for t in times]
+            if len(points) >= 2 and (median > stop_s or time.monotonic() > until):
+                break
+    jitter = statistics.pstdev(logs) if len(logs) > 1 else 0.0
+    return Curve(layout, points, jitter)
+
+
+def _log_ratio(t: float, median: float) -> float:
+    return math.log(max(t, 1e-9) / max(median, 1e-9))
+
+
+def _concurrent_runs(stage: LoadedOp, batches: list[list[list[Any]]]) -> list[float]:
+    """Run each instance's batches on its own thread at once; every run's duration."""
+    times: list[float] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work(runner: Runner, mine: list[list[Any]]) -> None:
+        try:
+            for batch in mine:
+                began = time.perf_counter()
+                stage.run(runner, batch)
+                took = time.perf_counter() - began
+                with lock:
+                    times.append(took)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(r, b)) for r, b in zip(stage.runners, batches)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return times
