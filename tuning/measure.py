@@ -120,6 +120,17 @@ class LoadedOp:
         self.runners: list[Runner] = runners_for(self.op, svc.instance_num, self._sets)
         self.run_sizes = svc.predictor_batch_sizes
 
+    def warm(self) -> None:
+        """The server's warm-up (serving.engine.warmup): every warm-up shape once per
+        instance and the first at every predictor batch size, so first-shape costs
+        (kernel compilation for a new input size) stay out of the measurements."""
+        warmup = list(self.op.warmup_items())
+        for runner in self.runners:
+            for item in warmup:
+                self.run(runner, [item])
+            for size in self.run_sizes if warmup else []:
+                self.run(runner, [warmup[0]] * size)
+
     def run(self, runner: Runner, items: Sequence[Any]) -> list[Any]:
         outputs, _ = run_batch(self.op, runner, items, self.run_sizes)
         return outputs
@@ -188,9 +199,9 @@ def measure_curve(
     points: dict[int, float] = {}
     logs: list[float] = []
     with LoadedOp(config, op_name) as stage:
-        for runner in stage.runners:  # warm: first-use costs are no part of the curve
-            for n in sorted(set(sizes))[:3]:
-                stage.run(runner, rng.choices(items, k=n))
+        stage.warm()
+        for runner in stage.runners:  # and the user's own shapes once
+            stage.run(runner, list(items[: max(sizes)]))
         for n in sorted(set(sizes)):
             progress(f"{op_name} {layout}: batches of {n}")
             batches = [[rng.choices(items, k=n) for _ in range(reps)] for _ in stage.runners]
