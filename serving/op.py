@@ -182,11 +182,15 @@ class Op:
       ``input_kind``  for ops fed by the request: ``"image"`` or ``"text"``,
                       telling the HTTP layer how to decode request values.
       ``needs_model`` whether ``local_service_conf.model_config`` is required.
+      ``pad_unit``    what :meth:`pad_extent` counts (``"pixels"``, ``"tokens"``);
+                      None (the default): the op gives no item sizes, and
+                      ``local_service_conf.max_batch_units`` is refused.
     """
 
     Params: ClassVar[type[BaseModel]] = NoParams
     input_kind: ClassVar[str | None] = None
     needs_model: ClassVar[bool] = True
+    pad_unit: ClassVar[str | None] = None
 
     def __init__(self, ctx: OpContext):
         self.ctx = ctx
@@ -251,6 +255,18 @@ class Op:
 
     def postprocess(self, item: Any, output: Any) -> Any:
         return output
+
+    def pad_extent(self, item: Any) -> tuple[int, ...]:
+        """How large a preprocessed item is once padded, per padded dimension,
+        in ``pad_unit``: e.g. ``(height, width)`` of an image after the op's
+        bucket rounding, ``(tokens,)`` of a text after its length bucket.
+
+        It sizes batches for ``max_batch_units``: the engine counts a batch as
+        ``items x prod(largest extent per dimension)``, so the product of the
+        extents must be in the units ``collate`` reports as ``padded_units``,
+        and no sub-batch of ``collate`` may pad an item beyond the largest
+        extent of the items handed to it. Needed when ``pad_unit`` is set."""
+        raise NotImplementedError(f"op {self.name!r} sets pad_unit but does not implement pad_extent()")
 
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[Any]) -> list[SubBatch]:

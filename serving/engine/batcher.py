@@ -5,7 +5,8 @@ Only idle instances ask for work (:meth:`Batcher.next_batch`), so "an instance
 is idle" is implicit in every decision. Given the queued items, a batch is
 formed when the first of these holds (see README, "Batching rules"):
 
-1. ``max_batch_size`` items are queued -> take ``max_batch_size``;
+1. ``max_batch_size`` items are queued -> take ``max_batch_size``; or (with
+   ``max_batch_units``) the next batch is full by padded units -> take it;
 2. a ``preferred_batch_size`` can be formed -> take the largest one <= queued;
 3. the oldest item has waited ``max_queue_delay`` -> take what is queued;
 4. (``adaptive`` policy) waiting is not expected to pay off: the next arrival
@@ -21,7 +22,17 @@ per-item cost hardly falls with batch size (CPU); it never delays a batch.
 
 Items are taken highest priority first, FIFO within a level; an item that has
 waited longer than ``priority_max_wait`` is taken before everything else
-(oldest first), so no level starves. Items whose deadline passed are handed
+(oldest first), so no level starves.
+
+With a budget (``max_batch_units``), a batch is the longest run of items in
+that order whose padded size (:mod:`serving.engine.units`: items x largest
+extent) stays within it; the first item that does not fit waits for the next
+batch. The batch is full (rule 1) when that item exists, or when no further
+item, however small, could join (any item pads to the batch's extent). An
+item that alone exceeds the budget still runs, alone: refusing it would fail
+a request the predictor may well serve, and holding it would starve it and
+everything behind it. Items are never reordered to pack a batch tighter: a
+large item at the head is not overtaken by the small ones behind it. Items whose deadline passed are handed
 to ``on_expired`` and never reach a predictor; items whose request already
 failed (``is_dead``) are dropped.
 
@@ -44,11 +55,12 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from serving.engine.estimators import ArrivalEstimator, CostModel
+from serving.engine.units import Extent, PaddedSize
 
 Clock = Callable[[], float]
 
@@ -61,6 +73,7 @@ class QueuedItem:
     priority: int
     seq: int
     background: bool = False
+    extent: Extent = ()  # padded size per dimension (only with max_batch_units)
 
 
 @dataclass
@@ -71,6 +84,18 @@ class Decision:
     expired: list[QueuedItem] = field(default_factory=list)
     wait: float | None = None  # seconds until the next decision is due; None = until an event
     reason: str = ""
+
+
+@dataclass
+class _Plan:
+    """The next batch as it would be taken now, not taken yet."""
+
+    # in take order: each item met, with its queue and whether it joins the batch
+    # (else it is dropped: dead, or past its deadline)
+    steps: list[tuple[deque[QueuedItem], QueuedItem, bool]] = field(default_factory=list)
+    items: int = 0  # items that join the batch
+    units: int = 0  # their padded units
+    full: bool = False  # by max_batch_units: no further item can join
 
 
 class Batcher:
@@ -90,9 +115,13 @@ class Batcher:
         is_dead: Callable[[Any], bool] = lambda payload: False,
         spread: bool = False,
         on_evicted: Callable[[list[QueuedItem]], None] = lambda items: None,
+        max_batch_units: int | None = None,
+        extent_of: Callable[[Any], Extent] | None = None,
     ):
         if max_batch_size < 1:
             raise ValueError("max_batch_size must be >= 1")
+        if max_batch_units is not None and (max_batch_units < 1 or extent_of is None):
+            raise ValueError("max_batch_units must be >= 1 and comes with extent_of (a payload's padded extent)")
         if policy not in ("adaptive", "fixed"):
             raise ValueError(f"unknown batching policy {policy!r}")
         self.max_batch_size = max_batch_size
@@ -108,6 +137,8 @@ class Batcher:
         self._is_dead = is_dead
         self.spread = spread
         self._on_evicted = on_evicted
+        self.max_batch_units = max_batch_units
+        self._extent_of = extent_of
         self._idle = 0  # instances inside next_batch (asking for work)
         self._levels: list[deque[QueuedItem]] = [deque() for _ in range(self.priority_levels)]
         self._background: deque[QueuedItem] = deque()
@@ -136,10 +167,12 @@ class Batcher:
         (``timeout=0``: give up at once)."""
         if not payloads:
             return True
+        # sizes outside the lock: the op's hook is Python work, and may raise (failing this put only)
+        extents = [self._extent_of(p) for p in payloads] if self._extent_of is not None else None
         evicted: list[QueuedItem] = []
         try:
             with self._cond:
-                return self._admit(payloads, priority, deadline, timeout, background, evicted)
+                return self._admit(payloads, extents, priority, deadline, timeout, background, evicted)
         finally:
             if evicted:  # outside the lock: the callback may fail requests, which takes other locks
                 self._on_evicted(evicted)
@@ -147,6 +180,7 @@ class Batcher:
     def _admit(
         self,
         payloads: Sequence[Any],
+        extents: list[Extent] | None,
         priority: int,
         deadline: float | None,
         timeout: float | None,
@@ -167,8 +201,9 @@ class Batcher:
             return False
         now = self.clock()
         queue = self._background if background else self._levels[level]
-        for payload in payloads:
-            queue.append(QueuedItem(payload, now, deadline, level, next(self._seq), background))
+        for i, payload in enumerate(payloads):
+            extent = extents[i] if extents is not None else ()
+            queue.append(QueuedItem(payload, now, deadline, level, next(self._seq), background, extent))
         self._count += len(payloads)
         if not background:
             self.arrivals.observe(now)
@@ -274,23 +309,29 @@ class Batcher:
             n, oldest = len(self._background), self._background[0].enqueued
         else:
             return decision
-        take, reason, wait = self._how_many(n, now, oldest)
+        background = not foreground
+        # with a budget the batch's padded size decides whether it is full, so it is planned first
+        plan = self._plan(now, background, self.max_batch_size) if self.max_batch_units is not None else None
+        take, reason, wait = self._how_many(n, now, oldest, plan)
         if take and foreground and self.spread and idle > 1:
             share = -(-n // idle)  # ceil: every idle instance gets a part
             if share < take:
                 take, reason = share, f"{reason}, spread over {idle} idle instances"
         if take:
-            decision.batch = self._take(
-                take, now, decision, self._next_source if foreground else self._background_source
-            )
+            if plan is None:
+                plan = self._plan(now, background, take)
+            decision.batch = self._take(plan, take, decision)
             decision.reason = reason if foreground else f"{reason} (background)"
         else:
             decision.wait = wait
         return decision
 
     # ---- internals ---------------------------------------------------------------
-    def _how_many(self, n: int, now: float, oldest: float) -> tuple[int, str, float | None]:
+    def _how_many(self, n: int, now: float, oldest: float, plan: _Plan | None) -> tuple[int, str, float | None]:
         cap = self.max_batch_size
+        if plan is not None and plan.full and plan.items < cap:
+            alone = plan.items == 1 and self.max_batch_units is not None and plan.units > self.max_batch_units
+            return plan.items, "max_batch_units" + (" (one item over the budget, alone)" if alone else ""), None
         if n >= cap:
             return cap, "max_batch_size", None
         for size in self.preferred_sizes:
@@ -329,35 +370,64 @@ class Batcher:
                 if not self._is_dead(item.payload):
                     decision.expired.append(item)
 
-    def _next_source(self, now: float) -> deque[QueuedItem] | None:
-        """The foreground level to take from next (None: all empty)."""
-        starving = [q for q in self._levels if q and now - q[0].enqueued > self.priority_max_wait_s]
-        if starving:
-            return min(starving, key=lambda q: q[0].seq)
-        for q in reversed(self._levels):
-            if q:
-                return q
-        return None
+    def _in_take_order(self, now: float, background: bool) -> Iterator[tuple[deque[QueuedItem], QueuedItem]]:
+        """Queued items in the order batches take them, each with its queue, removing none.
 
-    def _background_source(self, now: float) -> deque[QueuedItem] | None:
-        return self._background or None
+        The background lane is FIFO. In the foreground, the next item is the
+        head of the highest non-empty level, unless some level's head has
+        waited past ``priority_max_wait``: then the oldest such head."""
+        if background:
+            for item in self._background:
+                yield self._background, item
+            return
+        levels = self._levels
+        pos = [0] * len(levels)  # how far the walk got in each level
+        while True:
+            heads = [(lvl, levels[lvl][pos[lvl]]) for lvl in range(len(levels)) if pos[lvl] < len(levels[lvl])]
+            if not heads:
+                return
+            starving = [h for h in heads if now - h[1].enqueued > self.priority_max_wait_s]
+            lvl, item = min(starving, key=lambda h: h[1].seq) if starving else heads[-1]
+            pos[lvl] += 1
+            yield levels[lvl], item
 
-    def _take(
-        self, k: int, now: float, decision: Decision, source: Callable[[float], deque[QueuedItem] | None]
-    ) -> list[QueuedItem]:
-        batch: list[QueuedItem] = []
-        while len(batch) < k:
-            q = source(now)
-            if q is None:
+    def _plan(self, now: float, background: bool, limit: int) -> _Plan:
+        """The batch of at most ``limit`` items the batcher would take now: items in
+        take order, dead and expired ones skipped, stopping at the first that would
+        take the batch over ``max_batch_units`` (the first item always joins)."""
+        plan = _Plan()
+        budget = self.max_batch_units
+        size = PaddedSize()
+        for q, item in self._in_take_order(now, background):
+            if plan.items >= limit:
                 break
-            item = q.popleft()
+            if self._is_dead(item.payload) or _expired(item, now):
+                plan.steps.append((q, item, False))
+                continue
+            if budget is not None and plan.items and size.with_item(item.extent) > budget:
+                plan.full = True
+                break
+            size.add(item.extent)
+            plan.steps.append((q, item, True))
+            plan.items += 1
+        plan.units = size.units
+        if budget is not None and plan.items and size.with_item(size.extent) > budget:
+            plan.full = True  # even the smallest item would pad to the batch's extent and not fit
+        return plan
+
+    def _take(self, plan: _Plan, k: int, decision: Decision) -> list[QueuedItem]:
+        """Remove the first ``k`` items of ``plan`` (a prefix stays within the budget)
+        and the dropped items met before them; expired ones go to ``decision``."""
+        batch: list[QueuedItem] = []
+        for q, item, joins in plan.steps:
+            if joins and len(batch) == k:
+                break
+            q.popleft()  # the walk met each queue's items from its head, in order
             self._count -= 1
-            if self._is_dead(item.payload):
-                continue
-            if _expired(item, now):
+            if joins:
+                batch.append(item)
+            elif not self._is_dead(item.payload):
                 decision.expired.append(item)
-                continue
-            batch.append(item)
         return batch
 
 
