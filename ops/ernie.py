@@ -9,6 +9,8 @@ Items are token id sequences. ``collate`` groups them by length bucket (pad
 to the smallest bucket >= the longest item of the group), so short and long
 texts are not padded together; the model masks padding itself
 (``input_ids != [PAD]``), so a text gets the same scores alone or in a batch.
+A text's ``pad_extent`` is its length bucket in tokens, which
+``max_batch_units`` counts (a batch: texts x largest bucket).
 
 For shadow traffic, two answers agree when they give the same labels: the
 text's label, or the label of every line in order (scores are not compared).
@@ -85,6 +87,7 @@ class ErnieClsOp(Op):
     Params: ClassVar[type[BaseModel]] = ErnieClsParams
     input_kind: ClassVar[str | None] = "text"
     needs_model: ClassVar[bool] = True
+    pad_unit: ClassVar[str | None] = "tokens"
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
@@ -230,6 +233,11 @@ class ErnieClsOp(Op):
             "score": float(probs[best]),
             "probs": {lab: float(p) for lab, p in zip(self.labels, probs)},
         }
+
+    def pad_extent(self, item: Encoded) -> tuple[int]:
+        """Its length bucket: collate pads each text to the bucket of its group."""
+        self._loaded_tokenizer()  # buckets come with it
+        return (T.pick_bucket(len(item.ids), self.buckets),)
 
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[Encoded]) -> list[SubBatch]:

@@ -61,6 +61,7 @@ class ClsItem:
 
 class OcrClsOp(Op):
     Params: ClassVar[type[BaseModel]] = ClsParams
+    pad_unit: ClassVar[str | None] = "pixels"
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
@@ -127,6 +128,11 @@ class OcrClsOp(Op):
         if "180" in str(label) and score > self.params.cls_thresh:
             crop = cv2.rotate(crop, 1)  # cv2.ROTATE_180
         return crop, str(label), score
+
+    def pad_extent(self, item: ClsItem) -> tuple[int, int]:
+        """Every crop is padded to the model's (height, width)."""
+        _, h, w = self.params.cls_image_shape
+        return h, w
 
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[ClsItem]) -> list[SubBatch]:

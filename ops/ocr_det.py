@@ -10,6 +10,8 @@ Hooks:
               for oneDNN); an item joins a sub-batch only while the padding
               ratio stays <= ``max_padding_ratio``
   uncollate   each item's probability map cropped back to its own size
+  pad_extent  (height, width) after bucket rounding, in pixels: what ``max_batch_units``
+              counts (a batch: images x largest height x largest width)
   postprocess ``DBPostProcess`` + ``filter_tag_det_res`` + ``sorted_boxes`` as
               ``predict_system.py`` does -> :class:`DetBoxes` (boxes in
               original-image coordinates, with the normalised image)
@@ -114,6 +116,7 @@ class DetBoxes:
 class OcrDetOp(Op):
     Params: ClassVar[type[BaseModel]] = DetParams
     input_kind: ClassVar[str | None] = "image"
+    pad_unit: ClassVar[str | None] = "pixels"
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
@@ -220,6 +223,11 @@ class OcrDetOp(Op):
             return DetBoxes([], item.source)
         return DetBoxes([box_to_list(b) for b in sorted_boxes(np.asarray(boxes))], item.source)
 
+    def pad_extent(self, item: DetItem) -> tuple[int, int]:
+        """(height, width) rounded up to the size buckets: what collate pads the image to at least."""
+        _, h, w = item.image.shape
+        return self.bucket_side(h), self.bucket_side(w)
+
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[DetItem]) -> list[SubBatch]:
         """Greedy packing, largest first: an item joins the first sub-batch whose
@@ -231,9 +239,10 @@ class OcrDetOp(Op):
         limit = self.params.max_padding_ratio
         for i in order:
             _, h, w = items[i].image.shape
+            bh, bw = self.pad_extent(items[i])
             placed = False
             for g, (gh, gw) in enumerate(shapes):
-                nh, nw = max(gh, self.bucket_side(h)), max(gw, self.bucket_side(w))
+                nh, nw = max(gh, bh), max(gw, bw)
                 real = reals[g] + h * w
                 if 1 - real / (nh * nw * (len(groups[g]) + 1)) <= limit + 1e-9:
                     groups[g].append(i)
@@ -243,7 +252,7 @@ class OcrDetOp(Op):
                     break
             if not placed:
                 groups.append([i])
-                shapes.append((self.bucket_side(h), self.bucket_side(w)))
+                shapes.append((bh, bw))
                 reals.append(h * w)
         subs = []
         for idx, (ph, pw), real in zip(groups, shapes, reals):

@@ -10,6 +10,8 @@ Hooks:
               bucket >= their width (tight buckets keep what the model reads
               close to PaddleOCR, whose padding is to the widest crop of each
               batch of 6 sorted by aspect ratio, min 320)
+  pad_extent  (model height, padded width) in pixels, the width collate groups by:
+              what ``max_batch_units`` counts
   postprocess PaddleOCR's ``CTCLabelDecode`` (its dictionary, ops/ctc.py's
               single-pass decode with its numbers) -> (text, score)
   merge       [{"text", "score", "box"}] in reading order with score >=
@@ -153,6 +155,7 @@ def upstream_crops(inputs: Mapping[str, Any], op_name: str) -> tuple[list[np.nda
 class OcrRecOp(Op):
     Params: ClassVar[type[BaseModel]] = RecParams
     input_kind: ClassVar[str | None] = "image"
+    pad_unit: ClassVar[str | None] = "pixels"
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
@@ -238,12 +241,21 @@ class OcrRecOp(Op):
             score = 0.0
         return str(text), score
 
+    def padded_width(self, item: RecItem) -> int:
+        """The width collate pads a crop to: PaddleOCR's for its group (pad_policy
+        paddleocr) or its width bucket, never below its own width."""
+        width = item.pad_width if item.pad_width is not None else self.bucket_width(item.width)
+        return max(width, item.width)
+
+    def pad_extent(self, item: RecItem) -> tuple[int, int]:
+        """(model height, padded width): crops of one width share a sub-batch."""
+        return self.params.rec_image_shape[1], self.padded_width(item)
+
     # ---- per batch --------------------------------------------------------
     def collate(self, items: Sequence[RecItem]) -> list[SubBatch]:
         groups: dict[int, list[int]] = {}
         for i, item in enumerate(items):
-            width = item.pad_width if item.pad_width is not None else self.bucket_width(item.width)
-            groups.setdefault(max(width, item.width), []).append(i)
+            groups.setdefault(self.padded_width(item), []).append(i)
         c, h, _ = self.params.rec_image_shape
         subs = []
         for width in sorted(groups):

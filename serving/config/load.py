@@ -47,6 +47,14 @@ def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
             problems.extend(validation_problems(exc, op_class.Params, f"{path}.params"))
         if op_class.needs_model and op.local_service_conf.model_config is None:
             problems.append((f"{path}.local_service_conf.model_config", f"required by op class {op.cls!r}"))
+        if op.local_service_conf.max_batch_units is not None and op_class.pad_unit is None:
+            problems.append(
+                (
+                    f"{path}.local_service_conf.max_batch_units",
+                    f"op class {op.cls!r} gives no item sizes (pad_unit, pad_extent), so the batcher cannot "
+                    "count units: drop max_batch_units (or give the class pad_unit and pad_extent)",
+                )
+            )
     if problems:
         return problems
     try:

@@ -15,6 +15,7 @@ TABLE_COLUMNS = (
     ("class", "class"),
     ("inputs", "inputs"),
     ("max_batch_size", "max_batch"),
+    ("max_batch_units", "max_units"),
     ("max_queue_delay", "delay_ms"),
     ("preferred_batch_size", "preferred"),
     ("batching_policy", "policy"),
@@ -30,6 +31,8 @@ TABLE_COLUMNS = (
 def _cell(key: str, value: Any) -> str:
     if key == "inputs":
         return ",".join(value) if value else "(request)"
+    if value is None:
+        return "-"
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value) if value else "-"
     if isinstance(value, float) and value.is_integer():

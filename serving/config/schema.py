@@ -125,6 +125,9 @@ class LocalServiceConf:
     min_subgraph_size: int = Field(default=3, ge=0, strict=True)
     gpu_mem_mb: int = Field(default=500, ge=1, strict=True)
     max_batch_size: int = Field(default=1, ge=1, strict=True)
+    # a memory budget per batch in padded input units (pixels, tokens): the batcher
+    # never forms a batch whose padded size exceeds it (null: off; docs/CONFIG.md)
+    max_batch_units: int | None = Field(default=None, ge=1, strict=True)
     max_queue_delay: float = Field(default=0.0, ge=0, strict=True)
     preferred_batch_size: list[int] = Field(default_factory=list, strict=True)
     # predictor calls are made only at these batch sizes (a larger sub-batch is
@@ -206,6 +209,17 @@ class LocalServiceConf:
                 "max_rss_mb",
                 "guards predictor processes: it needs instance_mode: process (in-process instances share "
                 "the server's memory, which only a restart of the server gives back)",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _units_budget(self) -> LocalServiceConf:
+        """A budget can only split batches of more than one item."""
+        if self.max_batch_units is not None and self.max_batch_size == 1:
+            raise FieldProblem(
+                "max_batch_units",
+                "has no effect with max_batch_size 1: every batch is one item, and an item runs even when it "
+                "alone exceeds the budget; raise max_batch_size or drop max_batch_units",
             )
         return self
 
@@ -607,6 +621,7 @@ class ServingConfig(BaseModel):
                     "class": op.cls,
                     "inputs": list(op.input_ops),
                     "max_batch_size": svc.max_batch_size,
+                    "max_batch_units": svc.max_batch_units,
                     "max_queue_delay": svc.max_queue_delay,
                     "preferred_batch_size": list(svc.preferred_batch_size),
                     "batching_policy": svc.batching_policy,

@@ -27,6 +27,7 @@ from serving.engine.execute import CallStats, run_batch, run_with_retry
 from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
 from serving.engine.supervise import SupervisedThreads
+from serving.engine.units import Extent, checked_extent, items_within
 from serving.engine.window_stats import WindowStats
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
@@ -109,6 +110,8 @@ class OpStage:
             is_dead=lambda slot: slot.work.request.done,
             spread=svc.spreads_batches,
             on_evicted=self._evicted,
+            max_batch_units=svc.max_batch_units,
+            extent_of=None if svc.max_batch_units is None else self._slot_extent,
         )
         self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
         self.retry = conf.retry
@@ -154,6 +157,20 @@ class OpStage:
         """A restarted or replacement instance runs every warm-up shape once before it takes work."""
         for item in self.op.warmup_items():
             self.run_batch(runner, [item], record=False)
+
+    def item_extent(self, item: Any) -> Extent:
+        """A preprocessed item's padded extent (ops with ``pad_unit``)."""
+        return checked_extent(self.op.pad_extent(item), self.name)
+
+    def _slot_extent(self, slot: _Slot) -> Extent:
+        return self.item_extent(slot.item)
+
+    def batch_limit(self, item: Any) -> int:
+        """How many items like ``item`` one batch may hold: ``max_batch_size``, or fewer under ``max_batch_units``."""
+        svc = self.conf.local_service_conf
+        if svc.max_batch_units is None:
+            return svc.max_batch_size
+        return items_within(self.item_extent(item), svc.max_batch_units, svc.max_batch_size)
 
     def stop(self, timeout: float | None = None) -> None:
         """Close intake and batcher; workers finish what is queued, then exit."""

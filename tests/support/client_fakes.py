@@ -54,9 +54,15 @@ LINE2 = "你好 world"
 SCORES = (0.99, 0.875)
 
 
+def padded_sides(w: int, h: int) -> tuple[int, int]:
+    """(height, width) of a ``w`` x ``h`` image once ``det`` padded it (each side to a multiple of 32)."""
+    return -(-h // 32) * 32, -(-w // 32) * 32
+
+
 def padded_pixels(w: int, h: int) -> int:
-    """Pixels of a ``w`` x ``h`` image once ``det`` padded it (each side to a multiple of 32)."""
-    return (-(-w // 32) * 32) * (-(-h // 32) * 32)
+    """Pixels of a ``w`` x ``h`` image once ``det`` padded it."""
+    ph, pw = padded_sides(w, h)
+    return ph * pw
 
 
 def ocr_lines(w: int, h: int) -> list[dict[str, Any]]:
@@ -77,6 +83,9 @@ class FakeDetOp(ImageStatsOp):
             sub.real_units = sum(items[i][0] * items[i][1] for i in sub.indices)
             sub.padded_units = sum(padded_pixels(items[i][0], items[i][1]) for i in sub.indices)
         return subs
+
+    def pad_extent(self, item):
+        return padded_sides(item[0], item[1])
 
     def postprocess(self, item, output):
         stats = super().postprocess(item, output)  # raises for the "postprocess" fault

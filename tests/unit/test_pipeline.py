@@ -292,6 +292,31 @@ def test_run_batch_sizes_empty_means_any_size(pipelines):
     assert runner.batch_sizes[warm:] == [13]
 
 
+def test_max_batch_units_splits_a_request_into_batches_within_the_budget(pipelines):
+    p = make(
+        {
+            "split": op(
+                "SizedSplitOp", max_batch_size=8, max_batch_units=10, max_queue_delay=1000, batching_policy="fixed"
+            )
+        }
+    )
+    pipelines(p)
+    runner = p.stages["split"].op.runners[0]
+    warm = len(runner.batch_sizes)
+    assert p.submit({"id": 1, "n": 6, "units": 4}).result() == {"id": 1, "values": expected_chain(1, 6, 2)}
+    # 3 x 4 units would pad to 12 > 10: batches of two, each full, none waiting for the 1 s delay
+    assert runner.batch_sizes[warm:] == [2, 2, 2]
+    assert p.submit({"id": 2, "n": 1, "units": 50}).result() == {"id": 2, "values": [400]}  # over the budget: alone
+
+
+@pytest.mark.parametrize("budget, largest", [(None, 8), (10, 2)])
+def test_warm_up_batches_stay_within_the_budget(pipelines, budget, largest):
+    p = make({"split": op("SizedSplitOp", max_batch_size=8, max_batch_units=budget)})
+    pipelines(p)
+    warm = p.stages["split"].op.runners[0].batch_sizes
+    assert max(warm) == largest  # the warm-up item has 4 units: 10 holds two
+
+
 def test_split_sizes():
     from serving.engine.execute import split_sizes
 
