@@ -6,6 +6,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128)
+# share of a limit a dispatch used; units fill above 1.0 (+Inf only) is an item over the budget, alone
+FILL_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 # A pipeline is named by its name and version; an op by its pipeline and op
 # name, and a stage shared by several pipelines by pipeline="shared", version=""
 # and its share name.
@@ -25,6 +27,20 @@ class Metrics:
             "Items per dispatch: the batch the batcher hands one instance",
             OP_LABELS,
             buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.batch_fill = Histogram(
+            "batchline_op_batch_fill",
+            "Items per dispatch / max_batch_size",
+            OP_LABELS,
+            buckets=FILL_BUCKETS,
+            registry=r,
+        )
+        self.units_fill = Histogram(
+            "batchline_op_units_fill",
+            "Padded units per dispatch (items x largest item) / max_batch_units, for ops with a budget",
+            OP_LABELS,
+            buckets=FILL_BUCKETS,
             registry=r,
         )
         self.call_rows = Histogram(
@@ -134,10 +150,14 @@ class Metrics:
 
 class OpMetrics:
     """One op's labelled series, looked up once: a stage records several per
-    batch, and ``labels()`` costs as much as the observation itself."""
+    batch, and ``labels()`` costs as much as the observation itself.
+    ``units_fill`` exists only for an op with a budget (``units_budget``), so
+    other ops export no empty series of it."""
 
-    def __init__(self, metrics: Metrics, labels: tuple[str, str, str]):
+    def __init__(self, metrics: Metrics, labels: tuple[str, str, str], *, units_budget: bool = False):
         self.batch_size = metrics.batch_size.labels(*labels)
+        self.batch_fill = metrics.batch_fill.labels(*labels)
+        self.units_fill = metrics.units_fill.labels(*labels) if units_budget else None
         self.run_time = metrics.run_time.labels(*labels)
         self.items = metrics.items.labels(*labels)
         self.queue_wait = metrics.queue_wait.labels(*labels)

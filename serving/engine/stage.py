@@ -27,7 +27,7 @@ from serving.engine.execute import CallStats, run_batch, run_with_retry
 from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
 from serving.engine.supervise import SupervisedThreads
-from serving.engine.units import Extent, checked_extent, items_within
+from serving.engine.units import Extent, batch_units, checked_extent, items_within
 from serving.engine.window_stats import WindowStats
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
@@ -92,7 +92,7 @@ class OpStage:
         self.clock = clock
         # metric labels: (pipeline, version, op)
         self.labels: tuple[str, str, str] = (*labels, self.name)
-        self._m = OpMetrics(metrics, self.labels)
+        self._m = OpMetrics(metrics, self.labels, units_budget=svc.max_batch_units is not None)
         self.shared = shared
         self.idle_cpu = idle_cpu  # instance threads (and their process instances) use only idle CPU time
         self._lowered = threading.local()
@@ -323,7 +323,12 @@ class OpStage:
 
     def _record_batch(self, batch: list[QueuedItem], started: float, run_s: float, calls: CallStats) -> None:
         m = self._m
+        svc = self.conf.local_service_conf
         m.batch_size.observe(len(batch))
+        m.batch_fill.observe(len(batch) / svc.max_batch_size)
+        if m.units_fill is not None and svc.max_batch_units is not None:
+            # counted as the batcher counted it (items x largest extent), the figure the budget bounds
+            m.units_fill.observe(batch_units(q.extent for q in batch) / svc.max_batch_units)
         m.run_time.observe(run_s)
         m.items.inc(len(batch))
         self._record_calls(calls)
