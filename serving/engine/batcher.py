@@ -22,7 +22,9 @@ per-item cost hardly falls with batch size (CPU); it never delays a batch.
 
 Items are taken highest priority first, FIFO within a level; an item that has
 waited longer than ``priority_max_wait`` is taken before everything else
-(oldest first), so no level starves.
+(oldest first), so no level starves. Items whose deadline passed are handed
+to ``on_expired`` and never reach a predictor; items whose request already
+failed (``is_dead``) are dropped.
 
 With a budget (``max_batch_units``), a batch is the longest run of items in
 that order whose padded size (:mod:`serving.engine.units`: items x largest
@@ -32,9 +34,7 @@ item, however small, could join (any item pads to the batch's extent). An
 item that alone exceeds the budget still runs, alone: refusing it would fail
 a request the predictor may well serve, and holding it would starve it and
 everything behind it. Items are never reordered to pack a batch tighter: a
-large item at the head is not overtaken by the small ones behind it. Items whose deadline passed are handed
-to ``on_expired`` and never reach a predictor; items whose request already
-failed (``is_dead``) are dropped.
+large item at the head is not overtaken by the small ones behind it.
 
 Background items (``put(..., background=True)``: a shadow version's copies)
 form a lane below every priority level, so they can never slow the foreground
