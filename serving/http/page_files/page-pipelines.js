@@ -61,6 +61,7 @@ export class PipelinePicker extends EventTarget {
     const conf = await this.api.json(endpoint(choice, "config"));
     this.current = { name: choice.name, version: choice.version, input: conf.input, ops: conf.ops.map((r) => r.op) };
     this.opsLine.textContent = `${conf.input} → ${this.current.ops.join(" → ")}`;
+    this.select.dataset.chosen = String(index); // what the browser tests wait for
     this.dispatchEvent(new Event("change"));
   }
 }

@@ -37,7 +37,17 @@ export function renderTimings(container, timing) {
       el(
         "thead",
         {},
-        el("tr", {}, ["op", "queue wait ms", "run ms", "batch sizes", ""].map((h) => el("th", {}, h))),
+        el(
+          "tr",
+          {},
+          [
+            ["op", ""],
+            ["queue wait ms", "the longest wait of this request's items in the op's batcher"],
+            ["run ms", "run time of the batches its items ran in, added up (batches on parallel instances overlap)"],
+            ["batch sizes", "the size of each of those batches"],
+            ["", ""],
+          ].map(([h, title]) => el("th", { title: title || undefined }, h)),
+        ),
       ),
       el("tbody", {}, rows),
       el(
