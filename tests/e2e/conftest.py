@@ -49,8 +49,14 @@ def chromium(request):
     """Debian's Chromium, installed with apt-get when missing (as root); skipped where it cannot be."""
     from tests.support.chromium import CHROMIUM, ChromiumUnavailable, find_or_install
 
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    say = reporter.write_line if reporter is not None else (lambda line: None)
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+
+    def say(line: str) -> None:  # on the terminal, past pytest's capture: an install takes minutes
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(line)
+
     missing = not os.path.exists(CHROMIUM)
     if missing:
         say(f"{CHROMIUM} is missing: installing Debian's chromium for the browser tests (apt-get, takes minutes)")
