@@ -8,7 +8,9 @@ served by real ``batchline serve`` processes: the page's own files, as shipped.
 * on fake pipelines that answer chosen text: markup read from an image stays
   text, dropped and pasted images are sent, a text pipeline shows its label;
 * with ``auth_token``: the page asks for the token, sends it as the bearer
-  header only, asks again when it is refused, and stores it nowhere.
+  header only, asks again when it is refused, and stores it nowhere;
+* the page's own arithmetic, run in the browser: its Prometheus parser reads
+  what the Python client's reads, and its live figures are the right rates.
 """
 
 from __future__ import annotations
@@ -270,3 +272,42 @@ def test_the_pages_metrics_parser_reads_what_the_python_client_reads(browser, fa
             }"""
         )
         assert quantiles == [2, 3, ["1", "2", "3–4"]]
+
+
+def test_the_live_figures_are_rates_over_the_window(browser, fake_server):
+    """Two scrapes 2 s apart: rates, means, padding and the batch-size distribution; a restart resets."""
+    labels = 'pipeline="p",version="1"'
+    op = f'{labels},op="a"'
+    before = (
+        f'batchline_requests_total{{{labels},status="200"}} 10\n'
+        f"batchline_op_items_total{{{op}}} 40\nbatchline_op_batch_size_count{{{op}}} 10\n"
+        f"batchline_op_batch_size_sum{{{op}}} 40\n"
+        f'batchline_op_batch_size_bucket{{{op},le="2.0"}} 0\nbatchline_op_batch_size_bucket{{{op},le="4.0"}} 10\n'
+        f"batchline_op_real_units_total{{{op}}} 100\nbatchline_op_padded_units_total{{{op}}} 100\n"
+    )
+    after = (
+        f'batchline_requests_total{{{labels},status="200"}} 30\n'
+        f'batchline_requests_total{{{labels},status="503"}} 4\n'
+        f"batchline_op_items_total{{{op}}} 80\nbatchline_op_batch_size_count{{{op}}} 20\n"
+        f"batchline_op_batch_size_sum{{{op}}} 70\n"
+        f'batchline_op_batch_size_bucket{{{op},le="2.0"}} 4\nbatchline_op_batch_size_bucket{{{op},le="4.0"}} 20\n'
+        f"batchline_op_real_units_total{{{op}}} 175\nbatchline_op_padded_units_total{{{op}}} 200\n"
+    )
+    with open_page(browser, fake_server.url) as (page, _errors):
+        figures = page.evaluate(
+            """async ([before, after]) => {
+                const { parsePrometheus } = await import("./page-prometheus.js");
+                const { MetricsWindow, opStats, pipelineStats } = await import("./page-rates.js");
+                const window = new MetricsWindow(5000);
+                window.push(1000, parsePrometheus(before));
+                window.push(3000, parsePrometheus(after));
+                const [old, cur] = window.pair();
+                const [p] = pipelineStats(old, cur);
+                const [o] = opStats(old, cur);
+                window.push(4000, parsePrometheus(before));  // counters went down: a restarted server
+                return [p.rps, p.errors, o.itemsPerS, o.batchesPerS, o.meanBatch, o.padding, o.sizes, window.pair()];
+            }""",
+            [before, after],
+        )
+    sizes = [{"label": "1–2", "count": 4}, {"label": "3–4", "count": 6}]
+    assert figures == [10, {"503": 2}, 20, 5, 3, 0.25, sizes, None]

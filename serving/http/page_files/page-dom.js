@@ -43,3 +43,14 @@ export function byId(id) {
 export function fmt(value, digits = 1) {
   return value === null || value === undefined || !Number.isFinite(value) ? "-" : value.toFixed(digits);
 }
+
+/** A table: `head` as [label, tooltip] pairs, then body rows (and optional foot rows), all nodes. */
+export function table(attrs, head, rows, foot = []) {
+  return el(
+    "table",
+    attrs,
+    el("thead", {}, el("tr", {}, head.map(([label, title]) => el("th", { title: title || undefined }, label)))),
+    el("tbody", {}, rows),
+    foot.length ? el("tfoot", {}, foot) : null,
+  );
+}

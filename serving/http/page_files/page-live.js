@@ -3,7 +3,7 @@
 // items and batches per second, the batch-size distribution, queue wait, run
 // time, padding and errors. It pauses while the server wants a token.
 
-import { byId, el, fmt, svg } from "./page-dom.js";
+import { byId, el, fmt, svg, table } from "./page-dom.js";
 import { parsePrometheus } from "./page-prometheus.js";
 import { MetricsWindow, opStats, pipelineStats } from "./page-rates.js";
 
@@ -41,7 +41,8 @@ function sizeBars(sizes) {
     sizes.map((s) => {
       const bar = el("span", { class: "bar" });
       bar.style.height = `${Math.max(1, (22 * s.count) / most)}px`; // 22 px: the tallest bar
-      return el("span", { class: "size", title: `batch size ${s.label}: ${Math.round(s.count)} batches` }, bar, el("small", {}, s.label));
+      const title = `batch size ${s.label}: ${Math.round(s.count)} batches`;
+      return el("span", { class: "size", title }, bar, el("small", {}, s.label));
     }),
   );
 }
@@ -125,31 +126,23 @@ export class LivePanel {
       ["mean ms", "mean latency inside the engine"],
       ["p99 ms", "99th percentile latency, estimated from the histogram buckets"],
     ];
-    return el(
-      "table",
-      { class: "live" },
-      el("thead", {}, el("tr", {}, head.map(([h, title]) => el("th", { title: title || undefined }, h)))),
-      el(
-        "tbody",
-        {},
-        rows.map((s) => {
-          const key = `${s.pipeline}\u0000${s.version}`;
-          const points = [...(this.history.get(key) || []), s.rps || 0].slice(-HISTORY);
-          this.history.set(key, points);
-          return el(
-            "tr",
-            { "data-pipeline": s.pipeline, "data-version": s.version },
-            el("th", { scope: "row" }, pipelineName(s)),
-            stat("rps", s.rps, fmt(s.rps, 1)),
-            el("td", {}, sparkline(points)),
-            stat("errors", s.errorsPerS, fmt(s.errorsPerS, 1), errorText(s.errors)),
-            stat("in-flight", s.inFlight, fmt(s.inFlight, 0)),
-            stat("mean-ms", s.meanMs, fmt(s.meanMs, 1)),
-            stat("p99-ms", s.p99Ms, fmt(s.p99Ms, 0)),
-          );
-        }),
-      ),
-    );
+    const body = rows.map((s) => {
+      const key = `${s.pipeline}\u0000${s.version}`;
+      const points = [...(this.history.get(key) || []), s.rps || 0].slice(-HISTORY);
+      this.history.set(key, points);
+      return el(
+        "tr",
+        { "data-pipeline": s.pipeline, "data-version": s.version },
+        el("th", { scope: "row" }, pipelineName(s)),
+        stat("rps", s.rps, fmt(s.rps, 1)),
+        el("td", {}, sparkline(points)),
+        stat("errors", s.errorsPerS, fmt(s.errorsPerS, 1), errorText(s.errors)),
+        stat("in-flight", s.inFlight, fmt(s.inFlight, 0)),
+        stat("mean-ms", s.meanMs, fmt(s.meanMs, 1)),
+        stat("p99-ms", s.p99Ms, fmt(s.p99Ms, 0)),
+      );
+    });
+    return table({ class: "live" }, head, body);
   }
 
   opTable(rows) {
@@ -165,30 +158,22 @@ export class LivePanel {
       ["padding", "share of the input units that were padding (1 - real/padded)"],
       ["errors/s", "failed items per second"],
     ];
-    return el(
-      "table",
-      { class: "live" },
-      el("thead", {}, el("tr", {}, head.map(([h, title]) => el("th", { title: title || undefined }, h)))),
+    const body = rows.map((s) =>
       el(
-        "tbody",
-        {},
-        rows.map((s) =>
-          el(
-            "tr",
-            { "data-pipeline": s.pipeline, "data-version": s.version, "data-op": s.op },
-            el("th", { scope: "row" }, `${s.op} `, el("small", { class: "muted" }, pipelineName(s))),
-            stat("items", s.itemsPerS, fmt(s.itemsPerS, 1)),
-            stat("batches", s.batchesPerS, fmt(s.batchesPerS, 1)),
-            stat("mean-batch", s.meanBatch, fmt(s.meanBatch, 2)),
-            el("td", { "data-stat": "sizes" }, sizeBars(s.sizes)),
-            stat("wait-ms", s.waitMs, fmt(s.waitMs, 1)),
-            stat("depth", s.depth, fmt(s.depth, 0)),
-            stat("run-ms", s.runMs, fmt(s.runMs, 1)),
-            stat("padding", s.padding, s.padding === null ? "-" : `${fmt(s.padding * 100, 0)}%`),
-            stat("op-errors", s.errorsPerS, fmt(s.errorsPerS, 1), errorText(s.errors)),
-          ),
-        ),
+        "tr",
+        { "data-pipeline": s.pipeline, "data-version": s.version, "data-op": s.op },
+        el("th", { scope: "row" }, `${s.op} `, el("small", { class: "muted" }, pipelineName(s))),
+        stat("items", s.itemsPerS, fmt(s.itemsPerS, 1)),
+        stat("batches", s.batchesPerS, fmt(s.batchesPerS, 1)),
+        stat("mean-batch", s.meanBatch, fmt(s.meanBatch, 2)),
+        el("td", { "data-stat": "sizes" }, sizeBars(s.sizes)),
+        stat("wait-ms", s.waitMs, fmt(s.waitMs, 1)),
+        stat("depth", s.depth, fmt(s.depth, 0)),
+        stat("run-ms", s.runMs, fmt(s.runMs, 1)),
+        stat("padding", s.padding, s.padding === null ? "-" : `${fmt(s.padding * 100, 0)}%`),
+        stat("op-errors", s.errorsPerS, fmt(s.errorsPerS, 1), errorText(s.errors)),
       ),
     );
+    return table({ class: "live" }, head, body);
   }
 }

@@ -27,7 +27,8 @@ export function choices(listing) {
     out.push({ name, version: null, label: `${name} (routed${routed ? `, default v${routed.version}` : ""})` });
     for (const p of versions) {
       const notes = [p.default && "default", p.shadow && "shadow", p.weight && `weight ${p.weight}`].filter(Boolean);
-      out.push({ name, version: p.version, label: `${name} v${p.version}${notes.length ? ` (${notes.join(", ")})` : ""}` });
+      const label = `${name} v${p.version}${notes.length ? ` (${notes.join(", ")})` : ""}`;
+      out.push({ name, version: p.version, label });
     }
   }
   return out;

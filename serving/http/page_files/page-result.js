@@ -28,7 +28,11 @@ function lineList(lines) {
         el("span", { class: "text", "data-role": "line-text" }, String(line.text ?? "")),
         el("span", { class: "score", title: "recognition score" }, fmt(line.score, 3)),
         line.label !== undefined && line.label !== null
-          ? el("span", { class: "label", "data-role": "line-label", title: `label score ${fmt(line.label_score, 3)}` }, String(line.label))
+          ? el(
+              "span",
+              { class: "label", "data-role": "line-label", title: `label score ${fmt(line.label_score, 3)}` },
+              String(line.label),
+            )
           : null,
       );
       linkHover(item, i);
@@ -42,7 +46,13 @@ function labelView(result) {
   return el(
     "div",
     { class: "label-view" },
-    el("p", {}, "label ", el("strong", { "data-role": "label" }, String(result.label)), ` · score ${fmt(result.score, 3)}`),
+    el(
+      "p",
+      {},
+      "label ",
+      el("strong", { "data-role": "label" }, String(result.label)),
+      ` · score ${fmt(result.score, 3)}`,
+    ),
     el(
       "table",
       { class: "probs" },
@@ -52,7 +62,13 @@ function labelView(result) {
         probs.map(([label, p]) => {
           const fill = el("span", { class: "fill" });
           fill.style.width = `${Math.max(0, Math.min(100, p * 100))}%`;
-          return el("tr", {}, el("th", { scope: "row" }, label), el("td", {}, el("div", { class: "prob" }, fill)), el("td", {}, fmt(p, 3)));
+          return el(
+            "tr",
+            {},
+            el("th", { scope: "row" }, label),
+            el("td", {}, el("div", { class: "prob" }, fill)),
+            el("td", {}, fmt(p, 3)),
+          );
         }),
       ),
     ),

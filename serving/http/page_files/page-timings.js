@@ -3,7 +3,7 @@
 // ran in (batches shared with other requests count whole) and those batches'
 // sizes; and the request's total time inside the engine.
 
-import { el, fmt } from "./page-dom.js";
+import { el, fmt, table } from "./page-dom.js";
 
 function bar(total, wait, run) {
   const part = (cls, ms) => {
@@ -30,32 +30,28 @@ export function renderTimings(container, timing) {
       el("td", { class: "barcell" }, bar(timing.total_ms, t.queue_wait_ms, t.run_ms)),
     ),
   );
+  const head = [
+    ["op", ""],
+    ["queue wait ms", "the longest wait of this request's items in the op's batcher"],
+    ["run ms", "run time of the batches its items ran in, added up (batches on parallel instances overlap)"],
+    ["batch sizes", "the size of each of those batches"],
+    ["", ""],
+  ];
+  const total = el(
+    "tr",
+    {},
+    el("th", { scope: "row" }, "total"),
+    el("td", { colspan: 4, "data-stat": "total-ms" }, `${fmt(timing.total_ms, 1)} ms in the engine`),
+  );
   container.replaceChildren(
+    table({ class: "timings" }, head, rows, [total]),
     el(
-      "table",
-      { class: "timings" },
-      el(
-        "thead",
-        {},
-        el(
-          "tr",
-          {},
-          [
-            ["op", ""],
-            ["queue wait ms", "the longest wait of this request's items in the op's batcher"],
-            ["run ms", "run time of the batches its items ran in, added up (batches on parallel instances overlap)"],
-            ["batch sizes", "the size of each of those batches"],
-            ["", ""],
-          ].map(([h, title]) => el("th", { title: title || undefined }, h)),
-        ),
-      ),
-      el("tbody", {}, rows),
-      el(
-        "tfoot",
-        {},
-        el("tr", {}, el("th", { scope: "row" }, "total"), el("td", { colspan: 4, "data-stat": "total-ms" }, `${fmt(timing.total_ms, 1)} ms in the engine`)),
-      ),
+      "p",
+      { class: "legend muted" },
+      el("span", { class: "key wait" }),
+      " queue wait ",
+      el("span", { class: "key run" }),
+      " run",
     ),
-    el("p", { class: "legend muted" }, el("span", { class: "key wait" }), " queue wait ", el("span", { class: "key run" }, ""), " run"),
   );
 }

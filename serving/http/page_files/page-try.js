@@ -33,7 +33,11 @@ export class TryPanel {
 
   async send(init, input) {
     const target = this.picker.current;
-    if (!target || this.busy) return;
+    if (!target) return;
+    if (this.busy) {
+      this.say("still waiting for the previous answer", "error");
+      return;
+    }
     this.busy = true;
     this.say(`sending to ${target.name} …`);
     const started = performance.now();
