@@ -11,9 +11,11 @@ cycle through the inputs, one input per request; image payloads are encoded
 once up front so the client spends its CPU on sending, not on base64.
 
 Around every level ``/metrics`` is scraped, giving per-op mean batch size,
-queue wait and padding ratio for that level alone. ``--json`` saves the
-results; ``--plot`` draws throughput and p99 latency against the load knob,
-overlaying any ``--from`` result files.
+queue wait and padding ratio for that level alone. While a level runs, a live
+progress line shows it (on a terminal, or anywhere with ``--progress``); the
+results are printed as tables at the end (``bench_progress``, ``bench_table``).
+``--json`` saves the results; ``--plot`` draws throughput and p99 latency
+against the load knob, overlaying any ``--from`` result files.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from .bench_progress import BenchProgress
+from .bench_table import print_results
 from .cli import TOKEN_HELP, expand_images, resolve_token
 from .loadgen import LevelResult, run_closed_loop, run_open_loop
 from .pipeline_client import PipelineClient, PipelineError, make_payload
-from .stats import MetricsSnapshot, format_errors, op_stats
+from .stats import MetricsSnapshot, op_stats
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="earlier --json results to overlay on --plot",
     )
     parser.add_argument(
-        "--progress", action="store_true", help="show the progress line even when stderr is not a terminal"
+        "--progress", action="store_true", help="show the live progress even when stderr is not a terminal"
     )
 
 
@@ -101,24 +105,6 @@ def scrape(client: PipelineClient) -> MetricsSnapshot | None:
         return None
 
 
-class _ProgressLine:
-    """``\\r``-overwritten status line on a stream."""
-
-    def __init__(self, stream: TextIO, level: str):
-        self.stream, self.level = stream, level
-
-    def __call__(self, p: dict[str, Any]) -> None:
-        self.stream.write(
-            f"\r[{self.level}] {p['phase']} {p['elapsed_s']:6.1f}s  ok={p['ok']}"
-            f" failed={p['failed']} dropped={p['dropped']}   "
-        )
-        self.stream.flush()
-
-    def done(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
 def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
     payloads = load_payloads(args.inputs, args.text_file, args.protocol, args.priority)
     if not payloads:
@@ -137,13 +123,13 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
     open_loop = bool(args.rate)
     knobs = _levels(args.rate, float) if open_loop else _levels(args.concurrency, int)
     results: list[LevelResult] = []
-    with factory() as admin:
+    with factory() as admin, BenchProgress(err, show=show, force=args.progress) as progress:
         for knob in knobs:
             level = f"rate={knob:g}/s" if open_loop else f"c={knob}"
-            progress = _ProgressLine(err, level) if show else None
+            report = progress.level(level, args.warmup + args.duration)
             before = scrape(admin)
             common = dict(
-                duration_s=args.duration, warmup_s=args.warmup, max_requests=args.max_requests, progress=progress
+                duration_s=args.duration, warmup_s=args.warmup, max_requests=args.max_requests, progress=report
             )
             if open_loop:
                 res = run_open_loop(
@@ -151,48 +137,18 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
                 )
             else:
                 res = run_closed_loop(factory, make_request, knob, **common)
-            if progress:
-                progress.done()
+            if report:
+                report.done()
             after = scrape(admin)
             if before is not None and after is not None:
                 res.op_stats = op_stats(before, after)
             res.label = label
             results.append(res)
             if res.interrupted:
-                err.write("interrupted\n")
                 break
+    if results and results[-1].interrupted:  # said once the live progress has stopped drawing
+        err.write("interrupted\n")
     return results
-
-
-def _fmt(x: float | None, spec: str = ".1f") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
-
-def format_table(levels: list[dict[str, Any]]) -> str:
-    """The results table (from :meth:`LevelResult.to_dict` dicts) with op stats under each level."""
-    head = f"{'level':>12} {'requests':>9} {'qps':>9} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9}  errors"
-    lines = [head, "-" * len(head)]
-    for lv in levels:
-        knob = f"{lv['rate']:g}/s" if lv["mode"] == "open" else f"c={lv['concurrency']}"
-        lat = lv["latency_ms"]
-        lines.append(
-            f"{knob:>12} {lv['requests']:>9} {lv['qps']:>9.2f} {_fmt(lat.get('p50')):>9} "
-            f"{_fmt(lat.get('p90')):>9} {_fmt(lat.get('p99')):>9}  "
-            f"{format_errors(lv['errors'], lv.get('dropped', 0))}"
-        )
-        for op, s in lv.get("op_stats", {}).items():
-            lines.append(
-                f"{'':>12}   op {op}: batch {_fmt(s.get('mean_batch_size'), '.2f')}"
-                f"  rows/call {_fmt(s.get('mean_call_rows'), '.2f')}"
-                f"  queue wait {_fmt(s.get('mean_queue_wait_ms'))} ms"
-                f"  run {_fmt(s.get('mean_run_ms'))} ms"
-                f"  padding {_fmt(_pct(s.get('padding_ratio')))}%"
-            )
-    return "\n".join(lines)
-
-
-def _pct(x: float | None) -> float | None:
-    return None if x is None else x * 100.0
 
 
 def _json_safe(obj: Any) -> Any:
@@ -289,8 +245,7 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
             err.write(f"error: {e}\n")
             return 1
         doc = results_document(args, results)
-        out.write(f"== {doc['label']}: {args.pipeline} at {args.url}\n")
-        out.write(format_table(doc["levels"]) + "\n")
+        print_results(out, f"{doc['label']}: {args.pipeline} at {args.url}", doc["levels"])
         if args.json:
             with open(args.json, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent=2, ensure_ascii=False)
@@ -300,7 +255,7 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
             status = 1
     else:
         for doc in runs:
-            out.write(f"== {doc['label']}\n{format_table(doc.get('levels', []))}\n")
+            print_results(out, doc["label"], doc.get("levels", []))
     if args.plot:
         plot_runs(runs, args.plot)
         err.write(f"wrote {args.plot}\n")

@@ -1,5 +1,6 @@
 """The Flask app: Paddle Serving compatible and native prediction endpoints,
-health, metrics and config. Every failure gets its real HTTP status."""
+health, metrics and config, and the page at ``/`` (``page.py``). Every
+failure gets its real HTTP status."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from serving.http.auth import bearer_matches
 from serving.http.decode import InputLimits, decode_input, decoded_pixels
 from serving.http.encode import plain, to_json
 from serving.http.jsonio import FlaskJSON
+from serving.http.page import add_page
 from serving.http.parse import ParsedRequest, parse_native, parse_paddle
 
 log = logging.getLogger(__name__)
@@ -137,9 +139,11 @@ def create_app(
         log.exception("unhandled error on %s", request.path)
         return error_response(as_serving_error(exc))
 
+    page = add_page(app)
+
     @app.before_request
     def _auth() -> None:
-        if not auth_token or request.path in HEALTH_PATHS:
+        if not auth_token or request.path in HEALTH_PATHS or page.file_for(request) is not None:
             return
         if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
             raise Unauthorized("missing or wrong bearer token")

@@ -3,7 +3,12 @@ PaddleOCR 2.10's answers for them (tests/data/ocr/, see tests/support/ocr_data.p
 
 Nothing is rendered with a font or computed by PaddleOCR here, so no test skips
 for lack of the Chinese font; test_ocr_reference.py checks live, on a few
-pages, that the installed PaddleOCR still gives the committed answers."""
+pages, that the installed PaddleOCR still gives the committed answers.
+
+And the browser the page's tests drive (test_page_browser.py): Debian's
+Chromium through Playwright."""
+
+import os
 
 import pytest
 
@@ -37,3 +42,40 @@ def short_reference():
     from tests.support import ocr_data
 
     return ocr_data.reference("short")
+
+
+@pytest.fixture(scope="session")
+def chromium(request):
+    """Debian's Chromium, installed with apt-get when missing (as root); skipped where it cannot be."""
+    from tests.support.chromium import CHROMIUM, ChromiumUnavailable, find_or_install
+
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+
+    def say(line: str) -> None:  # on the terminal, past pytest's capture: an install takes minutes
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(line)
+
+    missing = not os.path.exists(CHROMIUM)
+    if missing:
+        say(f"{CHROMIUM} is missing: installing Debian's chromium for the browser tests (apt-get, takes minutes)")
+    try:
+        path = find_or_install(CHROMIUM)
+    except ChromiumUnavailable as exc:
+        pytest.skip(f"no browser for the page tests: {exc}")
+    if missing:
+        say(f"installed {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    """Playwright driving that Chromium, for the whole session (a fresh context per test)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extra installs playwright")
+    from tests.support.chromium import launch_args
+
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=launch_args())
+        yield launched
+        launched.close()
