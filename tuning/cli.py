@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", help="the tuned config to write (default: <name>.tuned.yml here)")
     parser.add_argument("--budget-s", type=float, default=240.0, help="time for the whole run (default 240 s)")
     parser.add_argument("--engines", help="engines to try, comma separated (paddle, openvino; default: each op's own)")
+    parser.add_argument(
+        "--memory-mb",
+        type=float,
+        help="memory one instance's batch may take (e.g. a GPU's free memory): sets max_batch_units "
+        "from the measured memory per padded unit, for ops that size their items",
+    )
     parser.add_argument("--no-verify", action="store_true", help="write the tuned config without benchmarking it")
     parser.add_argument(
         "--concurrency", type=int, help="verification: closed-loop clients (default: from the prediction)"
@@ -107,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
     with _progress(console) as progress:
         plans = _measure_all(config, data, source, args, tuned_ops, engines, items, measure_until, progress)
     _print_plans(console, plans)
-    changes = _changes(config, plans)
+    changes = _changes(config, plans, args.memory_mb)
     with open(out_path, "w", encoding="utf-8") as f:
         f.write(tuned_text(source, changes, os.path.dirname(os.path.abspath(out_path))))
     console.print(f"wrote {out_path} ({len(changes)} change{'s' if len(changes) != 1 else ''})")
@@ -304,9 +310,15 @@ def _plan(
     )
 
 
-def _changes(config: ServingConfig, plans: list[OpPlan]) -> list[Change]:
+def _changes(config: ServingConfig, plans: list[OpPlan], memory_mb: float | None = None) -> list[Change]:
     changes = []
     for plan in plans:
+        units = _units_budget(plan, memory_mb)
+        svc_units = config.op[plan.name].local_service_conf.max_batch_units
+        if units is not None and units != svc_units:
+            per = _chosen_curve(plan).bytes_per_unit or 0.0
+            why = f"was {svc_units}; {memory_mb:g} MiB at {per:.1f} bytes per padded unit (measured)"
+            changes.append(Change(plan.name, "max_batch_units", units, why))
         svc = config.op[plan.name].local_service_conf
         s, lay = plan.best.option.settings, plan.best_layout
         why = _why(plan)
@@ -328,6 +340,18 @@ def _changes(config: ServingConfig, plans: list[OpPlan]) -> list[Change]:
         if lay.engine != "openvino" and svc.conv_kernels != "auto":
             changes.append(Change(plan.name, "conv_kernels", None, "an OpenVINO Runtime setting"))
     return changes
+
+
+def _chosen_curve(plan: OpPlan) -> Curve:
+    return next(c for c in plan.curves if c.layout == plan.best_layout)
+
+
+def _units_budget(plan: OpPlan, memory_mb: float | None) -> int | None:
+    """max_batch_units for ``memory_mb`` per instance, from the chosen layout's memory per unit."""
+    per = _chosen_curve(plan).bytes_per_unit
+    if memory_mb is None or not per:
+        return None
+    return max(1, int(memory_mb * (1 << 20) / per))
 
 
 def _shown(value: Any) -> str:
@@ -378,6 +402,12 @@ def _print_plans(console: Console, plans: list[OpPlan]) -> None:
         for c in plan.curves:
             curves.add_row(str(c.layout), *[f"{c.points[n] * 1000:.1f}" if n in c.points else "" for n in sizes])
         console.print(curves)
+        per_unit = _chosen_curve(plan).bytes_per_unit
+        if per_unit:
+            console.print(
+                f"  memory per padded unit: {per_unit:.1f} bytes, so max_batch_units "
+                f"{int((1 << 30) / per_unit):,} per GiB a batch may take (--memory-mb sets it)"
+            )
         if plan.per_request and max(plan.per_request) > 1:
             console.print(
                 f"  items per request: mean {statistics.fmean(plan.per_request):.1f}, max {max(plan.per_request)}"
@@ -396,7 +426,10 @@ def _plan_json(plan: OpPlan) -> dict[str, Any]:
     return {
         "op": plan.name,
         "budget_ms": plan.budget_ms,
-        "curves": [{"layout": str(c.layout), "points_s": c.points, "jitter": c.jitter} for c in plan.curves],
+        "curves": [
+            {"layout": str(c.layout), "points_s": c.points, "jitter": c.jitter, "bytes_per_unit": c.bytes_per_unit}
+            for c in plan.curves
+        ],
         "current": pred(plan.current),
         "tuned": pred(plan.best),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 import random
 import statistics
 import threading
@@ -21,9 +22,11 @@ from serving.config.load import parse_config
 from serving.config.schema import ServingConfig
 from serving.engine.execute import run_batch
 from serving.engine.launch import make_op, runners_for
+from serving.engine.units import batch_units
 from serving.http.decode import decode_image
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import CpuAllocator, available_cpus
+from serving.runners.pids import peak_rss_bytes, reset_peak, rss_bytes
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +58,13 @@ class OpItems:
 @dataclass
 class Curve:
     """A layout's measured dispatch time per batch size (median, s) and its spread
-    (sigma of log run time around the median, pooled over sizes)."""
+    (sigma of log run time around the median, pooled over sizes); for ops that
+    size their items (``pad_unit``), the memory a batch takes per padded unit."""
 
     layout: Layout
     points: dict[int, float]
     jitter: float
+    bytes_per_unit: float | None = None
 
 
 def layouts(config: ServingConfig, op_name: str, engines: Sequence[str], cores: int | None = None) -> list[Layout]:
@@ -131,6 +136,10 @@ class LoadedOp:
             for size in self.run_sizes if warmup else []:
                 self.run(runner, [warmup[0]] * size)
 
+    def units(self, items: Sequence[Any]) -> int:
+        """Padded units of ``items`` as one batch (``max_batch_units`` counts them so)."""
+        return batch_units(self.op.pad_extent(item) for item in items)
+
     def run(self, runner: Runner, items: Sequence[Any]) -> list[Any]:
         outputs, _ = run_batch(self.op, runner, items, self.run_sizes)
         return outputs
@@ -198,6 +207,7 @@ def measure_curve(
     rng = random.Random(seed)
     points: dict[int, float] = {}
     logs: list[float] = []
+    memory: list[tuple[int, int]] = []  # (padded units of the largest batch, peak memory growth) per size
     with LoadedOp(config, op_name) as stage:
         stage.warm()
         for runner in stage.runners:  # and the user's own shapes once
@@ -205,6 +215,8 @@ def measure_curve(
         for n in sorted(set(sizes)):
             progress(f"{op_name} {layout}: batches of {n}")
             batches = [[rng.choices(items, k=n) for _ in range(reps)] for _ in stage.runners]
+            if stage.op.pad_unit is not None:
+                memory.append(_peak_growth(stage, max((b for mine in batches for b in mine), key=stage.units)))
             times = _concurrent_runs(stage, batches)
             median = statistics.median(times)
             points[n] = median
@@ -212,7 +224,26 @@ def measure_curve(
             if len(points) >= 2 and (median > stop_s or time.monotonic() > until):
                 break
     jitter = statistics.pstdev(logs) if len(logs) > 1 else 0.0
-    return Curve(layout, points, jitter)
+    return Curve(layout, points, jitter, _slope(memory))
+
+
+def _peak_growth(stage: LoadedOp, batch: list[Any]) -> tuple[int, int]:
+    """(padded units of ``batch``, how far its run raised the peak resident memory
+    of the process that ran it above its resident memory before), on one instance alone."""
+    runner = stage.runners[0]
+    pid = getattr(runner, "pid", None) or os.getpid()
+    before = rss_bytes(pid) or 0
+    reset_peak(pid)
+    stage.run(runner, batch)
+    return stage.units(batch), max(0, (peak_rss_bytes(pid) or 0) - before)
+
+
+def _slope(points: list[tuple[int, int]]) -> float | None:
+    """Least-squares bytes per unit through the origin (None: nothing measured)."""
+    den = sum(u * u for u, _ in points)
+    if not points or den == 0:
+        return None
+    return max(0.0, sum(u * b for u, b in points) / den)
 
 
 def _log_ratio(t: float, median: float) -> float:

@@ -25,3 +25,26 @@ def rss_bytes(pid: int) -> int | None:
     except (OSError, IndexError, ValueError):
         return None
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The high-water mark of process ``pid``'s resident memory (VmHWM; None where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
+
+
+def reset_peak(pid: int) -> bool:
+    """Restart ``pid``'s high-water mark from its current resident memory (Linux
+    /proc/PID/clear_refs); False where that is not possible."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True

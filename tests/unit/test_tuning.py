@@ -148,3 +148,18 @@ def test_the_tuned_config_keeps_comments_and_explains_each_change(tmp_path):
     svc = yaml.safe_load(text)["op"]["rec"]["local_service_conf"]
     assert svc["model_config"] == str(source.parent / "models" / "rec")  # relative to its own file, made absolute
     assert svc["instance_num"] == 2
+
+
+# ---- the memory budget per batch ----------------------------------------------------------------
+def test_memory_per_unit_is_the_slope_through_the_origin_and_sets_max_batch_units():
+    from tuning.cli import OpPlan, _units_budget
+    from tuning.measure import Curve, Layout, _slope
+
+    assert _slope([(1000, 4000), (2000, 8000), (4000, 16000)]) == pytest.approx(4.0)
+    assert _slope([]) is None and _slope([(1000, -5)]) == 0.0
+    layout = Layout(1, 2, "openvino")
+    curve = Curve(layout, {1: 0.01, 2: 0.02}, 0.0, bytes_per_unit=4.0)
+    prediction = recommend([], Option("x", Settings(), lambda n: 0.01), [1], 100, requests=100)[0]
+    plan = OpPlan("rec", 100.0, [curve], [1], prediction, prediction, layout, layout)
+    assert _units_budget(plan, 100.0) == 100 * (1 << 20) // 4  # 100 MiB at 4 bytes a unit
+    assert _units_budget(plan, None) is None
