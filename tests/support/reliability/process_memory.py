@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Any
 
+from serving.runners import pids
+
 
 def children(pid: int) -> list[int]:
     """The processes whose parent is ``pid`` (whichever of its threads started them)."""
@@ -26,30 +28,15 @@ def children(pid: int) -> list[int]:
 
 
 def _rss_one(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return pids.rss_bytes(pid) or 0
 
 
 def peak_rss_bytes(pid: int, *, reset: bool = False) -> int:
     """The process's RSS high-water mark (VmHWM); ``reset`` restarts it from
     the current RSS (via /proc/PID/clear_refs) after reading. 0 if unavailable."""
-    peak = 0
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    peak = int(line.split()[1]) * 1024
-        if reset:
-            with open(f"/proc/{pid}/clear_refs", "w") as f:
-                f.write("5")
-    except OSError:
-        pass
+    peak = pids.peak_rss_bytes(pid) or 0
+    if reset:
+        pids.reset_peak(pid)
     return peak
 
 
