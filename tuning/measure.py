@@ -210,13 +210,13 @@ def measure_curve(
     memory: list[tuple[int, int]] = []  # (padded units of the largest batch, peak memory growth) per size
     with LoadedOp(config, op_name) as stage:
         stage.warm()
+        if stage.op.pad_unit is not None:
+            memory = _memory_probe(stage, items, sorted(set(sizes)), rng)
         for runner in stage.runners:  # and the user's own shapes once
             stage.run(runner, list(items[: max(sizes)]))
         for n in sorted(set(sizes)):
             progress(f"{op_name} {layout}: batches of {n}")
             batches = [[rng.choices(items, k=n) for _ in range(reps)] for _ in stage.runners]
-            if stage.op.pad_unit is not None:
-                memory.append(_peak_growth(stage, max((b for mine in batches for b in mine), key=stage.units)))
             times = _concurrent_runs(stage, batches)
             median = statistics.median(times)
             points[n] = median
@@ -227,15 +227,23 @@ def measure_curve(
     return Curve(layout, points, jitter, _slope(memory))
 
 
-def _peak_growth(stage: LoadedOp, batch: list[Any]) -> tuple[int, int]:
-    """(padded units of ``batch``, how far its run raised the peak resident memory
-    of the process that ran it above its resident memory before), on one instance alone."""
+def _memory_probe(
+    stage: LoadedOp, items: Sequence[Any], sizes: Sequence[int], rng: random.Random
+) -> list[tuple[int, int]]:
+    """(padded units, peak resident memory above the warm baseline) of a batch of
+    each size, smallest first, on one instance alone: each larger batch raises the
+    peak by what its larger buffers take (allocators keep what earlier ones took,
+    hence one baseline and ascending sizes)."""
     runner = stage.runners[0]
     pid = getattr(runner, "pid", None) or os.getpid()
-    before = rss_bytes(pid) or 0
-    reset_peak(pid)
-    stage.run(runner, batch)
-    return stage.units(batch), max(0, (peak_rss_bytes(pid) or 0) - before)
+    baseline = rss_bytes(pid) or 0
+    found = []
+    for n in sizes:
+        batch = max((rng.choices(items, k=n) for _ in range(3)), key=stage.units)
+        reset_peak(pid)
+        stage.run(runner, batch)
+        found.append((stage.units(batch), max(0, (peak_rss_bytes(pid) or 0) - baseline)))
+    return found
 
 
 def _slope(points: list[tuple[int, int]]) -> float | None:

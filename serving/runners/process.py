@@ -258,6 +258,7 @@ class ProcessPredictor:
         # its requests' latest deadline); a child silent past it is hung and is killed
         self.run_deadline: float | None = None
         self._lock = threading.Lock()
+        self._closed = False
         self._child: _Child | None = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []
@@ -349,6 +350,9 @@ class ProcessPredictor:
         fresh = self._loaded(self._spawn())
         self._warm(fresh, warm)
         with self._lock:
+            if self._closed:  # closed while the fresh child loaded: it must not outlive us
+                fresh.end()
+                return
             self._child = fresh
             self.input_names, self.output_names = fresh.input_names, fresh.output_names
             self.ready.set()
@@ -363,6 +367,9 @@ class ProcessPredictor:
         self._warm(fresh, warm)
         fresh_rss = rss_bytes(fresh.pid)
         with self._lock:
+            if self._closed:
+                fresh.end()
+                return None
             old, self._child = self._child, fresh
             self.input_names, self.output_names = fresh.input_names, fresh.output_names
             self.ready.set()
@@ -439,6 +446,7 @@ class ProcessPredictor:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self.ready.clear()
             if self._child is not None:
                 self.last_exitcode = self._child.end(grace=10.0)

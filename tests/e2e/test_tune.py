@@ -44,7 +44,7 @@ def test_tune_recommends_batching_for_a_gpu_like_op_and_verifies_it(tmp_path):
     tuned_text = out.read_text()
     svc = yaml.safe_load(tuned_text)["op"]["stats"]["local_service_conf"]
     assert svc["max_batch_size"] >= 8, tuned_text
-    assert "# tuned: up to" in tuned_text and "req/s with p99" in tuned_text
+    assert "# tuned: was 1; up to" in tuned_text and "req/s with p99" in tuned_text
 
     result = json.loads(report.read_text())
     (op,) = result["ops"]
