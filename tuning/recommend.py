@@ -9,8 +9,9 @@ over a few values below a quarter of the budget, and the rate for each is
 found by bisection on one set of arrival times (common random numbers, so
 that rates compare smoothly). Near-ties (within ``TIE``) go to the smaller
 batch, then the shorter delay: same throughput, less latency and memory.
-A winner that is not ``KEEP`` better than the current settings is not
-worth a change: the current settings are kept.
+A winner that is not ``KEEP`` better than the current settings, or not
+better by more than the measurements' own noise could make it (twice
+their spread), is not worth a change: the current settings are kept.
 """
 
 from __future__ import annotations
@@ -122,13 +123,15 @@ def recommend(
     on_step: Callable[[int, int], None] = lambda done, total: None,
 ) -> tuple[Prediction, Prediction]:
     """(the recommendation, the current settings' prediction). The current
-    settings stay unless the best candidate promises ``KEEP`` more."""
+    settings stay unless the best candidate promises ``KEEP`` more, and more
+    than twice the relative spread of the run times measured for either."""
     now = max_rate(current, per_request, budget_ms, requests=requests)
     predictions = []
     for i, option in enumerate(candidates):
         predictions.append(max_rate(option, per_request, budget_ms, requests=requests))
         on_step(i + 1, len(candidates))
     best = rank(predictions)[0] if predictions else now
-    if best.max_rps < (1 + KEEP) * now.max_rps:
+    margin = max(KEEP, 2 * max(best.option.jitter, current.jitter))
+    if best.max_rps < (1 + margin) * now.max_rps:
         return now, now
     return best, now
