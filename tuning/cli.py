@@ -124,7 +124,9 @@ def main(args: argparse.Namespace) -> int:
         return 1
     report: dict[str, Any] = {"config": args.config, "p99_ms": args.p99_ms, "ops": [_plan_json(p) for p in plans]}
     status = 0
-    if not args.no_verify:
+    if not changes:
+        console.print("the current settings are the best found: no change, nothing to verify")
+    elif not args.no_verify:
         from tuning.verify import verify
 
         left = args.budget_s - (time.monotonic() - started)
