@@ -43,7 +43,7 @@ from tuning.measure import (
     collect_items,
     layout_changes,
     layouts,
-    measure_curve,
+    measure_curves,
     read_values,
     variant,
 )
@@ -199,32 +199,31 @@ def _measure_all(
     until: float,
     progress: Progress,
 ) -> list[OpPlan]:
-    todo = [
-        (name, layout)
-        for name in tuned_ops
-        for layout in layouts(config, name, engines or [config.op[name].local_service_conf.engine])
-    ]
-    todo = [(name, layout) for name, layout in todo if _valid(data, args, source, name, layout, progress)]
-    task = progress.add_task("measuring", total=len(todo))
-    curves: dict[str, list[Curve]] = {name: [] for name in tuned_ops}
-    for done, (name, layout) in enumerate(todo):
-        share = max(2.0, (until - time.monotonic()) / (len(todo) - done))
+    task = progress.add_task("measuring", total=len(tuned_ops))
+    curves: dict[str, list[Curve]] = {}
+    for done, name in enumerate(tuned_ops):
+        share = max(2.0, (until - time.monotonic()) / (len(tuned_ops) - done))
         sizes = _sizes(config, name)
+        candidates = layouts(config, name, engines or [config.op[name].local_service_conf.engine])
         # max_batch_size as large as the largest batch measured, so that its predictor calls are
         # made at the batch sizes the tuned config would allow, not split to the current maximum
-        changes = {**layout_changes(layout), "max_batch_size": max(sizes)}
-        curves[name].append(
-            measure_curve(
-                variant(data, args.config, source, {name: changes}),
-                name,
+        configs = [
+            (
                 layout,
-                items[name].items,
-                sizes,
-                reps=5,
-                stop_s=args.p99_ms / 2000,
-                until=time.monotonic() + share,
-                progress=lambda message: progress.update(task, description=f"measuring {message}"),
+                variant(data, args.config, source, {name: {**layout_changes(layout), "max_batch_size": max(sizes)}}),
             )
+            for layout in candidates
+            if _valid(data, args, source, name, layout, progress)
+        ]
+        curves[name] = measure_curves(
+            configs,
+            name,
+            items[name].items,
+            sizes,
+            reps=5,
+            stop_s=args.p99_ms / 2000,
+            until=time.monotonic() + share,
+            progress=lambda message: progress.update(task, description=f"measuring {message}"),
         )
         progress.advance(task)
     shares = _budget_shares(config, items, curves)

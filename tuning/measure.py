@@ -6,6 +6,7 @@ real predictors, with all of the layout's instances running at once.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -186,10 +187,9 @@ def collect_items(config: ServingConfig, values: Sequence[Any]) -> dict[str, OpI
     return found
 
 
-def measure_curve(
-    config: ServingConfig,
+def measure_curves(
+    configs: Sequence[tuple[Layout, ServingConfig]],
     op_name: str,
-    layout: Layout,
     items: Sequence[Any],
     sizes: Sequence[int],
     *,
@@ -198,41 +198,53 @@ def measure_curve(
     until: float = float("inf"),
     seed: int = 0,
     progress: Callable[[str], None] = lambda message: None,
-) -> Curve:
-    """Dispatch time per batch size on ``layout``, all its instances running batches
-    at once (so their contention is in the numbers). Batches are random draws of
-    the user's items, as the batcher mixes requests. Sizes past one whose time
-    exceeds ``stop_s``, or once ``time.monotonic()`` passes ``until``, are not
-    measured (at least two sizes are, for a slope)."""
+) -> list[Curve]:
+    """Dispatch time per batch size on each layout (each with its own config),
+    all of a layout's instances running batches at once (their contention is in
+    the numbers). Batches are random draws of the user's items, as the batcher
+    mixes requests.
+
+    Every layout is loaded at once and measured size by size in turn, the order
+    alternating, then again largest size first, each size keeping the lower of
+    its two medians: load from elsewhere on the machine falls on every layout
+    alike and is mostly filtered out, so layouts compare fairly. Sizes past one
+    whose time exceeds ``stop_s``, or once ``time.monotonic()`` passes
+    ``until``, are not measured (at least two sizes are, for a slope)."""
     started = time.monotonic()
     rng = random.Random(seed)
-    points: dict[int, float] = {}
-    logs: list[float] = []
-    memory: list[tuple[int, int]] = []  # (padded units of the largest batch, peak memory growth) per size
-    with LoadedOp(config, op_name) as stage:
-        stage.warm()
-        if stage.op.pad_unit is not None:
-            memory = _memory_probe(stage, items, sorted(set(sizes)), rng)
-        for runner in stage.runners:  # and the user's own shapes once
-            stage.run(runner, list(items[: max(sizes)]))
-        runs: dict[int, list[float]] = {}
-        for n in sorted(set(sizes)):
-            progress(f"{op_name} {layout}: batches of {n}")
-            runs[n] = _concurrent_runs(stage, _draws(stage, items, n, reps, rng))
-            if len(runs) >= 2 and (statistics.median(runs[n]) > stop_s or time.monotonic() > until):
+    with contextlib.ExitStack() as stack:
+        stages = {layout: stack.enter_context(LoadedOp(config, op_name)) for layout, config in configs}
+        memory: dict[Layout, list[tuple[int, int]]] = {}
+        for layout, stage in stages.items():
+            progress(f"{op_name} {layout}: warming")
+            stage.warm()
+            if stage.op.pad_unit is not None:
+                memory[layout] = _memory_probe(stage, items, sorted(set(sizes)), rng)
+            for runner in stage.runners:  # and the user's own shapes once
+                stage.run(runner, list(items[: max(sizes)]))
+        runs: dict[Layout, dict[int, list[float]]] = {layout: {} for layout in stages}
+        active = list(stages)
+        for turn, n in enumerate(sorted(set(sizes))):
+            for layout in active if turn % 2 == 0 else reversed(active):
+                progress(f"{op_name} {layout}: batches of {n}")
+                runs[layout][n] = _concurrent_runs(stages[layout], _draws(stages[layout], items, n, reps, rng))
+            active = [lay for lay in active if len(runs[lay]) < 2 or statistics.median(runs[lay][n]) <= stop_s]
+            if not active or time.monotonic() > until:
                 break
-        # a second pass, largest first: a size measured while the machine was busier
-        # elsewhere keeps the lower of its two medians (the model's cost, not the neighbours')
-        for n in sorted(runs, reverse=True):
+        for n in sorted({n for sizes_run in runs.values() for n in sizes_run}, reverse=True):
             if time.monotonic() > until + 0.5 * (until - started):
                 break
-            progress(f"{op_name} {layout}: batches of {n}, again")
-            again = _concurrent_runs(stage, _draws(stage, items, n, reps, rng))
-            if statistics.median(again) < statistics.median(runs[n]):
-                runs[n] = again
-        for n, times in runs.items():
-            points[n] = statistics.median(times)
-            logs += [_log_ratio(t, points[n]) for t in times]
+            for layout in [lay for lay in stages if n in runs[lay]]:
+                progress(f"{op_name} {layout}: batches of {n}, again")
+                again = _concurrent_runs(stages[layout], _draws(stages[layout], items, n, reps, rng))
+                if statistics.median(again) < statistics.median(runs[layout][n]):
+                    runs[layout][n] = again
+    return [_curve(layout, runs[layout], memory.get(layout, [])) for layout in stages]
+
+
+def _curve(layout: Layout, runs: dict[int, list[float]], memory: list[tuple[int, int]]) -> Curve:
+    points = {n: statistics.median(times) for n, times in runs.items()}
+    logs = [_log_ratio(t, points[n]) for n, times in runs.items() for t in times]
     jitter = statistics.pstdev(logs) if len(logs) > 1 else 0.0
     return Curve(layout, points, jitter, _slope(memory))
 
