@@ -5,8 +5,8 @@ Nothing is rendered with a font or computed by PaddleOCR here, so no test skips
 for lack of the Chinese font; test_ocr_reference.py checks live, on a few
 pages, that the installed PaddleOCR still gives the committed answers.
 
-And the browser the page's tests drive (test_page_browser.py): Debian's
-Chromium through Playwright."""
+And Debian's Chromium for the page's browser tests (test_page_browser.py
+drives it with Playwright)."""
 
 import os
 
@@ -67,15 +67,3 @@ def chromium(request):
     if missing:
         say(f"installed {path}")
     return path
-
-
-@pytest.fixture(scope="session")
-def browser(chromium):
-    """Playwright driving that Chromium, for the whole session (a fresh context per test)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extra installs playwright")
-    from tests.support.chromium import launch_args
-
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=launch_args())
-        yield launched
-        launched.close()

@@ -47,6 +47,20 @@ SCREENSHOT = Path(ROOT) / "docs" / "page.png"
 
 
 @pytest.fixture(scope="module")
+def browser(chromium):
+    """Playwright driving that Chromium (a fresh context per test). Module scope, not session:
+    Playwright's sync API keeps an asyncio loop running in the main thread while it is open,
+    and later tests' own asyncio.run() would then fail."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the test extra installs playwright")
+    from tests.support.chromium import launch_args
+
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=launch_args())
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
 def ocr_server():
     with ServerProcess(os.path.join("configs", "ocr.yml")) as srv:
         yield srv
