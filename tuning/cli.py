@@ -98,8 +98,15 @@ class OpPlan:
 def main(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     started = time.monotonic()
-    source, data = read_config(args.config)
-    config = parse_config(data, args.config, source)
+    if args.p99_ms <= 0 or args.budget_s <= 0:
+        console.print("[red]--p99-ms and --budget-s must be positive")
+        return 2
+    try:
+        source, data = read_config(args.config)
+        config = parse_config(data, args.config, source)
+    except ConfigError as exc:
+        console.print(f"[red]{exc}")
+        return 2
     unknown = [o for o in args.op if o not in config.op]
     if unknown:
         console.print(f"[red]no op {unknown[0]!r} in {args.config}; its ops: {', '.join(config.op)}")

@@ -1,6 +1,6 @@
 """The verification of a tuned config: the original and the tuned config
 served side by side (one server each) and the bundled bench's closed loop,
-with the user's inputs, at a few concurrency levels on each in turn (the
+with the user's inputs, at a few concurrency levels (one client up to the predicted load) on each in turn (the
 order alternating per level, so drift in the machine's speed falls on both).
 Each config's figure is its highest throughput at a level whose p99 is
 within the budget: what it can serve while keeping the promise."""
@@ -25,8 +25,8 @@ CONFIGS = ("original", "tuned")
 
 
 def levels_for(concurrency: int) -> list[int]:
-    """Closed-loop levels up to ``concurrency``: a quarter, a half and all of it."""
-    return sorted({max(1, concurrency // 4), max(1, concurrency // 2), max(1, concurrency)})
+    """Closed-loop levels up to ``concurrency``: one client, a quarter, a half and all of it."""
+    return sorted({1, max(1, concurrency // 4), max(1, concurrency // 2), max(1, concurrency)})
 
 
 def verify(

@@ -163,3 +163,21 @@ def test_memory_per_unit_is_the_slope_through_the_origin_and_sets_max_batch_unit
     plan = OpPlan("rec", 100.0, [curve], [1], prediction, prediction, layout, layout)
     assert _units_budget(plan, 100.0) == 100 * (1 << 20) // 4  # 100 MiB at 4 bytes a unit
     assert _units_budget(plan, None) is None
+
+
+# ---- the command's refusals ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["/no/such/config.yml", "--p99-ms", "100"], "no such file"),
+        (["configs/rec.yml", "--p99-ms", "0"], "must be positive"),
+        (["configs/rec.yml", "--p99-ms", "100", "--op", "nope"], "no op 'nope'"),
+    ],
+)
+def test_tune_refuses_bad_arguments_with_exit_2_and_a_reason(argv, message, capsys):
+    from tests.support.server_process import ROOT
+    from tuning.cli import build_parser, main
+
+    argv = [a if not a.startswith("configs/") else f"{ROOT}/{a}" for a in argv]
+    assert main(build_parser().parse_args(argv)) == 2
+    assert message in capsys.readouterr().err
