@@ -54,8 +54,15 @@ def curve(args: argparse.Namespace):
         ops = {op["op"]: op for op in report["ops"]}
         if args.op not in ops:
             raise BenchError(f"{args.measured} has no op {args.op!r} (it has {', '.join(ops)})")
-        points = ops[args.op]["curves"][0]["points_s"]
-        return measured_cost({int(n): s for n, s in points.items()}), f"measured ({args.op}, {args.measured})"
+        op = ops[args.op]
+        layout = args.layout or op["tuned"]["layout"]
+        curves = {c["layout"]: c for c in op["curves"]}
+        if layout not in curves:
+            raise BenchError(f"no curve for layout {layout!r} (measured: {', '.join(curves)})")
+        if args.instances is None:
+            args.instances = int(layout.split(" x ")[0])
+        points = curves[layout]["points_s"]
+        return measured_cost({int(n): s for n, s in points.items()}), f"measured ({args.op}, {layout})"
     label = f"{args.fixed_ms:g} ms + {args.per_item_ms:g} ms/item"
     return linear_cost(args.fixed_ms / 1000, args.per_item_ms / 1000), label
 
@@ -66,9 +73,10 @@ def main() -> int:
     ap.add_argument("--per-item-ms", type=float, default=2.0)
     ap.add_argument("--measured", help="a `batchline tune --json` report: use its measured curve")
     ap.add_argument("--op", default="rec", help="the op of --measured")
+    ap.add_argument("--layout", help="the layout of --measured (default: the one tune chose)")
     ap.add_argument("--max-batch", type=int, default=32)
     ap.add_argument("--delay-ms", type=float, default=5.0)
-    ap.add_argument("--instances", type=int, default=1)
+    ap.add_argument("--instances", type=int, help="default: 1, or the --measured layout's")
     ap.add_argument("--arrivals", choices=("poisson", "bursts"), default="poisson")
     ap.add_argument("--burst", type=int, default=8)
     ap.add_argument("--rates", default="10,25,40,60,100,150,200,300,400")
@@ -79,6 +87,7 @@ def main() -> int:
     args = ap.parse_args()
 
     cost, label = curve(args)
+    args.instances = args.instances or 1
     rates = [float(r) for r in args.rates.split(",")]
     runs = policies(args.max_batch, args.delay_ms, args.instances)
 
