@@ -347,15 +347,7 @@ class ProcessPredictor:
         take runs again (raises if it cannot load or warm)."""
         with self._lock:
             self._kill()
-        fresh = self._loaded(self._spawn())
-        self._warm(fresh, warm)
-        with self._lock:
-            if self._closed:  # closed while the fresh child loaded: it must not outlive us
-                fresh.end()
-                return
-            self._child = fresh
-            self.input_names, self.output_names = fresh.input_names, fresh.output_names
-            self.ready.set()
+        self._swap_in(self._fresh(warm))
 
     def recycle(self, warm: Callable[[Any], None] | None = None, grace: float = 10.0) -> int | None:
         """Replace the live child without failing a run: a fresh child is loaded
@@ -363,19 +355,31 @@ class ProcessPredictor:
         batches, and the old one is asked to stop (killed after ``grace`` s).
         Returns the fresh child's RSS once warm, before it took any run.
         Raises, with the old child still serving, if the fresh one cannot start."""
+        fresh = self._fresh(warm)
+        fresh_rss = rss_bytes(fresh.pid)
+        installed, old = self._swap_in(fresh)
+        if old is not None:
+            old.end(grace)
+        return fresh_rss if installed else None
+
+    def _fresh(self, warm: Callable[[Any], None] | None) -> _Child:
+        """A new child, loaded and warmed (ended if either fails)."""
         fresh = self._loaded(self._spawn())
         self._warm(fresh, warm)
-        fresh_rss = rss_bytes(fresh.pid)
+        return fresh
+
+    def _swap_in(self, fresh: _Child) -> tuple[bool, _Child | None]:
+        """Make ``fresh`` the child that takes runs, between two of them; returns
+        whether it was installed and the child it replaced. Closed meanwhile:
+        ``fresh`` is ended instead, as it must not outlive us."""
         with self._lock:
             if self._closed:
                 fresh.end()
-                return None
+                return False, None
             old, self._child = self._child, fresh
             self.input_names, self.output_names = fresh.input_names, fresh.output_names
             self.ready.set()
-        if old is not None:
-            old.end(grace)
-        return fresh_rss
+            return True, old
 
     def _warm(self, fresh: _Child, warm: Callable[[Any], None] | None) -> None:
         """Run ``warm`` on ``fresh`` (through a feed segment of its own, so that
