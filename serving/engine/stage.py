@@ -131,9 +131,6 @@ class OpStage:
             self._threads.start(f"intake-{i}", self._intake_once)
         for i, runner in enumerate(runners):
             self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner))
-        if any(hasattr(r, "restart") for r in runners):  # predictor processes: their counters start at 0
-            self.metrics.instance_restarts.labels(*self.labels)
-            self.metrics.instance_recycles.labels(*self.labels)
         self._supervisor = Supervisor(
             self.name,
             runners,
@@ -142,6 +139,9 @@ class OpStage:
             on_memory=self._instance_memory,
             warm=self._warm_one,
         )
+        if self._supervisor.runners:  # predictor processes: their counters start at 0
+            self.metrics.instance_restarts.labels(*self.labels)
+            self.metrics.instance_recycles.labels(*self.labels)
         self._supervisor.start()
 
     def _instance_died(self, cause: str) -> None:
