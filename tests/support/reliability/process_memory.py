@@ -69,9 +69,11 @@ class RssSampler:
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
 
     def _sample(self, t: float) -> None:
-        self.samples.append((t, rss_bytes(self.pid)))
-        self.own.append((t, _rss_one(self.pid)))
-        self.largest_child.append((t, max((rss_bytes(c) for c in children(self.pid)), default=0)))
+        own = _rss_one(self.pid)
+        subtrees = [rss_bytes(c) for c in children(self.pid)]  # one walk of the tree serves all three
+        self.samples.append((t, own + sum(subtrees)))
+        self.own.append((t, own))
+        self.largest_child.append((t, max(subtrees, default=0)))
 
     def _loop(self) -> None:
         self._t0 = time.monotonic()
