@@ -252,9 +252,9 @@ def _budget_shares(
 ) -> dict[str, float]:
     """Each tuned op's share of the p99 budget: all of it for a pipeline of one
     op; else in proportion to the op's time per request at its current settings
-    (items per request x time per item at its current max_batch_size). Ops not
-    tuned keep a share by the same rule, from their own config alone unknown:
-    they count as an equal share. The verification bench is the judge."""
+    (items per request x time per item at its current max_batch_size). An op
+    not measured (not tuned) counts as the mean of the measured ones. The
+    verification bench is the judge."""
     if len(config.op) == 1:
         return {name: 1.0 for name in curves}
     weight: dict[str, float] = {}
@@ -337,10 +337,10 @@ def _changes(config: ServingConfig, plans: list[OpPlan], memory_mb: float | None
             "thread_num": lay.threads,
             "engine": lay.engine,
         }
-        if svc.preferred_batch_size and any(p > s.max_batch_size for p in svc.preferred_batch_size):
-            wanted["preferred_batch_size"] = [p for p in svc.preferred_batch_size if p <= s.max_batch_size]
-        if svc.run_batch_sizes and any(p > s.max_batch_size for p in svc.run_batch_sizes):
-            wanted["run_batch_sizes"] = [p for p in svc.run_batch_sizes if p <= s.max_batch_size]
+        for key in ("preferred_batch_size", "run_batch_sizes"):  # sizes past the new maximum are refused
+            sizes = getattr(svc, key) or []
+            if any(p > s.max_batch_size for p in sizes):
+                wanted[key] = [p for p in sizes if p <= s.max_batch_size]
         for key, value in wanted.items():
             was = getattr(svc, key)
             if was != value:
