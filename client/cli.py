@@ -8,8 +8,9 @@
 
 One request per image (a directory means every image in it, sorted) and one
 per ``--text``. Output per input: ``== <path or text>`` then, for OCR, one
-``text<TAB>score`` line per recognised line, for classification
-``label<TAB>score``; ``--json`` prints each result as JSON instead. Exit
+``text<TAB>score`` line per recognised line (``text<TAB>score<TAB>label<TAB>label
+score`` when the pipeline labels its lines, as ``ocr_ernie`` does), for
+classification ``label<TAB>score``; ``--json`` prints each result as JSON instead. Exit
 status 1 if any request failed (the error, with its HTTP status, goes to
 stderr).
 """
@@ -125,7 +126,10 @@ def format_result(result: Any) -> list[str]:
         lines = []
         for item in result:
             if isinstance(item, dict) and "text" in item:
-                lines.append(f"{item['text']}\t{_score(item.get('score'))}")
+                line = f"{item['text']}\t{_score(item.get('score'))}"
+                if "label" in item:
+                    line += f"\t{item['label']}\t{_score(item.get('label_score'))}"
+                lines.append(line)
             else:
                 lines.append(json.dumps(item, ensure_ascii=False))
         return lines
