@@ -33,8 +33,31 @@ def export_onnx(model_dir: str) -> str:
         opset_version=OPSET,
         enable_onnx_checker=True,
     )
+    _name_dynamic_dims(out)
     log.info("wrote %s (%.1f MB)", out, os.path.getsize(out) / 1e6)
     return out
+
+
+def _name_dynamic_dims(path: str) -> None:
+    """Rename the dynamic dimensions ``batch``, ``seq``, ``dim2``... in order of appearance.
+
+    paddle2onnx numbers them from an unordered set, so two exports of the same
+    weights differed in these names alone: renamed, the file is the same bytes
+    from build to build.
+    """
+    import onnx
+
+    model = onnx.load(path)
+    names: dict[str, str] = {}
+    canonical = ["batch", "seq"]
+    for value in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param:
+                if dim.dim_param not in names:
+                    k = len(names)
+                    names[dim.dim_param] = canonical[k] if k < len(canonical) else f"dim{k}"
+                dim.dim_param = names[dim.dim_param]
+    onnx.save(model, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,7 @@ __all__ = [
     "PageScore",
     "ParityScore",
     "accuracy_delta_interval",
+    "assign_lines",
     "char_accuracy",
     "edit_distance",
     "normalize",
@@ -103,22 +104,31 @@ class PageScore:
     extra_lines: int  # OCR lines on no ground-truth line
 
 
+def assign_lines(truth: Sequence[Any], ocr: Sequence[Any], *, min_overlap: float = MIN_OVERLAP) -> list[int | None]:
+    """For each OCR line, the index of the ground-truth line its box overlaps most,
+    or None when that overlap covers less than ``min_overlap`` of the OCR box."""
+    truth_rects = [_rect(_text_box(t)[1]) for t in truth]
+    out: list[int | None] = []
+    for line in ocr:
+        rect = _rect(_text_box(line)[1])
+        overlaps = [_intersection(rect, t) for t in truth_rects]
+        best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
+        out.append(None if best is None or overlaps[best] < min_overlap * max(_area(rect), 1e-9) else best)
+    return out
+
+
 def score_page(truth: Sequence[Any], ocr: Sequence[Any], *, min_overlap: float = MIN_OVERLAP) -> PageScore:
     """One page's errors against its ground truth (matching rules in the module docstring)."""
     truths = [_text_box(t) for t in truth]
-    truth_rects = [_rect(box) for _, box in truths]
     pieces: list[list[tuple[float, str]]] = [[] for _ in truths]
     errors = extra = 0
-    for line in ocr:
+    for line, best in zip(ocr, assign_lines(truth, ocr, min_overlap=min_overlap)):
         text, box = _text_box(line)
-        rect = _rect(box)
-        overlaps = [_intersection(rect, t) for t in truth_rects]
-        best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
-        if best is None or overlaps[best] < min_overlap * max(_area(rect), 1e-9):
+        if best is None:
             errors += len(normalize(text))
             extra += 1
             continue
-        pieces[best].append((rect[0], text))
+        pieces[best].append((_rect(box)[0], text))
     chars = missed = 0
     for (gt, _), got in zip(truths, pieces):
         expected = normalize(gt)

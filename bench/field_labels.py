@@ -1,0 +1,149 @@
+"""Do the OCR -> ERNIE field labels hold on what OCR really reads? (issue 17)
+
+Renders the evaluation field pages (tests/support/field_pages.py, seed
+EVAL_SEED: receipt- and form-like pages whose every line has a known field
+type, DejaVu and WenQuanYi faces, mild print-and-scan noise), serves the
+``configs/repository`` pipelines in one server, and reports label accuracy
+per field (tests/support/field_eval.py):
+
+* clean   the rendered text of each line through ``ernie``;
+* ocr     every OCR line of ``ocr_ernie``, against the field of the line it lies on;
+* misread the OCR lines whose text is not exactly what was rendered.
+
+The same is reported for the hand-written lines of
+tests/data/fields/handwritten.tsv (phrasing of real documents, not the
+generator's, never trained on), rendered the same way.
+
+``--model DIR`` serves another build of the classifier in both pipelines
+(e.g. the previous one, for a before/after table); ``--compare DIR`` serves
+both in one run, one after the other on the same pages, and prints the
+difference. Exit 1 when the served model misses the goal: >= 90% on OCR'd
+lines.
+
+    python bench/field_labels.py [--pages 300] [--model DIR] [--compare DIR] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.lib.configs import load_yaml  # noqa: E402
+from bench.lib.paths import CONFIG_DIR  # noqa: E402
+from bench.lib.results import machine_info, write_result  # noqa: E402
+from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.server import served  # noqa: E402
+
+GOAL_OCR = 0.90
+PIPELINES = ("ocr", "ocr_ernie", "ernie")
+
+
+def repository(model_dir: str | None) -> str:
+    """A copy of configs/repository whose ERNIE ops load ``model_dir`` (None: as shipped)."""
+    import yaml
+
+    out = tempfile.mkdtemp(prefix="batchline-field-labels-")
+    for name in PIPELINES:
+        config = load_yaml(os.path.join(CONFIG_DIR, "repository", f"{name}.yml"))
+        for op in config["op"].values():
+            if model_dir and op.get("class") == "ernie_cls":
+                op["local_service_conf"]["model_config"] = os.path.abspath(model_dir)
+        with open(os.path.join(out, f"{name}.yml"), "w", encoding="utf-8") as f:
+            yaml.safe_dump(config, f, sort_keys=False, allow_unicode=True)
+    return out
+
+
+def measure(model_dir: str | None, sets: dict[str, list[Any]]) -> dict[str, Any]:
+    """Each set of pages through one server of ``model_dir``: {set name: FieldScore}."""
+    from client.pipeline_client import PipelineClient
+    from tests.support.field_eval import classify_texts, read_pages, score
+
+    repo = repository(model_dir)
+    out = {}
+    try:
+        with served(repo) as server, PipelineClient(server.url, timeout=300) as client:
+            for name, pages in sets.items():
+                readings = read_pages(client, "ocr_ernie", pages)
+                clean = classify_texts(client, "ernie", [line.text for page in pages for line in page.lines])
+                out[name] = score(readings, clean)
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
+    return out
+
+
+def print_table(title: str, scores: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from tests.support.field_eval import SETS, table
+
+    t = Table(title=title)
+    for head in ("field", *SETS):
+        t.add_column(head, justify="left" if head == "field" else "right")
+    for row in table(scores):
+        t.add_row(*row)
+    Console().print(t)
+    print(f"  ground-truth lines no OCR line landed on: {scores.missed}; false detections: {scores.extra}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pages", type=int, default=300, help="evaluation pages (default 300)")
+    ap.add_argument("--start", type=int, default=0, help="first page index of the set")
+    ap.add_argument("--model", help="classifier directory to serve (default: the shipped one)")
+    ap.add_argument("--compare", help="a second classifier directory, measured on the same pages")
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args()
+
+    from tests.support.field_pages import EVAL_SEED, FIELD_PAGES_VERSION, field_pages, handwritten_pages
+    from tests.support.page_set import missing_faces
+
+    if missing_faces():
+        names = ", ".join(f.name for f in missing_faces())
+        raise BenchError(f"fonts missing: {names} (apt-get install fonts-wqy-zenhei fonts-dejavu-extra)")
+    sets = {"generated": list(field_pages(EVAL_SEED, args.pages, args.start)), "handwritten": handwritten_pages()}
+    for name, pages in sets.items():
+        print(
+            f"{name}: {len(pages)} field pages (seed {EVAL_SEED}, v{FIELD_PAGES_VERSION}), "
+            f"{sum(len(p.lines) for p in pages)} lines"
+        )
+    models = {"served": args.model, **({"compare": args.compare} if args.compare else {})}
+    runs = {run: measure(model, sets) for run, model in models.items()}
+    for run, by_set in runs.items():
+        for name, scores in by_set.items():
+            print_table(f"{run} ({models[run] or 'shipped model'}): {name} lines", scores)
+    if "compare" in runs:
+        for name in sets:
+            for which in ("clean", "ocr", "misread"):
+                delta = runs["served"][name].accuracy(which) - runs["compare"][name].accuracy(which)
+                print(f"  {name} {which}: served - compare = {delta * 100:+.1f} points")
+    ocr = runs["served"]["generated"].accuracy("ocr")
+    verdict = "met" if ocr >= GOAL_OCR else "missed"
+    print(
+        f"label accuracy on OCR'd lines of the generated pages: {ocr:.1%} (goal >= {GOAL_OCR:.0%}: {verdict}); "
+        f"hand-written: {runs['served']['handwritten'].accuracy('ocr'):.1%}"
+    )
+    doc = {
+        "pages": {name: len(pages) for name, pages in sets.items()},
+        "seed": EVAL_SEED,
+        "field_pages_version": FIELD_PAGES_VERSION,
+        "runs": {
+            run: {"model": models[run], **{name: s.to_dict() for name, s in by_set.items()}}
+            for run, by_set in runs.items()
+        },
+        "machine": machine_info(),
+    }
+    path = write_result("field_labels", doc)
+    if args.json:
+        shutil.copyfile(path, args.json)
+    return 0 if verdict == "met" else 1
+
+
+if __name__ == "__main__":
+    run_main(main)
