@@ -18,8 +18,8 @@ hand, not by the generator, and never trained on. Two seeds are in use and never
 
 from __future__ import annotations
 
-import random
 import os
+import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
