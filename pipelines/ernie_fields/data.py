@@ -10,7 +10,18 @@ different one for the held-out set).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from pipelines.ernie_fields.field_keys import (
+    KEYS,
+    key_prefix,
+    more_address,
+    more_date,
+    more_id,
+    more_money,
+    more_other,
+    more_phone,
+)
 
 LABELS = ["date", "money", "phone", "id", "address", "other"]
 
@@ -923,6 +934,17 @@ def _amount(rng: random.Random) -> str:
     return s
 
 
+def _prefixed(rng: random.Random, label: str, prefixes: Sequence[str], value: str) -> str:
+    """``value`` after one of the first generator's ``prefixes``, after one of the wider
+    ``field_keys.KEYS``, or alone."""
+    r = rng.random()
+    if r < 0.45:
+        return rng.choice(prefixes) + value
+    if r < 0.85:
+        return key_prefix(rng, label) + value
+    return value
+
+
 def gen_date(rng: random.Random) -> str:
     y, m, d = rng.randint(1990, 2035), rng.randint(1, 12), rng.randint(1, 28)
     mon = MONTHS[m - 1]
@@ -948,7 +970,7 @@ def gen_date(rng: random.Random) -> str:
         f"{mon} {y}",
         f"{y}年{m}月",
     ]
-    s = rng.choice(forms)
+    s = rng.choice(forms) if rng.random() < 0.6 else more_date(rng)
     if rng.random() < 0.15:
         s += f" {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}" + (
             f":{rng.randint(0, 59):02d}" if rng.random() < 0.5 else ""
@@ -973,7 +995,7 @@ def gen_date(rng: random.Random) -> str:
         "Delivery date: ",
         "签发日期 ",
     ]
-    return rng.choice(prefixes) + s
+    return _prefixed(rng, "date", prefixes, s)
 
 
 def gen_money(rng: random.Random) -> str:
@@ -997,7 +1019,7 @@ def gen_money(rng: random.Random) -> str:
         f"HK${a}",
         f"-¥{a}",
     ]
-    s = rng.choice(forms)
+    s = rng.choice(forms) if rng.random() < 0.6 else more_money(rng)
     prefixes = [
         "",
         "",
@@ -1026,7 +1048,7 @@ def gen_money(rng: random.Random) -> str:
         "优惠 ",
         "运费 ",
     ]
-    return rng.choice(prefixes) + s
+    return _prefixed(rng, "money", prefixes, s)
 
 
 def gen_phone(rng: random.Random) -> str:
@@ -1051,7 +1073,7 @@ def gen_phone(rng: random.Random) -> str:
         f"+1 {us[0]} {us[1]} {us[2]}",
         f"+44 20 {_d(rng, 4)} {_d(rng, 4)}",
     ]
-    s = rng.choice(forms)
+    s = rng.choice(forms) if rng.random() < 0.6 else more_phone(rng)
     prefixes = [
         "",
         "",
@@ -1073,7 +1095,7 @@ def gen_phone(rng: random.Random) -> str:
         "服务电话：",
         "Hotline: ",
     ]
-    return rng.choice(prefixes) + s
+    return _prefixed(rng, "phone", prefixes, s)
 
 
 def gen_id(rng: random.Random) -> str:
@@ -1095,7 +1117,7 @@ def gen_id(rng: random.Random) -> str:
         f"{_upper(rng, 3)}{_d(rng, 5)}{_upper(rng, 1)}",
         f"{_d(rng, 12)}",
     ]
-    s = rng.choice(forms)
+    s = rng.choice(forms) if rng.random() < 0.6 else more_id(rng)
     prefixes = [
         "",
         "No. ",
@@ -1130,10 +1152,12 @@ def gen_id(rng: random.Random) -> str:
         "工号 ",
         "学号：",
     ]
-    return rng.choice(prefixes) + s
+    return _prefixed(rng, "id", prefixes, s)
 
 
 def gen_address(rng: random.Random) -> str:
+    if rng.random() < 0.4:
+        return _prefixed(rng, "address", ["", "Address: ", "地址："], more_address(rng))
     if rng.random() < 0.5:
         parts = []
         prov = rng.choice(CN_PROVINCES)
@@ -1174,6 +1198,8 @@ def gen_address(rng: random.Random) -> str:
 
 
 def gen_other(rng: random.Random) -> str:
+    if rng.random() < 0.45:
+        return more_other(rng)
     r = rng.random()
     a, b = rng.randint(1, 20), rng.randint(1, 30)
     if r < 0.06:  # long paragraphs, so every position up to 128 tokens is trained
@@ -1216,6 +1242,24 @@ GENERATORS: dict[str, Callable[[random.Random], str]] = {
 }
 
 
+def read_labelled(path: str, columns: int = 2) -> list[tuple[str, ...]]:
+    """The rows of a ``label<TAB>text[<TAB>...]`` file (``#`` lines are comments), each
+    ``columns`` long; an unknown label or a short row is an error naming the file and line."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.rstrip("\r\n")
+            if not line or line.startswith("#"):
+                continue
+            row = tuple(line.split("\t"))
+            if len(row) != columns or row[0] not in LABELS or not row[1].strip():
+                raise ValueError(
+                    f"{path}:{n}: expected {columns} TAB-separated columns, a label of {LABELS} then text; got {line!r}"
+                )
+            rows.append(row)
+    return rows
+
+
 def generate(n_per_label: int, seed: int) -> list[tuple[str, int]]:
     """``n_per_label`` lines of each label, shuffled: [(text, label_index)]."""
     rng = random.Random(seed)
@@ -1232,6 +1276,9 @@ def vocabulary_words() -> list[str]:
             for w in phrase.replace(",", " ").replace(".", " ").split():
                 if w.isalpha() and w.isascii():
                     words.add(w.lower())
+    for keys in KEYS.values():
+        for key in keys:
+            words.update(w.lower() for w in key.replace(".", " ").split() if w.isalpha() and w.isascii())
     words.update(m[:3].lower() for m in MONTHS)
     words.update(d[:3].lower() for d in WEEKDAYS)
     words.update(

@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipelines.ernie_fields.data import GENERATORS, LABELS
+from pipelines.ernie_fields.data import GENERATORS, LABELS, read_labelled
 from tests.support.page_noise import Noise, apply_noise
 from tests.support.page_set import CJK_FACES, LATIN_FACES, FontFace, _colours, _font_file, _noise
 from tests.support.synth import render_document, text_width
 
 __all__ = [
+    "BLIND",
+    "HANDWRITTEN",
     "EVAL_SEED",
     "FIELD_PAGES_VERSION",
     "TRAIN_SEED",
@@ -38,6 +40,7 @@ __all__ = [
     "FieldPage",
     "field_page",
     "field_pages",
+    "fixture_pages",
     "handwritten_pages",
     "has_cjk",
     "read_lines",
@@ -50,10 +53,11 @@ EVAL_SEED = 6007
 SIZES = (20, 22, 24, 26, 28, 30, 32, 36, 40)
 MAX_WIDTH = 1100  # px of text: PP-OCR det's 960-px limit shrinks no page by much more than a quarter
 ALIGNS = ("left", "left", "left", "center", "right")
-#: document lines written by hand, not by the generator: never used in training
-HANDWRITTEN = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "fields", "handwritten.tsv"
-)
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "fields")
+#: document lines written by hand while the generator was widened (they guided it); never trained on
+HANDWRITTEN = os.path.join(_DATA, "handwritten.tsv")
+#: document lines written blind, by an author who saw neither the generator nor HANDWRITTEN; never trained on
+BLIND = os.path.join(_DATA, "blind.tsv")
 
 
 @dataclass(frozen=True)
@@ -138,17 +142,7 @@ def field_page(seed: int, index: int) -> FieldPage:
 
 def read_lines(path: str = HANDWRITTEN) -> list[tuple[str, str]]:
     """(label, text) of each line of a ``label<TAB>text`` file; ``#`` lines are comments."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, raw in enumerate(f, 1):
-            line = raw.rstrip("\n")
-            if not line or line.startswith("#"):
-                continue
-            label, sep, text = line.partition("\t")
-            if not sep or label not in LABELS or not text.strip():
-                raise ValueError(f"{path}:{n}: expected <label>TAB<text> with a label of {LABELS}, got {line!r}")
-            out.append((label, text))
-    return out
+    return [(label, text) for label, text in read_labelled(path)]
 
 
 def handwritten_pages(path: str = HANDWRITTEN, per_page: int = 6, seed: int = EVAL_SEED) -> list[FieldPage]:
@@ -170,3 +164,22 @@ def field_pages(seed: int, count: int, start: int = 0) -> Iterator[FieldPage]:
     """Pages ``start .. start + count - 1`` of the set ``seed``, rendered one at a time."""
     for index in range(start, start + count):
         yield field_page(seed, index)
+
+
+def fixture_pages(set_name: str, data_dir: str = _DATA) -> list[FieldPage]:
+    """The committed pages of one set of the tests' fixed evaluation set (``generated``,
+    ``handwritten`` or ``blind``), as ``make_field_lines fixtures`` wrote them."""
+    import json
+
+    import cv2
+
+    with open(os.path.join(data_dir, "truth.json"), encoding="utf-8") as f:
+        entries = json.load(f)["sets"][set_name]
+    pages = []
+    for entry in entries:
+        image = cv2.imread(os.path.join(data_dir, entry["image"]), cv2.IMREAD_COLOR)
+        if image is None:
+            raise FileNotFoundError(os.path.join(data_dir, entry["image"]))
+        lines = [FieldLine(ln["text"], ln["label"], ln["box"]) for ln in entry["lines"]]
+        pages.append(FieldPage(entry["name"], image, lines))
+    return pages
