@@ -14,13 +14,13 @@ The same is reported for the hand-written lines of
 tests/data/fields/handwritten.tsv (phrasing of real documents, not the
 generator's, never trained on), rendered the same way.
 
-``--model DIR`` serves another build of the classifier in both pipelines
-(e.g. the previous one, for a before/after table); ``--compare DIR`` serves
-both in one run, one after the other on the same pages, and prints the
+``--model DIR`` serves another build of the classifier in both pipelines;
+``--compare DIR`` (or ``--compare-rev REV``: the one committed at a git
+revision) serves a second one after it on the same pages, and prints the
 difference. Exit 1 when the served model misses the goal: >= 90% on OCR'd
 lines.
 
-    python bench/field_labels.py [--pages 300] [--model DIR] [--compare DIR] [--json out.json]
+    python bench/field_labels.py [--pages 300] [--model DIR] [--compare DIR | --compare-rev REV] [--card] [--json F]
 """
 
 from __future__ import annotations
@@ -92,6 +92,26 @@ def print_table(title: str, scores: Any) -> None:
     print(f"  ground-truth lines no OCR line landed on: {scores.missed}; false detections: {scores.extra}")
 
 
+def model_at_revision(rev: str) -> str:
+    """The classifier directory as committed at git revision ``rev``, copied to a temp directory."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = "pipelines/ernie_fields/model"
+    try:
+        names = subprocess.run(
+            ["git", "-C", root, "ls-tree", "--name-only", f"{rev}:{where}"], capture_output=True, check=True, text=True
+        ).stdout.split()
+        out = tempfile.mkdtemp(prefix=f"batchline-ernie-{rev}-")
+        for name in names:
+            blob = subprocess.run(["git", "-C", root, "show", f"{rev}:{where}/{name}"], capture_output=True, check=True)
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(blob.stdout)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise BenchError(f"cannot read {where} at {rev}: {exc}") from None
+    return out
+
+
 def write_card_section(by_set: dict[str, Any], pages: int, argv: str) -> None:
     """Replace the evaluation section of the model card with these figures."""
     from pipelines.ernie_fields.build import EVAL_BEGIN, EVAL_END
@@ -137,6 +157,9 @@ def main() -> int:
     ap.add_argument("--start", type=int, default=0, help="first page index of the set")
     ap.add_argument("--model", help="classifier directory to serve (default: the shipped one)")
     ap.add_argument("--compare", help="a second classifier directory, measured on the same pages")
+    ap.add_argument(
+        "--compare-rev", metavar="REV", help="compare with the classifier shipped at this git revision (e.g. d3662b1)"
+    )
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument(
         "--card", action="store_true", help="write the figures into the model card (pipelines/ernie_fields)"
@@ -159,6 +182,8 @@ def main() -> int:
             f"{name}: {len(pages)} field pages (seed {EVAL_SEED}, v{FIELD_PAGES_VERSION}), "
             f"{sum(len(p.lines) for p in pages)} lines"
         )
+    if args.compare_rev:
+        args.compare = model_at_revision(args.compare_rev)
     models = {"served": args.model, **({"compare": args.compare} if args.compare else {})}
     runs = {run: measure(model, sets) for run, model in models.items()}
     for run, by_set in runs.items():
@@ -186,6 +211,14 @@ def main() -> int:
         "machine": machine_info(),
     }
     path = write_result("field_labels", doc)
+    blind = runs["served"]["blind"].accuracy("ocr")
+    ratio = f"RATIO field label accuracy on OCR'd lines: generated {ocr:.3f}, blind {blind:.3f}"
+    if "compare" in runs:
+        ratio += (
+            f" (compare: {runs['compare']['generated'].accuracy('ocr'):.3f}, "
+            f"{runs['compare']['blind'].accuracy('ocr'):.3f})"
+        )
+    print(ratio)
     if args.card:
         write_card_section(runs["served"], args.pages, " ".join(sys.argv[1:]))
     if args.json:

@@ -16,7 +16,7 @@ batchline() { python -m serving.cli "$@"; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same); engines as the configs say (rec.yml, ocr.yml: OpenVINO; ernie bench: oneDNN; PaddleOCR peers: oneDNN); ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
 
-STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement openvino_pinning)
+STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement openvino_pinning field_labels)
 if [ $# -gt 0 ]; then STEPS=("$@"); fi
 failed=()
 ratios=()
@@ -55,6 +55,7 @@ for step in "${STEPS[@]}"; do
       fi ;;
     engine_agreement) run engine_agreement --pages 60 ;;
     openvino_pinning) run openvino_pinning --calls 40 ;;
+    field_labels)   run field_labels --pages 300 ;;  # needs fonts-wqy-zenhei and DejaVu's faces
     *) echo "unknown step $step"; failed+=("$step") ;;
   esac
 done

@@ -453,13 +453,13 @@ def _write_readme(out: str, cfg, args, facts: Facts) -> None:
 `configs/ocr_ernie.yml` run with no model hub. It is an ERNIE-architecture
 network (word/position/token-type embeddings, LayerNorm, {cfg.num_layers}-layer post-norm
 Transformer encoder with hidden {cfg.hidden_size}, {cfg.num_heads} heads and FFN {cfg.intermediate_size},
-tanh pooler over [CLS], linear head) trained on CPU in minutes on generated and OCR-read document lines. Labels:
-{", ".join(facts.per_label)}. It knows the line formats of receipts, invoices and forms that
-`pipelines/ernie_fields/data.py` and `field_keys.py` generate, in Chinese and English; it is
-not a general document model. A real ERNIE checkpoint plugs into the same op: see
-"Serving your own ERNIE model" in the top-level README.
+tanh pooler over [CLS], linear head) trained on CPU in minutes on generated and
+OCR-read document lines. Labels: {", ".join(facts.per_label)}. It knows the line formats
+of receipts, invoices and forms that `pipelines/ernie_fields/data.py` and `field_keys.py`
+generate, in Chinese and English; it is not a general document model. A real ERNIE
+checkpoint plugs into the same op: see "Serving your own ERNIE model" in the top-level README.
 
-Reproduce (CPU, {args.threads} threads, about {facts.seconds / 60:.0f} minutes):
+Reproduce (CPU, {args.threads} threads; this build took {facts.seconds / 60:.0f} minutes):
 
     {facts.cmd}
 
@@ -481,9 +481,10 @@ depends on the fonts and on OpenVINO's kernels for the CPU.
 The attention mask is computed inside the model from `input_ids != 0`, so right
 padding with [PAD] does not change the result.
 
-Parameters: {facts.n_params:,}; model files {facts.size / 1e6:.1f} MB. The network is the size it
-was before it learned OCR output (1,320,326 parameters): the wider vocabulary adds
-only embedding rows, so the time per line is unchanged.
+Parameters: {facts.n_params:,}; {facts.size / 1e6:.1f} MB in all: the Paddle export and its ONNX twin
+hold the same weights. The network is the size it was before it learned OCR output
+(1,320,326 parameters): the wider vocabulary adds only embedding rows, so the time per
+line is unchanged.
 
 ## Training data
 
@@ -500,8 +501,9 @@ only embedding rows, so the time per line is unchanged.
 ## Held-out generated lines
 
 {facts.n_held} lines generated with seed {args.seed + 1000}; {facts.n_held - facts.n_unseen} of them
-(short fixed phrases) also occur verbatim in the training set. Both come from the same generator, so this measures
-how well the model learned the formats, not accuracy on real documents.
+(short fixed phrases) also occur verbatim in the training set. Both come from the same
+generator, so this measures how well the model learned the formats, not accuracy on real
+documents.
 
 **Accuracy (exported model, Paddle Inference): {facts.acc:.4f}** (on the {facts.n_unseen} lines not seen in
 training: {facts.unseen_acc:.4f}); on OCR-like corruptions of the same lines: **{facts.noisy_acc:.4f}**.

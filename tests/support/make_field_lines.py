@@ -95,9 +95,14 @@ def make_fixtures(out_dir: str, pages: int) -> None:
                 f.write(buf.tobytes())
             lines = [{"text": ln.text, "label": ln.label, "box": ln.box} for ln in page.lines]
             truth[name].append({"name": page.name, "image": rel, "lines": lines})
-    with open(os.path.join(out_dir, "truth.json"), "w", encoding="utf-8") as f:
-        json.dump({"field_pages_version": FIELD_PAGES_VERSION, "sets": truth}, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+    with open(os.path.join(out_dir, "truth.json"), "w", encoding="utf-8") as f:  # a page per line: diffs stay readable
+        sets = ",\n".join(
+            f"  {json.dumps(name)}: [\n"
+            + ",\n".join(f"    {json.dumps(p, ensure_ascii=False)}" for p in pages)
+            + "\n  ]"
+            for name, pages in truth.items()
+        )
+        f.write(f'{{"field_pages_version": {FIELD_PAGES_VERSION}, "sets": {{\n{sets}\n}}}}\n')
     log.info("wrote %s: %s", out_dir, {k: len(v) for k, v in truth.items()})
 
 

@@ -186,6 +186,23 @@ def test_model_classifies_obvious_examples(op, runner):
     assert abs(sum(res["probs"].values()) - 1.0) < 1e-6 and res["score"] == max(res["probs"].values())
 
 
+# what PaddleOCR (and so our ocr pipeline) really returns for printed lines: spaces dropped, I read as l
+OCR_READ = [
+    ("lnvoiceNo.2026-0457", "id"),
+    ("Expires2027-03-01", "date"),
+    ("Paymentreceived", "other"),
+    ("Thankyouforyourpurchase", "other"),
+    ("TOTAL$1,234.5O", "money"),
+    ("Tel:+86 138OO138000", "phone"),
+    ("地址：上海市浦东新区张江路88号", "address"),
+]
+
+
+def test_model_labels_lines_as_ocr_reads_them(op, runner):
+    got = {text: run_op_direct(op, runner, {"input": text})["label"] for text, _ in OCR_READ}
+    assert got == dict(OCR_READ)
+
+
 def _mixed_texts(n: int = 60, seed: int = 7) -> list[str]:
     from pipelines.ernie_fields.data import generate
 
