@@ -30,7 +30,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OCR_LINES = os.path.relpath(os.path.join(HERE, "ocr_lines.tsv"))
 _FIELDS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "data", "fields")
 #: the hand-written evaluation lines (tests/data/fields): the card says how many also occur in training
-HELD_OUT_SETS = {"hand-written": os.path.join(_FIELDS, "handwritten.tsv"), "blind": os.path.join(_FIELDS, "blind.tsv")}
+HELD_OUT_SETS = {
+    "hand-written": os.path.join(_FIELDS, "handwritten.tsv"),
+    "blind": os.path.join(_FIELDS, "blind.tsv"),
+    "blind-2": os.path.join(_FIELDS, "blind2.tsv"),
+}
 
 SUFFIXES = [
     "s",

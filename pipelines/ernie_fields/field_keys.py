@@ -98,6 +98,21 @@ KEYS: dict[str, list[str]] = {
         "账单日",
         "生效日期",
         "缴费日期",
+        "Paid",
+        "Paid on",
+        "Payment date",
+        "Received",
+        "Received on",
+        "Refunded on",
+        "Collected",
+        "Purchased",
+        "Transaction date",
+        "Sold on",
+        "付款时间",
+        "支付时间",
+        "收款日期",
+        "退款时间",
+        "购买日期",
     ],
     "money": [
         "Total",
@@ -240,6 +255,18 @@ KEYS: dict[str, list[str]] = {
         "客服热线",
         "预订电话",
         "办公电话",
+        "24h hotline",
+        "24小时服务热线",
+        "24小时热线",
+        "Customer care",
+        "Emergency",
+        "After hours",
+        "Freephone",
+        "Toll free",
+        "Bookings",
+        "报修电话",
+        "救援电话",
+        "急救电话",
     ],
     "id": [
         "Receipt",
@@ -341,6 +368,20 @@ KEYS: dict[str, list[str]] = {
         "桌号",
         "参考号",
         "授权码",
+        "Vehicle Reg",
+        "Vehicle reg.",
+        "Reg",
+        "Plate No.",
+        "Licence plate",
+        "Vehicle",
+        "车牌号码",
+        "车号",
+        "Patient ID",
+        "病历号",
+        "Gate",
+        "登机口",
+        "Coach",
+        "车厢",
     ],
     "address": [
         "Address",
@@ -509,6 +550,18 @@ def more_phone(rng: random.Random) -> str:
         f"800-{_d(rng, 3)}-{_d(rng, 4)}",
         f"95{_d(rng, 3)}",
         f"0{_d(rng, 3)}-{_d(rng, 7)} ext. {_d(rng, 3)}",
+        f"1300 {_d(rng, 3)} {_d(rng, 3)}",
+        f"1800 {_d(rng, 3)} {_d(rng, 3)}",
+        f"13 {_d(rng, 2)} {_d(rng, 2)}",
+        f"(0{rng.randint(2, 8)}) {_d(rng, 4)} {_d(rng, 4)}",
+        f"0{rng.randint(2, 8)}-{_d(rng, 4)} {_d(rng, 4)}",
+        f"04{_d(rng, 2)} {_d(rng, 3)} {_d(rng, 3)}",
+        f"{_d(rng, 4)} {_d(rng, 4)}",
+        f"100{_d(rng, 2)}",
+        f"400 {_d(rng, 3)} {_d(rng, 4)}",
+        f"+886 2 {_d(rng, 4)} {_d(rng, 4)}",
+        f"+81 3-{_d(rng, 4)}-{_d(rng, 4)}",
+        f"+1 ({_d(rng, 3)}) {_d(rng, 3)}-{_d(rng, 4)}",
     ]
     return rng.choice(forms)
 
@@ -539,6 +592,8 @@ def more_id(rng: random.Random) -> str:
         f"{_d(rng, 2)}{_d(rng, 2)}",
         f"{_alnum(rng, 3, up)}-{_alnum(rng, 3, up)}-{_alnum(rng, 3, up)}",
         f"{_d(rng, 6)}",
+        f"{rng.randint(2015, 2030)}-{_d(rng, rng.randint(3, 5))}",
+        f"{rng.randint(2015, 2030)}/{_d(rng, rng.randint(3, 5))}",
     ]
     return rng.choice(forms)
 
@@ -764,7 +819,51 @@ def more_address(rng: random.Random) -> str:
         f"{rng.choice(_CN_DISTRICTS)}{road}{rng.randint(1, 3)}层{rng.randint(1, 99):02d}铺",
         f"邮编 {_d(rng, 6)}",
     ]
+    if rng.random() < 0.35:
+        return _city_line(rng, up)
     return rng.choice(forms)
+
+
+_UK_TOWNS = ["London", "Manchester", "Leeds", "Bristol", "Glasgow", "Edinburgh", "Cardiff", "Oxford", "York", "Bath"]
+_AU_TOWNS = [("Sydney", "NSW"), ("Melbourne", "VIC"), ("Brisbane", "QLD"), ("Perth", "WA"), ("Adelaide", "SA")]
+_US_TOWNS = [
+    "Springfield",
+    "Portland",
+    "Austin",
+    "Denver",
+    "Boston",
+    "Seattle",
+    "Miami",
+    "Columbus",
+    "Madison",
+    "Salem",
+]
+_US_STATES = ["CA", "NY", "TX", "WA", "IL", "FL", "OR", "MA", "OH", "CO", "GA", "NC", "PA", "MI", "AZ", "WI"]
+_CA_TOWNS = [("Toronto", "ON"), ("Vancouver", "BC"), ("Montreal", "QC"), ("Calgary", "AB"), ("Ottawa", "ON")]
+_HK_DISTRICTS = [("湾仔", "Wan Chai"), ("尖沙咀", "Tsim Sha Tsui"), ("中环", "Central"), ("旺角", "Mong Kok")]
+
+
+def _city_line(rng: random.Random, up: str) -> str:
+    """The last line of an address: town, region and postcode, as each country prints it."""
+    kind = rng.randrange(6)
+    if kind == 0:
+        area = f"{rng.choice(up)}{rng.choice(up)}"[: rng.randint(1, 2)] + str(rng.randint(1, 20))
+        return f"{rng.choice(_UK_TOWNS)} {area} {rng.randint(1, 9)}{rng.choice(up)}{rng.choice(up)}"
+    if kind == 1:
+        town, state = rng.choice(_AU_TOWNS)
+        return f"{town} {state} {rng.randint(2000, 6999)}"
+    if kind == 2:
+        return f"{rng.choice(_US_TOWNS)}, {rng.choice(_US_STATES)} {_d(rng, 5)}"
+    if kind == 3:
+        town, province = rng.choice(_CA_TOWNS)
+        first = f"{rng.choice(up)}{rng.randint(1, 9)}{rng.choice(up)}"
+        return f"{town}, {province} {first} {rng.randint(1, 9)}{rng.choice(up)}{rng.randint(1, 9)}"
+    if kind == 4:
+        cn, en = rng.choice(_HK_DISTRICTS)
+        return rng.choice([f"香港{cn} {en}, Hong Kong", f"{en}, Kowloon", f"{en}, Hong Kong", f"香港{cn}"])
+    return rng.choice(
+        [f"Singapore {_d(rng, 6)}", f"{rng.choice(_CN_CITIES)} {_d(rng, 6)}", f"台北市信义区 {_d(rng, 3)}"]
+    )
 
 
 _SHOPS = [
@@ -876,6 +975,19 @@ _OTHER_EN = [
     "Contactless",
     "Scan to pay",
     "Wi-Fi password on request",
+    "Dear {title} {surname},",
+    "Dear {surname} family,",
+    "Yours {closing},",
+    "{room} room, {beds}",
+    "{product} {n}{unit}",
+    "Please allow {k} working days",
+    "Keep {storage}",
+    "Valid for one person only",
+    "Not valid with other offers",
+    "Prices subject to change",
+    "This is not a tax invoice",
+    "{points}: {pts}",
+    "{points} {pts}",
 ]
 _OTHER_CN = [
     "{cn_thanks}",
@@ -913,8 +1025,42 @@ _OTHER_CN = [
     "客户存根",
     "堂食",
     "外带",
+    "尊敬的{cn_name}先生：",
+    "尊敬的客户：",
+    "本合同一式{cn_count}份，{cn_clause}",
+    "{cn_party}应按时履行本合同",
+    "{cn_brand} {cn_product} {n}{cn_unit}",
+    "{cn_product}（{cn_flavor}）",
+    "请于{cn_count}个工作日内办理",
+    "本券不找零，不兑换现金",
+    "此致 敬礼",
+    "{cn_room}，含双早",
+    "{cn_points}：{pts}",
 ]
 _SLOTS = {
+    "points": [
+        "Points earned",
+        "Points redeemed",
+        "Points balance",
+        "Bonus points",
+        "Stamps collected",
+        "Miles earned",
+    ],
+    "cn_points": ["本次积分", "累计积分", "可用积分", "获得积分"],
+    "title": ["Mr.", "Ms.", "Mrs.", "Dr.", "Mr", "Ms", "Prof."],
+    "surname": ["Smith", "Wong", "Patel", "Garcia", "Chen", "Brown", "Murphy", "Nguyen", "Kim"],
+    "closing": ["sincerely", "faithfully", "truly"],
+    "room": ["Non-smoking", "Deluxe", "Twin", "Standard", "Superior", "Family", "Double"],
+    "beds": ["1 king-size bed", "2 single beds", "1 queen bed", "sea view", "breakfast included"],
+    "unit": ["ml", "g", "kg", "L", " pcs", " tablets", "oz"],
+    "storage": ["refrigerated", "in a cool dry place", "away from children", "upright"],
+    "cn_count": ["两", "三", "四", "二"],
+    "cn_clause": ["具有同等法律效力", "自签字之日起生效"],
+    "cn_party": ["甲方", "乙方", "双方"],
+    "cn_brand": ["康师傅", "蒙牛", "伊利", "统一", "娃哈哈", "青岛啤酒"],
+    "cn_unit": ["ml", "g", "克", "毫升", "升", "袋"],
+    "cn_flavor": ["原味", "香辣味", "无糖", "大包装"],
+    "cn_room": ["豪华大床房", "标准双床房", "商务套房", "行政房"],
     "thanks": ["Thank you", "Thanks", "Many thanks", "THANK YOU"],
     "doing": ["shopping", "dining", "visiting", "staying", "your order", "your visit", "your business", "choosing us"],
     "with": ["", " with us", " today", " at our store"],
@@ -976,6 +1122,8 @@ def more_other(rng: random.Random) -> str:
         k=rng.randint(1, 12),
         k2=rng.randint(2, 12),
         num=rng.choice(["two", "four", "2", "6"]),
+        n=rng.choice([250, 330, 500, 550, 1, 2, 5, 100, 200, 750]),
+        pts=rng.choice([rng.randint(1, 99), rng.randint(1, 99) * 10, rng.randint(100, 99999)]),
         h1=rng.choice(hours),
         h2=rng.choice(late),
         shop=f"{rng.choice(_SHOPS)} {rng.choice(_SHOP_KINDS)}",

@@ -114,6 +114,8 @@ def _characters(text: str, rng: random.Random) -> str:
 
 def ocr_noise(text: str, rng: random.Random) -> str:
     """``text`` as an OCR pass might read it: each kind of corruption applied or not, at random."""
+    if rng.random() < 0.2:  # PP-OCR's commonest confusion, often for every I of a line
+        text = text.replace("I", rng.choice("l1|"))
     if rng.random() < 0.8:
         text = _spaces(text, rng)
     if rng.random() < 0.25:

@@ -31,6 +31,7 @@ import time
 
 from tests.support.field_pages import (
     BLIND,
+    BLIND2,
     EVAL_SEED,
     FIELD_PAGES_VERSION,
     TRAIN_SEED,
@@ -81,6 +82,7 @@ def make_fixtures(out_dir: str, pages: int) -> None:
         "generated": list(field_pages(EVAL_SEED, pages)),
         "handwritten": handwritten_pages(),
         "blind": handwritten_pages(BLIND),
+        "blind2": handwritten_pages(BLIND2),
     }
     os.makedirs(os.path.join(out_dir, "pages"), exist_ok=True)
     truth: dict[str, list[dict]] = {}
