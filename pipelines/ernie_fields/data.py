@@ -12,8 +12,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from pipelines.ernie_fields.field_keys import DAYS as WEEKDAYS
 from pipelines.ernie_fields.field_keys import (
     KEYS,
+    MONTHS,
     key_prefix,
     more_address,
     more_date,
@@ -22,24 +24,12 @@ from pipelines.ernie_fields.field_keys import (
     more_other,
     more_phone,
 )
+from pipelines.ernie_fields.field_keys import (
+    digits as _d,
+)
 
 LABELS = ["date", "money", "phone", "id", "address", "other"]
 
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 CN_DIGITS = "〇一二三四五六七八九"
 
 EN_WORDS = [
@@ -905,10 +895,6 @@ EN_CITIES = [
     ("Shanghai", None),
     ("Shenzhen", None),
 ]
-
-
-def _d(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice("0123456789") for _ in range(n))
 
 
 def _upper(rng: random.Random, n: int) -> str:

@@ -14,7 +14,19 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["KEYS", "key_prefix", "more_address", "more_date", "more_id", "more_money", "more_other", "more_phone"]
+__all__ = [
+    "DAYS",
+    "KEYS",
+    "MONTHS",
+    "digits",
+    "key_prefix",
+    "more_address",
+    "more_date",
+    "more_id",
+    "more_money",
+    "more_other",
+    "more_phone",
+]
 
 KEYS: dict[str, list[str]] = {
     "date": [
@@ -437,7 +449,8 @@ def key_prefix(rng: random.Random, label: str) -> str:
     return key + sep
 
 
-def _d(rng: random.Random, n: int) -> str:
+def digits(rng: random.Random, n: int) -> str:
+    """``n`` random decimal digits."""
     return "".join(rng.choice("0123456789") for _ in range(n))
 
 
@@ -532,36 +545,36 @@ def more_money(rng: random.Random) -> str:
 
 def more_phone(rng: random.Random) -> str:
     forms = [
-        f"0{_d(rng, 3)} {_d(rng, 3)} {_d(rng, 4)}",
-        f"07{_d(rng, 3)} {_d(rng, 6)}",
-        f"+44 {_d(rng, 3)} {_d(rng, 3)} {_d(rng, 4)}",
-        f"0{_d(rng, 2)}-{_d(rng, 4)} {_d(rng, 4)}",
-        f"+86 1{rng.choice('3456789')}{_d(rng, 1)} {_d(rng, 4)} {_d(rng, 4)}",
-        f"1{rng.choice('3456789')}{_d(rng, 1)} {_d(rng, 4)} {_d(rng, 4)}",
-        f"(0{_d(rng, 2)}) {_d(rng, 4)} {_d(rng, 4)}",
-        f"+1-{_d(rng, 3)}-{_d(rng, 3)}-{_d(rng, 4)}",
-        f"{_d(rng, 3)}.{_d(rng, 3)}.{_d(rng, 4)}",
-        f"+61 {rng.randint(2, 8)} {_d(rng, 4)} {_d(rng, 4)}",
-        f"+852 {_d(rng, 4)} {_d(rng, 4)}",
-        f"+65 {_d(rng, 4)} {_d(rng, 4)}",
-        f"+49 {_d(rng, 2)} {_d(rng, 8)}",
-        f"+33 {rng.randint(1, 9)} {_d(rng, 2)} {_d(rng, 2)} {_d(rng, 2)} {_d(rng, 2)}",
-        f"1-800-{_d(rng, 3)}-{_d(rng, 4)}",
-        f"800-{_d(rng, 3)}-{_d(rng, 4)}",
-        f"95{_d(rng, 3)}",
-        f"0{_d(rng, 3)}-{_d(rng, 7)} ext. {_d(rng, 3)}",
-        f"1300 {_d(rng, 3)} {_d(rng, 3)}",
-        f"1800 {_d(rng, 3)} {_d(rng, 3)}",
-        f"13 {_d(rng, 2)} {_d(rng, 2)}",
-        f"(0{rng.randint(2, 8)}) {_d(rng, 4)} {_d(rng, 4)}",
-        f"0{rng.randint(2, 8)}-{_d(rng, 4)} {_d(rng, 4)}",
-        f"04{_d(rng, 2)} {_d(rng, 3)} {_d(rng, 3)}",
-        f"{_d(rng, 4)} {_d(rng, 4)}",
-        f"100{_d(rng, 2)}",
-        f"400 {_d(rng, 3)} {_d(rng, 4)}",
-        f"+886 2 {_d(rng, 4)} {_d(rng, 4)}",
-        f"+81 3-{_d(rng, 4)}-{_d(rng, 4)}",
-        f"+1 ({_d(rng, 3)}) {_d(rng, 3)}-{_d(rng, 4)}",
+        f"0{digits(rng, 3)} {digits(rng, 3)} {digits(rng, 4)}",
+        f"07{digits(rng, 3)} {digits(rng, 6)}",
+        f"+44 {digits(rng, 3)} {digits(rng, 3)} {digits(rng, 4)}",
+        f"0{digits(rng, 2)}-{digits(rng, 4)} {digits(rng, 4)}",
+        f"+86 1{rng.choice('3456789')}{digits(rng, 1)} {digits(rng, 4)} {digits(rng, 4)}",
+        f"1{rng.choice('3456789')}{digits(rng, 1)} {digits(rng, 4)} {digits(rng, 4)}",
+        f"(0{digits(rng, 2)}) {digits(rng, 4)} {digits(rng, 4)}",
+        f"+1-{digits(rng, 3)}-{digits(rng, 3)}-{digits(rng, 4)}",
+        f"{digits(rng, 3)}.{digits(rng, 3)}.{digits(rng, 4)}",
+        f"+61 {rng.randint(2, 8)} {digits(rng, 4)} {digits(rng, 4)}",
+        f"+852 {digits(rng, 4)} {digits(rng, 4)}",
+        f"+65 {digits(rng, 4)} {digits(rng, 4)}",
+        f"+49 {digits(rng, 2)} {digits(rng, 8)}",
+        f"+33 {rng.randint(1, 9)} {digits(rng, 2)} {digits(rng, 2)} {digits(rng, 2)} {digits(rng, 2)}",
+        f"1-800-{digits(rng, 3)}-{digits(rng, 4)}",
+        f"800-{digits(rng, 3)}-{digits(rng, 4)}",
+        f"95{digits(rng, 3)}",
+        f"0{digits(rng, 3)}-{digits(rng, 7)} ext. {digits(rng, 3)}",
+        f"1300 {digits(rng, 3)} {digits(rng, 3)}",
+        f"1800 {digits(rng, 3)} {digits(rng, 3)}",
+        f"13 {digits(rng, 2)} {digits(rng, 2)}",
+        f"(0{rng.randint(2, 8)}) {digits(rng, 4)} {digits(rng, 4)}",
+        f"0{rng.randint(2, 8)}-{digits(rng, 4)} {digits(rng, 4)}",
+        f"04{digits(rng, 2)} {digits(rng, 3)} {digits(rng, 3)}",
+        f"{digits(rng, 4)} {digits(rng, 4)}",
+        f"100{digits(rng, 2)}",
+        f"400 {digits(rng, 3)} {digits(rng, 4)}",
+        f"+886 2 {digits(rng, 4)} {digits(rng, 4)}",
+        f"+81 3-{digits(rng, 4)}-{digits(rng, 4)}",
+        f"+1 ({digits(rng, 3)}) {digits(rng, 3)}-{digits(rng, 4)}",
     ]
     return rng.choice(forms)
 
@@ -572,28 +585,28 @@ def more_id(rng: random.Random) -> str:
         "".join(rng.choice("0123456789ABCDEF") for _ in range(8)),
         _alnum(rng, 6, up),
         _alnum(rng, 18, up),
-        f"SF{_d(rng, 12)}",
-        f"YT{_d(rng, 13)}",
-        f"E{rng.randint(2015, 2030)}{_d(rng, 10)}",
-        _d(rng, 4),
-        f"{rng.choice(up)}-{_d(rng, 5)}",
-        f"{_d(rng, 2)}-{_d(rng, 4)}-{rng.choice(up)}{rng.choice(up)}",
-        f"{_d(rng, 4)}-{_d(rng, 4)}-{_d(rng, 4)}",
-        f"{rng.choice(up)}-{_d(rng, 6)}",
-        f"**** {_d(rng, 4)}",
-        f"XXXX-XXXX-XXXX-{_d(rng, 4)}",
-        f"{_d(rng, 4)} **** **** {_d(rng, 4)}",
-        f"{rng.choice(up)}{rng.choice(up)}{_d(rng, 2)} {rng.choice(up)}{rng.choice(up)}{rng.choice(up)}",
+        f"SF{digits(rng, 12)}",
+        f"YT{digits(rng, 13)}",
+        f"E{rng.randint(2015, 2030)}{digits(rng, 10)}",
+        digits(rng, 4),
+        f"{rng.choice(up)}-{digits(rng, 5)}",
+        f"{digits(rng, 2)}-{digits(rng, 4)}-{rng.choice(up)}{rng.choice(up)}",
+        f"{digits(rng, 4)}-{digits(rng, 4)}-{digits(rng, 4)}",
+        f"{rng.choice(up)}-{digits(rng, 6)}",
+        f"**** {digits(rng, 4)}",
+        f"XXXX-XXXX-XXXX-{digits(rng, 4)}",
+        f"{digits(rng, 4)} **** **** {digits(rng, 4)}",
+        f"{rng.choice(up)}{rng.choice(up)}{digits(rng, 2)} {rng.choice(up)}{rng.choice(up)}{rng.choice(up)}",
         f"{rng.choice('京沪粤浙苏川鄂湘鲁豫')}{rng.choice(up)}{_alnum(rng, 5, up)}",
-        f"{rng.choice(up)}{rng.choice(up)}{_d(rng, 3)}",
-        f"{rng.choice(up)}{_d(rng, 8)}",
-        f"{_d(rng, 3)}-{_d(rng, 7)}",
+        f"{rng.choice(up)}{rng.choice(up)}{digits(rng, 3)}",
+        f"{rng.choice(up)}{digits(rng, 8)}",
+        f"{digits(rng, 3)}-{digits(rng, 7)}",
         f"{rng.randint(1, 40)}{rng.choice('ABCDEF')}",
-        f"{_d(rng, 2)}{_d(rng, 2)}",
+        f"{digits(rng, 2)}{digits(rng, 2)}",
         f"{_alnum(rng, 3, up)}-{_alnum(rng, 3, up)}-{_alnum(rng, 3, up)}",
-        f"{_d(rng, 6)}",
-        f"{rng.randint(2015, 2030)}-{_d(rng, rng.randint(3, 5))}",
-        f"{rng.randint(2015, 2030)}/{_d(rng, rng.randint(3, 5))}",
+        f"{digits(rng, 6)}",
+        f"{rng.randint(2015, 2030)}-{digits(rng, rng.randint(3, 5))}",
+        f"{rng.randint(2015, 2030)}/{digits(rng, rng.randint(3, 5))}",
     ]
     return rng.choice(forms)
 
@@ -801,7 +814,7 @@ def more_address(rng: random.Random) -> str:
         street,
         f"{street}, {city}",
         f"{street}, {city} {uk_post}",
-        f"Unit {rng.randint(1, 40)}, {street}, {city} {rng.choice(['NSW', 'VIC', 'QLD', 'WA'])} {_d(rng, 4)}",
+        f"Unit {rng.randint(1, 40)}, {street}, {city} {rng.choice(['NSW', 'VIC', 'QLD', 'WA'])} {digits(rng, 4)}",
         f"Flat {rng.randint(1, 30)}, {street}",
         f"Apt {rng.randint(1, 30)}{rng.choice('ABCD')}, {street}, {city}",
         f"Floor {rng.randint(2, 60)}, {street}",
@@ -809,15 +822,15 @@ def more_address(rng: random.Random) -> str:
         f"Room {rng.randint(101, 3999)}, Tower {rng.choice('ABCD')}, {street}, {city}",
         f"PO Box {rng.randint(10, 9999)}, {city}",
         f"{city} {uk_post}",
-        f"{city}, {rng.choice(['CA', 'NY', 'TX', 'WA', 'IL', 'FL'])} {_d(rng, 5)}",
-        f"Singapore {_d(rng, 6)}",
+        f"{city}, {rng.choice(['CA', 'NY', 'TX', 'WA', 'IL', 'FL'])} {digits(rng, 5)}",
+        f"Singapore {digits(rng, 6)}",
         f"{rng.choice(_CN_CITIES)}{rng.choice(_CN_DISTRICTS)}{road}",
         f"{rng.choice(_CN_DISTRICTS)}{road}{rng.choice(_CN_PLACES)}",
         f"{rng.choice(_CN_CITIES)}{road}{rng.choice(_CN_PLACES)}{rng.randint(1, 30)}楼",
         f"{road}{rng.randint(1, 20)}号楼{rng.randint(1, 6)}单元{rng.randint(101, 2999)}",
         f"{rng.choice(_CN_CITIES)}{rng.choice(_CN_DISTRICTS)}{road}{rng.choice(_CN_PLACES)}{rng.choice('ABCD')}座",
         f"{rng.choice(_CN_DISTRICTS)}{road}{rng.randint(1, 3)}层{rng.randint(1, 99):02d}铺",
-        f"邮编 {_d(rng, 6)}",
+        f"邮编 {digits(rng, 6)}",
     ]
     if rng.random() < 0.35:
         return _city_line(rng, up)
@@ -853,7 +866,7 @@ def _city_line(rng: random.Random, up: str) -> str:
         town, state = rng.choice(_AU_TOWNS)
         return f"{town} {state} {rng.randint(2000, 6999)}"
     if kind == 2:
-        return f"{rng.choice(_US_TOWNS)}, {rng.choice(_US_STATES)} {_d(rng, 5)}"
+        return f"{rng.choice(_US_TOWNS)}, {rng.choice(_US_STATES)} {digits(rng, 5)}"
     if kind == 3:
         town, province = rng.choice(_CA_TOWNS)
         first = f"{rng.choice(up)}{rng.randint(1, 9)}{rng.choice(up)}"
@@ -862,7 +875,7 @@ def _city_line(rng: random.Random, up: str) -> str:
         cn, en = rng.choice(_HK_DISTRICTS)
         return rng.choice([f"香港{cn} {en}, Hong Kong", f"{en}, Kowloon", f"{en}, Hong Kong", f"香港{cn}"])
     return rng.choice(
-        [f"Singapore {_d(rng, 6)}", f"{rng.choice(_CN_CITIES)} {_d(rng, 6)}", f"台北市信义区 {_d(rng, 3)}"]
+        [f"Singapore {digits(rng, 6)}", f"{rng.choice(_CN_CITIES)} {digits(rng, 6)}", f"台北市信义区 {digits(rng, 3)}"]
     )
 
 
