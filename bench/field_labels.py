@@ -10,15 +10,16 @@ per field (tests/support/field_eval.py):
 * ocr     every OCR line of ``ocr_ernie``, against the field of the line it lies on;
 * misread the OCR lines whose text is not exactly what was rendered.
 
-The same is reported for the hand-written lines of
-tests/data/fields/handwritten.tsv (phrasing of real documents, not the
-generator's, never trained on), rendered the same way.
+The same is reported for the lines written by hand in the phrasing of real
+documents (tests/data/fields: ``handwritten.tsv``, which guided the generator;
+``blind.tsv`` and ``blind2.tsv``, written by authors who saw neither the
+generator nor the other sets), rendered the same way; none is trained on.
 
 ``--model DIR`` serves another build of the classifier in both pipelines;
 ``--compare DIR`` (or ``--compare-rev REV``: the one committed at a git
 revision) serves a second one after it on the same pages, and prints the
-difference. Exit 1 when the served model misses the goal: >= 90% on OCR'd
-lines.
+difference. Exit 1 when the served model misses the goal: >= 90% of OCR'd
+lines labelled right, on the generated pages and on the held-out blind-2 lines.
 
     python bench/field_labels.py [--pages 300] [--model DIR] [--compare DIR | --compare-rev REV] [--card] [--json F]
 """
@@ -199,10 +200,12 @@ def main() -> int:
                 delta = runs["served"][name].accuracy(which) - runs["compare"][name].accuracy(which)
                 print(f"  {name} {which}: served - compare = {delta * 100:+.1f} points")
     ocr = runs["served"]["generated"].accuracy("ocr")
-    verdict = "met" if ocr >= GOAL_OCR else "missed"
+    blind = runs["served"]["blind-2"].accuracy("ocr")
+    verdict = "met" if min(ocr, blind) >= GOAL_OCR else "missed"
     others = "; ".join(f"{name}: {runs['served'][name].accuracy('ocr'):.1%}" for name in sets if name != "generated")
     print(
-        f"label accuracy on OCR'd lines of the generated pages: {ocr:.1%} (goal >= {GOAL_OCR:.0%}: {verdict}); {others}"
+        f"label accuracy on OCR'd lines: {others}; generated pages {ocr:.1%} "
+        f"(goal >= {GOAL_OCR:.0%} there and on blind-2: {verdict})"
     )
     doc = {
         "pages": {name: len(pages) for name, pages in sets.items()},
@@ -215,7 +218,6 @@ def main() -> int:
         "machine": machine_info(),
     }
     path = write_result("field_labels", doc)
-    blind = runs["served"]["blind-2"].accuracy("ocr")
     ratio = f"RATIO field label accuracy on OCR'd lines: generated {ocr:.3f}, blind-2 {blind:.3f}"
     if "compare" in runs:
         ratio += (

@@ -10,9 +10,9 @@ receipt prints Latin text in its own font).
 
 Deterministic from a seed and a page index, the fonts and
 :data:`FIELD_PAGES_VERSION`. :func:`handwritten_pages` renders the same way the lines of
-``tests/data/fields/handwritten.tsv``: phrasing of real documents written by
-hand, not by the generator, and never trained on. Two seeds are in use and never mix:
-:data:`TRAIN_SEED` pages are read by our OCR to make the classifier's
+``tests/data/fields/*.tsv``: phrasing of real documents written by hand, not by the
+generator, and never trained on (see :data:`HANDWRITTEN`, :data:`BLIND`, :data:`BLIND2`).
+Two seeds are in use and never mix: :data:`TRAIN_SEED` pages are read by our OCR to make the classifier's
 ``ocr_lines.tsv`` training lines; :data:`EVAL_SEED` pages measure it.
 """
 
@@ -92,9 +92,9 @@ class _Style:
     def face(self, text: str) -> FontFace:
         return self.cjk if has_cjk(text) else self.latin
 
-    def width(self, text: str, size: int | None = None) -> int:
+    def width(self, text: str) -> int:
         face = self.face(text)
-        return text_width(text, font_size=size or self.size, font_path=_font_file(face), font_index=face.index)
+        return text_width(text, font_size=self.size, font_path=_font_file(face), font_index=face.index)
 
 
 def _style(rng: random.Random) -> _Style:
