@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -35,7 +36,7 @@ from rich.table import Table
 
 from serving.config.errors import ConfigError
 from serving.config.load import load_config, parse_config, read_config
-from serving.config.schema import ServingConfig
+from serving.config.schema import LocalServiceConf, ServingConfig
 from tuning.measure import (
     Curve,
     Layout,
@@ -275,16 +276,22 @@ def _budget_shares(
     return {name: weight[name] / total for name in curves}
 
 
+def layout_spreads(svc: LocalServiceConf, layout: Layout) -> bool:
+    """Whether the server would spread batches over ``layout``'s instances: the
+    config's own rule (``spreads_batches``) on the op's settings with that layout."""
+    return dataclasses.replace(svc, **layout_changes(layout)).spreads_batches
+
+
 def _plan(
     config: ServingConfig, name: str, budget_ms: float, curves: list[Curve], op_items: OpItems, progress: Progress
 ) -> OpPlan:
     svc = config.op[name].local_service_conf
     current_layout = Layout(svc.instance_num, svc.thread_num, svc.engine)
     by_layout = {c.layout: c for c in curves}
-    spread = svc.spread_batches
+    layout_of = {str(c.layout): c.layout for c in curves}
 
-    def spreads(instances: int) -> bool:
-        return spread if spread is not None else instances > 1
+    def spreads(layout: str, _instances: int) -> bool:
+        return layout_spreads(svc, layout_of[layout])
 
     fitted = [(str(c.layout), measured_cost(c.points), list(c.points), c.layout.instances, c.jitter) for c in curves]
     candidates = options(
@@ -312,7 +319,6 @@ def _plan(
         budget_ms,
         on_step=lambda done, total: progress.update(task, completed=done),
     )
-    layout_of = {str(c.layout): c.layout for c in curves}
     return OpPlan(
         name, budget_ms, curves, op_items.per_request, best, now, layout_of[best.option.layout], current_layout
     )

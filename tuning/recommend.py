@@ -54,10 +54,11 @@ def options(
     budget_ms: float,
     current_delay_ms: float,
     policy: str = "adaptive",
-    spread: Callable[[int], bool] = lambda instances: instances > 1,
+    spread: Callable[[str, int], bool] = lambda _layout, instances: instances > 1,
 ) -> list[Option]:
     """Candidates over ``(layout name, cost, measured sizes, instances, jitter)``:
-    every measured size whose single run fits half the budget, with each delay."""
+    every measured size whose single run fits half the budget, with each delay.
+    ``spread(layout name, instances)``: whether the server spreads batches there."""
     out = []
     for name, cost, sizes, instances, jitter in curves:
         fits = [n for n in sorted(sizes) if cost(n) * 1000 <= budget_ms / 2] or [min(sizes)]
@@ -68,7 +69,7 @@ def options(
                     max_queue_delay_ms=delay,
                     policy=policy,
                     instances=instances,
-                    spread=spread(instances),
+                    spread=spread(name, instances),
                 )
                 out.append(Option(name, settings, cost, jitter))
     return out

@@ -181,3 +181,20 @@ def test_tune_refuses_bad_arguments_with_exit_2_and_a_reason(argv, message, caps
     argv = [a if not a.startswith("configs/") else f"{ROOT}/{a}" for a in argv]
     assert main(build_parser().parse_args(argv)) == 2
     assert message in capsys.readouterr().err
+
+
+def test_tune_predicts_spread_batches_only_where_the_server_forms_them():
+    """Spreading needs instances that compute at once: processes, or OpenVINO Runtime
+    (GIL released). Paddle's in-process instances take turns, so the server does not spread."""
+    from serving.config.schema import LocalServiceConf
+    from tuning.cli import layout_spreads
+    from tuning.measure import Layout
+
+    threads = LocalServiceConf(instance_num=1, thread_num=2, engine="paddle")
+    assert not layout_spreads(threads, Layout(2, 1, "paddle"))
+    assert layout_spreads(threads, Layout(2, 1, "openvino"))
+    assert not layout_spreads(threads, Layout(1, 2, "openvino"))
+    processes = LocalServiceConf(instance_num=1, thread_num=2, engine="paddle", instance_mode="process")
+    assert layout_spreads(processes, Layout(2, 1, "paddle"))
+    never = LocalServiceConf(instance_num=1, thread_num=2, engine="paddle", spread_batches=False)
+    assert not layout_spreads(never, Layout(2, 1, "openvino"))
