@@ -289,13 +289,14 @@ def _plan(
     current_layout = Layout(svc.instance_num, svc.thread_num, svc.engine)
     by_layout = {c.layout: c for c in curves}
     layout_of = {str(c.layout): c.layout for c in curves}
-
-    def spreads(layout: str, _instances: int) -> bool:
-        return layout_spreads(svc, layout_of[layout])
-
+    spread_of = {key: layout_spreads(svc, layout) for key, layout in layout_of.items()}  # validated once each
     fitted = [(str(c.layout), measured_cost(c.points), list(c.points), c.layout.instances, c.jitter) for c in curves]
     candidates = options(
-        fitted, budget_ms=budget_ms, current_delay_ms=svc.max_queue_delay, policy=svc.batching_policy, spread=spreads
+        fitted,
+        budget_ms=budget_ms,
+        current_delay_ms=svc.max_queue_delay,
+        policy=svc.batching_policy,
+        spread=lambda layout, _instances: spread_of[layout],
     )
     now_curve = by_layout[current_layout]
     current = Option(

@@ -13,9 +13,9 @@ import math
 import os
 import random
 import statistics
-import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -287,26 +287,15 @@ def _log_ratio(t: float, median: float) -> float:
 
 def _concurrent_runs(stage: LoadedOp, batches: list[list[list[Any]]]) -> list[float]:
     """Run each instance's batches on its own thread at once; every run's duration."""
-    times: list[float] = []
-    lock = threading.Lock()
-    errors: list[BaseException] = []
 
-    def work(runner: Runner, mine: list[list[Any]]) -> None:
-        try:
-            for batch in mine:
-                began = time.perf_counter()
-                stage.run(runner, batch)
-                took = time.perf_counter() - began
-                with lock:
-                    times.append(took)
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
-            errors.append(exc)
+    def work(runner: Runner, mine: list[list[Any]]) -> list[float]:
+        times = []
+        for batch in mine:
+            began = time.perf_counter()
+            stage.run(runner, batch)
+            times.append(time.perf_counter() - began)
+        return times
 
-    threads = [threading.Thread(target=work, args=(r, b)) for r, b in zip(stage.runners, batches)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return times
+    # one thread per instance, all at once; map re-raises a worker's error here once all are done
+    with ThreadPoolExecutor(max_workers=max(1, len(stage.runners))) as pool:
+        return [t for times in pool.map(work, stage.runners, batches) for t in times]
