@@ -115,19 +115,10 @@ def model_at_revision(rev: str) -> str:
 
 def write_card_section(by_set: dict[str, Any], pages: int, argv: str) -> None:
     """Replace the evaluation section of the model card with these figures."""
-    from pipelines.ernie_fields.build import EVAL_BEGIN, EVAL_END
+    from pipelines.ernie_fields.build import CARD, write_eval_section
     from tests.support.field_eval import SETS, table
 
-    card = os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pipelines", "ernie_fields", "README.md"
-    )
-    with open(card, encoding="utf-8") as f:
-        text = f.read()
-    a, b = text.find(EVAL_BEGIN), text.find(EVAL_END)
-    if not 0 <= a < b:
-        raise BenchError(f"{card} has no evaluation section (rebuild the model first)")
     parts = [
-        EVAL_BEGIN,
         "## On what OCR really reads",
         "",
         f"`python bench/field_labels.py {argv}`: rendered pages (tests/support/field_pages.py) served through",
@@ -149,10 +140,11 @@ def write_card_section(by_set: dict[str, Any], pages: int, argv: str) -> None:
         ]
         parts += ["| field | " + " | ".join(SETS) + " |", "|---" * (len(SETS) + 1) + "|"]
         parts += ["| " + " | ".join(row) + " |" for row in table(scores)]
-    parts.append(EVAL_END)
-    with open(card, "w", encoding="utf-8") as f:
-        f.write(text[:a] + "\n".join(parts) + text[b + len(EVAL_END) :])
-    print(f"wrote the figures into {card}")
+    try:
+        write_eval_section("\n".join(parts))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    print(f"wrote the figures into {CARD}")
 
 
 def main() -> int:

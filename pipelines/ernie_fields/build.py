@@ -28,6 +28,8 @@ log = logging.getLogger("pipelines.ernie_fields.build")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OCR_LINES = os.path.relpath(os.path.join(HERE, "ocr_lines.tsv"))
+#: the model card of the default build (a build writes its card beside its --out directory)
+CARD = os.path.join(HERE, "README.md")
 _FIELDS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "data", "fields")
 #: the hand-written evaluation lines (tests/data/fields): the card says how many also occur in training
 HELD_OUT_SETS = {
@@ -358,11 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if getattr(args, key) != getattr(defaults, key):
             cmd += f" --{key.replace('_', '-')} {getattr(args, key)!r}"
-    overlap = {
-        name: (sum(text in train_texts for _label, text in read_labelled(path)), len(read_labelled(path)))
-        for name, path in HELD_OUT_SETS.items()
-        if os.path.exists(path)
+    held_out_texts = {
+        name: [t for _, t in read_labelled(path)] for name, path in HELD_OUT_SETS.items() if os.path.exists(path)
     }
+    overlap = {name: (sum(t in train_texts for t in texts), len(texts)) for name, texts in held_out_texts.items()}
     facts = Facts(
         cmd=cmd,
         acc=acc,
@@ -537,14 +538,32 @@ Not measured for this build yet: `python bench/field_labels.py --card` serves it
 {EVAL_END}"""
 
 
+def _section_span(text: str) -> tuple[int, int] | None:
+    """Where the card's evaluation section starts and ends (markers included)."""
+    a, b = text.find(EVAL_BEGIN), text.find(EVAL_END)
+    return (a, b + len(EVAL_END)) if 0 <= a < b else None
+
+
 def _kept_section(card: str) -> str | None:
     """The evaluation section of an existing card, kept across builds (the bench rewrites it)."""
     if not os.path.exists(card):
         return None
     with open(card, encoding="utf-8") as f:
         text = f.read()
-    a, b = text.find(EVAL_BEGIN), text.find(EVAL_END)
-    return text[a : b + len(EVAL_END)] if 0 <= a < b else None
+    span = _section_span(text)
+    return text[span[0] : span[1]] if span else None
+
+
+def write_eval_section(body: str, card: str = CARD) -> None:
+    """Replace the card's evaluation section with ``body`` (between the markers);
+    ValueError when the card has none."""
+    with open(card, encoding="utf-8") as f:
+        text = f.read()
+    span = _section_span(text)
+    if span is None:
+        raise ValueError(f"{card} has no evaluation section (rebuild the model first)")
+    with open(card, "w", encoding="utf-8") as f:
+        f.write(f"{text[: span[0]]}{EVAL_BEGIN}\n{body}\n{EVAL_END}{text[span[1] :]}")
 
 
 if __name__ == "__main__":
