@@ -63,19 +63,14 @@ def repository(model_dir: str | None) -> str:
 def measure(model_dir: str | None, sets: dict[str, list[Any]]) -> dict[str, Any]:
     """Each set of pages through one server of ``model_dir``: {set name: FieldScore}."""
     from client.pipeline_client import PipelineClient
-    from tests.support.field_eval import classify_texts, read_pages, score
+    from tests.support.field_eval import evaluate
 
     repo = repository(model_dir)
-    out = {}
     try:
         with served(repo) as server, PipelineClient(server.url, timeout=300) as client:
-            for name, pages in sets.items():
-                readings = read_pages(client, "ocr_ernie", pages)
-                clean = classify_texts(client, "ernie", [line.text for page in pages for line in page.lines])
-                out[name] = score(readings, clean)
+            return {name: evaluate(client, pages) for name, pages in sets.items()}
     finally:
         shutil.rmtree(repo, ignore_errors=True)
-    return out
 
 
 def print_table(title: str, scores: Any) -> None:

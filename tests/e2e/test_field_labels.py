@@ -11,7 +11,7 @@ import pytest
 from client import PipelineClient
 from client import cli as predict_cmd
 from pipelines.ernie_fields.data import LABELS
-from tests.support.field_eval import classify_texts, read_pages, score
+from tests.support.field_eval import evaluate
 from tests.support.field_pages import fixture_pages
 from tests.support.server_process import ServerProcess
 
@@ -32,15 +32,8 @@ def client(server):
         yield c
 
 
-def _scores(client, set_name):
-    pages = fixture_pages(set_name)
-    readings = read_pages(client, "ocr_ernie", pages)
-    clean = classify_texts(client, "ernie", [line.text for page in pages for line in page.lines])
-    return score(readings, clean)
-
-
 def test_generated_pages_keep_their_labels_through_ocr(client):
-    scores = _scores(client, "generated")
+    scores = evaluate(client, fixture_pages("generated"))
     # the set is what OCR really reads: many lines differ from what was rendered
     assert scores.lines("misread") >= scores.lines("ocr") // 3
     assert scores.missed == 0
@@ -52,7 +45,7 @@ def test_generated_pages_keep_their_labels_through_ocr(client):
 def test_lines_written_by_hand_keep_their_labels_through_ocr(client, set_name):
     """Phrasing of real documents, never trained on (the blind sets were written by
     authors who saw neither the generator nor the other sets)."""
-    scores = _scores(client, set_name)
+    scores = evaluate(client, fixture_pages(set_name))
     assert scores.lines("misread") > 0
     assert scores.accuracy("ocr") >= GOAL_OCR, scores.to_dict()
 

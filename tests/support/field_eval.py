@@ -28,7 +28,17 @@ from tests.support.field_pages import FieldPage
 from tests.support.ocr_accuracy import assign_lines
 from tests.support.synth import encode_image
 
-__all__ = ["SETS", "FieldScore", "PageReading", "ReadLine", "classify_texts", "read_pages", "score", "table"]
+__all__ = [
+    "SETS",
+    "FieldScore",
+    "PageReading",
+    "ReadLine",
+    "classify_texts",
+    "evaluate",
+    "read_pages",
+    "score",
+    "table",
+]
 
 SETS = ("clean", "ocr", "misread")
 
@@ -130,6 +140,13 @@ def score(readings: Sequence[PageReading], clean_labels: Sequence[str] | None = 
         for line, got in zip(truths, clean_labels):
             out.add("clean", line.label, got == line.label)
     return out
+
+
+def evaluate(client: Any, pages: Sequence[FieldPage]) -> FieldScore:
+    """The pages through a server of ``configs/repository``: OCR'd lines by ``ocr_ernie``,
+    the rendered text by ``ernie``."""
+    readings = read_pages(client, "ocr_ernie", pages)
+    return score(readings, classify_texts(client, "ernie", [line.text for page in pages for line in page.lines]))
 
 
 def table(scores: FieldScore) -> list[list[str]]:
