@@ -21,6 +21,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> str | None:
+    """None once ``url``'s ``/health/ready`` answers 200; else why not: the
+    process exited (``exited with N``) or ``timeout`` s passed."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return f"exited with {proc.returncode}"
+        try:
+            if requests.get(url + "/health/ready", timeout=1).status_code == 200:
+                return None
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    return f"not ready after {timeout:.0f}s"
+
+
 class Server:
     """One server on ``config`` (a file path) until :meth:`stop`."""
 
@@ -34,23 +50,11 @@ class Server:
             stderr=subprocess.STDOUT,
             env=dict(os.environ),
         )
-        self._wait_ready(ready_timeout)
-
-    def _wait_ready(self, timeout: float) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"the server on the config exited with {self.proc.returncode}:\n{self.log()[-2000:]}"
-                )
-            try:
-                if requests.get(self.url + "/health/ready", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"the server was not ready within {timeout:.0f}s")
+        why = wait_ready(self.proc, self.url, ready_timeout)
+        if why is not None:
+            tail = self.log()[-2000:]
+            self.stop()
+            raise RuntimeError(f"the server on the config {why}:\n{tail}")
 
     def log(self) -> str:
         with open(self._log.name, encoding="utf-8", errors="replace") as f:

@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 
-import requests
+from tuning.server import free_port
+from tuning.server import wait_ready as _wait_ready
+
+__all__ = ["ROOT", "ServerProcess", "free_port"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerProcess:
@@ -58,18 +53,12 @@ class ServerProcess:
 
     def wait_ready(self, timeout: float = 240.0) -> None:
         """Until ``/health/ready`` answers 200; RuntimeError (with the log) if the server exits or times out."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if requests.get(self.url + "/health/ready", timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
+        why = _wait_ready(self.proc, self.url, timeout)
+        if why is None:
+            return
+        log = self.log()
         self.stop()
-        raise RuntimeError(f"server not ready after {timeout}s:\n{self.log()}")
+        raise RuntimeError(f"server {why}:\n{log}")
 
     def log(self) -> str:
         self._log.flush()
