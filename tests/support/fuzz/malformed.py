@@ -6,6 +6,10 @@ import struct
 import zlib
 
 
+# samples per pixel of each PNG colour type (gray, RGB, palette, gray + alpha, RGBA)
+PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+
 def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
@@ -13,7 +17,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 def png_with_header(w: int, h: int, *, bitdepth: int = 8, color: int = 2, rows: int | None = 1) -> bytes:
     """A PNG whose IHDR says ``w`` x ``h``; only ``rows`` rows of (zero) data follow
     (``None``: all of them, compressed -- a real decompression bomb)."""
-    row = b"\x00" + b"\x00" * ((w * bitdepth * (3 if color == 2 else 1) + 7) // 8)
+    row = b"\x00" + b"\x00" * ((w * bitdepth * PNG_CHANNELS[color] + 7) // 8)
     comp = zlib.compressobj(9)
     idat = b"".join(comp.compress(row) for _ in range(h if rows is None else min(rows, h))) + comp.flush()
     ihdr = struct.pack(">IIBBBBB", w, h, bitdepth, color, 0, 0, 0)

@@ -1,0 +1,80 @@
+"""Hostile traffic against a real ``batchline serve``: image bombs and JSON
+amplification, with the server's RSS (children included) sampled every 50 ms.
+
+    python bench/hostile.py                                # configs/ocr.yml, every attack
+    python bench/hostile.py --config configs/ocr_fast.yml
+    python bench/hostile.py --only rgba_bombs,logid_list
+
+The attacks and their bounds are tests/support/reliability/hostile.py (issue 25's
+cases: 3 requests of two 40 M-pixel 8-bit RGBA PNGs; 2 requests of a 16-bit RGBA
+PNG of 36 M pixels, each <= 1.5 GB of growth or refused with 413/503; a 6 MB
+``logid`` of 3 M zeros, a 15 MB spaced base64 value and a 4 MB nesting bomb, each
+<= 10x its body). After the attacks the server must answer a normal request.
+Prints a Markdown table (docs/RELIABILITY.md, "Hostile traffic"); exit 0 when
+every attack stayed within its bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench.lib.results import write_result  # noqa: E402
+from bench.lib.script import run_main  # noqa: E402
+from tests.support.reliability.hostile import attacks, format_table, run_attack  # noqa: E402
+from tests.support.reliability.known_good import check_alive, valid_image  # noqa: E402
+from tests.support.server_process import ServerProcess  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="configs/ocr.yml")
+    ap.add_argument("--name", default="ocr", help="the pipeline the config serves")
+    ap.add_argument("--only", help="comma-separated attack names (default: all)")
+    args = ap.parse_args()
+
+    image, _ = valid_image()
+    chosen = attacks(image)
+    if args.only:
+        wanted = set(args.only.split(","))
+        chosen = [a for a in chosen if a.name in wanted]
+    server = ServerProcess(args.config, ready_timeout=300)
+    try:
+        outcomes = []
+        for attack in chosen:
+            print(f"{attack.name}: {attack.what}", file=sys.stderr)
+            outcomes.append(run_attack(server.url, args.name, server.proc.pid, attack))
+        problems = [p for o in outcomes for p in o.problems()]
+        problems += check_alive(server.url, args.name, image, None)
+    finally:
+        server.stop()
+    print(format_table(outcomes))
+    write_result(
+        "hostile",
+        {
+            "args": vars(args),
+            "outcomes": [
+                {
+                    "attack": o.attack.name,
+                    "body_bytes": o.body_bytes,
+                    "statuses": o.statuses,
+                    "growth": o.growth,
+                    "bound": o.bound,
+                    "seconds": o.seconds,
+                }
+                for o in outcomes
+            ],
+            "problems": problems,
+        },
+    )
+    for p in problems:
+        print(f"PROBLEM {p}")
+    worst = max((o.growth / o.bound for o in outcomes), default=0.0)
+    print(f"RATIO worst growth / bound = {worst:.2f} ({'ok' if not problems else 'FAILED'})")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    run_main(main)
