@@ -279,14 +279,17 @@ class PipelineClient:
         shadow, ops), the routes and the shared ops."""
         return _json_object(_check(self._request("GET", "/pipelines")))
 
-    def reload(self) -> dict:
-        """``POST /admin/reload`` (needs the server's bearer token): re-read the configs.
+    def reload(self, admin_token: str | None = None) -> dict:
+        """``POST /admin/reload`` with the server's admin token (``admin_token`` /
+        ``$BATCHLINE_ADMIN_TOKEN`` there; the prediction token does not work):
+        re-read the configs. ``admin_token`` is sent instead of the client's token.
 
         Returns the report (``generation``, ``added``, ``changed``, ``removed``,
         ``unchanged``); raises PipelineError with the status on failure (403: the
-        server has no token, 401: wrong token, 422: invalid config, nothing
+        server has no admin token, 401: wrong token, 422: invalid config, nothing
         changed, 409: a reload is already running)."""
-        return _json_object(_check(self._request("POST", "/admin/reload")))
+        headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
+        return _json_object(_check(self._request("POST", "/admin/reload", headers=headers)))
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

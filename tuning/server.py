@@ -45,7 +45,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.NamedTemporaryFile(prefix="batchline-tune-", suffix=".log", delete=False)  # noqa: SIM115 - open while the server runs
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "serving.cli", "serve", config, "--port", str(self.port)],
+            # on loopback whatever the config's host: the bench polls 127.0.0.1 and needs no token there
+            [sys.executable, "-m", "serving.cli", "serve", config, "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=dict(os.environ),

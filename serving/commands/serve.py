@@ -8,6 +8,8 @@ import logging
 
 from serving.config import ConfigError
 from serving.http import server
+from serving.http.auth import auth_token
+from serving.http.exposure import OpenBindRefused, check_bind
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,10 @@ def main(args: argparse.Namespace) -> int:
         repo = parse_documents(documents)
         op_deployments(repo)  # deployment names and the application's blocks too: before a cluster starts
         ray_conf(repo)
-    except ConfigError as exc:
+        # Ray's proxies bind this address: the same rule as the single-process server's
+        insecure = server.insecure_opt_out(args) or repo.security.insecure
+        check_bind(args.host or repo.host, token=auth_token(repo.auth_token), insecure=insecure)
+    except (ConfigError, OpenBindRefused) as exc:
         log.error("%s", exc)
         return 2
     try:

@@ -111,6 +111,10 @@ def _known_keys(root: type, loc: tuple) -> list[str]:
     return [k for k in fields if k not in hidden] + sorted(extra)
 
 
+# config keys whose values are secrets: never in a message
+SECRET_KEYS = frozenset({"auth_token", "admin_token"})
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -154,7 +158,7 @@ def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:
     loc = tuple(err["loc"])
     kind = err["type"]
     ctx = err.get("ctx") or {}
-    got = _show(err.get("input"))
+    got = "a value not shown (a secret)" if SECRET_KEYS.intersection(map(str, loc)) else _show(err.get("input"))
     if kind in ("extra_forbidden", "unexpected_keyword_argument"):
         return loc, _unknown_key_message(loc[-1], _known_keys(root, loc))
     if kind in ("missing", "missing_argument", "missing_keyword_only_argument"):

@@ -1,6 +1,15 @@
-"""The bearer token the server requires: ``auth_token`` in the config, else
-the ``BATCHLINE_AUTH_TOKEN`` environment variable. ``BATCHLINE_TOKEN`` (the
-name the client once read) is accepted with a warning."""
+"""Who may call what: the bearer tokens and the one rule every HTTP layer
+applies (the Flask app, and any front end that refuses before the body).
+
+* ``auth_token`` (config), else ``BATCHLINE_AUTH_TOKEN``: every route but the
+  health probes (:data:`OPEN_PATHS`) and the page's files. ``BATCHLINE_TOKEN``
+  (the name the client once read) is accepted with a warning.
+* ``admin_token`` (config), else ``BATCHLINE_ADMIN_TOKEN``: the admin routes
+  (:data:`ADMIN_PATHS`) only; without one they are refused (403) whatever
+  token is sent, so a reload stays SIGHUP-only.
+
+Tokens are compared in constant time and never logged or echoed.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +22,19 @@ log = logging.getLogger(__name__)
 
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
 OLD_TOKEN_ENV = "BATCHLINE_TOKEN"
+ADMIN_TOKEN_ENV = "BATCHLINE_ADMIN_TOKEN"
+
+# need no token, no Origin and no Host check: probes come from the cluster, by pod IP
+OPEN_PATHS = frozenset({"/health/live", "/health/ready", "/v2/health/live", "/v2/health/ready"})
+# need the admin token, never the prediction token
+ADMIN_PATHS = frozenset({"/admin/reload"})
+
+REALM = 'Bearer realm="batchline"'
+_SCHEME = "bearer"
 
 
 def auth_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The token to require, or None for no authentication."""
+    """The token predictions need, or None for no authentication."""
     if configured:
         return configured
     env = os.environ if environ is None else environ
@@ -28,7 +46,48 @@ def auth_token(configured: str | None, environ: Mapping[str, str] | None = None)
     return None
 
 
-def bearer_matches(header: str, token: str) -> bool:
-    """Whether an ``Authorization`` header carries ``token`` (constant-time compare)."""
-    given = header[7:] if header.startswith("Bearer ") else ""
+def admin_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The token the admin routes need, or None: they are refused."""
+    if configured:
+        return configured
+    env = os.environ if environ is None else environ
+    return env.get(ADMIN_TOKEN_ENV) or None
+
+
+def presented_token(header_value: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme in any
+    case, spaces around either part tolerated), or None when it carries none."""
+    scheme, _, token = header_value.strip().partition(" ")
+    if scheme.lower() != _SCHEME:
+        return None
+    return token.strip() or None
+
+
+def token_accepts(header_value: str, token: str) -> bool:
+    """Whether an ``Authorization`` header value carries ``token`` (constant-time compare)."""
+    given = presented_token(header_value) or ""
     return hmac.compare_digest(given.encode(), token.encode())
+
+
+bearer_matches = token_accepts  # the name before the scheme became case-insensitive
+
+
+def required_token(path: str, *, auth_token: str | None, admin_token: str | None) -> str | None:
+    """The token a request for ``path`` (without the app's mount prefix) must
+    carry, or None when none is checked for it. A front end that refuses before
+    reading the body may answer 401 when this is set and :func:`token_accepts`
+    says no; the app applies the same rule (and refuses admin routes with 403
+    when no admin token is set). GET/HEAD of the page's files need no token
+    either: they carry no body, so front ends may leave them to the app."""
+    if path in OPEN_PATHS:
+        return None
+    if path in ADMIN_PATHS:
+        return admin_token
+    return auth_token
+
+
+def challenge(header_value: str | None) -> str:
+    """The ``WWW-Authenticate`` value of a 401 (RFC 6750): ``invalid_token`` when one was sent."""
+    if header_value and presented_token(header_value) is not None:
+        return f'{REALM}, error="invalid_token"'
+    return REALM

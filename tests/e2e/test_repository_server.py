@@ -168,10 +168,11 @@ def test_shared_rec_runs_items_of_ocr_and_ocr_ernie_in_one_predictor_call(
 
 
 def rec_config(max_batch_size, version=None):
-    """configs/rec.yml (one op: a text-line crop -> its text) with a bearer token."""
+    """configs/rec.yml (one op: a text-line crop -> its text) with a bearer token, for
+    predictions and reload alike (equal tokens: one works for both)."""
     with open(f"{ROOT}/configs/rec.yml", encoding="utf-8") as f:
         config = yaml.safe_load(f)
-    config["auth_token"] = TOKEN
+    config["auth_token"] = config["admin_token"] = TOKEN
     config["op"]["rec"]["local_service_conf"]["max_batch_size"] = max_batch_size
     if version is not None:
         config["version"] = version

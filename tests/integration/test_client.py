@@ -201,12 +201,12 @@ def test_error_statuses_raise(request, server, inputs, status, fragment, protoco
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_body_far_over_the_limit_is_waitress_plain_413(live_app, protocol):
-    live = live_app(ocr_config(max_body_size=100_000))  # waitress itself refuses over 2 x 100_000 + 64 KiB
+def test_body_far_over_the_limit_is_refused_by_waitress_in_the_protocols_json(live_app, protocol):
+    live = live_app(ocr_config(max_body_size=100_000))  # waitress refuses it unread, from Content-Length
     with PipelineClient(live.url) as c, pytest.raises(PipelineError) as info:
         c.predict("ocr", image=os.urandom(300_000), protocol=protocol)
-    assert info.value.status == 413 and "exceeds max_body" in info.value.message  # a plain-text body
-    assert info.value.body.startswith("Request Entity Too Large")
+    assert info.value.status == 413 and "max_body_size (100000 bytes)" in info.value.message
+    assert _error_status_in_body(info.value.body, protocol) == 413
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

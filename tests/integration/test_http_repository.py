@@ -37,8 +37,9 @@ from tests.support.engine_fakes import FAKES, op_conf
 from tests.support.live_app import LiveApp
 from tests.support.server_process import ServerProcess, free_port
 
-TOKEN = "reload-t0ken"
-TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN")
+TOKEN = "reload-t0ken"  # the admin token: reload only
+PREDICT_TOKEN = "predict-t0ken"
+TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN")
 DEADLINE_S = 60.0  # for anything awaited: generous, so a loaded machine is slow, not failing
 
 
@@ -429,20 +430,33 @@ def test_reload_over_http_is_refused_without_a_configured_token(multi):
         assert c.pipelines()["generation"] == 1
 
 
+def test_reload_needs_the_admin_token_not_the_prediction_token(tmp_path, serve):
+    """Regression: one token (auth_token) served predictions and reload alike; now reload
+    needs admin_token, refused (403, SIGHUP only) when none is set, whatever token is sent."""
+    write(tmp_path / "alpha.yml", "alpha", split_add(), auth_token=PREDICT_TOKEN)
+    live = serve(tmp_path)
+    with PipelineClient(live.url, token=PREDICT_TOKEN) as c, pytest.raises(PipelineError) as info:
+        c.reload()
+    assert info.value.status == 403 and "admin_token" in info.value.message and PREDICT_TOKEN not in info.value.message
+
+
 def test_reload_with_the_token_applies_new_changed_and_removed_configs(tmp_path, serve):
-    alpha = write(tmp_path / "alpha.yml", "alpha", split_add(), auth_token=TOKEN)
+    alpha = write(tmp_path / "alpha.yml", "alpha", split_add(), admin_token=TOKEN, auth_token=PREDICT_TOKEN)
     beta = write(tmp_path / "beta.yml", "beta", echo())
     live = serve(tmp_path)
-    write(alpha, "alpha", split_add(max_batch_size=4), auth_token=TOKEN)
+    write(alpha, "alpha", split_add(max_batch_size=4), admin_token=TOKEN, auth_token=PREDICT_TOKEN)
     write(tmp_path / "alpha2.yml", "alpha", split_only(), version=2)
-    for token in (None, "wrong"):
+    for token in (None, "wrong", PREDICT_TOKEN):  # the prediction token is no admin token
         with PipelineClient(live.url, token=token) as c, pytest.raises(PipelineError) as info:
             c.reload()
         assert info.value.status == 401
-    with PipelineClient(live.url, token=TOKEN) as c:
+    with PipelineClient(live.url, token=TOKEN) as c, pytest.raises(PipelineError) as info:
+        c.pipelines()  # nor the admin token a prediction token
+    assert info.value.status == 401
+    with PipelineClient(live.url, token=PREDICT_TOKEN) as c:
         assert c.pipelines()["generation"] == 1  # refused reloads changed nothing
         assert c.config("alpha")[0]["max_batch_size"] == 8
-        report = c.reload()
+        report = c.reload(admin_token=TOKEN)
         assert report == {
             "status": "reloaded",
             "generation": 2,
@@ -460,7 +474,7 @@ def test_reload_with_the_token_applies_new_changed_and_removed_configs(tmp_path,
         assert c.predict("beta", text="ok") == [{"text": "ok", "double_len": 4}]
 
         beta.unlink()
-        assert c.reload()["removed"] == ["beta/v1"]
+        assert c.reload(admin_token=TOKEN)["removed"] == ["beta/v1"]
         with pytest.raises(PipelineError) as info:
             c.predict("beta", text="ok")
         assert info.value.status == 404
@@ -472,7 +486,7 @@ def test_reload_with_the_token_applies_new_changed_and_removed_configs(tmp_path,
 
 
 def test_a_broken_config_on_reload_is_refused_and_changes_nothing(tmp_path, serve):
-    alpha = write(tmp_path / "alpha.yml", "alpha", split_add(), auth_token=TOKEN)
+    alpha = write(tmp_path / "alpha.yml", "alpha", split_add(), admin_token=TOKEN)
     good = alpha.read_text()
     live = serve(tmp_path)
     with PipelineClient(live.url, token=TOKEN) as c:
@@ -515,7 +529,7 @@ def test_a_broken_config_on_reload_is_refused_and_changes_nothing(tmp_path, serv
 
 
 def test_a_reload_while_one_runs_is_409_and_the_old_set_serves_meanwhile(tmp_path, serve):
-    write(tmp_path / "alpha.yml", "alpha", split_add(), auth_token=TOKEN)
+    write(tmp_path / "alpha.yml", "alpha", split_add(), admin_token=TOKEN)
     live = serve(tmp_path)
     gate = tmp_path / "gate"
     gate.mkdir()
@@ -550,7 +564,7 @@ def test_a_reload_while_one_runs_is_409_and_the_old_set_serves_meanwhile(tmp_pat
 def test_reload_under_load_answers_every_request(tmp_path, serve):
     """8 clients send without pause while a reload changes max_batch_size and adds a version,
     and a second one removes that version again: every request gets its answer."""
-    alpha = write(tmp_path / "alpha.yml", "alpha", split_add(), version=1, auth_token=TOKEN)
+    alpha = write(tmp_path / "alpha.yml", "alpha", split_add(), version=1, admin_token=TOKEN)
     live = serve(tmp_path)
     done = threading.Event()
     failures: list[BaseException] = []
@@ -587,7 +601,7 @@ def test_reload_under_load_answers_every_request(tmp_path, serve):
     try:
         with PipelineClient(live.url, token=TOKEN, timeout=DEADLINE_S * 2) as admin:
             wait_for(lambda: all_answered([5] * 8), "every client answered before the reload")
-            write(alpha, "alpha", split_add(max_batch_size=4), version=1, auth_token=TOKEN)
+            write(alpha, "alpha", split_add(max_batch_size=4), version=1, admin_token=TOKEN)
             alpha2 = write(tmp_path / "alpha2.yml", "alpha", split_add(), version=2)
             report = admin.reload()
             assert (report["changed"], report["added"], report["generation"]) == (["alpha/v1"], ["alpha/v2"], 2)
@@ -661,7 +675,7 @@ def test_sighup_while_the_server_starts_is_not_fatal_and_reloads_once_started(tm
 def test_a_request_in_flight_when_a_reload_removes_its_pipeline_gets_its_answer(tmp_path, serve, protocol):
     """Regression: the native answer looked the route up again after the request ran; a reload
     that removed the pipeline meanwhile turned the answer into a 500."""
-    write(tmp_path / "alpha.yml", "alpha", split_add(), auth_token=TOKEN)
+    write(tmp_path / "alpha.yml", "alpha", split_add(), admin_token=TOKEN)
     beta = write(tmp_path / "beta.yml", "beta", {"echo": op_conf("EchoTextOp", params={"delay_ms": 1500})})
     live = serve(tmp_path, warmup=False)  # warming runs the slow predictor many times
     with ThreadPoolExecutor(1) as pool, PipelineClient(live.url, token=TOKEN) as c:

@@ -42,7 +42,19 @@ class ServerProcess:
         full_env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "serving.cli", "serve", *configs, "--port", str(self.port), *extra_args],
+            # loopback, as self.url says, whatever the configs' host (extra_args may still set one)
+            [
+                sys.executable,
+                "-m",
+                "serving.cli",
+                "serve",
+                *configs,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                *extra_args,
+            ],
             cwd=root,
             stdout=self._log,
             stderr=subprocess.STDOUT,

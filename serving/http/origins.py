@@ -1,0 +1,63 @@
+"""Where a request comes from: the browser checks of ``security:``.
+
+* **Host** (``allowed_hosts``, 400): against DNS rebinding, a name an
+  attacker points at this server's address is refused. Empty list: any Host.
+* **Origin** (403, only when the server has no token): a page on another site
+  can make a browser send simple requests (a ``text/plain`` POST needs no
+  preflight), so a browser request must come from the server's own origin or
+  from ``allowed_origins``. ``Sec-Fetch-Site`` (set by the browser, never by
+  page script) decides when present; else the ``Origin`` header. Requests
+  with neither are not from a browser page (curl, the client) and pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from serving.config.netloc import host_matches, host_of, normalize_origin
+from serving.config.schema import SecurityConf
+
+_OTHER_ORIGIN = frozenset({"cross-site", "same-site"})  # same-site: a sibling subdomain, still another origin
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """The allow-lists of one server, canonical (see :mod:`serving.config.netloc`)."""
+
+    allowed_origins: frozenset[str] = frozenset()
+    allowed_hosts: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, conf: SecurityConf) -> AccessPolicy:
+        return cls(frozenset(conf.allowed_origins), tuple(conf.allowed_hosts))
+
+    def host_refusal(self, host_header: str | None) -> str | None:
+        """Why a request with this ``Host`` is refused (400), or None."""
+        if not self.allowed_hosts:
+            return None
+        host = host_of(host_header or "")
+        if host is not None and any(host_matches(host, p) for p in self.allowed_hosts):
+            return None
+        return "Host not served here (not in security.allowed_hosts)"
+
+    def origin_refusal(
+        self, *, scheme: str, host_header: str | None, origin: str | None, fetch_site: str | None
+    ) -> str | None:
+        """Why a browser request from another origin is refused (403), or None."""
+        site = (fetch_site or "").strip().lower()
+        claimed = normalize_origin(origin) if origin is not None else None  # "null" and junk: None
+        if claimed is not None and claimed in self.allowed_origins:
+            return None
+        if site in _OTHER_ORIGIN:
+            return self._why()
+        if site == "same-origin" or origin is None:
+            return None
+        own = normalize_origin(f"{scheme}://{host_header or ''}")
+        return None if claimed is not None and claimed == own else self._why()
+
+    @staticmethod
+    def _why() -> str:
+        return (
+            "a browser request from another origin, to a server without a token: refused; "
+            "set auth_token, or list the page's origin in security.allowed_origins"
+        )
