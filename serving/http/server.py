@@ -26,8 +26,10 @@ from serving.engine.pipeline import Pipeline
 from serving.engine.repository import PipelineRepository
 from serving.errors import ServingError
 from serving.http.app import create_app
-from serving.http.auth import auth_token
-from serving.http.client_limits import limit_slow_requests, waitress_options
+from serving.http.auth import admin_token, auth_token
+from serving.http.client_limits import guard_front, set_body_limit, waitress_options
+from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env
+from serving.http.front_gate import FrontGate
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host", default=None, help="bind address (default: config 'host', 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port (default: config 'http_port')")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help=f"serve a non-loopback --host without a token (behind your own gateway; also: config "
+        f"'security: {{insecure: true}}', {INSECURE_ENV}=1)",
+    )
     parser.add_argument("--no-warmup", action="store_true", help="skip warming predictor shapes at start-up")
 
 
@@ -66,12 +74,17 @@ class Server:
         host: str | None = None,
         port: int | None = None,
         warmup: bool = True,
+        insecure: bool = False,
     ):
         self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
+        # the tokens, resolved once: the app checks them, and the waitress front before any body
+        self.gate = FrontGate(auth_token(self.config.auth_token), admin_token(self.config.admin_token))
+        self.host = host or self.config.host
+        # before anything loads: an open server on the network does not start (OpenBindRefused)
+        check_bind(self.host, token=self.gate.auth_token, insecure=insecure or self.config.security.insecure)
         self.repository = PipelineRepository(self.config, warmup=warmup)
         self.warmup = warmup
-        self.app = create_app(self.repository, auth_token=auth_token(self.config.auth_token))
-        self.host = host or self.config.host
+        self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         self.port = self.config.http_port if port is None else port
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
@@ -88,13 +101,13 @@ class Server:
             **waitress_options(self.config.http, threads),
             backlog=2048,
             channel_request_lookahead=1,
-            # waitress refuses (plain 413, unread) bodies far over the limit; those
-            # just over it still reach Flask for a JSON 413 naming the limit
-            max_request_body_size=2 * self.app.config["MAX_CONTENT_LENGTH"] + (64 << 10),
             ident="batchline",
             clear_untrusted_proxy_headers=True,
         )
-        limit_slow_requests(self._waitress, self.config.http.request_timeout_s)
+        guard_front(self._waitress, self.config.http, self.gate)
+        # the app's body limit (MAX_CONTENT_LENGTH, the largest max_body_size served) is waitress's
+        # too, so an over-limit body is refused before it is buffered; a reload may change it
+        self.repository.on_reload(lambda: set_body_limit(self._waitress, self.app.config["MAX_CONTENT_LENGTH"]))
         self.port = self._waitress.effective_port
 
     @property
@@ -183,11 +196,22 @@ class Server:
             time.sleep(0.02)
 
 
+def insecure_opt_out(args: argparse.Namespace) -> bool:
+    """``--insecure`` or ``BATCHLINE_INSECURE`` (the config's ``security.insecure`` is read with the config)."""
+    return bool(getattr(args, "insecure", False)) or insecure_env()
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config = load_repository(args.config)
     except ConfigError as exc:
         log.error("%s", exc)
         return 2
-    server = Server(config, host=args.host, port=args.port, warmup=not args.no_warmup)
+    try:
+        server = Server(
+            config, host=args.host, port=args.port, warmup=not args.no_warmup, insecure=insecure_opt_out(args)
+        )
+    except OpenBindRefused as exc:
+        log.error("%s", exc)
+        return 2
     return server.run()

@@ -350,7 +350,19 @@ CRD_SCHEMAS[("monitoring.coreos.com/v1", "ServiceMonitor")] = _object(
                     "type": "array",
                     "minItems": 1,
                     "items": _object(
-                        {"port": _STR, "path": _STR, "interval": {"type": "string", "pattern": r"^\d+(ms|s|m|h)$"}},
+                        {
+                            "port": _STR,
+                            "path": _STR,
+                            "interval": {"type": "string", "pattern": r"^\d+(ms|s|m|h)$"},
+                            # SafeAuthorization: a bearer token from a Secret of the monitor's namespace
+                            "authorization": _object(
+                                {
+                                    "type": {"const": "Bearer"},
+                                    "credentials": _object({"name": _STR, "key": _STR}, ("name", "key")),
+                                },
+                                ("credentials",),
+                            ),
+                        },
                         ("port",),
                     ),
                 },
@@ -379,7 +391,15 @@ def validate_manifest(doc: dict) -> None:
 def test_every_manifest_validates():
     docs = manifests()
     kinds = sorted(doc["kind"] for _, doc in docs)
-    expected = ["ConfigMap", "Deployment", "HorizontalPodAutoscaler", "ScaledObject", "Service", "ServiceMonitor"]
+    expected = [
+        "ConfigMap",
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "NetworkPolicy",
+        "ScaledObject",
+        "Service",
+        "ServiceMonitor",
+    ]
     assert kinds == expected
     for path, doc in docs:
         try:
@@ -397,6 +417,7 @@ def test_every_manifest_validates():
         ("ScaledObject", lambda d: d["spec"].update(minReplicas=2)),
         ("ScaledObject", lambda d: d["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"].update(up={})),
         ("ServiceMonitor", lambda d: d["spec"]["endpoints"][0].update(scrapeInterval="15s")),
+        ("NetworkPolicy", lambda d: d["spec"].update(podselector={})),
     ],
 )
 def test_validation_rejects_a_typo(kind, edit):
@@ -466,6 +487,94 @@ def test_pods_run_as_the_images_non_root_user():
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert str(spec["securityContext"]["runAsUser"]) == image_user.split(":")[0]
     assert container()["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+# ---- hardening (issue 25) --------------------------------------------------------------------
+TOKEN_VARS = {"BATCHLINE_AUTH_TOKEN": True, "BATCHLINE_ADMIN_TOKEN": False}  # name -> required
+SECRET_NAME = "batchline-auth"
+
+
+def token_refs() -> dict[str, dict]:
+    """The container's token variables: name -> its secretKeyRef."""
+    env = {e["name"]: e for e in container().get("env", [])}
+    refs = {}
+    for name in TOKEN_VARS:
+        assert name in env, f"{name} not in the container's env"
+        assert "value" not in env[name], f"{name}: a literal token in the manifest"
+        refs[name] = env[name]["valueFrom"]["secretKeyRef"]
+    return refs
+
+
+def test_tokens_come_from_a_secret_never_from_a_literal():
+    refs = token_refs()
+    for name, required in TOKEN_VARS.items():
+        assert refs[name]["name"] == SECRET_NAME
+        assert refs[name].get("optional", False) is not required, name
+    # no manifest carries a Secret (its data would be a token in the repository), nor any
+    # literal value for a variable that holds a token; the Dockerfiles set none either
+    assert "Secret" not in {doc["kind"] for _, doc in manifests()}
+    for path, doc in manifests():
+        env = [
+            e
+            for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+            for e in c.get("env", [])
+        ]
+        assert not [e["name"] for e in env if "TOKEN" in e["name"] and "value" in e], path
+    for variant, path in DOCKERFILES.items():
+        envs = [
+            args for word, args in dockerfile_instructions(path.read_text(encoding="utf-8")) if word in ("ENV", "ARG")
+        ]
+        assert not [e for e in envs if "TOKEN" in e], variant
+    # the documented way to make the Secret uses the same name and keys
+    deploy_md = (ROOT / "docs" / "DEPLOY.md").read_text(encoding="utf-8")
+    assert f"kubectl create secret generic {SECRET_NAME}" in deploy_md
+    assert all(f"{ref['key']}=" in deploy_md for ref in refs.values())
+
+
+def test_metrics_scrape_carries_the_token():
+    (endpoint,) = manifest("ServiceMonitor", K8S / "monitoring")["spec"]["endpoints"]
+    assert endpoint["authorization"]["credentials"] == {
+        "name": SECRET_NAME,
+        "key": token_refs()["BATCHLINE_AUTH_TOKEN"]["key"],
+    }
+
+
+def test_pods_mount_no_service_account_token_and_run_hardened():
+    spec = manifest("Deployment")["spec"]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    ctx = {**spec["securityContext"], **container()["securityContext"]}
+    assert ctx["runAsNonRoot"] is True and ctx["readOnlyRootFilesystem"] is True
+    assert ctx["allowPrivilegeEscalation"] is False and ctx["capabilities"]["drop"] == ["ALL"]
+    assert ctx["seccompProfile"] == {"type": "RuntimeDefault"}
+    # a read-only root needs writable emptyDirs where the server writes (TMPDIR spools bodies)
+    mounts = {m["mountPath"]: m["name"] for m in container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    for path in ("/tmp", "/dev/shm", "/home/batchline"):
+        assert "emptyDir" in volumes[mounts[path]], path
+
+
+def test_network_policy_admits_only_the_http_port_to_the_server_pods():
+    policy = manifest("NetworkPolicy")["spec"]
+    labels = manifest("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    http = next(p for p in container()["ports"] if p["name"] == "http")
+    for rule in policy["ingress"]:
+        assert rule["ports"] and all(p["port"] in (http["name"], http["containerPort"]) for p in rule["ports"])
+        assert rule["from"], "a rule without `from` admits every source"
+    # Prometheus' namespace may scrape /metrics (on the same port)
+    sources = [
+        peer.get("namespaceSelector", {}).get("matchLabels", {}) for r in policy["ingress"] for peer in r["from"]
+    ]
+    assert {"kubernetes.io/metadata.name": "monitoring"} in sources
+
+
+def test_served_config_has_a_header_deadline(tmp_path):
+    from serving.config.repository import repository_of
+
+    http = repository_of(configmap_config(tmp_path)).http
+    # a public endpoint closes connections whose headers trickle in (slow-loris) within ~10 s
+    assert http.header_timeout_s <= 10 < http.request_timeout_s
 
 
 def test_service_reaches_the_pods():

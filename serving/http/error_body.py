@@ -1,0 +1,29 @@
+"""The JSON body of a failed request, in one place for every layer that answers
+one (the Flask app, and the waitress front that refuses before the app runs).
+
+A Paddle Serving route (``.../prediction``) answers ``{"err_no", "err_msg",
+"key": [], "value": [], "logid"}``; every other route ``{"error": {"status",
+"message"}}``. Either way the number is the HTTP status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serving.errors import PayloadTooLarge, ServingError
+
+
+def is_paddle_route(path: str) -> bool:
+    """Whether ``path`` is a Paddle Serving compatible route (its errors use that shape)."""
+    return path.endswith("/prediction")
+
+
+def error_document(path: str, err: ServingError, logid: Any = None) -> dict[str, Any]:
+    """What a request to ``path`` that failed with ``err`` gets as its JSON body."""
+    if is_paddle_route(path):
+        return {"err_no": err.err_no, "err_msg": err.message, "key": [], "value": [], "logid": logid}
+    return {"error": {"status": err.status, "message": err.message}}
+
+
+def body_over_limit(limit: int) -> PayloadTooLarge:
+    """The 413 of a body over ``max_body_size`` (the app's and the front's: one wording)."""
+    return PayloadTooLarge(f"request body over max_body_size ({limit} bytes)")

@@ -1,0 +1,116 @@
+"""What the waitress front refuses as soon as a request's headers are complete,
+before it reads or buffers the body (waitress buffers a whole body, past
+``inbuf_overflow`` in a temp file, before the app sees the request):
+
+* a body for a route that needs a token (``auth.required_token``), without
+  that token: 401 with ``WWW-Authenticate``;
+* a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``, the
+  largest ``max_body_size`` served): 413. A chunked body has no length up
+  front: waitress counts it as it arrives (chunk framing included) and it is
+  refused once past the limit.
+
+Both answers are the app's own JSON error shape (``error_body``) with
+``Connection: close``. The front only refuses what the app would refuse
+anyway, by the same rules; a request without a body is left to the app.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from waitress.parser import HTTPRequestParser
+from waitress.utilities import Error, RequestEntityTooLarge
+
+from serving.errors import ServingError, Unauthorized
+from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, TOKEN_ENV, challenge, required_token, token_accepts
+from serving.http.error_body import body_over_limit, error_document
+from serving.http.jsonio import dumps
+
+log = logging.getLogger(__name__)
+
+
+def waitress_body_limit(max_body_size: int) -> int:
+    """waitress's ``max_request_body_size`` for a limit of ``max_body_size``:
+    waitress refuses a body of *at least* its setting, the app one *over* its limit."""
+    return max_body_size + 1
+
+
+def app_body_limit(waitress_limit: int) -> int:
+    """The inverse of :func:`waitress_body_limit`."""
+    return waitress_limit - 1
+
+
+@dataclass(frozen=True)
+class FrontGate:
+    """The tokens the front checks (None: that kind of route needs none)."""
+
+    auth_token: str | None = None
+    admin_token: str | None = None
+
+    def refusal(self, path: str, authorization: str, has_body: bool) -> ServingError | None:
+        """Why a request for ``path`` is refused before its body is read, or None."""
+        token = required_token(path, auth_token=self.auth_token, admin_token=self.admin_token)
+        if token is None or not has_body or token_accepts(authorization, token):
+            return None
+        # the app's wording (serving/http/access.py), so both layers answer alike
+        admin = path in ADMIN_PATHS
+        which = f"admin token (admin_token or {ADMIN_TOKEN_ENV})" if admin else f"token (auth_token or {TOKEN_ENV})"
+        return Unauthorized(f"missing or wrong bearer {which}")
+
+
+class FrontRefusal(Error):
+    """A waitress error answered with the app's JSON error body."""
+
+    def __init__(self, err: ServingError, path: str, authorization: str = ""):
+        super().__init__(err.message)
+        self.err = err
+        self.path = path
+        self.authorization = authorization
+        self.code = err.status
+        self.reason = HTTPStatus(err.status).phrase
+
+    def to_response(self, ident: str | None = None) -> tuple[str, list[tuple[str, str]], bytes]:
+        headers = [("Content-Type", "application/json")]
+        if isinstance(self.err, Unauthorized):
+            headers.append(("WWW-Authenticate", challenge(self.authorization)))
+        body = dumps(error_document(self.path, self.err), sort_keys=True) + b"\n"  # as the app writes it
+        return f"{self.code} {self.reason}", headers, body
+
+
+class GatedParser(HTTPRequestParser):
+    """waitress's request parser, plus :class:`FrontGate`'s checks the moment
+    the headers are complete (a 401 before a 413: the limit is no business of
+    a caller without the token)."""
+
+    error: Any = None  # waitress's: why the request is answered with an error
+
+    def __init__(self, adj: Any, gate: FrontGate, on_refused: Callable[[], None] = lambda: None):
+        super().__init__(adj)
+        self.gate = gate
+        self.on_refused = on_refused  # the channel drops the rest of the connection's input
+
+    def received(self, data: bytes) -> int:
+        had_headers = self.headers_finished
+        consumed = int(super().received(data))
+        refusal: ServingError | None = None
+        if self.headers_finished and not had_headers and (self.error is None or self._too_large()):
+            authorization = self.headers.get("AUTHORIZATION", "")
+            refusal = self.gate.refusal(self.path, authorization, has_body=self.body_rcv is not None)
+        if refusal is None and self._too_large():
+            refusal = body_over_limit(app_body_limit(self.adj.max_request_body_size))
+        if refusal is None:
+            return consumed
+        self.error = FrontRefusal(refusal, self.path, self.headers.get("AUTHORIZATION", ""))
+        self.completed = True
+        self.expect_continue = False  # else waitress sends 100 Continue and reopens the request
+        self.on_refused()
+        log.debug("refused before the body: %s %s (%d)", self.command, self.path[:128], refusal.status)
+        # the rest of this read is the refused body: swallow it, not parse it as a next request
+        return len(data)
+
+    def _too_large(self) -> bool:
+        return isinstance(self.error, RequestEntityTooLarge)

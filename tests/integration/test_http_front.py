@@ -1,0 +1,258 @@
+"""The waitress front refuses before it buffers a body: a request with a body
+and without the token (401), and one whose Content-Length is over the body
+limit (413), are answered the moment their headers are complete, in the app's
+JSON error shape; the limit follows reloads; headers that trickle in are cut
+off by ``http.header_timeout_s``.
+
+The real server (:class:`tests.support.live_app.LiveApp`: waitress + the Flask
+app + fake ops) on 127.0.0.1, spoken to over raw sockets, so a test can send
+headers and withhold the body. A socket timeout stands for "never answered":
+on a front that waits for the body, the read times out and the test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from serving.config.repository import load_repository
+from tests.support.client_fakes import text_config
+from tests.support.live_app import LiveApp
+
+TOKEN = "front-secret"
+WRONG = "zq9-not-it"
+LIMIT = 64 << 10
+ANSWER_WITHIN_S = 15.0  # generous: the answer is immediate, the machine may be loaded
+TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN")
+
+
+@pytest.fixture(autouse=True)
+def no_token_in_env(monkeypatch):
+    for var in TOKEN_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="module")
+def guarded():
+    with LiveApp(text_config(auth_token=TOKEN, max_body_size=LIMIT)) as live:
+        yield live
+
+
+# ---- raw HTTP --------------------------------------------------------------------------------
+class Answer:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        return json.loads(self.body)
+
+
+def connect(live: LiveApp) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", live.server.port), timeout=ANSWER_WITHIN_S)
+    sock.settimeout(ANSWER_WITHIN_S)
+    return sock
+
+
+def head(path: str, length: int | None, *, token: str | None = None, extra: str = "") -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: test", "Content-Type: application/json"]
+    if length is not None:
+        lines.append(f"Content-Length: {length}")
+    if token is not None:
+        lines.append(f"Authorization: Bearer {token}")
+    return ("\r\n".join(lines) + "\r\n" + extra + "\r\n").encode()
+
+
+def read_answer(sock: socket.socket) -> Answer:
+    """One response; socket.timeout (a failed test) if none comes within ANSWER_WITHIN_S."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed without an answer (got {data!r})"
+        data += chunk
+    header, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = header.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    while len(body) < int(headers.get("content-length", 0)):
+        chunk = sock.recv(65536)
+        assert chunk, "closed in the middle of the answer"
+        body += chunk
+    return Answer(int(status_line.split()[1]), headers, body)
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def exact_body(size: int) -> bytes:
+    """A valid Paddle request of exactly ``size`` bytes (padded with JSON whitespace)."""
+    body = json.dumps({"key": ["text"], "value": ["good"]}).encode()
+    return body + b" " * (size - len(body))
+
+
+# ---- 401 before the body ----------------------------------------------------------------------
+@pytest.mark.parametrize("length", [LIMIT - 100, 50 << 20])  # within and far over the body limit
+@pytest.mark.parametrize("token", [None, WRONG])
+def test_a_body_without_the_token_is_refused_401_before_it_is_sent(guarded, length, token):
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/prediction", length, token=token))  # and never the body
+        answer = read_answer(sock)
+        assert answer.status == 401
+        assert answer.headers["www-authenticate"].startswith('Bearer realm="batchline"')
+        assert answer.headers["connection"] == "close"
+        assert answer.headers["content-type"] == "application/json"
+        doc = answer.json()
+        assert doc["err_no"] == 401 and "token" in doc["err_msg"] and doc["key"] == [] and doc["value"] == []
+        assert TOKEN not in answer.body.decode() and WRONG not in answer.body.decode()
+        assert closed_by_server(sock)
+
+
+def test_the_front_and_the_app_refuse_alike(guarded):
+    """With a body the front answers; without one (nothing to buffer) the app does: same answer."""
+    answers = []
+    for length in (1000, 0):
+        with connect(guarded) as sock:
+            sock.sendall(head("/ernie/prediction", length, token=WRONG))
+            answers.append(read_answer(sock))
+    front, app = answers
+    assert front.status == app.status == 401
+    assert front.json() == app.json()
+    assert front.headers["www-authenticate"] == app.headers["www-authenticate"]
+
+
+def test_the_native_route_gets_the_native_error_shape(guarded):
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/predict", 1000, token=WRONG))
+        answer = read_answer(sock)
+    assert answer.status == 401 and answer.json()["error"]["status"] == 401
+
+
+def test_the_token_check_is_case_insensitive_on_the_scheme(guarded):
+    body = exact_body(200)
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/prediction", len(body), extra=f"Authorization: bEaReR {TOKEN}\r\n") + body)
+        assert read_answer(sock).status == 200
+
+
+def test_health_paths_need_no_token_even_with_a_body(guarded):
+    with connect(guarded) as sock:
+        sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n\r\nhello")
+        assert read_answer(sock).status == 200
+
+
+# ---- 413 before the body ----------------------------------------------------------------------
+def test_content_length_over_the_limit_is_413_at_once_and_the_limit_itself_is_served(guarded):
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/prediction", LIMIT + 1, token=TOKEN))  # no body follows
+        answer = read_answer(sock)
+        assert answer.status == 413 and answer.headers["connection"] == "close"
+        assert answer.json()["err_no"] == 413 and f"max_body_size ({LIMIT} bytes)" in answer.json()["err_msg"]
+        assert closed_by_server(sock)
+    body = exact_body(LIMIT)  # exactly the limit: served (waitress refuses at >= its own setting)
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/prediction", len(body), token=TOKEN) + body)
+        assert read_answer(sock).status == 200
+
+
+def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives_in_json(guarded):
+    chunk = b"x" * 16384
+    frames = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(LIMIT // len(chunk) + 2))
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/prediction", None, token=TOKEN, extra="Transfer-Encoding: chunked\r\n"))
+        try:
+            sock.sendall(frames)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused while sending: the answer was written first
+        answer = read_answer(sock)
+    assert answer.status == 413 and "max_body_size" in answer.json()["err_msg"]
+
+
+@pytest.mark.parametrize("token, status", [(WRONG, 401), (TOKEN, 413)])
+def test_a_client_that_sends_the_refused_body_anyway_still_reads_the_answer(guarded, token, status):
+    """The body is read and dropped after the answer (not buffered), so the
+    client's upload completes instead of being reset, and it sees the answer."""
+    body = b"x" * (8 << 20)
+    with connect(guarded) as sock:
+        sock.sendall(head("/ernie/prediction", len(body), token=token) + body)
+        answer = read_answer(sock)
+        assert answer.status == status
+        assert closed_by_server(sock)
+
+
+# ---- the limit follows reloads ----------------------------------------------------------------
+def test_a_reload_changes_the_limit_waitress_refuses_at(tmp_path: Path):
+    path = tmp_path / "ernie.yml"
+    config = text_config(auth_token=TOKEN, max_body_size=LIMIT)
+    path.write_text(yaml.safe_dump(config))
+    with LiveApp(load_repository([str(path)])) as live:
+        with connect(live) as sock:
+            sock.sendall(head("/ernie/prediction", 100_000, token=TOKEN))
+            assert read_answer(sock).status == 413
+        config["op"]["cls"]["local_service_conf"]["max_body_size"] = 200_000
+        path.write_text(yaml.safe_dump(config))
+        live.repository.reload()
+        body = exact_body(150_000)
+        with connect(live) as sock:
+            sock.sendall(head("/ernie/prediction", len(body), token=TOKEN) + body)
+            assert read_answer(sock).status == 200
+        with connect(live) as sock:
+            sock.sendall(head("/ernie/prediction", 200_001, token=TOKEN))
+            answer = read_answer(sock)
+        assert answer.status == 413 and "max_body_size (200000 bytes)" in answer.json()["err_msg"]
+
+
+# ---- the header deadline ----------------------------------------------------------------------
+HEADER_TIMEOUT_S = 0.5
+REQUEST_TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def deadlines():
+    config = text_config()
+    config["http"] = {"header_timeout_s": HEADER_TIMEOUT_S, "request_timeout_s": REQUEST_TIMEOUT_S}
+    with LiveApp(config) as live:
+        yield live
+
+
+def trickle(sock: socket.socket, data: bytes, until_s: float) -> float | None:
+    """Send ``data`` a byte every 50 ms; seconds until the server closed the connection (None: it did not)."""
+    began = time.monotonic()
+    sock.settimeout(0.05)
+    for byte in data:
+        if time.monotonic() - began > until_s:
+            return None
+        try:
+            sock.sendall(bytes([byte]))
+            if sock.recv(1) == b"":
+                return time.monotonic() - began
+        except TimeoutError:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - began
+    return None
+
+
+def test_headers_trickling_past_the_header_deadline_are_cut_off(deadlines):
+    with connect(deadlines) as sock:
+        sock.sendall(b"POST /ernie/prediction HTTP/1.1\r\nHost: test\r\n")
+        closed_after = trickle(sock, b"X-Slow: " + b"a" * 2000 + b"\r\n\r\n", until_s=30)
+    # closed by the header deadline (checked every 0.5 s), long before the request deadline
+    assert closed_after is not None and HEADER_TIMEOUT_S <= closed_after < 30
+
+
+def test_a_body_slower_than_the_header_deadline_is_still_served(deadlines):
+    body = json.dumps({"key": ["text"], "value": ["good"]}).encode()
+    with connect(deadlines) as sock:
+        sock.sendall(head("/ernie/prediction", len(body)))
+        for i in range(0, len(body), 8):  # the body over ~2 s: 4x the header deadline
+            sock.sendall(body[i : i + 8])
+            time.sleep(4 * HEADER_TIMEOUT_S * 8 / len(body))
+        sock.settimeout(ANSWER_WITHIN_S)
+        assert read_answer(sock).status == 200
