@@ -4,28 +4,67 @@ replicas of a Ray cluster's node, each running one op in its own process.
 Each replica would otherwise pin its OpenVINO instances to the same first
 cores (:mod:`serving.runners.cpu_plan` explains why that halves their speed).
 The claims of every living process are kept in one small JSON file per user
-(``$TMPDIR/batchline-cpu-claims-<uid>.json``) under an exclusive lock; a
-process allocates from the CPUs least claimed machine-wide and records its
-claim; claims of processes that died are ignored and dropped.
+(``cpu-claims.json`` in the user's private directory,
+:mod:`serving.runners.private_dir`) under an exclusive lock; a process
+allocates from the CPUs least claimed machine-wide and records its claim;
+claims of processes that died are ignored and dropped.
+
+The file is a hint, never trusted: it is opened without following a link, in
+a directory only this user can write to, and whatever it holds that is not
+a small map of pids to CPU lists counts as no claims. Where it cannot be used
+safely, the process allocates as if it were alone (slower, never wrong).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
-import tempfile
+import stat
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
 from serving.runners.pids import pid_alive
+from serving.runners.private_dir import default_private_dir, open_private_dir
+
+log = logging.getLogger(__name__)
+
+# far above what a machine's claims take (a few bytes per pinned instance): more is not ours
+MAX_CLAIMS_BYTES = 1 << 20
+_MAX_CPUS_PER_CLAIM = 1 << 16
 
 
 def default_claims_path() -> str:
-    return os.path.join(tempfile.gettempdir(), f"batchline-cpu-claims-{os.getuid()}.json")
+    return os.path.join(default_private_dir(), "cpu-claims.json")
+
+
+def parse_claims(data: bytes) -> dict[str, list[int]]:
+    """The claims in ``data``, a JSON object of pid -> CPU list; whatever else it
+    holds (a file torn by a crash, or written by anyone) counts as no claims."""
+    try:
+        raw: Any = json.loads(data.decode("utf-8")) if data.strip() else {}
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        pid: cpus
+        for pid, cpus in raw.items()
+        if pid.isascii() and pid.isdigit() and len(pid) <= 10 and _is_cpu_list(cpus)
+    }
+
+
+def _is_cpu_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) <= _MAX_CPUS_PER_CLAIM
+        and all(type(cpu) is int and 0 <= cpu < _MAX_CPUS_PER_CLAIM for cpu in value)
+    )
 
 
 class NodeCpuAllocator(CpuAllocator):
@@ -35,22 +74,45 @@ class NodeCpuAllocator(CpuAllocator):
         super().__init__(available)
         self.path = path or default_claims_path()
         self.pid = os.getpid() if pid is None else pid
+        self._warned = False  # said once that the claims file cannot be used
 
     @contextmanager
     def _claims(self) -> Iterator[dict[str, list[int]]]:
-        """The living processes' claims, locked; changes are written back."""
-        with open(self.path, "a+", encoding="utf-8") as f:
+        """The living processes' claims, locked; changes are written back.
+        Where the file cannot be used safely: no claims, and nothing written."""
+        try:
+            fd = self._open()
+        except OSError as exc:
+            if not self._warned:
+                log.warning("CPU claims not shared with this machine's other processes: %s", exc)
+                self._warned = True
+            yield {}
+            return
+        with os.fdopen(fd, "r+b") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
-            f.seek(0)
-            try:
-                raw = json.loads(f.read() or "{}")
-            except ValueError:
-                raw = {}  # a torn file from a crash: start over
-            claims = {pid: list(cpus) for pid, cpus in raw.items() if pid.isdigit() and pid_alive(int(pid))}
+            data = f.read(MAX_CLAIMS_BYTES + 1)
+            raw = parse_claims(data) if len(data) <= MAX_CLAIMS_BYTES else {}
+            claims = {pid: cpus for pid, cpus in raw.items() if pid_alive(int(pid))}
             yield claims
             f.seek(0)
             f.truncate()
-            f.write(json.dumps(claims))
+            f.write(json.dumps(claims).encode())
+
+    def _open(self) -> int:
+        """The claims file, opened for reading and writing (created if missing):
+        a plain file of this user's in a directory of this user's alone, no link followed."""
+        directory, name = os.path.split(os.path.abspath(self.path))
+        dir_fd = open_private_dir(directory)
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            os.close(fd)
+            raise OSError(f"{self.path} is not a plain file of this user's")
+        return fd
 
     def allocate(self, conf: LocalServiceConf, elsewhere: Mapping[int, int] | None = None) -> list[CpuSet]:
         with self._claims() as claims:

@@ -135,7 +135,7 @@ def _child_main(
 
 class _Child:
     """One predictor process as the server sees it: the process, its pipe, and
-    the server's view of the output segments it writes (``<out_prefix><n>``)."""
+    the server's view of the output segments it writes (``<out_prefix><random>``)."""
 
     def __init__(self, proc: Any, conn: Any, out_prefix: str):
         self.proc = proc

@@ -2,12 +2,18 @@
 predictor process: a segment the creator grows on demand, and arrays written
 into it / viewed out of it with a small JSON-able header.
 
-Segments are named ``bl<pid>_<token>_<use><n>``: the server's pid and a token
-per predictor process. So a server can remove the segments of a predictor
+Segments are named ``bl<pid>_<token>_<use><random>``: the server's pid and a
+token per predictor process. So a server can remove the segments of a predictor
 process that died without cleaning up (:func:`unlink_prefixed`), and a server
 starting up can remove those of servers that are gone (:func:`sweep_stale`):
 after a SIGKILL of the whole process group nobody else would, Python's
-resource tracker included."""
+resource tracker included.
+
+Any local user may create files in /dev/shm, named like ours or not, and the
+names of ours are public: the sweeps remove only plain files of this user with
+names they can parse, and never raise (a file there must not stop a server
+from starting); each segment's last part is random, so that nobody can take
+the name of the next one first (creating it would fail)."""
 
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ import logging
 import os
 import re
 import secrets
-from multiprocessing import shared_memory
+import stat
+from multiprocessing import resource_tracker, shared_memory
 from typing import Any
 
 import numpy as np
@@ -26,7 +33,9 @@ log = logging.getLogger(__name__)
 
 #: where POSIX shared memory lives on Linux (elsewhere the sweeps find nothing)
 SHM_DIR = "/dev/shm"
-_OURS = re.compile(r"^bl(\d+)_[0-9a-f]+_")
+# the whole name as segment_prefix and Segment make it (a pid_t has at most 10 digits); no
+# other name is ours, and none with other characters is given to the resource tracker
+_OURS = re.compile(r"bl([1-9][0-9]{0,9})_[0-9a-f]{8}_[0-9a-z_]{1,64}")
 
 
 def segment_prefix(pid: int | None = None) -> str:
@@ -34,39 +43,58 @@ def segment_prefix(pid: int | None = None) -> str:
     return f"bl{os.getpid() if pid is None else pid}_{secrets.token_hex(4)}_"
 
 
-def _unlink(name: str) -> bool:
-    """Unlink segment ``name`` if it still exists (attaching registers it with
-    this process's resource tracker and unlinking unregisters it: balanced)."""
+def _names(shm_dir: str) -> list[str]:
+    """The names in ``shm_dir`` that could be segments of ours (:data:`_OURS`)."""
     try:
-        shm = shared_memory.SharedMemory(name=name)
+        return [n for n in os.listdir(shm_dir) if _OURS.fullmatch(n)]
+    except OSError as exc:
+        log.debug("cannot list %s: %s", shm_dir, exc)
+        return []
+
+
+def _is_ours(path: str) -> bool:
+    """Whether ``path`` is a plain file of this user's, not following a link. /dev/shm
+    is sticky: a file of ours there cannot be replaced by another user's after this."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _unlink(shm_dir: str, name: str) -> bool:
+    """Unlink segment ``name`` if it is still there and ours; never raises. The
+    resource tracker may know it (a predictor process made it): registering it
+    first and unregistering it after leaves the tracker's books balanced either way."""
+    path = os.path.join(shm_dir, name)
+    if not _is_ours(path):
+        log.debug("left %s alone: not a shared-memory segment of this user", path)
+        return False
+    tracked = "/" + name  # as SharedMemory names it to the tracker
+    try:
+        resource_tracker.register(tracked, "shared_memory")
+        try:
+            os.unlink(path)
+        finally:
+            resource_tracker.unregister(tracked, "shared_memory")
     except FileNotFoundError:
         return False
-    shm.close()
-    try:
-        shm.unlink()
-    except FileNotFoundError:
+    except (OSError, ValueError) as exc:
+        log.warning("could not remove shared-memory segment %s: %s", path, exc)
         return False
     return True
 
 
 def unlink_prefixed(prefix: str, shm_dir: str = SHM_DIR) -> int:
-    """Unlink every segment whose name starts with ``prefix``; returns how many."""
-    try:
-        names = [n for n in os.listdir(shm_dir) if n.startswith(prefix)]
-    except OSError:
-        return 0
-    return sum(_unlink(n) for n in names)
+    """Unlink every segment of ours whose name starts with ``prefix``; returns how many."""
+    return sum(_unlink(shm_dir, n) for n in _names(shm_dir) if n.startswith(prefix))
 
 
 def sweep_stale(shm_dir: str = SHM_DIR) -> list[str]:
     """Unlink the segments of batchline servers that no longer run (named by
     :func:`segment_prefix`, owner pid gone); returns their names."""
-    try:
-        names = os.listdir(shm_dir)
-    except OSError:
-        return []
-    stale = [n for n in names if (m := _OURS.match(n)) and not pid_alive(int(m.group(1)))]
-    removed = [n for n in stale if _unlink(n)]
+    stale = [n for n in _names(shm_dir) if (m := _OURS.fullmatch(n)) and not pid_alive(int(m.group(1)))]
+    removed = [n for n in stale if _unlink(shm_dir, n)]
     if removed:
         log.warning("removed %d shared-memory segments left by servers that are gone: %s", len(removed), removed)
     return removed
@@ -82,8 +110,7 @@ class Segment:
 
     def __init__(self, prefix: str | None = None) -> None:
         self.shm: shared_memory.SharedMemory | None = None
-        self._prefix = prefix  # names of segments this process creates: prefix + a count
-        self._made = 0
+        self._prefix = prefix  # names of segments this process creates: prefix + random hex
 
     @property
     def name(self) -> str:
@@ -93,8 +120,7 @@ class Segment:
     def ensure(self, size: int) -> shared_memory.SharedMemory:
         if self.shm is None or self.shm.size < size:
             self.release()
-            name = None if self._prefix is None else f"{self._prefix}{self._made}"
-            self._made += 1
+            name = None if self._prefix is None else self._prefix + secrets.token_hex(8)
             self.shm = shared_memory.SharedMemory(name=name, create=True, size=max(size, 1 << 20))
         return self.shm
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 
 import numpy as np
@@ -127,7 +128,10 @@ def test_create_runners_passes_idle_cpu_to_process_instances(tiny_model):
 
 
 def _segments(prefix: str) -> list[str]:
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
+    """The uses of the segments named ``prefix<use><16 random hex digits>``, sorted."""
+    names = [n for n in os.listdir("/dev/shm") if n.startswith(prefix)]
+    assert all(re.fullmatch(r"[0-9a-z_]+[0-9a-f]{16}", n[len(prefix) :]) for n in names), names
+    return sorted(n[len(prefix) : -16] for n in names)
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="Linux lists POSIX shared memory in /dev/shm")
@@ -137,14 +141,14 @@ def test_no_segment_outlives_the_predictor_even_after_a_killed_child(tiny_model)
     prefix = runner.shm_prefix
     try:
         runner.run({"x": np.ones((3, 4), np.float32)})
-        assert _segments(prefix) == [prefix + "f0", prefix + "o1_0"]  # the feed, the first child's output
+        assert _segments(prefix) == ["f", "o1_"]  # the feed, the first child's output
         os.kill(runner.pid, signal.SIGKILL)
         try:
             runner.run({"x": np.ones((3, 4), np.float32)})  # may meet the dying child: fails, or restarts it
         except RuntimeError:
             pass
         runner.run({"x": np.ones((3, 4), np.float32)})
-        assert _segments(prefix) == [prefix + "f0", prefix + "o2_0"]  # the dead child's output is gone
+        assert _segments(prefix) == ["f", "o2_"]  # the dead child's output is gone
     finally:
         runner.close()
     assert _segments(prefix) == []
