@@ -3,7 +3,9 @@
 The HTTP layer hands a source op the image as decoded (``cv2.IMREAD_UNCHANGED``);
 :func:`to_bgr` normalises it as PaddleOCR 2.10's ``check_img`` does (gray ->
 BGR; BGRA -> composited on white with ``alpha_to_color``'s formula; 16 bit ->
-8 bit). The crop and box helpers are PaddleOCR 2.10's own
+8 bit), block by block: the conversions of a large image hold one uint8 output
+and a few MB of float64 temporaries, not float64 copies of the whole image,
+with PaddleOCR's values to the byte (tests/unit/test_image_blocks.py). The crop and box helpers are PaddleOCR 2.10's own
 (``tools/infer/utility.py``, ``predict_det.py``, ``predict_system.py``),
 imported on first use because those modules import Paddle.
 
@@ -25,23 +27,52 @@ MIN_IMAGE_SIDE = 2
 # the bound tests/unit/test_ocr_ops.py holds a padded det batch to against each image
 # alone -- drift that batching alone causes is not a disagreement
 BOX_AGREE_PX = 2.0
+# pixels per block in the blockwise conversions: float64 temporaries of ~2 MB each
+BLOCK_PIXELS = 1 << 18
+WHITE = (255, 255, 255)
 
 
 # ---------------------------------------------------------------------------
 # normalising and validating decoded images
 # ---------------------------------------------------------------------------
-def alpha_to_color(img: np.ndarray, alpha_color: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
-    """BGRA -> BGR composited on ``alpha_color`` (RGB), as PaddleOCR does."""
-    import cv2
+def row_blocks(height: int, width: int, block_pixels: int = BLOCK_PIXELS) -> list[slice]:
+    """Row ranges covering ``height`` rows, each of about ``block_pixels`` pixels (at least one row)."""
+    rows = max(1, block_pixels // max(width, 1))
+    return [slice(start, min(start + rows, height)) for start in range(0, height, rows)]
 
+
+def _composite(img: np.ndarray, alpha_color: tuple[int, int, int], *, from_16_bit: bool = False) -> np.ndarray:
+    """BGRA -> BGR on ``alpha_color`` (RGB): PaddleOCR's ``alpha_to_color``
+    (``alpha = a / 255; (c * (1 - alpha) + x * alpha).astype(np.uint8)`` in
+    float64), one block of rows at a time into one uint8 output. ``from_16_bit``:
+    each block is first reduced as :func:`to_uint8` does."""
+    height, width = img.shape[:2]
+    out = np.empty((height, width, 3), np.uint8)
+    for rows in row_blocks(height, width):
+        block = img[rows]
+        if from_16_bit:
+            block = (block >> 8).astype(np.uint8)
+        alpha = block[:, :, 3] / 255
+        for channel, colour in ((2, alpha_color[0]), (1, alpha_color[1]), (0, alpha_color[2])):
+            out[rows, :, channel] = (colour * (1 - alpha) + block[:, :, channel] * alpha).astype(np.uint8)
+    return out
+
+
+def alpha_to_color(img: np.ndarray, alpha_color: tuple[int, int, int] = WHITE) -> np.ndarray:
+    """BGRA -> BGR composited on ``alpha_color`` (RGB), as PaddleOCR does (blockwise, same bytes)."""
     if img.ndim == 3 and img.shape[2] == 4:
-        b, g, r, a = cv2.split(img)
-        alpha = a / 255
-        r = (alpha_color[0] * (1 - alpha) + r * alpha).astype(np.uint8)
-        g = (alpha_color[1] * (1 - alpha) + g * alpha).astype(np.uint8)
-        b = (alpha_color[2] * (1 - alpha) + b * alpha).astype(np.uint8)
-        img = cv2.merge((b, g, r))
+        return _composite(img, alpha_color)
     return img
+
+
+def to_uint8(img: np.ndarray) -> np.ndarray:
+    """16 bit -> 8 bit as ``(img >> 8).astype(np.uint8)``, block by block into one output."""
+    if img.ndim < 2:  # not an image: to_bgr refuses it next
+        return (img >> 8).astype(np.uint8)
+    out = np.empty(img.shape, np.uint8)
+    for rows in row_blocks(img.shape[0], img.shape[1]):
+        out[rows] = img[rows] >> 8
+    return out
 
 
 def to_bgr(img: Any) -> np.ndarray:
@@ -54,7 +85,9 @@ def to_bgr(img: Any) -> np.ndarray:
     if not isinstance(img, np.ndarray):
         raise BadRequest(f"expected an image array, got {type(img).__name__}")
     if img.dtype == np.uint16:
-        img = (img >> 8).astype(np.uint8)
+        if img.ndim == 3 and img.shape[2] == 4:  # reduced and composited in one pass
+            return check_image(_composite(img, WHITE, from_16_bit=True))
+        img = to_uint8(img)
     elif img.dtype != np.uint8:
         if img.dtype.kind == "f" and img.size and np.isfinite(img).all() and img.min() >= 0 and img.max() <= 255:
             img = img.astype(np.uint8)

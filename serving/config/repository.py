@@ -6,7 +6,7 @@ every ``*.yml`` and ``*.yaml`` in it), validates each file as
 reports every problem of every file in one :class:`ConfigError`:
 
 * one pipeline per ``(name, version)``;
-* server keys (``host``, ``http_port``, ``worker_num``, ``auth_token``, ``http``) set in
+* server keys (:data:`SERVER_KEYS`: ``host``, ``http_port``, ``auth_token`` ...) set in
   several files must agree: one server listens on one port;
 * one ``routing`` section per pipeline name, naming versions that exist, with
   a shadow that takes no routed traffic;
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from serving.config.errors import FILE_KEY, ConfigError
+from serving.config.errors import FILE_KEY, SECRET_KEYS, ConfigError
 from serving.config.load import load_config
-from serving.config.schema import HttpConf, RoutingConf, ServingConfig, ShadowConf
+from serving.config.schema import HttpConf, RoutingConf, SecurityConf, ServingConfig, ShadowConf
 from serving.paths import model_files, resolve_pkg_path
 
 CONFIG_SUFFIXES = (".yml", ".yaml")
@@ -42,9 +42,14 @@ SERVER_KEYS = MappingProxyType(
         "http_port": "one server listens on one port",
         "worker_num": "one server has one pool of HTTP threads",
         "auth_token": "one server checks one token",
+        "admin_token": "one server checks one admin token",
         "http": "one server has one HTTP front",
+        "security": "one server has one access policy",
+        "decode_budget_mb": "one server has one decode budget",
     }
 )
+# server keys a reload applies to the running server (the others need a restart)
+RELOADABLE_SERVER_KEYS = frozenset({"decode_budget_mb"})
 # what of the pipeline's dag a shared stage depends on: its queue and priorities
 SHARED_DAG_KEYS = ("channel_size", "priority_levels", "priority_max_wait_ms")
 
@@ -101,7 +106,10 @@ class RepositoryConfig:
     http_port: int
     worker_num: int
     auth_token: str | None
+    admin_token: str | None
     http: HttpConf
+    security: SecurityConf
+    decode_budget_mb: int | None
     max_queue_size: int  # sum of every pipeline's dag.max_queue_size (sizes the HTTP thread pool)
 
     def pipeline(self, name: str, version: int) -> ServingConfig:
@@ -282,8 +290,8 @@ def _check_server_keys(entries: list[_Entry]) -> list[ConfigError]:
             mine, theirs = getattr(entry.config, key), getattr(first.config, key)
             if mine == theirs:
                 continue
-            if key == "auth_token":  # a secret: never in a message
-                message = f"differs from the auth_token in {first.file} ({why})"
+            if key in SECRET_KEYS:  # never in a message
+                message = f"differs from the {key} in {first.file} ({why})"
             else:
                 message = f"{mine} conflicts with {theirs} in {first.file} ({why})"
             errors.append(ConfigError(entry.file, key, message))
@@ -446,7 +454,10 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
         http_port=_server_value(entries, "http_port"),
         worker_num=_server_value(entries, "worker_num"),
         auth_token=_server_value(entries, "auth_token"),
+        admin_token=_server_value(entries, "admin_token"),
         http=_server_value(entries, "http"),
+        security=_server_value(entries, "security"),
+        decode_budget_mb=_server_value(entries, "decode_budget_mb"),
         max_queue_size=sum(e.config.dag.max_queue_size for e in entries),
     )
 

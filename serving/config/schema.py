@@ -20,6 +20,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from serving.config.dag import Dag
 from serving.config.errors import FieldProblem
+from serving.config.netloc import normalize_host_pattern, normalize_origin
 from serving.config.ray_schema import RayConf, RayDeploymentConf
 from serving.paths import model_files, openvino_model_file, resolve_pkg_path
 
@@ -468,8 +469,46 @@ class HttpConf(BaseModel):
     # first byte is dropped with its connection (slow-loris clients that trickle
     # bytes never look idle)
     request_timeout_s: float = Field(default=60.0, gt=0)
+    # a request whose headers have not all arrived this long after its first byte
+    # is dropped with its connection (headers are small: a slow-loris on headers)
+    header_timeout_s: float = Field(default=10.0, gt=0)
     # connections open at once (null: the HTTP threads + 128); more wait in the backlog
     connection_limit: int | None = Field(default=None, ge=1)
+
+
+class SecurityConf(BaseModel):
+    """Who may reach the server (``security:``; one per server). Entries are
+    kept in canonical form (:mod:`serving.config.netloc`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    # serve a non-loopback address without a token (behind the user's own gateway)
+    insecure: bool = False
+    # browser origins (scheme://host[:port]) allowed without a token besides the server's own
+    allowed_origins: list[str] = Field(default_factory=list)
+    # Host header names accepted (exact, or "*.name"); empty: any (DNS rebinding guard)
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        out = []
+        for i, item in enumerate(value):
+            origin = normalize_origin(item)
+            if origin is None:
+                raise FieldProblem(str(i), f"must be an origin scheme://host[:port] (no path), got {item!r}")
+            out.append(origin)
+        return out
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        out = []
+        for i, item in enumerate(value):
+            host = normalize_host_pattern(item)
+            if host is None:
+                raise FieldProblem(str(i), f"must be a host name, an IP address or *.name (no port), got {item!r}")
+            out.append(host)
+        return out
 
 
 class DagConfig(BaseModel):
@@ -556,12 +595,17 @@ class ServingConfig(BaseModel):
     host: str = "127.0.0.1"
     worker_num: int = Field(default=16, ge=1)
     auth_token: str | None = None
+    # the token POST /admin/reload needs (none: reload over HTTP is refused, SIGHUP only)
+    admin_token: str | None = None
     max_image_pixels: int = Field(default=40000000, ge=1)
     max_inputs_per_request: int = Field(default=64, ge=1)
+    # MiB of decoded images in flight in the whole server (null: derived from max_image_pixels)
+    decode_budget_mb: int | None = Field(default=None, ge=1)
     # absent: version 1 (effective_version); several files may define versions of one name
     version: int | None = Field(default=None, ge=1)
     routing: RoutingConf | None = None
     http: HttpConf = Field(default_factory=HttpConf)
+    security: SecurityConf = Field(default_factory=SecurityConf)
     dag: DagConfig = Field(default_factory=DagConfig)
     op: dict[str, OpConfig]
     # the HTTP ingress and application on Ray Serve (the Ray backend only)
@@ -570,7 +614,7 @@ class ServingConfig(BaseModel):
     _source_path: str = PrivateAttr(default="<config>")
     _dag_graph: Dag | None = PrivateAttr(default=None)
 
-    @field_validator("dag", "ray", "http", mode="before")
+    @field_validator("dag", "ray", "http", "security", mode="before")
     @classmethod
     def _dag(cls, value: Any) -> Any:
         return {} if value is None else value

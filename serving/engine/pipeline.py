@@ -183,20 +183,15 @@ class Pipeline:
         """Admit one request (one image or text) and start it; never blocks on
         a full server: beyond ``max_queue_size`` it raises Overloaded (503).
         ``background`` requests (shadow copies) queue behind all others."""
-        dag_conf = self.config.dag
-        limit_ms = dag_conf.request_timeout_ms if timeout_ms is None else min(timeout_ms, dag_conf.request_timeout_ms)
+        limit_s = self.time_limit_s(timeout_ms)
         with self._lock:
-            if not self._accepting:
-                if self._draining:
-                    raise ShuttingDown()
-                raise Overloaded("server is starting: predictors are loading and warming", retry_after=5.0)
-            self.admission.check(self._in_flight, limit_ms / 1000.0)
+            self._check_admission(1, limit_s)
             self._in_flight += 1
         self._in_flight_gauge.inc()
         request = RequestState(
             next(self._ids),
             value,
-            deadline=self.clock() + limit_ms / 1000.0,
+            deadline=self.clock() + limit_s,
             priority=priority,
             logid=logid,
             clock=self.clock,
@@ -209,6 +204,26 @@ class Pipeline:
         for source in self.dag.sources:
             self.stages[source].accept("input", request, value)
         return request
+
+    def time_limit_s(self, timeout_ms: int | None = None) -> float:
+        """A request's time limit: ``dag.request_timeout_ms``, or less if the request asks."""
+        limit_ms = self.config.dag.request_timeout_ms
+        return (limit_ms if timeout_ms is None else min(timeout_ms, limit_ms)) / 1000.0
+
+    def precheck(self, count: int, *, timeout_ms: int | None = None) -> None:
+        """Raise now what :meth:`submit` would raise for ``count`` more requests
+        (503 overloaded or starting), admitting none: lets the HTTP layer refuse
+        before decoding. ``submit`` checks again (in between, the answer may change)."""
+        with self._lock:
+            self._check_admission(count, self.time_limit_s(timeout_ms))
+
+    def _check_admission(self, count: int, limit_s: float) -> None:
+        """Admission for ``count`` requests, the last of which would see ``count - 1`` more in flight (lock held)."""
+        if not self._accepting:
+            if self._draining:
+                raise ShuttingDown()
+            raise Overloaded("server is starting: predictors are loading and warming", retry_after=5.0)
+        self.admission.check(self._in_flight + max(count, 1) - 1, limit_s)
 
     def on_output(self, stage: Stage, request: RequestState, output: Any) -> None:
         """A stage's output for one of our requests: to the consumers, or to the response."""

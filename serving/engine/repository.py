@@ -23,6 +23,7 @@ from typing import Any
 
 from serving.config.errors import ConfigError
 from serving.config.repository import (
+    RELOADABLE_SERVER_KEYS,
     SERVER_KEYS,
     RepositoryConfig,
     load_repository,
@@ -254,6 +255,48 @@ class PipelineRepository:
             return handles
         raise ShuttingDown("the pipeline set changed repeatedly while routing this request; retry")
 
+    def precheck(
+        self,
+        name: str,
+        count: int,
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> None:
+        """Raise now the 503 that :meth:`submit` would raise for ``count`` values
+        (over ``max_queue_size``, expected wait too long, starting), before the
+        caller spends anything on them (decoding images). Unknown names: 404.
+
+        Checks the version ``submit`` would pick; an unkeyed request to a split
+        route is refused only if every version taking traffic would refuse it
+        (which one takes it is decided at submit). A pipeline that is draining
+        passes: ``submit`` routes around a reload."""
+        gen = self._gen
+        route_key = key or _logid_key(logid)
+        if version is not None:
+            versions: list[int | None] = [version]
+        elif name in gen.routers:
+            router = gen.routers[name]
+            weighted = [v for v, w in router.weights.items() if w > 0]
+            versions = [router.pick(route_key)] if route_key or len(weighted) == 1 else list(weighted)
+        else:
+            versions = [None]  # gen.pipeline raises NotFound
+        refusal: ServingError | None = None
+        for chosen in versions:
+            try:
+                gen.pipeline(name, chosen).precheck(count, timeout_ms=timeout_ms)
+                return
+            except ShuttingDown:
+                return
+            except ServingError as err:
+                if err.status != 503:
+                    raise
+                refusal = refusal or err
+        if refusal is not None:
+            raise refusal
+
     @staticmethod
     def _submit_all(
         pipeline: Pipeline, values: Sequence[Any], priority: int, timeout_ms: int | None, logid: Any
@@ -346,7 +389,7 @@ class PipelineRepository:
     @staticmethod
     def _server_changes(old: RepositoryConfig, new: RepositoryConfig) -> str:
         """Server-wide keys a reload cannot apply to a running server ('' if none changed)."""
-        changed = [k for k in SERVER_KEYS if getattr(old, k) != getattr(new, k)]
+        changed = [k for k in SERVER_KEYS if k not in RELOADABLE_SERVER_KEYS and getattr(old, k) != getattr(new, k)]
         if not changed:
             return ""
         return f"{', '.join(changed)} changed: server-wide keys take effect on a restart, not on a reload"

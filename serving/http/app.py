@@ -11,33 +11,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from serving.config.schema import ServingConfig
+from serving.engine.decode_budget import DecodeBudget, budget_bytes, request_bytes_limit
 from serving.engine.pipeline import Pipeline
 from serving.engine.repository import PipelineRepository
 from serving.engine.request import RequestState
 from serving.errors import (
     ClientDisconnected,
-    Forbidden,
     NotFound,
-    PayloadTooLarge,
     ServingError,
     Unauthorized,
     as_serving_error,
     error_for_status,
 )
-from serving.http.auth import bearer_matches
-from serving.http.decode import InputLimits, decode_input, decoded_pixels
+from serving.http.access import Access
+from serving.http.auth import challenge
+from serving.http.decode import DecodePlan, InputLimits, plan_inputs
 from serving.http.encode import plain, to_json
+from serving.http.error_body import body_over_limit, error_document
 from serving.http.jsonio import FlaskJSON
+from serving.http.origins import AccessPolicy
 from serving.http.page import add_page
 from serving.http.parse import ParsedRequest, parse_native, parse_paddle
 
 log = logging.getLogger(__name__)
-
-HEALTH_PATHS = ("/health/live", "/health/ready", "/v2/health/live", "/v2/health/ready")
 
 
 @dataclass
@@ -76,7 +76,11 @@ def limits_from_config(config: ServingConfig) -> HttpLimits:
     return HttpLimits(
         max_body_size=body,
         max_inputs=config.max_inputs_per_request,
-        inputs=InputLimits(max_image_pixels=config.max_image_pixels, max_request_pixels=2 * config.max_image_pixels),
+        inputs=InputLimits(
+            max_image_pixels=config.max_image_pixels,
+            max_request_pixels=2 * config.max_image_pixels,
+            max_request_bytes=request_bytes_limit(config.max_image_pixels),
+        ),
     )
 
 
@@ -85,17 +89,28 @@ def max_body_size(repository: PipelineRepository) -> int:
     return max(limits_from_config(config).max_body_size for config in repository.config.pipelines)
 
 
+def decode_budget_bytes(repository: PipelineRepository) -> int:
+    """The server's decode budget: ``decode_budget_mb``, or derived from the pipelines' ``max_image_pixels``."""
+    config = repository.config
+    return budget_bytes(config.decode_budget_mb, (p.max_image_pixels for p in config.pipelines))
+
+
 def create_app(
     target: Pipeline | PipelineRepository,
     *,
     auth_token: str | None = None,
+    admin_token: str | None = None,
     limits: HttpLimits | None = None,
     metrics_text: Callable[[], bytes] | None = None,
+    decode_budget: DecodeBudget | None = None,
 ) -> Flask:
     """Build the app around a :class:`PipelineRepository` (several pipelines)
-    or one :class:`Pipeline`; started or starting. ``limits`` overrides every
+    or one :class:`Pipeline`; started or starting. ``auth_token`` guards the
+    routes, ``admin_token`` the admin ones (``serving.http.access``; the
+    allow-lists come from the config's ``security``). ``limits`` overrides every
     pipeline's own HTTP limits (tests). ``metrics_text`` renders ``/metrics``
-    (default: the repository's own registry; the Ray backend adds its replicas')."""
+    (default: the repository's own registry; the Ray backend adds its replicas').
+    ``decode_budget`` replaces the one the config sets (tests)."""
     repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
     app = Flask("batchline")
     app.json = FlaskJSON(app)  # orjson; answers keep UTF-8 text readable
@@ -108,15 +123,22 @@ def create_app(
 
     repo.on_reload(refresh_body_limit)
 
-    def paddle_error(err: ServingError, logid: Any = None) -> Response:
-        resp = jsonify(err_no=err.err_no, err_msg=err.message, key=[], value=[], logid=logid)
-        return _with_status(resp, err)
+    budget = decode_budget or DecodeBudget(0)
+    app.extensions["batchline.decode_budget"] = budget
+    if decode_budget is None:  # a reload may change the key or the pipelines' max_image_pixels
+        repo.on_reload(lambda: budget.resize(decode_budget_bytes(repo)))
 
-    def native_error(err: ServingError) -> Response:
-        return _with_status(jsonify(error={"status": err.status, "message": err.message}), err)
+    @app.teardown_request
+    def _release_decode_budget(exc: BaseException | None) -> None:
+        reservation = g.pop("decode_reservation", None)
+        if reservation is not None:
+            reservation.release()
+
+    def paddle_error(err: ServingError, logid: Any = None) -> Response:
+        return _with_status(jsonify(error_document(request.path, err, logid)), err)
 
     def error_response(err: ServingError) -> Response:
-        return paddle_error(err) if request.path.endswith("/prediction") else native_error(err)
+        return _with_status(jsonify(error_document(request.path, err)), err)
 
     @app.errorhandler(ServingError)
     def _serving_error(err: ServingError) -> Response:
@@ -126,7 +148,7 @@ def create_app(
     def _http_error(exc: HTTPException) -> Response:
         if exc.code == 413:
             limit = app.config["MAX_CONTENT_LENGTH"]
-            err: ServingError = PayloadTooLarge(f"request body over max_body_size ({limit} bytes)")
+            err: ServingError = body_over_limit(limit)
         elif exc.code == 404:
             names = ", ".join(sorted(repo.config.routes))
             err = NotFound(f"no route {request.path[:128]!r}; pipelines: {names} (GET /pipelines lists them)")
@@ -141,12 +163,17 @@ def create_app(
 
     page = add_page(app)
 
+    access = Access(auth_token, admin_token, AccessPolicy.of(repo.config.security))
+
     @app.before_request
-    def _auth() -> None:
-        if not auth_token or request.path in HEALTH_PATHS or page.file_for(request) is not None:
-            return
-        if not bearer_matches(request.headers.get("Authorization", ""), auth_token):
-            raise Unauthorized("missing or wrong bearer token")
+    def _access() -> Response | None:
+        try:
+            access.check(request, page_file=page.file_for(request) is not None)
+        except Unauthorized as err:
+            resp = error_response(err)
+            resp.headers["WWW-Authenticate"] = challenge(request.headers.get("Authorization"))
+            return resp
+        return None
 
     # per pipeline object, computed on its first request (a reload makes new pipeline objects)
     pipeline_limits: weakref.WeakKeyDictionary[Pipeline, HttpLimits] = weakref.WeakKeyDictionary()
@@ -159,27 +186,29 @@ def create_app(
             pipe_limits = pipeline_limits.setdefault(pipeline, limits_from_config(pipeline.config))
         length = request.content_length
         if length is not None and length > pipe_limits.max_body_size:
-            raise PayloadTooLarge(f"request body over max_body_size ({pipe_limits.max_body_size} bytes)")
+            raise body_over_limit(pipe_limits.max_body_size)
         return pipeline, pipe_limits
 
-    def decode_all(parsed: ParsedRequest, input_limits: InputLimits) -> list[Any]:
-        values, pixels = [], 0
-        for i, (k, v, raw) in enumerate(parsed.inputs):
-            values.append(decode_input(k, v, f"input {i}", input_limits, raw=raw))
-            pixels += decoded_pixels(values[-1])
-            if pixels > input_limits.max_request_pixels:
-                raise PayloadTooLarge(
-                    f"the request's images hold over {input_limits.max_request_pixels} pixels "
-                    "in all (limit per request)"
-                )
+    def decode_in_budget(plan: DecodePlan, time_limit_s: float) -> list[Any]:
+        """Decode holding the plan's bytes in the server's decode budget until this
+        handler is done (``_release_decode_budget``): the arrays live until the answer."""
+        reservation = budget.reserve(plan.peak_bytes, time_limit_s)
+        g.decode_reservation = reservation
+        values = plan.decode()
+        reservation.shrink(plan.decoded_bytes)  # decoding's transient copies are gone
         return values
 
     def run_inputs(
         name: str, version: int | None, parsed: ParsedRequest, pipe_limits: HttpLimits
     ) -> list[RequestState]:
-        values = decode_all(parsed, pipe_limits.inputs)
         route = repo.config.routes.get(name)
         key = request.headers.get(route.key_header) if route is not None and version is None else None
+        # nothing is decoded before admission (503) and every size limit (413, from the headers) pass
+        repo.precheck(
+            name, len(parsed.inputs), version=version, key=key, timeout_ms=parsed.timeout_ms, logid=parsed.logid
+        )
+        plan = plan_inputs(parsed.inputs, pipe_limits.inputs)
+        values = decode_in_budget(plan, repo.pipeline(name, version).time_limit_s(parsed.timeout_ms))
         handles = repo.submit(
             name,
             values,
@@ -284,12 +313,7 @@ def create_app(
         return jsonify(repo.listing())
 
     @app.post("/admin/reload")
-    def reload() -> Response:
-        if not auth_token:
-            raise Forbidden(
-                "reload over HTTP needs a bearer token (auth_token in the config or BATCHLINE_AUTH_TOKEN); "
-                "without one, send the server SIGHUP"
-            )
+    def reload() -> Response:  # access: the admin token (serving.http.access)
         report = repo.reload()
         return jsonify(status="reloaded", **report.as_dict())
 

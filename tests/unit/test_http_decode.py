@@ -66,3 +66,60 @@ def test_base64_variants_and_keys():
     with pytest.raises(BadRequest, match="v: expected a base64 string"):
         decode_base64(5, "v")
     assert (key_kind("img"), key_kind("words"), key_kind("x")) == ("image", "text", None)
+
+
+def _old_decode_base64(value, where):
+    """decode_base64 as it was (its accept/refuse behaviour is kept)."""
+    import binascii
+
+    text = value.strip()
+    if text.startswith("data:") and "," in text:
+        text = text.split(",", 1)[1]
+    text = "".join(text.split())
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest(f"{where}: invalid base64 ({exc})") from None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "aGVsbG8=",
+        "  aGVs\nbG8=\r\n",
+        "aG\tVs\x0bbG\x0c8=",
+        "aGVs\x1cbG\x1f8=",  # ASCII separators count as whitespace for str.split
+        "aGVs\u00a0bG8=\u2028",  # so does Unicode whitespace
+        "data:image/png;base64,aGVs bG8=",
+        "data:,",
+        "data:nocomma",
+        "aGVsbG8",  # bad padding
+        "aGVs*G8=",
+        "aGVsbé8=",
+        "",
+        "   ",
+        base64.encodebytes(b"x" * 300).decode(),
+    ],
+)
+def test_base64_accepts_and_refuses_what_it_did(value):
+    try:
+        expected = _old_decode_base64(value, "v")
+    except BadRequest:
+        with pytest.raises(BadRequest, match="^v: invalid base64"):
+            decode_base64(value, "v")
+    else:
+        assert decode_base64(value, "v") == expected
+
+
+def test_base64_whitespace_costs_a_few_times_the_value_not_a_list_of_pieces():
+    import tracemalloc
+
+    value = "AB " * 5_000_000  # 15 MB; splitting it made 5 million strings (~700 MB)
+    tracemalloc.start()
+    try:
+        decoded = decode_base64(value, "v")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(decoded) == 7_500_000
+    assert peak < 3 * len(value), peak
