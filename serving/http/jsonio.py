@@ -47,7 +47,8 @@ def _plain(obj: Any) -> Any:
 
 def loads(data: bytes | str) -> Any:
     """A JSON document; raises what ``json.loads`` of the UTF-8 text raises
-    (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError)."""
+    (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError).
+    What it builds is the caller's to bound (``serving.http.json_budget``)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -55,22 +56,28 @@ def loads(data: bytes | str) -> Any:
     else:
         if _plain_document(doc):
             return doc
+        del doc  # not held while json builds its own copy
     return json.loads(data.decode("utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data)
 
 
 def _plain_document(doc: Any) -> bool:
     """True when ``json`` would have parsed ``doc``'s text to the same value:
-    no float that may have been a huge integer literal, no deep nesting."""
-    todo = [(doc, 0)]
-    while todo:
-        node, depth = todo.pop()
-        if isinstance(node, float):
-            if abs(node) >= _BIG and node == int(node):
-                return False
-        elif isinstance(node, (list, dict)):
-            if depth >= MAX_PLAIN_DEPTH:
-                return False
-            todo.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    no float that may have been a huge integer literal, no deep nesting.
+    Depth first with one iterator per open container (at most
+    ``MAX_PLAIN_DEPTH``), so the walk allocates nothing per value."""
+    stack = [iter((doc,))]
+    while stack:
+        for node in stack[-1]:
+            if isinstance(node, float):
+                if abs(node) >= _BIG and node == int(node):
+                    return False
+            elif isinstance(node, (list, dict)):
+                if len(stack) > MAX_PLAIN_DEPTH:  # node's depth is len(stack) - 1
+                    return False
+                stack.append(iter(node.values() if isinstance(node, dict) else node))
+                break
+        else:
+            stack.pop()
     return True
 
 

@@ -8,13 +8,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from werkzeug.exceptions import RequestEntityTooLarge
+
 from serving.errors import BadRequest, PayloadTooLarge
 from serving.http import jsonio
 from serving.http.decode import KEYS_BY_KIND, key_kind
+from serving.http.json_budget import check_json_shape, value_budget
 
 # ASCII digits only, as many as a JSON body may carry (Python's int parsing limit):
 # a query string and a JSON body accept the same integers
 _INTEGER = re.compile(r"-?[0-9]{1,4300}")
+# a Paddle Serving logid is a uint64 (proto3 JSON may send it as a string); signed too, as some clients do
+LOGID_RANGE = (-(2**63), 2**64 - 1)
+MAX_LOGID_CHARS = 64
+# multipart parts beyond the inputs (fields a client adds and the server ignores)
+FORM_PARTS_SLACK = 16
 
 
 @dataclass
@@ -26,9 +34,10 @@ class ParsedRequest:
     timing: bool = False
 
 
-def _json_body(data: bytes) -> Any:
+def _json_body(data: bytes, max_inputs: int) -> Any:
     if not data:
         raise BadRequest("empty request body; expected JSON")
+    check_json_shape(data, max_values=value_budget(max_inputs))
     try:
         return jsonio.loads(data)
     except UnicodeDecodeError:
@@ -57,6 +66,23 @@ def _int_option(obj: dict, name: str, low: int, high: int | None) -> int | None:
     return value
 
 
+def _logid(body: dict) -> int | str | None:
+    """The request's logid: an integer in a 64-bit range or a short string
+    (it is echoed back, logged and hashed for routing, so it stays small)."""
+    logid = body.get("logid")
+    if logid is None or (isinstance(logid, str) and len(logid) <= MAX_LOGID_CHARS):
+        return logid
+    if isinstance(logid, int) and not isinstance(logid, bool) and LOGID_RANGE[0] <= logid <= LOGID_RANGE[1]:
+        return logid
+    got = f"{len(logid)} characters" if isinstance(logid, str) else type(logid).__name__
+    if isinstance(logid, int) and not isinstance(logid, bool):
+        got = "an integer out of range"
+    raise BadRequest(
+        f"'logid' must be an integer from {LOGID_RANGE[0]} to {LOGID_RANGE[1]} or a string of at most "
+        f"{MAX_LOGID_CHARS} characters, got {got}"
+    )
+
+
 def _options(obj: dict, parsed: ParsedRequest, priority_levels: int) -> None:
     parsed.priority = _int_option(obj, "priority", 0, priority_levels - 1) or 0
     parsed.timeout_ms = _int_option(obj, "timeout_ms", 1, None)
@@ -73,7 +99,7 @@ def _check_count(n: int, max_inputs: int) -> None:
 
 def parse_paddle(data: bytes, *, kind: str, max_inputs: int, priority_levels: int) -> ParsedRequest:
     """Paddle Serving's ``{"key": [...], "value": [...], "logid": 0}``."""
-    body = _json_body(data)
+    body = _json_body(data, max_inputs)
     if not isinstance(body, dict):
         raise BadRequest(f"request body must be a JSON object, got {type(body).__name__}")
     keys, values = body.get("key"), body.get("value")
@@ -82,7 +108,7 @@ def parse_paddle(data: bytes, *, kind: str, max_inputs: int, priority_levels: in
     if len(keys) != len(values):
         raise BadRequest(f"'key' has {len(keys)} entries but 'value' has {len(values)}")
     _check_count(len(keys), max_inputs)
-    parsed = ParsedRequest(logid=body.get("logid"))
+    parsed = ParsedRequest(logid=_logid(body))
     _options(body, parsed, priority_levels)
     for i, (key, value) in enumerate(zip(keys, values)):
         if not isinstance(key, str):
@@ -100,7 +126,7 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
     mimetype = request.mimetype or ""
     parsed = ParsedRequest()
     if mimetype == "application/json":
-        body = _json_body(request.get_data())
+        body = _json_body(request.get_data(), max_inputs)
         if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
             raise BadRequest("JSON body must be an object with an 'inputs' list")
         _options(body, parsed, priority_levels)
@@ -115,11 +141,7 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
         return parsed
     _options(request.args.to_dict(), parsed, priority_levels)
     if mimetype == "multipart/form-data":
-        if kind == "image":
-            parsed.inputs = [(kind, f.read(), True) for f in request.files.getlist("image")]
-        else:
-            parsed.inputs = [(kind, t, False) for t in request.form.getlist("text")]
-            parsed.inputs += [(kind, f.read(), True) for f in request.files.getlist("text")]
+        parsed.inputs = _form_inputs(request, kind, max_inputs)
         _check_count(len(parsed.inputs), max_inputs)
         return parsed
     if (kind == "image" and mimetype.startswith("image/")) or (kind == "text" and mimetype == "text/plain"):
@@ -130,3 +152,23 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
         f"unsupported Content-Type {mimetype or '(none)'!r}; send application/json, "
         f"multipart/form-data or {'image/*' if kind == 'image' else 'text/plain'}"
     )
+
+
+def _form_inputs(request: Any, kind: str, max_inputs: int) -> list[tuple[str, Any, bool]]:
+    """The inputs of a multipart body, parsed under werkzeug's limits: a part
+    costs a few KB of objects, so their number follows the inputs allowed;
+    a text field may be as large as the body (``max_content_length``, set
+    from ``max_body_size``) instead of werkzeug's 500 KB."""
+    max_parts = max_inputs + FORM_PARTS_SLACK
+    request.max_form_parts = max_parts
+    request.max_form_memory_size = request.max_content_length
+    try:
+        if kind == "image":
+            return [(kind, f.read(), True) for f in request.files.getlist("image")]
+        inputs: list[tuple[str, Any, bool]] = [(kind, t, False) for t in request.form.getlist("text")]
+        return inputs + [(kind, f.read(), True) for f in request.files.getlist("text")]
+    except RequestEntityTooLarge:
+        raise PayloadTooLarge(
+            f"multipart body over a limit: at most {max_parts} parts (max_inputs_per_request + "
+            f"{FORM_PARTS_SLACK}) and max_body_size in all"
+        ) from None

@@ -160,3 +160,83 @@ def option_digits(draw: Draw) -> Request:
     valid = b64(draw.images.tiny[0])
     value = draw.rng.choice(["--1", "\u00b2", "9" * 5000, "-\u00b3"])
     return draw.paddle({"key": ["image"], "value": [valid], "priority": value})
+
+
+# ---- hostile bodies: small on the wire, costly to build (issue 25; docs/RELIABILITY.md "Hostile traffic") ----
+# Each fills about ``size`` bytes; tests/integration/test_http_amplification.py measures what they cost.
+def logid_zeros_body(size: int) -> bytes:
+    """A Paddle body whose ``logid`` is a list of zeros (2 bytes each)."""
+    head = b'{"key": ["image"], "value": ["aGk="], "logid": ['
+    n = max(1, (size - len(head) - 2) // 2)
+    return head + b"0," * (n - 1) + b"0]}"
+
+
+def nesting_body(size: int) -> bytes:
+    """A Paddle body whose value opens ``[`` until ``size`` (never closed)."""
+    head = b'{"key": ["image"], "value": '
+    return head + b"[" * max(1, size - len(head))
+
+
+def empty_objects_body(size: int) -> bytes:
+    """A Paddle body whose value is a list of ``{}`` (3 bytes each)."""
+    head = b'{"key": ["image"], "value": ['
+    n = max(1, (size - len(head) - 3) // 3)
+    return head + b"{}," * (n - 1) + b"{}]}"
+
+
+def floats_body(size: int) -> bytes:
+    """A native body whose inputs are a list of ``0.5`` (4 bytes each)."""
+    head = b'{"inputs": ['
+    n = max(1, (size - len(head) - 4) // 4)
+    return head + b"0.5," * (n - 1) + b"0.5]}"
+
+
+def many_keys_body(size: int) -> bytes:
+    """A Paddle body with extra keys ``"k0": 0, "k1": 0, ...`` up to ``size``."""
+    out, i, total = [b'{"key": ["image"], "value": ["aGk="]'], 0, 40
+    while total < size:
+        item = b',"k%d":0' % i
+        out.append(item)
+        total += len(item)
+        i += 1
+    return b"".join(out) + b"}"
+
+
+def tiny_parts_multipart(parts: int, boundary: str = "hostile") -> tuple[bytes, str]:
+    """A multipart body of ``parts`` one-byte ``image`` files (~90 bytes each); (body, Content-Type)."""
+    part = f'--{boundary}\r\nContent-Disposition: form-data; name="image"; filename="x"\r\n\r\nA\r\n'.encode()
+    return part * parts + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def _hostile_size(draw: Draw) -> int:
+    return min(draw.limits.max_body_size - 1024, 6 << 20)
+
+
+def json_amplification(draw: Draw) -> Request:
+    """A body near the size limit over the JSON value bound (413) or depth bound (400)."""
+    size = _hostile_size(draw)
+    pick = draw.rng.randrange(5)
+    if pick == 0:
+        return draw.paddle(logid_zeros_body(size), expect=(413,))
+    if pick == 1:
+        return draw.paddle(nesting_body(size), expect=(400,))
+    if pick == 2:
+        return draw.paddle(empty_objects_body(size), expect=(413,))
+    if pick == 3:
+        return Request("POST", f"/{draw.name}/predict", floats_body(size), {"Content-Type": "application/json"}, (413,))
+    return draw.paddle(many_keys_body(size), expect=(413,))
+
+
+def bad_logid(draw: Draw) -> Request:
+    """A logid that is neither an integer in the 64-bit range nor a string of at most 64 characters."""
+    valid = draw.valid_b64()
+    logid = draw.rng.choice([[0, 0], {"id": 1}, 1.5, True, "x" * draw.rng.randint(65, 4000), 2**64, -(2**63) - 1, []])
+    return draw.paddle({"key": ["image"], "value": [valid], "logid": logid})
+
+
+def multipart_tiny_parts(draw: Draw) -> Request:
+    """Many one-byte image parts: refused while werkzeug parses them (parts bound), not after."""
+    most = max(1, _hostile_size(draw) // 100)
+    parts = draw.rng.randint(min(most, draw.limits.max_inputs + 32), most)
+    body, ctype = tiny_parts_multipart(parts, f"tiny{draw.rng.randrange(1 << 30)}")
+    return Request("POST", f"/{draw.name}/predict", body, {"Content-Type": ctype})

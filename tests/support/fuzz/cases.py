@@ -65,6 +65,10 @@ CASES: tuple[Category, ...] = (
     Category("deep_json", body_cases.deep_json, 1, (400,)),
     Category("huge_int", body_cases.huge_int, 1, (400,)),
     Category("option_digits", body_cases.option_digits, 1, (400,)),
+    # hostile bodies (issue 25): refused before they cost more than a few times their size
+    Category("json_amplification", body_cases.json_amplification, 1, (400, 413)),
+    Category("bad_logid", body_cases.bad_logid, 2, (400,)),
+    Category("multipart_tiny_parts", body_cases.multipart_tiny_parts, 1, (413,)),
 )
 
 

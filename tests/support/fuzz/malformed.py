@@ -5,7 +5,6 @@ from __future__ import annotations
 import struct
 import zlib
 
-
 # samples per pixel of each PNG colour type (gray, RGB, palette, gray + alpha, RGBA)
 PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 

@@ -88,7 +88,7 @@ def attacks(image: bytes) -> list[Attack]:
         Attack("rgba_bombs", rgba_bombs.__doc__ or "", rgba_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
         Attack("rgba16_bombs", rgba16_bombs.__doc__ or "", rgba16_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
         Attack(
-            "logid_list", "A 6 MB body whose logid is a list of 3 M zeros", logid_list(image), amplification, (400,)
+            "logid_list", "A 6 MB body whose logid is a list of 3 M zeros", logid_list(image), amplification, (400, 413)
         ),
         Attack("spaced_base64", spaced_base64.__doc__ or "", spaced_base64, amplification, (400,)),
         Attack("nesting_bomb", nesting_bomb.__doc__ or "", nesting_bomb, amplification, (400,)),
