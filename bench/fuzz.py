@@ -15,6 +15,10 @@ also answer 200); never a 5xx, never a dropped connection. Afterwards
 The case table (categories, weights, allowed statuses) is
 tests/support/fuzz/cases.py; this script is its command line.
 
+Categories ``json_amplification``, ``bad_logid``, ``multipart_tiny_parts`` and
+``alpha_depth_bomb`` are issue 25's hostile traffic (bodies that cost many times
+their size, RGBA images of 4-8 bytes a pixel at the pixel limit; see
+``bench/hostile.py`` for the same with the server's RSS measured).
 Categories ``deep_json``, ``huge_int``, ``option_digits``, ``pixel_bomb_pil_bypass``
 and ``pixel_bomb_hdr`` reproduce server bugs this fuzz found (once 500s or full
 decodes; fixed, see docs/RELIABILITY.md "Bugs found and fixed"); they are ordinary

@@ -69,6 +69,7 @@ CASES: tuple[Category, ...] = (
     Category("json_amplification", body_cases.json_amplification, 1, (400, 413)),
     Category("bad_logid", body_cases.bad_logid, 2, (400,)),
     Category("multipart_tiny_parts", body_cases.multipart_tiny_parts, 1, (413,)),
+    Category("alpha_depth_bomb", image_cases.alpha_depth_bomb, 1, (413, 503), heavy=True, lenient=True),
 )
 
 

@@ -60,3 +60,12 @@ def pixel_bomb_hdr(draw: Draw) -> Request:
     # a format PIL cannot size (Radiance HDR, 49 M float pixels if decoded): refused before decoding
     # (400 "cannot read the image header"; 413 would also do if the size were read)
     return draw.raw(hdr_bomb(7000, 7000), "image/vnd.radiance")
+
+
+def alpha_depth_bomb(draw: Draw) -> Request:
+    # issue 25: all-zero RGBA PNGs (8 or 16 bit) just inside the pixel limit, one or two a request:
+    # a few hundred KB that decode to 4-8 bytes a pixel; bounded by the decode budget (200, 413 or 503)
+    side = int(draw.limits.max_image_pixels**0.5)
+    png = b64(png_with_header(side, side, bitdepth=draw.rng.choice([8, 16]), color=6, rows=None))
+    n = draw.rng.randint(1, 2)
+    return draw.paddle({"key": ["image"] * n, "value": [png] * n, "logid": draw.rng.randint(0, 99)})
