@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -277,6 +278,27 @@ def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
     return errors
 
 
+def _check_body_budget(entries: list[_Entry]) -> list[ConfigError]:
+    """``http.max_buffered_mb`` must hold one body of the largest ``max_body_size``
+    served (a source op's), else such a body would be refused (503) for ever."""
+    chosen = next((e for e in entries if "http" in e.config.model_fields_set), entries[0])
+    budget_mb = chosen.config.http.max_buffered_mb
+    if budget_mb is None:
+        return []
+    body, entry, op = max(
+        ((e.config.op[s].local_service_conf.max_body_size, e, s) for e in entries for s in e.config.dag_graph.sources),
+        key=lambda found: found[0],
+    )
+    if budget_mb << 20 >= body:
+        return []
+    where = f"op {op!r}" + ("" if entry is chosen else f" in {entry.file}")
+    message = (
+        f"{budget_mb} MiB is less than one request body of max_body_size {body} bytes ({where}): "
+        f"at least {math.ceil(body / (1 << 20))}, or null (4 x the largest max_body_size)"
+    )
+    return [ConfigError(chosen.file, "http.max_buffered_mb", message)]
+
+
 def _check_server_keys(entries: list[_Entry]) -> list[ConfigError]:
     errors = []
     for key, why in SERVER_KEYS.items():
@@ -431,6 +453,7 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
     errors = (
         _check_versions(entries)
         + _check_server_keys(entries)
+        + _check_body_budget(entries)
         + _check_routing(entries)
         + _check_shares(entries)
         + _check_input_kinds(entries)

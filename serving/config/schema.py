@@ -474,6 +474,9 @@ class HttpConf(BaseModel):
     header_timeout_s: float = Field(default=10.0, gt=0)
     # connections open at once (null: the HTTP threads + 128); more wait in the backlog
     connection_limit: int | None = Field(default=None, ge=1)
+    # MiB of request bodies the front holds at once, in memory and $TMPDIR, for the whole
+    # server (null: 4 x the largest max_body_size); at least one max_body_size (repository.py)
+    max_buffered_mb: int | None = Field(default=None, ge=1)
 
 
 class SecurityConf(BaseModel):

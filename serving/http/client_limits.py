@@ -23,12 +23,14 @@ from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 
 from serving.config.schema import HttpConf
+from serving.http.body_budget import BodyBudget
 from serving.http.front_gate import FrontGate, GatedParser, waitress_body_limit
 
 
 class TimedChannel(HTTPChannel):
     """A waitress channel that notes when the request it is reading began and
-    parses with :class:`GatedParser` (``gate``: set per server by :func:`guard_front`).
+    parses with :class:`GatedParser` (``gate`` and the body ``budget``: set per
+    server by :func:`guard_front`).
 
     A request the gate refused is answered at once, and the connection closed;
     but a client still sending the body would get a reset instead of the
@@ -38,12 +40,13 @@ class TimedChannel(HTTPChannel):
 
     request_began = 0.0
     gate = FrontGate()
+    budget: BodyBudget | None = None  # None: bodies are not counted
     discarding = False  # a refused request: every later byte of this connection is dropped
     lingering = False  # the answer is out and our side shut: reading only to drop
 
     def parser_class(self, adj: Any) -> GatedParser:
         # waitress calls self.parser_class(self.adj) for each request: a method, to hand it the gate
-        return GatedParser(adj, self.gate, on_refused=self._refused)
+        return GatedParser(adj, self.gate, on_refused=self._refused, budget=self.budget)
 
     def _refused(self) -> None:
         self.discarding = True
@@ -69,6 +72,14 @@ class TimedChannel(HTTPChannel):
             return
         self.lingering = True
         self.will_close = False
+
+    def del_channel(self, map: Any = None) -> None:
+        # waitress closes the requests it queued (HTTPChannel.service), never the one it was
+        # still reading: a client gone mid-body would keep that body's claim on the budget
+        partial = self.request
+        if partial is not None:
+            partial.close()
+        super().del_channel(map)
 
     def reading_since(self) -> float | None:
         """When the request still being read began (None: none is)."""
@@ -119,12 +130,13 @@ def _servers(server: Any) -> list[Any]:
     return [d for d in getattr(server, "map", {}).values() if isinstance(d, BaseWSGIServer)]
 
 
-def guard_front(server: Any, http: HttpConf, gate: FrontGate) -> None:
+def guard_front(server: Any, http: HttpConf, gate: FrontGate, budget: BodyBudget | None = None) -> None:
     """Make ``server`` (what waitress's ``create_server`` returned) read with a
-    :class:`TimedChannel` checking ``gate``, and close connections whose
-    request or headers are overdue."""
+    :class:`TimedChannel` checking ``gate`` and claiming bodies from ``budget``
+    (one for all its listening sockets), and close connections whose request
+    or headers are overdue."""
     for one in _servers(server):
-        one.channel_class = type("GatedChannel", (TimedChannel,), {"gate": gate})
+        one.channel_class = type("GatedChannel", (TimedChannel,), {"gate": gate, "budget": budget})
         idle_rule = one.maintenance
 
         def maintenance(now: float, one: Any = one, idle_rule: Any = idle_rule) -> None:

@@ -7,10 +7,15 @@ before it reads or buffers the body (waitress buffers a whole body, past
 * a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``, the
   largest ``max_body_size`` served): 413. A chunked body has no length up
   front: waitress counts it as it arrives (chunk framing included) and it is
-  refused once past the limit.
+  refused once past the limit;
+* a body the server-wide body budget (:mod:`serving.http.body_budget`,
+  ``http.max_buffered_mb``) has no room for: 503 with ``Retry-After``. A
+  request takes its ``Content-Length`` from the budget before its body is
+  read (a chunked one, each read before it is stored) and gives it back when
+  waitress closes the request.
 
-Both answers are the app's own JSON error shape (``error_body``) with
-``Connection: close``. The front only refuses what the app would refuse
+All answers are the app's own JSON error shape (``error_body``) with
+``Connection: close``. The 401 and 413 are what the app would answer
 anyway, by the same rules; a request without a body is left to the app.
 """
 
@@ -27,6 +32,7 @@ from waitress.utilities import Error, RequestEntityTooLarge
 
 from serving.errors import ServingError, Unauthorized
 from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, TOKEN_ENV, challenge, required_token, token_accepts
+from serving.http.body_budget import BodyBudget
 from serving.http.error_body import body_over_limit, error_document
 from serving.http.jsonio import dumps
 
@@ -77,6 +83,8 @@ class FrontRefusal(Error):
         headers = [("Content-Type", "application/json")]
         if isinstance(self.err, Unauthorized):
             headers.append(("WWW-Authenticate", challenge(self.authorization)))
+        if self.err.retry_after is not None:  # as the app writes it
+            headers.append(("Retry-After", str(max(1, int(round(self.err.retry_after))))))
         body = dumps(error_document(self.path, self.err), sort_keys=True) + b"\n"  # as the app writes it
         return f"{self.code} {self.reason}", headers, body
 
@@ -84,26 +92,64 @@ class FrontRefusal(Error):
 class GatedParser(HTTPRequestParser):
     """waitress's request parser, plus :class:`FrontGate`'s checks the moment
     the headers are complete (a 401 before a 413: the limit is no business of
-    a caller without the token)."""
+    a caller without the token; a 413 before a 503: a body refused anyway
+    takes nothing), and its body's claim on ``budget`` (None: no budget),
+    given back by :meth:`close`."""
 
     error: Any = None  # waitress's: why the request is answered with an error
 
-    def __init__(self, adj: Any, gate: FrontGate, on_refused: Callable[[], None] = lambda: None):
+    def __init__(
+        self,
+        adj: Any,
+        gate: FrontGate,
+        on_refused: Callable[[], None] = lambda: None,
+        budget: BodyBudget | None = None,
+    ):
         super().__init__(adj)
         self.gate = gate
         self.on_refused = on_refused  # the channel drops the rest of the connection's input
+        self.claim = budget.claim() if budget is not None else None
 
     def received(self, data: bytes) -> int:
+        if self.chunked and not self.completed:  # each read of a chunked body is claimed before it is stored
+            busy = self._no_room(self._chunked_need(data))
+            if busy is not None:
+                return self._refuse(busy, data)
         had_headers = self.headers_finished
         consumed = int(super().received(data))
         refusal: ServingError | None = None
-        if self.headers_finished and not had_headers and (self.error is None or self._too_large()):
+        just_headers = self.headers_finished and not had_headers
+        if just_headers and (self.error is None or self._too_large()):
             authorization = self.headers.get("AUTHORIZATION", "")
             refusal = self.gate.refusal(self.path, authorization, has_body=self.body_rcv is not None)
         if refusal is None and self._too_large():
             refusal = body_over_limit(app_body_limit(self.adj.max_request_body_size))
+        if refusal is None and just_headers and self.error is None:
+            refusal = self._no_room(self.content_length)
         if refusal is None:
             return consumed
+        return self._refuse(refusal, data)
+
+    def close(self) -> None:
+        """waitress's (the body's buffer), and the body's bytes back to the budget."""
+        try:
+            super().close()
+        finally:
+            if self.claim is not None:
+                self.claim.release()
+
+    def _no_room(self, nbytes: int) -> ServingError | None:
+        """None when the body may hold ``nbytes`` in all (then taken from the budget), else the 503."""
+        if self.claim is None or self.claim.grow_to(nbytes):
+            return None
+        return self.claim.budget.refusal()
+
+    def _chunked_need(self, data: bytes) -> int:
+        """What a chunked body holds once ``data`` is stored: at most all of it
+        (framing included, as waitress counts), at most the body limit (past it: 413)."""
+        return min(self.body_bytes_received + len(data), self.adj.max_request_body_size)
+
+    def _refuse(self, refusal: ServingError, data: bytes) -> int:
         self.error = FrontRefusal(refusal, self.path, self.headers.get("AUTHORIZATION", ""))
         self.completed = True
         self.expect_continue = False  # else waitress sends 100 Continue and reopens the request

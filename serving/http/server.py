@@ -27,6 +27,7 @@ from serving.engine.repository import PipelineRepository
 from serving.errors import ServingError
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
+from serving.http.body_budget import BodyBudget, buffered_bytes
 from serving.http.client_limits import guard_front, set_body_limit, waitress_options
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env
 from serving.http.front_gate import FrontGate
@@ -89,6 +90,8 @@ class Server:
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
         self._waitress: Any = None
+        # request bodies the HTTP front holds at once; sized by _apply_body_limits once listening
+        self.body_budget = BodyBudget(0)
         self._serve_thread: threading.Thread | None = None
 
     def start_listening(self) -> None:
@@ -104,11 +107,17 @@ class Server:
             ident="batchline",
             clear_untrusted_proxy_headers=True,
         )
-        guard_front(self._waitress, self.config.http, self.gate)
-        # the app's body limit (MAX_CONTENT_LENGTH, the largest max_body_size served) is waitress's
-        # too, so an over-limit body is refused before it is buffered; a reload may change it
-        self.repository.on_reload(lambda: set_body_limit(self._waitress, self.app.config["MAX_CONTENT_LENGTH"]))
+        guard_front(self._waitress, self.config.http, self.gate, self.body_budget)
+        self.repository.on_reload(self._apply_body_limits)
         self.port = self._waitress.effective_port
+
+    def _apply_body_limits(self) -> None:
+        """The app's body limit (MAX_CONTENT_LENGTH, the largest max_body_size served) is
+        waitress's too, so an over-limit body is refused before it is buffered, and sizes the
+        derived body budget; a reload may change it (``http`` itself needs a restart)."""
+        limit = self.app.config["MAX_CONTENT_LENGTH"]
+        set_body_limit(self._waitress, limit)
+        self.body_budget.resize(buffered_bytes(self.config.http.max_buffered_mb, limit))
 
     @property
     def url(self) -> str:

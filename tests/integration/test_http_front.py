@@ -256,3 +256,134 @@ def test_a_body_slower_than_the_header_deadline_is_still_served(deadlines):
             time.sleep(4 * HEADER_TIMEOUT_S * 8 / len(body))
         sock.settimeout(ANSWER_WITHIN_S)
         assert read_answer(sock).status == 200
+
+
+# ---- the body budget (http.max_buffered_mb) ----------------------------------------------------
+BUDGET_MB = 2
+BUDGETED_LIMIT = BUDGET_MB << 20  # one body of the limit fits the budget, two of 60% do not
+SHARE = int(0.6 * BUDGETED_LIMIT)  # past waitress's 512 KiB: stored in a temp file
+
+
+@pytest.fixture(scope="module")
+def budgeted():
+    config = text_config(auth_token=TOKEN, max_body_size=BUDGETED_LIMIT)
+    config["http"] = {"max_buffered_mb": BUDGET_MB}
+    with LiveApp(config) as live:
+        yield live
+
+
+def held_becomes(live: LiveApp, nbytes: int) -> None:
+    """Wait until the budget holds ``nbytes`` (a request gives its body back just after its answer)."""
+    budget = live.server.body_budget
+    end = time.monotonic() + ANSWER_WITHIN_S
+    while budget.held != nbytes:
+        assert time.monotonic() < end, f"the budget holds {budget.held} bytes, not {nbytes}"
+        time.sleep(0.01)
+
+
+def start_upload(live: LiveApp, body: bytes) -> socket.socket:
+    """A connection that sent the headers and half of ``body`` (its claim is taken) and waits."""
+    sock = connect(live)
+    sock.sendall(head("/ernie/prediction", len(body), token=TOKEN) + body[: len(body) // 2])
+    return sock
+
+
+def finish_upload(sock: socket.socket, body: bytes) -> Answer:
+    sock.sendall(body[len(body) // 2 :])
+    return read_answer(sock)
+
+
+def test_the_budget_is_the_key_or_four_bodies_of_the_limit(guarded, budgeted):
+    assert budgeted.server.body_budget.capacity == BUDGET_MB << 20
+    assert guarded.server.body_budget.capacity == 4 * LIMIT  # http.max_buffered_mb: null
+
+
+def test_a_body_that_does_not_fit_the_budget_is_503_before_it_is_sent(budgeted):
+    held_becomes(budgeted, 0)
+    body = exact_body(SHARE)
+    with start_upload(budgeted, body) as first:
+        held_becomes(budgeted, SHARE)
+        with connect(budgeted) as second:
+            second.sendall(head("/ernie/prediction", SHARE, token=TOKEN))  # and never the body
+            answer = read_answer(second)
+            assert answer.status == 503 and answer.headers["retry-after"] == "1"
+            assert answer.headers["connection"] == "close" and answer.headers["content-type"] == "application/json"
+            doc = answer.json()
+            assert doc["err_no"] == 503 and "http.max_buffered_mb" in doc["err_msg"] and doc["value"] == []
+            assert closed_by_server(second)
+        assert finish_upload(first, body).status == 200
+    held_becomes(budgeted, 0)  # given back once answered: the next such body fits
+    with connect(budgeted) as third:
+        third.sendall(head("/ernie/prediction", len(body), token=TOKEN) + body)
+        assert read_answer(third).status == 200
+    held_becomes(budgeted, 0)
+
+
+def test_a_request_the_app_refuses_gives_its_body_back(budgeted):
+    held_becomes(budgeted, 0)
+    body = b"{" + b" " * (SHARE - 1)  # not JSON: the app answers 400 after the body is stored
+    for _ in range(3):  # a leak would lock out the third
+        with connect(budgeted) as sock:
+            sock.sendall(head("/ernie/prediction", len(body), token=TOKEN) + body)
+            assert read_answer(sock).status == 400
+        held_becomes(budgeted, 0)
+
+
+def test_a_client_gone_mid_body_gives_its_claim_back(budgeted):
+    held_becomes(budgeted, 0)
+    body = exact_body(SHARE)
+    for _ in range(2):  # a leak would lock out the second
+        with start_upload(budgeted, body):
+            held_becomes(budgeted, SHARE)
+        held_becomes(budgeted, 0)  # closed mid-body: waitress never answers nor closes that request
+    with connect(budgeted) as sock:
+        sock.sendall(head("/ernie/prediction", len(body), token=TOKEN) + body)
+        assert read_answer(sock).status == 200
+    held_becomes(budgeted, 0)
+
+
+@pytest.mark.parametrize(
+    "token, length, status",
+    [(WRONG, SHARE, 401), (TOKEN, BUDGETED_LIMIT + 1, 413), (TOKEN, SHARE, 503)],
+)
+def test_a_refused_request_takes_nothing_and_frees_nothing_of_others(budgeted, token, length, status):
+    held_becomes(budgeted, 0)
+    body = exact_body(SHARE)
+    with start_upload(budgeted, body) as first:
+        held_becomes(budgeted, SHARE)
+        for _ in range(3):
+            with connect(budgeted) as sock:
+                sock.sendall(head("/ernie/prediction", length, token=token))
+                assert read_answer(sock).status == status
+                assert closed_by_server(sock)
+        held_becomes(budgeted, SHARE)  # the first's claim, no more and no less
+        assert finish_upload(first, body).status == 200
+    held_becomes(budgeted, 0)
+
+
+def test_a_chunked_body_claims_as_it_arrives(budgeted):
+    held_becomes(budgeted, 0)
+    chunk = b" " * 16384
+    payload = json.dumps({"key": ["text"], "value": ["good"]}).encode()
+    frames = b"%x\r\n%s\r\n" % (len(payload), payload)
+    frames += b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(SHARE // len(chunk)))
+    frames += b"0\r\n\r\n"
+    chunked = head("/ernie/prediction", None, token=TOKEN, extra="Transfer-Encoding: chunked\r\n")
+    body = exact_body(SHARE)
+    with start_upload(budgeted, body) as first:
+        held_becomes(budgeted, SHARE)
+        with connect(budgeted) as sock:
+            sock.sendall(chunked)
+            try:
+                sock.sendall(frames)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused while sending: the answer was written first
+            answer = read_answer(sock)
+        assert answer.status == 503 and "http.max_buffered_mb" in answer.json()["err_msg"]
+        held_becomes(budgeted, SHARE)
+        assert finish_upload(first, body).status == 200
+    held_becomes(budgeted, 0)
+    with connect(budgeted) as sock:  # alone, it fits
+        sock.sendall(chunked + frames)
+        assert read_answer(sock).status == 200
+    held_becomes(budgeted, 0)

@@ -577,6 +577,29 @@ def test_served_config_has_a_header_deadline(tmp_path):
     assert http.header_timeout_s <= 10 < http.request_timeout_s
 
 
+def byte_quantity(value: str) -> int:
+    """A Kubernetes memory/storage quantity (binary suffixes, as the manifests write them) in bytes."""
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+    suffix = value[-2:]
+    return int(value[:-2]) * units[suffix] if suffix in units else int(value)
+
+
+def test_tmp_holds_the_served_configs_body_budget(tmp_path):
+    """waitress spools request bodies over 512 KiB to /tmp; the server holds at most its body
+    budget (http.max_buffered_mb) of them at once: past the emptyDir's sizeLimit the pod is evicted."""
+    from serving.config.repository import repository_of
+    from serving.http.app import limits_from_config
+    from serving.http.body_budget import buffered_bytes
+
+    config = configmap_config(tmp_path)
+    budget = buffered_bytes(repository_of(config).http.max_buffered_mb, limits_from_config(config).max_body_size)
+    spec = manifest("Deployment")["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m["name"] for m in container()["volumeMounts"]}
+    tmp = next(v for v in spec["volumes"] if v["name"] == mounts["/tmp"])
+    assert "medium" not in tmp["emptyDir"], "an in-memory /tmp would count the bodies against the memory limit"
+    assert byte_quantity(tmp["emptyDir"]["sizeLimit"]) >= budget
+
+
 def test_service_reaches_the_pods():
     service, deployment = manifest("Service"), manifest("Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]

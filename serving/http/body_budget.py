@@ -1,0 +1,110 @@
+"""The body budget: bytes of request bodies the HTTP front holds at once, in
+memory and in ``$TMPDIR``, for the whole server (``http.max_buffered_mb``).
+
+waitress stores a whole body before the app sees its request (past 512 KiB in
+a temp file) and keeps it until the request is answered; each connection may
+hold two. Without a bound, ``connection_limit`` clients with the token could
+fill ``/tmp`` or memory many times over. So a request takes its body's bytes
+from one budget the moment its headers are complete, before any of the body
+is read, and gives them back when waitress closes it; one that does not fit
+is refused at once with 503 + Retry-After (:mod:`serving.http.front_gate`).
+
+A chunked body has no length up front: it takes its bytes as they arrive
+(each read before it is stored), not the body limit up front, which would let
+a handful of small chunked uploads lock out every other client.
+
+The default (``max_buffered_mb: null``) is :func:`default_buffered_bytes`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from serving.errors import Overloaded
+
+MIB = 1 << 20
+BUDGET_KEY = "http.max_buffered_mb"
+#: maximal bodies the default budget holds at once
+DEFAULT_BODIES = 4
+#: seconds a refused client is told to wait: bodies are given back as requests are answered
+RETRY_AFTER_S = 1.0
+
+
+def default_buffered_bytes(max_body_size: int) -> int:
+    """Four bodies of the largest ``max_body_size``: 256 MiB at the 64 MiB default.
+    A few maximal uploads at once, and many of the usual, far smaller, ones."""
+    return DEFAULT_BODIES * max_body_size
+
+
+def buffered_bytes(max_buffered_mb: int | None, max_body_size: int) -> int:
+    """The budget a config sets: ``max_buffered_mb`` MiB, or the default derived from the body limit."""
+    return max_buffered_mb * MIB if max_buffered_mb is not None else default_buffered_bytes(max_body_size)
+
+
+class BodyBudget:
+    """Bytes of request bodies held at once (``capacity``). Thread-safe: bodies
+    are taken in waitress's event loop, given back in a worker thread."""
+
+    def __init__(self, capacity: int):
+        self._lock = threading.Lock()
+        self._capacity = capacity
+        self._held = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def held(self) -> int:
+        with self._lock:
+            return self._held
+
+    def resize(self, capacity: int) -> None:
+        """A new capacity (a reload); what is held stays held."""
+        with self._lock:
+            self._capacity = capacity
+
+    def claim(self) -> Claim:
+        """An empty claim on this budget, for one request body."""
+        return Claim(self)
+
+    def refusal(self) -> Overloaded:
+        """What a request whose body does not fit is answered."""
+        return Overloaded(
+            f"request bodies held by the server are at {BUDGET_KEY} ({self._capacity} bytes), retry later",
+            retry_after=RETRY_AFTER_S,
+        )
+
+    def _grow(self, claim: Claim, nbytes: int) -> bool:
+        with self._lock:
+            more = nbytes - claim.nbytes
+            if more <= 0:
+                return True
+            if self._held + more > self._capacity:
+                return False
+            self._held += more
+            claim.nbytes = nbytes
+            return True
+
+    def _release(self, claim: Claim) -> None:
+        # under the lock: a claim may be released from two threads (the worker that
+        # answered, the event loop that closes the connection), and gives back once
+        with self._lock:
+            self._held -= claim.nbytes
+            claim.nbytes = 0
+
+
+class Claim:
+    """The bytes one request body holds in a :class:`BodyBudget`: it grows
+    with the body and is released once (releasing again gives back nothing)."""
+
+    def __init__(self, budget: BodyBudget):
+        self.budget = budget
+        self.nbytes = 0
+
+    def grow_to(self, nbytes: int) -> bool:
+        """Hold ``nbytes`` in all, if the budget has room for the difference (all or nothing)."""
+        return self.budget._grow(self, nbytes)
+
+    def release(self) -> None:
+        self.budget._release(self)
