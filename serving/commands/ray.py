@@ -1,6 +1,7 @@
 """Ray Serve tools: ``batchline ray build CONFIG... -o serve.yaml`` writes the
 Ray Serve config file of the configs (``serve deploy serve.yaml``, or KubeRay's
-``serveConfigV2``)."""
+``serveConfigV2``). A config that holds a token is refused
+(:mod:`serving.rayserve.secrets`): replicas take it from their environment."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ def main(args: argparse.Namespace) -> int:
         documents = read_documents(args.config)
         from serving.rayserve.app import serve_config
         from serving.rayserve.run import serve_config_yaml
+        from serving.rayserve.secrets import literal_secrets
+
+        secret = literal_secrets(documents)
+        if secret is not None:
+            raise secret
 
         config = serve_config(documents, host=args.host, port=args.port, warmup=not args.no_warmup)
     except ConfigError as exc:

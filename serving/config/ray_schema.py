@@ -80,8 +80,9 @@ class RayDeploymentConf(BaseModel):
     ray_actor_options: RayActorOptions = Field(default_factory=RayActorOptions)
     # calls one replica takes at once (Ray Serve's default, 5, would cap every batch at 5 requests)
     max_ongoing_requests: int | None = Field(default=None, ge=1)
-    # calls waiting in callers for a replica; beyond it Ray refuses (503 here); -1: no limit
-    max_queued_requests: int = Field(default=-1, ge=-1)
+    # calls waiting in each caller for a replica; beyond it Ray refuses (503 here). None: the
+    # Ray backend derives a finite default from the config; -1: no limit (Ray's own default)
+    max_queued_requests: int | None = Field(default=None, ge=-1)
     graceful_shutdown_timeout_s: float = Field(default=20.0, ge=0)
     health_check_period_s: float = Field(default=10.0, gt=0)
 
@@ -89,6 +90,14 @@ class RayDeploymentConf(BaseModel):
     @classmethod
     def _empty(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    @field_validator("max_queued_requests")
+    @classmethod
+    def _queue_bound(cls, value: int | None) -> int | None:
+        """Ray Serve's own rule, checked at load rather than at deploy."""
+        if value == 0:
+            raise ValueError("must be -1 (no limit) or at least 1, got 0")
+        return value
 
     @model_validator(mode="after")
     def _one_scaling(self) -> RayDeploymentConf:

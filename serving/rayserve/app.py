@@ -35,7 +35,8 @@ def _deployment(cls: type) -> Any:
 
 
 def build_app(args: dict[str, Any]) -> Application:
-    """The application of ``args = {"configs": [document, ...], "warmup": bool}``."""
+    """The application of ``args = {"configs": [document, ...], "warmup": bool, "http_host": str}``
+    (``http_host``: the proxies' bind address, for the ingress's no-token check; absent in older files)."""
     documents = [dict(d) for d in args["configs"]]
     repo = parse_documents([ConfigDocument.from_dict(d) for d in documents])
     warmup = bool(args.get("warmup", True))
@@ -47,7 +48,8 @@ def build_app(args: dict[str, Any]) -> Application:
         .bind(documents, config.name, config.effective_version, op.name, hub, warmup=warmup)
         for name, (config, op) in op_deployments(repo).items()
     }
-    return _deployment(Ingress).options(name=INGRESS, **options[INGRESS]).bind(documents, ops, hub)
+    ingress = _deployment(Ingress).options(name=INGRESS, **options[INGRESS])
+    return ingress.bind(documents, ops, hub, http_host=args.get("http_host"))
 
 
 def serve_config(
@@ -59,15 +61,16 @@ def serve_config(
     repo = parse_documents(documents)
     conf = ray_conf(repo)
     deployments = [{"name": name, **opts} for name, opts in deployment_options(repo).items()]
+    http_host = host or repo.host
     return {
         "proxy_location": "EveryNode",
-        "http_options": {"host": host or repo.host, "port": repo.http_port if port is None else port},
+        "http_options": {"host": http_host, "port": repo.http_port if port is None else port},
         "applications": [
             {
                 "name": app_name(repo),
                 "route_prefix": conf.route_prefix,
                 "import_path": IMPORT_PATH,
-                "args": {"configs": [d.as_dict() for d in documents], "warmup": warmup},
+                "args": {"configs": [d.as_dict() for d in documents], "warmup": warmup, "http_host": http_host},
                 "logging_config": {"enable_access_log": conf.access_log},
                 "deployments": deployments,
             }

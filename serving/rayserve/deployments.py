@@ -55,7 +55,7 @@ def _scaling(conf: RayDeploymentConf) -> dict[str, Any]:
     return {"num_replicas": conf.num_replicas or 1}
 
 
-def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int) -> dict[str, Any]:
+def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int, queued: int) -> dict[str, Any]:
     """A deployment's Ray Serve options: what its block sets, the given defaults where it sets none."""
     actor = conf.ray_actor_options
     actor_options: dict[str, Any] = {"num_cpus": cpus if actor.num_cpus is None else actor.num_cpus}
@@ -70,19 +70,24 @@ def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int)
         **_scaling(conf),
         "max_ongoing_requests": conf.max_ongoing_requests or ongoing,
         "ray_actor_options": actor_options,
-        "max_queued_requests": conf.max_queued_requests,
+        "max_queued_requests": queued if conf.max_queued_requests is None else conf.max_queued_requests,
         "graceful_shutdown_timeout_s": conf.graceful_shutdown_timeout_s,
         "health_check_period_s": conf.health_check_period_s,
     }
 
 
-def op_options(op: OpConfig) -> dict[str, Any]:
+def op_options(op: OpConfig, *, admitted: int) -> dict[str, Any]:
     """Ray Serve options of an op's deployment, defaults filled in from the op.
 
     CPUs: ``instance_num x thread_num`` on CPU (what the op's instances use),
     1 beside GPUs. GPUs: the op's devices (at least one) when it runs on GPU;
     inside a replica, device ids count the GPUs Ray gave it. In-flight calls:
     two full batches per instance, so one batch can form while another runs.
+    Queued calls: ``admitted``, the requests one ingress replica admits that may
+    call this op (:func:`admitted_callers`). Ray counts the queue per caller,
+    and an admitted request has at most one call out per op, so the bound is
+    finite yet never refuses a request the ingress admitted; the single-process
+    server would queue those too.
     """
     svc = op.local_service_conf
     on_gpu = svc.device_type != 0
@@ -91,23 +96,51 @@ def op_options(op: OpConfig) -> dict[str, Any]:
         cpus=1.0 if on_gpu else float(svc.instance_num * svc.thread_num),
         gpus=float(max(1, len(svc.device_ids))) if on_gpu else 0.0,
         ongoing=2 * svc.max_batch_size * svc.instance_num,
+        queued=admitted,
     )
+
+
+def admitted_callers(repo: RepositoryConfig, config: ServingConfig, op: OpConfig) -> int:
+    """The summed ``dag.max_queue_size`` of the pipelines that call this op's
+    deployment (every user of a shared op): how many requests one ingress
+    replica may hold that each have a call out to it."""
+    if op.share_name is None:
+        return config.dag.max_queue_size
+    return sum(user.dag.max_queue_size for user, _ in repo.shares[op.share_name].users)
 
 
 def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
     """The ingress decodes inputs and runs the HTTP app: one CPU by default. Our own
     admission answers 503 beyond ``max_queue_size``, so Ray lets every admissible
-    request in (``max_queue_size`` summed over pipelines, plus ``worker_num``)."""
-    return _options(ray_conf(repo).ingress, cpus=1.0, gpus=0.0, ongoing=repo.max_queue_size + repo.worker_num)
+    request in (``max_queue_size`` summed over pipelines, plus ``worker_num``).
+    Requests wait in each HTTP proxy only while every ingress replica is that full:
+    at most ``max_queue_size`` (summed) of them, then the proxy answers 503."""
+    return _options(
+        ray_conf(repo).ingress,
+        cpus=1.0,
+        gpus=0.0,
+        ongoing=repo.max_queue_size + repo.worker_num,
+        queued=repo.max_queue_size,
+    )
 
 
 def hub_options() -> dict[str, Any]:
-    return {"num_replicas": 1, "max_ongoing_requests": 1000, "ray_actor_options": {"num_cpus": 0.0}}
+    # each caller (a replica) has one push out per metrics interval, the ingress a collect per
+    # GET /metrics: a stuck hub makes callers give up at the bound, not queue without end
+    return {
+        "num_replicas": 1,
+        "max_ongoing_requests": 1000,
+        "ray_actor_options": {"num_cpus": 0.0},
+        "max_queued_requests": 100,
+    }
 
 
 def deployment_options(repo: RepositoryConfig) -> dict[str, dict[str, Any]]:
     """Every deployment of the application: name -> options (ops in config order, then ingress and hub)."""
-    out = {name: op_options(op) for name, (_, op) in op_deployments(repo).items()}
+    out = {
+        name: op_options(op, admitted=admitted_callers(repo, config, op))
+        for name, (config, op) in op_deployments(repo).items()
+    }
     out[INGRESS] = ingress_options(repo)
     out[METRICS_HUB] = hub_options()
     return out

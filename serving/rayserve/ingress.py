@@ -3,8 +3,15 @@ routing and metrics as ``batchline serve``, with every op's stage a
 :class:`RemoteStage` that calls the op's deployment through its handle.
 
 Ray Serve's proxy hands each HTTP request to an ingress replica;
-:mod:`wsgi_bridge` runs the app for it in a thread. Admission
-(``max_queue_size``) counts the requests of this replica.
+:mod:`front` refuses it before its body when the token or the length says so
+and reads the body with a cap, then :mod:`wsgi_bridge` runs the app for it in
+a thread. Admission (``max_queue_size``) counts the requests of this replica.
+
+The tokens come from the replica's environment (``BATCHLINE_AUTH_TOKEN``,
+``BATCHLINE_ADMIN_TOKEN``: a Secret on Kubernetes) unless the config gives
+them; ``batchline ray build`` never writes one into a file. A replica whose
+proxies listen beyond loopback refuses to start without a token, as
+``batchline serve`` does.
 """
 
 from __future__ import annotations
@@ -24,15 +31,18 @@ from serving.config.schema import OpConfig, ServingConfig
 from serving.engine.launch import make_op
 from serving.engine.repository import PipelineRepository
 from serving.http.app import create_app
-from serving.http.auth import auth_token
+from serving.http.auth import admin_token, auth_token
+from serving.http.exposure import check_bind, insecure_env
+from serving.http.front_gate import FrontGate
 from serving.http.server import http_threads
 from serving.rayserve.deployments import op_deployment_name, ray_conf
+from serving.rayserve.front import IngressFront
 from serving.rayserve.health import DeploymentHealth
 from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
 from serving.rayserve.remote_stage import RemoteStage, Send
 from serving.rayserve.wire import OpCall, OpReply
-from serving.rayserve.wsgi_bridge import call_wsgi
+from serving.rayserve.wsgi_bridge import app_path, call_wsgi
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +76,13 @@ class Ingress:
         *,
         status: Callable[[], Any] | None = None,
         app: str | None = None,
+        http_host: str | None = None,
     ):
         repo_conf = parse_documents([ConfigDocument.from_dict(d) for d in documents])
+        # resolved here, on the replica's node: the environment that counts is the cluster's
+        gate = FrontGate(auth_token(repo_conf.auth_token), admin_token(repo_conf.admin_token))
+        if http_host is not None:  # the proxies' bind address, as the Serve config gives it
+            check_bind(http_host, token=gate.auth_token, insecure=repo_conf.security.insecure or insecure_env())
         self._loop = LoopThread("ray-op-calls").start()
         self._health = DeploymentHealth(app or _app_name(), status or _serve_status).start()
         self._ops = ops
@@ -93,12 +108,19 @@ class Ingress:
         )
         self._pusher.start()
         self.app = create_app(
-            self.repository, auth_token=auth_token(repo_conf.auth_token), metrics_text=self._metrics_text
+            self.repository,
+            auth_token=gate.auth_token,
+            admin_token=gate.admin_token,
+            metrics_text=self._metrics_text,
         )
+        self._front = IngressFront(gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]))
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
 
     async def __call__(self, request: Request) -> Response:
-        return await call_wsgi(self.app, request, self._pool)
+        admitted = await self._front.admit(request, app_path(request.scope))
+        if isinstance(admitted, Response):
+            return admitted
+        return await call_wsgi(self.app, request, admitted, self._pool)
 
     def _metrics_text(self) -> bytes:
         """This replica's metrics, fresh, with every other replica's latest from the hub."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -15,16 +16,25 @@ from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 # set by the response itself (Starlette computes the length of the body it sends)
 _DROPPED = frozenset({"content-length", "transfer-encoding", "connection"})
+# the environ describes the body as read (its length and type are set from it): a chunked
+# request's Transfer-Encoding would make Werkzeug wait for a chunked stream and read nothing
+_BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
 
 
-def wsgi_environ(request: Request, body: bytes) -> dict[str, Any]:
-    """The WSGI environ of an ASGI request; a route prefix becomes the script root."""
-    scope = request.scope
+def app_path(scope: Mapping[str, Any]) -> str:
+    """The request's path as the app sees it: without the route prefix (the script root)."""
     root = scope.get("root_path", "") or ""
     path = scope.get("path", "/")
     if root and path.startswith(root):
         path = path[len(root) :] or "/"
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in ("content-length", "content-type")]
+    return str(path)
+
+
+def wsgi_environ(request: Request, body: bytes) -> dict[str, Any]:
+    """The WSGI environ of an ASGI request; a route prefix becomes the script root."""
+    root = request.scope.get("root_path", "") or ""
+    path = app_path(request.scope)
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _BODY_HEADERS]
     host = request.headers.get("host", "localhost")
     builder = EnvironBuilder(
         path=path,
@@ -53,8 +63,8 @@ def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str
     return int(status.split(" ", 1)[0]), list(headers.items()), body
 
 
-async def call_wsgi(app: Any, request: Request, pool: Executor) -> Response:
-    body = await request.body()
+async def call_wsgi(app: Any, request: Request, body: bytes, pool: Executor) -> Response:
+    """The app's answer to ``request``, whose ``body`` the caller has read (with its limit)."""
     environ = wsgi_environ(request, body)
     # Ray's proxy cancels this call when the client goes away; the app's handlers poll
     # waitress's disconnect hook and then fail their requests (which cancels their op calls)

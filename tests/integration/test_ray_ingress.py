@@ -15,9 +15,10 @@ Every wait has a generous limit that only guards against a hang.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -46,6 +47,7 @@ from tests.support.ray_fakes import (
 
 TOKEN = "t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+AUTH_HEADER = (b"authorization", f"Bearer {TOKEN}".encode())
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +55,7 @@ def isolated(tmp_path, monkeypatch):
     """No token from the environment; replicas' node-wide CPU claims in a file of the test's own."""
     import tempfile
 
-    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN"):
+    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
@@ -72,11 +74,20 @@ def asgi(ingress: Ingress) -> Any:
 class RayApp:
     """An ingress over fake op deployments for ``documents``, and a client for it."""
 
-    def __init__(self, documents: list[ConfigDocument], *, root_path: str = "", replace: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        documents: list[ConfigDocument],
+        *,
+        root_path: str = "",
+        replace: dict[str, Any] | None = None,
+        http_host: str | None = None,
+    ):
         self.cluster = FakeCluster(documents)
         try:
             self.handles = {**self.cluster.handles, **(replace or {})}
-            self.ingress = Ingress(as_dicts(documents), self.handles, None, status=self.cluster.status, app="test")
+            self.ingress = Ingress(
+                as_dicts(documents), self.handles, None, status=self.cluster.status, app="test", http_host=http_host
+            )
         except BaseException:
             self.cluster.close()
             raise
@@ -189,10 +200,13 @@ def test_metrics_label_samples_with_the_replica(ray_app):
 
 
 def test_reload_is_refused_on_ray(ray_app):
-    client = ray_app(DOCS).client
-    answer = client.post("/admin/reload", headers=AUTH)
+    # with the admin token: the reload itself is refused; without one set, admin routes are (403)
+    client = ray_app([document("p", split_add(), auth_token=TOKEN, admin_token="adm1n")]).client
+    answer = client.post("/admin/reload", headers={"Authorization": "Bearer adm1n"})
     assert answer.status_code == 409
     assert RELOAD_ON_RAY in answer.text
+    assert client.post("/admin/reload", headers=AUTH).status_code == 401
+    assert ray_app(DOCS).client.post("/admin/reload", headers=AUTH).status_code == 403
 
 
 class Dying:
@@ -281,3 +295,117 @@ def test_a_request_the_client_abandons_cancels_its_op_call(ray_app):
             time.sleep(0.01)
     finally:
         held.go.set()
+
+
+# ----------------------------------------------------------------------------- hostile requests
+
+
+class Body:
+    """An ASGI ``receive`` that hands out ``chunks`` one message each and counts what was pulled."""
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self._chunks = iter(chunks)
+        self.pulled = 0  # messages
+        self.bytes = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        self.pulled += 1
+        self.bytes += len(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+
+def call(app: RayApp, path: str, body: Body, headers: list[tuple[bytes, bytes]]) -> Any:
+    """The ingress's answer to a POST of ``body`` to ``path``, as Ray's proxy hands it over."""
+    request = Request(scope(path, headers=[(b"content-type", b"text/plain"), *headers]), body)
+    return asyncio.run(app.ingress(request))
+
+
+LIMIT = 1000  # max_body_size of the pipeline below: a small limit keeps the chunked case short
+GATED = [document("p", split_add(max_body_size=LIMIT), auth_token=TOKEN)]
+
+
+def endless() -> Iterable[bytes]:
+    """A client that sends far more than the limit, one byte a message (bounded, so that an
+    ingress that reads everything fails this test instead of hanging it)."""
+    return itertools.repeat(b"7", 50 * LIMIT)
+
+
+@pytest.mark.parametrize("path", ["/p/predict", "/p/prediction"])
+@pytest.mark.parametrize("authorization", [None, b"Bearer wrong", b"Basic dDBrZW4="], ids=["none", "wrong", "basic"])
+def test_a_body_without_the_token_is_refused_unread(ray_app, local_app, path, authorization):
+    """401 before any byte of a large declared body is pulled; the answer is the app's own."""
+    app = ray_app(GATED)
+    body = Body(endless())
+    headers = [(b"content-length", b"900")]
+    if authorization is not None:
+        headers.append((b"authorization", authorization))
+    answer = call(app, path, body, headers)
+    assert answer.status_code == 401
+    assert body.pulled == 0, "the ingress read the body of a request it refused"
+    assert answer.headers["www-authenticate"].startswith('Bearer realm="batchline"')
+    assert answer.headers["connection"] == "close"
+    sent = {} if authorization is None else {"Authorization": authorization.decode()}
+    flask = local_app(GATED).post(path, data=b"7 3", headers={**sent, "Content-Type": "text/plain"})
+    got, want = json.loads(answer.body), flask.get_json()
+    assert answer.status_code == flask.status_code
+    # the app's shape and status; its message (FrontGate's wording, which may name less) aside
+    got_message = got.pop("err_msg", None) or got["error"].pop("message")
+    want.pop("err_msg", None) or want["error"].pop("message")
+    assert got == want and got_message.startswith("missing or wrong bearer token")
+    assert answer.headers["www-authenticate"] == flask.headers["WWW-Authenticate"]
+    assert TOKEN not in answer.body.decode()
+
+
+def test_a_content_length_over_the_limit_is_413_unread(ray_app):
+    body = Body(endless())
+    answer = call(ray_app(GATED), "/p/predict", body, [(b"content-length", b"%d" % (LIMIT + 1)), AUTH_HEADER])
+    assert answer.status_code == 413
+    assert body.pulled == 0
+    assert json.loads(answer.body) == {
+        "error": {"status": 413, "message": f"request body over max_body_size ({LIMIT} bytes)"}
+    }
+
+
+def test_a_chunked_body_past_the_limit_is_413_after_at_most_limit_plus_one_bytes(ray_app):
+    """No length up front: read one chunk at a time, refused as soon as it is past the limit."""
+    app = ray_app(GATED)
+    body = Body(endless())
+    answer = call(app, "/p/prediction", body, [(b"transfer-encoding", b"chunked"), AUTH_HEADER])
+    assert answer.status_code == 413 and json.loads(answer.body)["err_no"] == 413
+    assert body.bytes == LIMIT + 1
+    within = Body([b"7", b" ", b"3"])  # chunked, within the limit: answered as usual
+    answer = call(app, "/p/predict", within, [(b"transfer-encoding", b"chunked"), AUTH_HEADER])
+    assert (answer.status_code, json.loads(answer.body)) == (200, {"results": [four_times(7, 3)]})
+
+
+def test_a_bad_content_length_is_400_unread(ray_app):
+    body = Body(endless())
+    answer = call(ray_app(GATED), "/p/predict", body, [(b"content-length", b"-5"), AUTH_HEADER])
+    assert answer.status_code == 400 and body.pulled == 0
+
+
+def test_requests_without_a_body_are_the_apps_to_judge(ray_app):
+    """Probes and the page carry no body and need no token: the front leaves them to the app."""
+    client = ray_app(GATED).client
+    assert client.get("/health/live").status_code == 200
+    assert client.get("/", headers={"Accept": "text/html"}).status_code == 200
+    refused = client.get("/pipelines")
+    assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == 'Bearer realm="batchline"'
+
+
+def test_an_ingress_exposed_without_a_token_refuses_to_start(ray_app, monkeypatch):
+    """Its proxies listen beyond loopback and its environment has no token: no replica starts
+    (Serve reports the message). A token from the environment, as a Secret gives it, serves."""
+    from serving.http.exposure import OpenBindRefused
+
+    open_docs = [document("p", split_add())]
+    with pytest.raises(OpenBindRefused, match="BATCHLINE_AUTH_TOKEN"):
+        ray_app(open_docs, http_host="0.0.0.0")
+    assert ray_app(open_docs, http_host="127.0.0.1").client.get("/pipelines").status_code == 200
+    monkeypatch.setenv("BATCHLINE_AUTH_TOKEN", TOKEN)
+    client = ray_app(open_docs, http_host="0.0.0.0").client
+    assert client.get("/pipelines").status_code == 401
+    assert native(client, "p", "7 3").json() == {"results": [four_times(7, 3)]}

@@ -17,6 +17,10 @@ No Ray cluster and no Kubernetes here. What is checked:
 * numbers derived elsewhere: the workers' CPUs hold one replica of every deployment at the
   ``ray_actor_options`` the config gives; the Serve port is the containers' ``serve`` port;
   ``rayVersion`` is the image's pinned Ray; the pods run as the image's user.
+* hostile traffic: no token in any file (replicas read a Secret); Ray's token authentication
+  on, at a Ray that has it; a NetworkPolicy (Kubernetes 1.34 schema) that selects every Ray pod
+  and opens only the Serve port to everyone; no service account token where replicas run; the
+  dashboard never bound to 0.0.0.0 by us or by the docs; every deployment's queue bounded.
 """
 
 from __future__ import annotations
@@ -57,8 +61,18 @@ KUBERAY_FLAGS = ("--host", "0.0.0.0", "--port", "8000")
 
 
 # ---- readers --------------------------------------------------------------------------------
+def rayservice_documents() -> list[dict]:
+    return list(yaml.safe_load_all(RAYSERVICE.read_text(encoding="utf-8")))
+
+
 def rayservice() -> dict:
-    return yaml.safe_load(RAYSERVICE.read_text(encoding="utf-8"))
+    (doc,) = [d for d in rayservice_documents() if d["kind"] == "RayService"]
+    return doc
+
+
+def network_policy() -> dict:
+    (doc,) = [d for d in rayservice_documents() if d["kind"] == "NetworkPolicy"]
+    return doc
 
 
 def below_header(text: str) -> str:
@@ -187,6 +201,7 @@ RAYSERVICE_SCHEMA = _object(
                 "rayClusterConfig": _object(
                     {
                         "rayVersion": {"type": "string", "pattern": r"^\d+\.\d+\.\d+$"},
+                        "authOptions": _object({"mode": {"enum": ["disabled", "token"]}, "secretName": _STR}),
                         "enableInTreeAutoscaling": {"type": "boolean"},
                         "headGroupSpec": _object(
                             {
@@ -341,3 +356,105 @@ def test_ray_image_is_the_cpu_image_plus_the_ray_extra():
     # the CPU image's libraries, plus wget for KubeRay's exec probes (`bash -c "wget ..."`;
     # bash itself is in the Debian base image, which this test cannot see)
     assert apt(final_stage(ray_image)) == apt(final_stage(cpu_image)) | {"wget"}
+
+
+# ---- hostile traffic ------------------------------------------------------------------------
+def containers_env(group: dict) -> dict[str, dict]:
+    return {e["name"]: e for e in ray_container(group).get("env", [])}
+
+
+def test_no_token_in_any_file_the_replicas_read_a_secret():
+    """serve.yaml and serveConfigV2 (which Ray's dashboard shows) embed configs without a token;
+    every pod that can run replicas (num-cpus not 0: the ingress may land there) takes
+    BATCHLINE_AUTH_TOKEN, and optionally BATCHLINE_ADMIN_TOKEN, from a Secret, never a value."""
+    from serving.rayserve.secrets import SECRET_KEYS
+
+    for text in committed_serve_configs().values():
+        for doc in config_documents(yaml.safe_load(text)):
+            assert not set(SECRET_KEYS) & set(doc["data"]), doc["source"]
+    assert {d["kind"] for d in rayservice_documents()} == {"RayService", "NetworkPolicy"}  # no Secret with data
+    replica_groups = 0
+    for name, group in groups().items():
+        env = containers_env(group)
+        assert not any("value" in e for e in env.values()), name  # only valueFrom
+        if group["rayStartParams"].get("num-cpus") == "0":
+            continue
+        replica_groups += 1
+        for var, optional in (("BATCHLINE_AUTH_TOKEN", False), ("BATCHLINE_ADMIN_TOKEN", True)):
+            ref = env[var]["valueFrom"]["secretKeyRef"]
+            assert ref["name"] == "batchline-auth" and ref.get("optional", False) is optional, (name, var)
+    assert replica_groups >= 1
+
+
+def test_ray_token_authentication_is_on_at_a_ray_that_has_it():
+    """Ray's token auth came in Ray 2.52 (KubeRay's authOptions: 1.5.1): the RayService turns it
+    on, and neither the image's Ray nor the `ray` extra's floor is older."""
+    import configparser
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    cluster = rayservice()["spec"]["rayClusterConfig"]
+    assert cluster["authOptions"] == {"mode": "token"}
+    assert Version(cluster["rayVersion"]) >= Version("2.52.0")
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    for extra in ("ray", "test"):
+        lines = [line for line in parser["options.extras_require"][extra].split("\n") if line.startswith("ray")]
+        (requirement,) = [Requirement(line) for line in lines]
+        floors = [Version(spec.version) for spec in requirement.specifier if spec.operator == ">="]
+        assert floors and min(floors) >= Version("2.52"), (extra, str(requirement))
+
+
+def test_network_policy_opens_only_the_serve_port():
+    policy = network_policy()
+    _kubernetes_validate().validate(policy, K8S_VERSION, strict=True)
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    for name, group in groups().items():  # it selects every Ray pod of the RayService
+        labels = group["template"]["metadata"]["labels"]
+        assert selector.items() <= labels.items(), name
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    serve_port = yaml.safe_load(rayservice()["spec"]["serveConfigV2"])["http_options"]["port"]
+    open_rules = [rule for rule in policy["spec"]["ingress"] if "from" not in rule]
+    assert [rule["ports"] for rule in open_rules] == [[{"port": serve_port, "protocol": "TCP"}]]
+    for rule in policy["spec"]["ingress"]:
+        if "from" not in rule:
+            continue
+        for peer in rule["from"]:
+            assert "ipBlock" not in peer
+            if "namespaceSelector" in peer:  # another namespace: only the KubeRay operator, only the dashboard
+                assert peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "kuberay-operator"}
+                assert rule["ports"] == [{"port": 8265, "protocol": "TCP"}]
+            else:  # the same namespace: only this RayService's pods
+                assert peer["podSelector"]["matchLabels"] == selector
+
+
+def test_service_account_tokens_stay_out_of_the_replicas_pods():
+    """No Kubernetes credentials where replicas parse clients' requests; the head keeps its
+    token only for the in-tree autoscaler, which calls the Kubernetes API."""
+    cluster = rayservice()["spec"]["rayClusterConfig"]
+    for name, group in groups().items():
+        mounted = group["template"]["spec"]["automountServiceAccountToken"]
+        if name == "head":
+            assert mounted is bool(cluster.get("enableInTreeAutoscaling"))
+        else:
+            assert mounted is False, name
+
+
+def test_the_dashboard_is_never_bound_to_every_address_by_us():
+    """KubeRay binds it to the pod (its operator deploys through it; the NetworkPolicy fences it);
+    nothing here or in the docs widens that: the docs reach it with kubectl port-forward."""
+    for name, group in groups().items():
+        assert group["rayStartParams"].get("dashboard-host", "127.0.0.1") != "0.0.0.0", name
+    deploy_md = (ROOT / "docs" / "DEPLOY.md").read_text(encoding="utf-8")
+    assert not re.search(r"dashboard[-_]host[= ]+0\.0\.0\.0", deploy_md)
+    assert "kubectl port-forward" in deploy_md and "8265" in deploy_md
+
+
+@pytest.mark.parametrize("flags", ["", " ".join(KUBERAY_FLAGS)], ids=["serve.yaml", "rayservice"])
+def test_every_deployment_bounds_its_queue(flags):
+    """Ray Serve's default max_queued_requests (-1) lets calls wait in each caller without end."""
+    (app,) = yaml.safe_load(committed_serve_configs()[flags])["applications"]
+    queued = {d["name"]: d["max_queued_requests"] for d in app["deployments"]}
+    assert set(queued) == {"ocr-det", "ocr-rec", "ingress", "metrics-hub"}
+    assert all(isinstance(n, int) and n >= 1 for n in queued.values()), queued

@@ -120,6 +120,9 @@ def load_error(tmp_path: Path, op_ray: str = "", top: str = "") -> tuple[str, st
         ("", "ray: {route_prefix: '/a{b}'}", "ray.route_prefix", "hold no '{' or '}'"),
         ("", "ray: {app_name: 'a b'}", "ray.app_name", "must match"),
         ("", "ray: {metrics_interval_s: 0}", "ray.metrics_interval_s", "must be > 0"),
+        # Ray Serve refuses 0 at deploy: refused at load instead
+        ("ray: {max_queued_requests: 0}", "", "op.rec.ray.max_queued_requests", "-1 (no limit) or at least 1"),
+        ("", "ray: {ingress: {max_queued_requests: -2}}", "ray.ingress.max_queued_requests", ">= -1"),
     ],
 )
 def test_ray_block_errors_name_file_and_key(tmp_path, op_ray, top, key, message):
@@ -210,21 +213,21 @@ def only_op(**entry: Any):
 
 
 def test_op_options_default_cpus_and_in_flight_calls_from_the_op():
-    options = op_options(only_op(instance_num=3, thread_num=2, max_batch_size=4))
+    options = op_options(only_op(instance_num=3, thread_num=2, max_batch_size=4), admitted=40)
     assert options == {
         "num_replicas": 1,
         "max_ongoing_requests": 2 * 4 * 3,  # two full batches per instance
         "ray_actor_options": {"num_cpus": 6.0},  # instance_num x thread_num
-        "max_queued_requests": -1,
+        "max_queued_requests": 40,  # the requests one ingress replica admits
         "graceful_shutdown_timeout_s": 20.0,
         "health_check_period_s": 10.0,
     }
 
 
 def test_gpu_ops_reserve_their_gpus_and_one_cpu():
-    one = op_options(only_op(device_type=1, instance_num=2, thread_num=4))
+    one = op_options(only_op(device_type=1, instance_num=2, thread_num=4), admitted=1)
     assert one["ray_actor_options"] == {"num_cpus": 1.0, "num_gpus": 1.0}
-    two = op_options(only_op(device_type=1, devices="0,1"))
+    two = op_options(only_op(device_type=1, devices="0,1"), admitted=1)
     assert two["ray_actor_options"]["num_gpus"] == 2.0
 
 
@@ -237,7 +240,7 @@ def test_explicit_ray_options_pass_through():
         "health_check_period_s": 2,
         "ray_actor_options": {"num_cpus": 0.5, "num_gpus": 0, "memory": 2**30, "resources": {"node_a": 1}},
     }
-    options = op_options(only_op(device_type=1, ray=ray))
+    options = op_options(only_op(device_type=1, ray=ray), admitted=999)
     assert options == {
         "num_replicas": 3,
         "max_ongoing_requests": 100,
@@ -250,7 +253,7 @@ def test_explicit_ray_options_pass_through():
 
 def test_autoscaling_config_replaces_num_replicas():
     autoscaling = {"min_replicas": 0, "max_replicas": 4, "initial_replicas": 1, "target_ongoing_requests": 16}
-    options = op_options(only_op(ray={"autoscaling_config": autoscaling}))
+    options = op_options(only_op(ray={"autoscaling_config": autoscaling}), admitted=1)
     assert "num_replicas" not in options
     assert options["autoscaling_config"] == {
         **autoscaling,
@@ -269,6 +272,29 @@ def test_ingress_lets_every_admissible_request_in():
     assert options["max_ongoing_requests"] == 32 + 10 + 4  # summed max_queue_size + worker_num
     assert options["ray_actor_options"] == {"num_cpus": 1.0}
     assert options["num_replicas"] == 1
+
+
+def test_every_deployment_bounds_its_queue_by_default():
+    """Ray's default, -1, lets calls wait in each caller without end. The defaults: an op's
+    deployment, the requests one ingress replica admits that may call it (a shared op: every
+    user's); the ingress, every admissible request (what its proxies may hold for it)."""
+    repo = repo_of(
+        document("a", {"x": op_conf("TextSplitOp", share="s"), "add": op_conf("AddOp", ["x"])}),
+        document("b", {"y": op_conf("TextSplitOp", share="s")}, dag={"max_queue_size": 10}),
+    )
+    queued = {name: options["max_queued_requests"] for name, options in deployment_options(repo).items()}
+    assert queued == {"shared-s": 32 + 10, "a-add": 32, INGRESS: 32 + 10, METRICS_HUB: 100}
+    # the bound never refuses a request admission let in: at least the admitted callers
+    assert queued["shared-s"] >= repo.max_queue_size and queued[INGRESS] == repo.max_queue_size
+    explicit = repo_of(
+        document(
+            "p",
+            {"op": op_conf("TextSplitOp", ray={"max_queued_requests": -1})},  # Ray's "no limit", said outright
+            ray={"ingress": {"max_queued_requests": 5}},
+        )
+    )
+    options = deployment_options(explicit)
+    assert (options["p-op"]["max_queued_requests"], options[INGRESS]["max_queued_requests"]) == (-1, 5)
 
 
 def test_the_ingress_block_is_the_first_file_that_sets_one():
@@ -430,6 +456,40 @@ def test_ray_build_of_a_bad_config_names_file_and_key(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{config}: op.add.ray.num_replica: unknown key (did you mean 'num_replicas'?)" in err
     assert not out.exists()
+
+
+SECRET = "s3cret-Value-42"
+
+
+@pytest.mark.parametrize(
+    ("key", "env"), [("auth_token", "BATCHLINE_AUTH_TOKEN"), ("admin_token", "BATCHLINE_ADMIN_TOKEN")]
+)
+def test_ray_build_refuses_a_config_that_holds_a_token(tmp_path, capsys, key, env):
+    """The file embeds the configs, and Ray's dashboard shows a deployed one: a token there
+    is refused (file, key and the variable to use instead named; the token never shown)."""
+    config = write_config(tmp_path / "p.yml", document("p", split_add(), **{key: SECRET}).data)
+    out = tmp_path / "serve.yaml"
+    assert cli.main(["ray", "build", str(config), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{config}: {key}: a token would be written into the Ray Serve config" in err
+    assert env in err and "Secret" in err
+    assert SECRET not in err
+    assert not out.exists()
+
+
+def test_ray_build_output_holds_no_token_and_replicas_read_the_environment(tmp_path, capsys, monkeypatch):
+    """Built where the token is set (as a deploy machine may have it): nothing of it is written;
+    the ingress is bound with the proxies' host, so a replica can refuse to serve it openly."""
+    monkeypatch.setenv("BATCHLINE_AUTH_TOKEN", SECRET)
+    monkeypatch.setenv("BATCHLINE_ADMIN_TOKEN", SECRET + "-admin")
+    config = write_config(tmp_path / "p.yml", document("p", split_add()).data)
+    out = tmp_path / "serve.yaml"
+    assert cli.main(["ray", "build", str(config), "--host", "0.0.0.0", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert SECRET not in text and "token" not in text.lower()
+    (application,) = yaml.safe_load(text)["applications"]
+    assert application["args"]["http_host"] == "0.0.0.0"
+    assert bound_deployments(application["args"])[INGRESS].init_kwargs == {"http_host": "0.0.0.0"}
 
 
 def test_serve_with_an_address_but_without_ray_is_refused(tmp_path, caplog):

@@ -1,0 +1,41 @@
+"""No secret in a Ray Serve config file: ``batchline ray build`` refuses configs
+that hold a token.
+
+The file embeds the config files themselves (``args.configs``), and every copy
+of it is readable by more people than the token should be: a repository,
+KubeRay's RayService spec (``serveConfigV2``), Ray's dashboard API, which shows
+the config it deployed. Dropping the token with a warning would deploy a
+server that silently needs the environment to be set; refusing says so before
+anything is written. Replicas read their tokens from the environment instead
+(:mod:`serving.rayserve.ingress`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from serving.config.documents import ConfigDocument
+from serving.config.errors import ConfigError
+from serving.http.auth import ADMIN_TOKEN_ENV, TOKEN_ENV
+
+# config key -> the environment variable a replica reads it from instead
+SECRET_KEYS: Mapping[str, str] = {"auth_token": TOKEN_ENV, "admin_token": ADMIN_TOKEN_ENV}
+
+
+def literal_secrets(documents: Sequence[ConfigDocument]) -> ConfigError | None:
+    """One error naming every file and key that holds a token (never its value), or None."""
+    errors = []
+    for doc in documents:
+        data = doc.data if isinstance(doc.data, Mapping) else {}
+        for key, env in SECRET_KEYS.items():
+            if data.get(key):
+                errors.append(
+                    ConfigError(
+                        doc.source,
+                        key,
+                        "a token would be written into the Ray Serve config (and shown by Ray's dashboard): "
+                        f"remove it from the config and give the replicas {env} in their environment "
+                        "(on Kubernetes from a Secret, as deploy/ray/rayservice.yaml does)",
+                    )
+                )
+    return ConfigError.combine(errors) if errors else None
