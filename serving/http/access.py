@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from flask import Request
 
-from serving.errors import BadRequest, Forbidden, Unauthorized
-from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, TOKEN_ENV, required_token, token_accepts
+from serving.errors import BadRequest, Forbidden
+from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, required_token, token_accepts, token_refusal
 from serving.http.origins import AccessPolicy
 
 
@@ -52,5 +52,4 @@ class Access:
                 "without one, send the server SIGHUP"
             )
         if token is not None and not token_accepts(req.headers.get("Authorization", ""), token):
-            which = f"admin token (admin_token or {ADMIN_TOKEN_ENV})" if admin else f"token (auth_token or {TOKEN_ENV})"
-            raise Unauthorized(f"missing or wrong bearer {which}")
+            raise token_refusal(path)

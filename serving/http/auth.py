@@ -18,6 +18,8 @@ import logging
 import os
 from collections.abc import Mapping
 
+from serving.errors import Unauthorized
+
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
@@ -84,6 +86,13 @@ def required_token(path: str, *, auth_token: str | None, admin_token: str | None
     if path in ADMIN_PATHS:
         return admin_token
     return auth_token
+
+
+def token_refusal(path: str) -> Unauthorized:
+    """The 401 for a missing or wrong token on ``path``: one wording for the app and every front."""
+    admin = path in ADMIN_PATHS
+    which = f"admin token (admin_token or {ADMIN_TOKEN_ENV})" if admin else f"token (auth_token or {TOKEN_ENV})"
+    return Unauthorized(f"missing or wrong bearer {which}")
 
 
 def challenge(header_value: str | None) -> str:

@@ -31,7 +31,7 @@ from waitress.parser import HTTPRequestParser
 from waitress.utilities import Error, RequestEntityTooLarge
 
 from serving.errors import ServingError, Unauthorized
-from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, TOKEN_ENV, challenge, required_token, token_accepts
+from serving.http.auth import challenge, required_token, token_accepts, token_refusal
 from serving.http.body_budget import BodyBudget
 from serving.http.error_body import body_over_limit, error_document
 from serving.http.jsonio import dumps
@@ -62,10 +62,7 @@ class FrontGate:
         token = required_token(path, auth_token=self.auth_token, admin_token=self.admin_token)
         if token is None or not has_body or token_accepts(authorization, token):
             return None
-        # the app's wording (serving/http/access.py), so both layers answer alike
-        admin = path in ADMIN_PATHS
-        which = f"admin token (admin_token or {ADMIN_TOKEN_ENV})" if admin else f"token (auth_token or {TOKEN_ENV})"
-        return Unauthorized(f"missing or wrong bearer {which}")
+        return token_refusal(path)  # the app's own 401
 
 
 class FrontRefusal(Error):
