@@ -13,11 +13,14 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
 
-def png_with_header(w: int, h: int, *, bitdepth: int = 8, color: int = 2, rows: int | None = 1) -> bytes:
+def png_with_header(
+    w: int, h: int, *, bitdepth: int = 8, color: int = 2, rows: int | None = 1, level: int = 9
+) -> bytes:
     """A PNG whose IHDR says ``w`` x ``h``; only ``rows`` rows of (zero) data follow
-    (``None``: all of them, compressed -- a real decompression bomb)."""
+    (``None``: all of them, compressed at zlib ``level`` -- 9: a real decompression
+    bomb; 0: stored, a body as large as the pixels)."""
     row = b"\x00" + b"\x00" * ((w * bitdepth * PNG_CHANNELS[color] + 7) // 8)
-    comp = zlib.compressobj(9)
+    comp = zlib.compressobj(level)
     idat = b"".join(comp.compress(row) for _ in range(h if rows is None else min(rows, h))) + comp.flush()
     ihdr = struct.pack(">IIBBBBB", w, h, bitdepth, color, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", idat) + _png_chunk(b"IEND", b"")

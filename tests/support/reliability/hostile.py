@@ -63,6 +63,13 @@ def rgba16_bombs() -> list[bytes]:
     return [_paddle([png])] * 2
 
 
+def large_bodies() -> list[bytes]:
+    """Four requests at once, each a 61.5 MiB body (an uncompressed 16 M-pixel RGB PNG, in base64)
+    just under the default ``max_body_size``: what stored bodies cost, in waitress and the app."""
+    png = _b64(png_with_header(4800, 3360, bitdepth=8, color=2, rows=None, level=0))
+    return [_paddle([png])] * 4
+
+
 def logid_list(image: bytes) -> Callable[[], list[bytes]]:
     """A 6 MB body whose ``logid`` is a list of 3 M zeros (with a valid image)."""
     return lambda: [_paddle([_b64(image)], logid=[0] * 3_000_000)]
@@ -87,6 +94,7 @@ def attacks(image: bytes) -> list[Attack]:
     return [
         Attack("rgba_bombs", rgba_bombs.__doc__ or "", rgba_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
         Attack("rgba16_bombs", rgba16_bombs.__doc__ or "", rgba16_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
+        Attack("large_bodies", large_bodies.__doc__ or "", large_bodies, lambda b: IMAGE_BOMB_BOUND, (503,), True),
         Attack(
             "logid_list", "A 6 MB body whose logid is a list of 3 M zeros", logid_list(image), amplification, (400, 413)
         ),
@@ -153,10 +161,11 @@ def run_attack(
 
 
 def format_table(outcomes: list[Outcome]) -> str:
-    rows = ["| attack | body | answers | RSS growth | bound | time |", "|---|---|---|---|---|---|"]
+    rows = ["| attack | body | answers | RSS before | RSS growth | bound | time |", "|---|---|---|---|---|---|---|"]
     for o in outcomes:
         rows.append(
             f"| {o.attack.name} | {o.body_bytes / (1 << 20):.1f} MB | {', '.join(map(str, o.statuses))} "
+            f"| {o.baseline / (1 << 20):.0f} MB "
             f"| {o.growth / (1 << 20):.0f} MB ({o.growth / max(1, o.body_bytes):.1f}x body) "
             f"| {o.bound / (1 << 20):.0f} MB | {o.seconds:.1f} s |"
         )
