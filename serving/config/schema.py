@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
@@ -494,24 +494,23 @@ class SecurityConf(BaseModel):
     @field_validator("allowed_origins")
     @classmethod
     def _origins(cls, value: list[str]) -> list[str]:
-        out = []
-        for i, item in enumerate(value):
-            origin = normalize_origin(item)
-            if origin is None:
-                raise FieldProblem(str(i), f"must be an origin scheme://host[:port] (no path), got {item!r}")
-            out.append(origin)
-        return out
+        return _each_normalized(value, normalize_origin, "an origin scheme://host[:port] (no path)")
 
     @field_validator("allowed_hosts")
     @classmethod
     def _hosts(cls, value: list[str]) -> list[str]:
-        out = []
-        for i, item in enumerate(value):
-            host = normalize_host_pattern(item)
-            if host is None:
-                raise FieldProblem(str(i), f"must be a host name, an IP address or *.name (no port), got {item!r}")
-            out.append(host)
-        return out
+        return _each_normalized(value, normalize_host_pattern, "a host name, an IP address or *.name (no port)")
+
+
+def _each_normalized(value: list[str], normalize: Callable[[str], str | None], what: str) -> list[str]:
+    """Each item in its canonical form; the first that has none is a problem naming its index."""
+    out = []
+    for i, item in enumerate(value):
+        canonical = normalize(item)
+        if canonical is None:
+            raise FieldProblem(str(i), f"must be {what}, got {item!r}")
+        out.append(canonical)
+    return out
 
 
 class DagConfig(BaseModel):
