@@ -4,6 +4,7 @@ amplification, with the server's RSS (children included) sampled every 50 ms.
     python bench/hostile.py                                # configs/ocr.yml, every attack
     python bench/hostile.py --config configs/ocr_fast.yml
     python bench/hostile.py --only rgba_bombs,logid_list
+    python bench/hostile.py --rounds 3                     # what stays after repeated attacks
 
 The attacks and their bounds are tests/support/reliability/hostile.py (issue 25's
 cases: 3 requests of two 40 M-pixel 8-bit RGBA PNGs; 2 requests of a 16-bit RGBA
@@ -25,7 +26,10 @@ from bench.lib.results import write_result  # noqa: E402
 from bench.lib.script import run_main  # noqa: E402
 from tests.support.reliability.hostile import attacks, format_table, run_attack  # noqa: E402
 from tests.support.reliability.known_good import check_alive, valid_image  # noqa: E402
+from tests.support.reliability.process_memory import rss_bytes  # noqa: E402
 from tests.support.server_process import ServerProcess  # noqa: E402
+
+MB = 1 << 20
 
 
 def main() -> int:
@@ -33,6 +37,7 @@ def main() -> int:
     ap.add_argument("--config", default="configs/ocr.yml")
     ap.add_argument("--name", default="ocr", help="the pipeline the config serves")
     ap.add_argument("--only", help="comma-separated attack names (default: all)")
+    ap.add_argument("--rounds", type=int, default=1, help="send the attacks this many times (memory that stays)")
     args = ap.parse_args()
 
     image, _ = valid_image()
@@ -42,15 +47,19 @@ def main() -> int:
         chosen = [a for a in chosen if a.name in wanted]
     server = ServerProcess(args.config, ready_timeout=300)
     try:
+        start = rss_bytes(server.proc.pid)
         outcomes = []
-        for attack in chosen:
-            print(f"{attack.name}: {attack.what}", file=sys.stderr)
-            outcomes.append(run_attack(server.url, args.name, server.proc.pid, attack))
+        for round_no in range(args.rounds):
+            for attack in chosen:
+                print(f"round {round_no + 1}, {attack.name}: {attack.what}", file=sys.stderr)
+                outcomes.append(run_attack(server.url, args.name, server.proc.pid, attack))
         problems = [p for o in outcomes for p in o.problems()]
         problems += check_alive(server.url, args.name, image, None)
     finally:
         server.stop()
     print(format_table(outcomes))
+    peak = max(o.baseline + o.growth for o in outcomes)
+    print(f"server RSS (with its children): {start / MB:.0f} MB after start-up, peak {peak / MB:.0f} MB")
     write_result(
         "hostile",
         {
@@ -63,10 +72,13 @@ def main() -> int:
                     "growth": o.growth,
                     "bound": o.bound,
                     "seconds": o.seconds,
+                    "baseline": o.baseline,
                 }
                 for o in outcomes
             ],
             "problems": problems,
+            "rss_start": start,
+            "rss_peak": peak,
         },
     )
     for p in problems:
