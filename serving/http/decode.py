@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -38,7 +37,8 @@ KEYS_BY_KIND = {"image": ("image", "img"), "text": ("text", "words", "sentence")
 
 # what str.split() drops: ASCII whitespace (bytes.translate, O(n)) and, rarely, Unicode's
 _ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace())
-_UNICODE_SPACE = MappingProxyType({c: None for c in range(sys.maxunicode + 1) if chr(c).isspace()})
+# (every Unicode whitespace is below U+3001: the last is U+3000, the ideographic space)
+_UNICODE_SPACE = MappingProxyType({c: None for c in range(0x3001) if chr(c).isspace()})
 
 
 @dataclass(frozen=True)
