@@ -1,9 +1,8 @@
 """The decode budget: bytes of decoded pixels in flight in the whole server.
 
-A request reserves the bytes its images will decode to (read from their
-headers, before any pixel is decoded) plus what decoding holds for a moment,
-and gives them back when its HTTP handler is done: the decoded arrays live in
-the pipeline until the request is answered. So N concurrent large requests
+A request reserves what its images will cost (read from their headers,
+before any pixel is decoded) and gives it back when its HTTP handler is done:
+the decoded arrays live in the pipeline until the request is answered. So N concurrent large requests
 cost at most the budget in decoded pixels, never N times a maximal request.
 
 A request that does not fit waits, briefly: at most ``max_wait_s`` and at most
@@ -11,9 +10,12 @@ A request that does not fit waits, briefly: at most ``max_wait_s`` and at most
 is of no use), then gets 503 with Retry-After. A request larger than the whole
 budget can never fit: 413, naming the config key that sets the budget.
 
-The default budget (``decode_budget_mb: null``) is :func:`default_budget_bytes`:
-one maximal request of the largest ``max_image_pixels`` among the pipelines,
-with OpenCV's transient copy of its largest image.
+What a request reserves per image: its decoded array, the 8-bit BGR copy an
+image op makes of it (none when it decodes to 8-bit BGR already: gray, alpha
+and 16-bit images all become a new array), and while decoding, OpenCV's
+transient copy. The default budget (``decode_budget_mb: null``) is
+:func:`default_budget_bytes`: one maximal request of the largest
+``max_image_pixels`` among the pipelines.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from serving.errors import Overloaded, PayloadTooLarge
 #: images of ``max_image_pixels`` one request may carry, decoded as 8-bit BGRA
 REQUEST_IMAGES = 2
 BGRA_BYTES = 4
+#: bytes a pixel of the 8-bit BGR copy an image op works on (held as long as the request)
+BGR_BYTES = 3
 MIB = 1 << 20
 BUDGET_KEY = "decode_budget_mb"
 
@@ -39,9 +43,14 @@ def request_bytes_limit(max_image_pixels: int) -> int:
 
 
 def default_budget_bytes(max_image_pixels: Iterable[int]) -> int:
-    """One maximal request of the largest limit, and the transient copy of its largest
-    image (at most the request's own bytes): twice :func:`request_bytes_limit`."""
-    return 2 * max((request_bytes_limit(p) for p in max_image_pixels), default=0)
+    """One maximal request of the largest limit: its decoded arrays (at most
+    :func:`request_bytes_limit`), the ops' 8-bit BGR copies of its pixels, and
+    decoding's transient copy of its largest image (at most the request's
+    decoded bytes again): 880 MB at 40 M pixels."""
+    return max(
+        (2 * request_bytes_limit(p) + REQUEST_IMAGES * p * BGR_BYTES for p in max_image_pixels),
+        default=0,
+    )
 
 
 def budget_bytes(decode_budget_mb: int | None, max_image_pixels: Iterable[int]) -> int:

@@ -195,7 +195,7 @@ def create_app(
         reservation = budget.reserve(plan.peak_bytes, time_limit_s)
         g.decode_reservation = reservation
         values = plan.decode()
-        reservation.shrink(plan.decoded_bytes)  # decoding's transient copies are gone
+        reservation.shrink(plan.held_bytes)  # decoding's transient copies are gone
         return values
 
     def run_inputs(

@@ -162,11 +162,16 @@ class DecodePlan:
         return sum(p.header.decoded_bytes for p in self.inputs if p.header is not None)
 
     @property
+    def held_bytes(self) -> int:
+        """Bytes the images hold while the request runs: the arrays and the ops' working copies."""
+        return sum(p.header.held_bytes for p in self.inputs if p.header is not None)
+
+    @property
     def peak_bytes(self) -> int:
-        """Bytes held at the peak of decoding: the arrays, and the largest image's
-        transient extra (the images are decoded one after the other)."""
+        """Bytes held at the peak: what the images hold, and the largest image's
+        transient extra while decoding (the images are decoded one after the other)."""
         extra = max((p.header.decode_extra_bytes for p in self.inputs if p.header is not None), default=0)
-        return self.decoded_bytes + extra
+        return self.held_bytes + extra
 
     def decode(self) -> list[Any]:
         return [p.decode() for p in self.inputs]

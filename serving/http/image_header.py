@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+from serving.engine.decode_budget import BGR_BYTES
 from serving.errors import BadRequest, PayloadTooLarge
 
 # PNG IHDR colour type -> channels cv2 returns (gray+alpha comes out BGRA)
@@ -53,6 +54,18 @@ class ImageHeader:
     def decoded_bytes(self) -> int:
         """Bytes of the array ``cv2.imdecode(IMREAD_UNCHANGED)`` returns."""
         return self.pixels * self.channels * self.bytes_per_channel
+
+    @property
+    def working_bytes(self) -> int:
+        """Bytes of the 8-bit BGR copy an image op works on (``ops/image.py``'s
+        ``to_bgr``): none when the file decodes to 8-bit BGR already, else 3 a
+        pixel (gray, alpha or 16 bits make a new array, held as long as the request)."""
+        return 0 if (self.channels, self.bytes_per_channel) == (3, 1) else self.pixels * BGR_BYTES
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes this image holds while its request runs: the decoded array and its working copy."""
+        return self.decoded_bytes + self.working_bytes
 
     @property
     def peak_bytes(self) -> int:

@@ -109,21 +109,23 @@ def test_a_full_queue_answers_503_without_decoding(gate, monkeypatch):
 
 def test_requests_beyond_the_decode_budget_wait_then_get_503_and_the_budget_comes_back(gate):
     pipeline = start(config(gate))
-    image = png(np.zeros((100, 200, 4), np.uint8))  # 80,000 bytes decoded, 160,000 at its peak
-    budget = DecodeBudget(240_000, max_wait_s=0.2)  # one request of two such images
+    # 80,000 bytes decoded and a 60,000-byte BGR working copy; 80,000 more while it decodes
+    image = png(np.zeros((100, 200, 4), np.uint8))
+    budget = DecodeBudget(360_000, max_wait_s=0.2)  # one request of two such images
     try:
         client = create_app(pipeline, decode_budget=budget).test_client()
         held: list = []
         first = in_background(client, body(image), held)
         assert until(lambda: pipeline.in_flight == 1, timeout=20, interval=0.01)
-        assert budget.in_use == 80_000  # the arrays, once decoded (the transient copy is given back)
+        # one image's array and working copy, once decoded (the transient copy is given back)
+        assert budget.in_use == 140_000
         refused: list = []
         others = [in_background(client, body(image, image), refused) for _ in range(3)]
         for thread in others:
             thread.join(timeout=20)
         assert [r.status_code for r in refused] == [503, 503, 503]
         assert all("decode_budget_mb" in r.get_json()["err_msg"] and r.headers["Retry-After"] for r in refused)
-        assert budget.in_use == 80_000 and pipeline.in_flight == 1
+        assert budget.in_use == 140_000 and pipeline.in_flight == 1
         (gate / "go").touch()
         first.join(timeout=20)
         assert held[0].status_code == 200 and budget.in_use == 0  # released when the handler is done
@@ -167,11 +169,12 @@ def test_the_budget_follows_reloads(gate, tmp_path):
     repo.start()
     try:
         budget = create_app(repo).extensions["batchline.decode_budget"]
-        assert budget.capacity == 2 * 2 * 4_000_000 * 4  # derived: one maximal request and its copy
+        # derived: one maximal request (arrays, working copies) and its transient copy
+        assert budget.capacity == 2 * 2 * 4_000_000 * 4 + 2 * 4_000_000 * 3
         confs.pop(0)
         repo.reload()
         assert budget.capacity == 64 * MIB  # the key applies without a restart
         repo.reload()
-        assert budget.capacity == 2 * 2 * 1_000_000 * 4
+        assert budget.capacity == 2 * 2 * 1_000_000 * 4 + 2 * 1_000_000 * 3
     finally:
         repo.shutdown(timeout=5)

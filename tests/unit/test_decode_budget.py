@@ -125,8 +125,9 @@ def test_resize_follows_a_reload_and_keeps_what_is_held():
         budget.reserve(51, time_limit_s=10)
 
 
-def test_the_default_budget_is_one_maximal_request_and_its_transient_copy():
+def test_the_default_budget_is_one_maximal_request_its_working_copies_and_its_transient_copy():
     assert request_bytes_limit(40_000_000) == 2 * 40_000_000 * 4
-    assert default_budget_bytes([1000, 40_000_000]) == 2 * request_bytes_limit(40_000_000)
-    assert budget_bytes(None, [40_000_000]) == 640_000_000
+    # decoded arrays + the ops' BGR copies of two images + decoding's copy of the largest
+    assert default_budget_bytes([1000, 40_000_000]) == 2 * request_bytes_limit(40_000_000) + 2 * 40_000_000 * 3
+    assert budget_bytes(None, [40_000_000]) == 880_000_000
     assert budget_bytes(256, [40_000_000]) == 256 * MIB

@@ -107,6 +107,19 @@ def test_the_header_count_is_the_decoded_array(name, make, shape):
     assert header.decoded_bytes == img.nbytes, (img.shape, img.dtype)
 
 
+@pytest.mark.parametrize("name, make, shape", EXACT, ids=[c[0] for c in EXACT])
+def test_the_working_copy_is_what_an_image_op_makes_of_the_array(name, make, shape):
+    """``working_bytes`` holds what ``ops/image.py``'s ``to_bgr`` allocates: the
+    decode budget reserves it for as long as the request runs."""
+    from ops.image import to_bgr
+
+    data = make()
+    img = _decoded(data)
+    bgr = to_bgr(img)
+    made = 0 if np.shares_memory(bgr, img) else bgr.nbytes
+    assert read_header(data, LIMIT).working_bytes == made
+
+
 @pytest.mark.parametrize("name, make", BOUNDED, ids=[c[0] for c in BOUNDED])
 def test_where_the_header_is_unclear_the_count_is_an_upper_bound(name, make):
     data = make()

@@ -63,6 +63,13 @@ def rgba16_bombs() -> list[bytes]:
     return [_paddle([png])] * 2
 
 
+def gray_bombs() -> list[bytes]:
+    """Six requests at once, each two all-zero 8-bit gray PNGs of 6324 x 6324: 1 byte a pixel
+    decoded, so more fit the decode budget at once, and each becomes a BGR copy of 3 bytes a pixel."""
+    png = _b64(png_with_header(6324, 6324, bitdepth=8, color=0, rows=None))
+    return [_paddle([png, png])] * 6
+
+
 def large_bodies() -> list[bytes]:
     """Four requests at once, each a 61.5 MiB body (an uncompressed 16 M-pixel RGB PNG, in base64)
     just under the default ``max_body_size``: what stored bodies cost, in waitress and the app."""
@@ -94,6 +101,7 @@ def attacks(image: bytes) -> list[Attack]:
     return [
         Attack("rgba_bombs", rgba_bombs.__doc__ or "", rgba_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
         Attack("rgba16_bombs", rgba16_bombs.__doc__ or "", rgba16_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
+        Attack("gray_bombs", gray_bombs.__doc__ or "", gray_bombs, lambda b: IMAGE_BOMB_BOUND, (413, 503), True),
         Attack("large_bodies", large_bodies.__doc__ or "", large_bodies, lambda b: IMAGE_BOMB_BOUND, (503,), True),
         Attack(
             "logid_list", "A 6 MB body whose logid is a list of 3 M zeros", logid_list(image), amplification, (400, 413)
