@@ -4,6 +4,7 @@ failure gets its real HTTP status."""
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import weakref
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, Response, g, jsonify, request
+from flask import Flask, Request, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from serving.config.schema import ServingConfig
@@ -70,6 +71,22 @@ class HandlerCount:
             return self._cond.wait_for(lambda: self._n == 0, timeout)
 
 
+class BoundedRequest(Request):
+    """Flask's request, with multipart parts kept in memory, never in temporary files:
+    the body is bounded already (``max_body_size``, ``http.max_buffered_mb``), the app
+    reads every part whole anyway, and ``/tmp`` holds the body the HTTP front stored, so
+    werkzeug's own spooling of parts over 500 KB would only store it there a second time."""
+
+    def _get_file_stream(
+        self,
+        total_content_length: int | None,
+        content_type: str | None,
+        filename: str | None = None,
+        content_length: int | None = None,
+    ) -> io.BytesIO:
+        return io.BytesIO()
+
+
 def limits_from_config(config: ServingConfig) -> HttpLimits:
     sources = config.dag_graph.sources
     body = max(config.op[s].local_service_conf.max_body_size for s in sources)
@@ -113,6 +130,7 @@ def create_app(
     ``decode_budget`` replaces the one the config sets (tests)."""
     repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
     app = Flask("batchline")
+    app.request_class = BoundedRequest
     app.json = FlaskJSON(app)  # orjson; answers keep UTF-8 text readable
     handlers = HandlerCount()
     app.extensions["batchline.handlers"] = handlers

@@ -134,3 +134,25 @@ def test_multipart_at_the_parts_bound_is_counted_as_inputs(client):
     body, ctype = body_cases.tiny_parts_multipart(MAX_INPUTS + 16)  # the bound: inputs + 16 other parts
     r = client.post(f"/{NAME}/predict", data=body, content_type=ctype)
     assert r.status_code == 413 and "request has 24 inputs" in _message(r)
+
+
+def test_multipart_parts_are_never_spooled_to_temporary_files(client, monkeypatch):
+    """The front stored the body (in /tmp past 512 KiB) and counted it; werkzeug's default
+    would store each part over its 500 KB threshold in a temporary file a second time."""
+    import io
+
+    import numpy as np
+    import werkzeug.wrappers.request
+
+    spooled: list[dict] = []
+    monkeypatch.setattr(
+        werkzeug.wrappers.request, "default_stream_factory", lambda **kw: spooled.append(kw) or io.BytesIO()
+    )
+    noise = np.random.default_rng(5).integers(0, 256, (600, 600, 3), dtype=np.uint8)
+    png = encode_png(noise)
+    assert len(png) > 500_000
+    r = client.post(
+        f"/{NAME}/predict", data={"image": (io.BytesIO(png), "page.png")}, content_type="multipart/form-data"
+    )
+    assert r.status_code == 200, _message(r)
+    assert spooled == []
