@@ -5,6 +5,7 @@ amplification, with the server's RSS (children included) sampled every 50 ms.
     python bench/hostile.py --config configs/ocr_fast.yml
     python bench/hostile.py --only rgba_bombs,logid_list
     python bench/hostile.py --rounds 3                     # what stays after repeated attacks
+    python bench/hostile.py --rounds 3 --env MALLOC_ARENA_MAX=2   # the same, another allocator setting
 
 The attacks and their bounds are tests/support/reliability/hostile.py (issue 25's
 cases: 3 requests of two 40 M-pixel 8-bit RGBA PNGs; 2 requests of a 16-bit RGBA
@@ -38,6 +39,7 @@ def main() -> int:
     ap.add_argument("--name", default="ocr", help="the pipeline the config serves")
     ap.add_argument("--only", help="comma-separated attack names (default: all)")
     ap.add_argument("--rounds", type=int, default=1, help="send the attacks this many times (memory that stays)")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set in the server's environment")
     args = ap.parse_args()
 
     image, _ = valid_image()
@@ -45,7 +47,8 @@ def main() -> int:
     if args.only:
         wanted = set(args.only.split(","))
         chosen = [a for a in chosen if a.name in wanted]
-    server = ServerProcess(args.config, ready_timeout=300)
+    env = dict(item.split("=", 1) for item in args.env)
+    server = ServerProcess(args.config, ready_timeout=300, env=env)
     try:
         start = rss_bytes(server.proc.pid)
         outcomes = []
