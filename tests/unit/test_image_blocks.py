@@ -67,25 +67,23 @@ def test_blockwise_16_bit_reduction_is_the_whole_image_one(channels):
     assert np.array_equal(to_bgr(img), to_bgr(whole_image_to_bgr(img)))
 
 
-def test_compositing_holds_no_float64_image():
-    img = every_alpha_image(1500, 1500, seed=5)
+def _to_bgr_peak(img: np.ndarray) -> tuple[np.ndarray, int]:
+    """``to_bgr(img)`` and the peak of what it allocated (tracemalloc)."""
     tracemalloc.start()
     try:
         out = to_bgr(img)
-        peak = tracemalloc.get_traced_memory()[1]
+        return out, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_compositing_holds_no_float64_image():
+    out, peak = _to_bgr_peak(every_alpha_image(1500, 1500, seed=5))
     # the output (1500 x 1500 x 3 bytes) and a few blocks of float64; the whole-image
     # formula peaked at about 8 float64 copies of one channel (~140 MB here)
     assert peak < out.nbytes + 24 * 2**20, peak
 
 
 def test_16_bit_rgba_holds_no_whole_image_temporary():
-    img = np.random.default_rng(6).integers(0, 65536, (1500, 1500, 4), dtype=np.uint16)
-    tracemalloc.start()
-    try:
-        out = to_bgr(img)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    out, peak = _to_bgr_peak(np.random.default_rng(6).integers(0, 65536, (1500, 1500, 4), dtype=np.uint16))
     assert peak < out.nbytes + 24 * 2**20, peak

@@ -164,11 +164,15 @@ def option_digits(draw: Draw) -> Request:
 
 # ---- hostile bodies: small on the wire, costly to build (issue 25; docs/RELIABILITY.md "Hostile traffic") ----
 # Each fills about ``size`` bytes; tests/integration/test_http_amplification.py measures what they cost.
+def _list_body(head: bytes, item: bytes, size: int) -> bytes:
+    """``head`` and a JSON list of ``item`` filling about ``size`` bytes, then the object closed."""
+    n = max(1, (size - len(head) - len(item)) // (len(item) + 1))
+    return head + (item + b",") * (n - 1) + item + b"]}"
+
+
 def logid_zeros_body(size: int) -> bytes:
     """A Paddle body whose ``logid`` is a list of zeros (2 bytes each)."""
-    head = b'{"key": ["image"], "value": ["aGk="], "logid": ['
-    n = max(1, (size - len(head) - 2) // 2)
-    return head + b"0," * (n - 1) + b"0]}"
+    return _list_body(b'{"key": ["image"], "value": ["aGk="], "logid": [', b"0", size)
 
 
 def nesting_body(size: int) -> bytes:
@@ -179,16 +183,12 @@ def nesting_body(size: int) -> bytes:
 
 def empty_objects_body(size: int) -> bytes:
     """A Paddle body whose value is a list of ``{}`` (3 bytes each)."""
-    head = b'{"key": ["image"], "value": ['
-    n = max(1, (size - len(head) - 3) // 3)
-    return head + b"{}," * (n - 1) + b"{}]}"
+    return _list_body(b'{"key": ["image"], "value": [', b"{}", size)
 
 
 def floats_body(size: int) -> bytes:
     """A native body whose inputs are a list of ``0.5`` (4 bytes each)."""
-    head = b'{"inputs": ['
-    n = max(1, (size - len(head) - 4) // 4)
-    return head + b"0.5," * (n - 1) + b"0.5]}"
+    return _list_body(b'{"inputs": [', b"0.5", size)
 
 
 def many_keys_body(size: int) -> bytes:
