@@ -22,7 +22,7 @@ from serving.config import parse_config
 from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 from tests.support.fuzz.malformed import hdr_bomb, png_with_header
-from tests.support.image_fakes import encode_png, expected_answer, make_image
+from tests.support.image_fakes import encode_png, expected_answer, make_image, stats_config_dict
 
 NAME = "img"
 MAX_BODY = 256 * 1024
@@ -40,18 +40,7 @@ FUZZ = settings(
 @pytest.fixture(scope="module")
 def pipeline():
     config = parse_config(
-        {
-            "name": NAME,
-            "max_inputs_per_request": MAX_INPUTS,
-            "max_image_pixels": MAX_PIXELS,
-            "dag": {"request_timeout_ms": 10000, "max_queue_size": 64},
-            "op": {
-                "stats": {
-                    "class": "tests.support.image_fakes:ImageStatsOp",
-                    "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1, "max_body_size": MAX_BODY},
-                }
-            },
-        }
+        stats_config_dict(NAME, max_inputs=MAX_INPUTS, max_body_size=MAX_BODY, max_image_pixels=MAX_PIXELS)
     )
     p = Pipeline(config)
     p.start()

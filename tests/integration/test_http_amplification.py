@@ -21,7 +21,7 @@ from serving.config import parse_config
 from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 from tests.support.fuzz import body_cases
-from tests.support.image_fakes import encode_png, make_image
+from tests.support.image_fakes import encode_png, make_image, stats_config_dict
 
 NAME = "img"
 MAX_INPUTS = 8
@@ -32,19 +32,7 @@ SIZE = 6 << 20
 
 @pytest.fixture(scope="module")
 def client():
-    config = parse_config(
-        {
-            "name": NAME,
-            "max_inputs_per_request": MAX_INPUTS,
-            "dag": {"request_timeout_ms": 10000, "max_queue_size": 64},
-            "op": {
-                "stats": {
-                    "class": "tests.support.image_fakes:ImageStatsOp",
-                    "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1, "max_body_size": MAX_BODY},
-                }
-            },
-        }
-    )
+    config = parse_config(stats_config_dict(NAME, max_inputs=MAX_INPUTS, max_body_size=MAX_BODY))
     pipeline = Pipeline(config)
     pipeline.start()
     yield create_app(pipeline).test_client()

@@ -149,6 +149,27 @@ class ImageStatsOp(Op):
         return [(2, 2, 1.0, None)]
 
 
+def stats_config_dict(
+    name: str, *, max_inputs: int, max_body_size: int, max_image_pixels: int | None = None
+) -> dict[str, Any]:
+    """Config dict (for ``serving.config.parse_config``) of a one-op ImageStatsOp pipeline
+    with no model cost: what the in-process HTTP tests serve."""
+    config: dict[str, Any] = {
+        "name": name,
+        "max_inputs_per_request": max_inputs,
+        "dag": {"request_timeout_ms": 10000, "max_queue_size": 64},
+        "op": {
+            "stats": {
+                "class": "tests.support.image_fakes:ImageStatsOp",
+                "local_service_conf": {"max_batch_size": 4, "max_queue_delay": 1, "max_body_size": max_body_size},
+            }
+        },
+    }
+    if max_image_pixels is not None:
+        config["max_image_pixels"] = max_image_pixels
+    return config
+
+
 def image_config(
     *,
     name: str = "img",
