@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
         op_deployments(repo)  # deployment names and the application's blocks too: before a cluster starts
         ray_conf(repo)
         # Ray's proxies bind this address: the same rule as the single-process server's
-        insecure = server.insecure_opt_out(args) or repo.security.insecure
+        insecure = args.insecure or repo.security.insecure
         check_bind(args.host or repo.host, token=auth_token(repo.auth_token), insecure=insecure)
     except (ConfigError, OpenBindRefused) as exc:
         log.error("%s", exc)

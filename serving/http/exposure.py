@@ -46,12 +46,13 @@ def insecure_env(environ: Mapping[str, str] | None = None) -> bool:
     return env.get(INSECURE_ENV, "").strip().lower() in _TRUE
 
 
-def check_bind(host: str, *, token: str | None, insecure: bool) -> None:
+def check_bind(host: str, *, token: str | None, insecure: bool, environ: Mapping[str, str] | None = None) -> None:
     """Raise :class:`OpenBindRefused` when ``host`` is not loopback, no token is
-    set and no opt-out is given; warn when the opt-out lets it through."""
+    set and no opt-out is given (``insecure``: ``--insecure`` or ``security.insecure``;
+    or ``BATCHLINE_INSECURE`` in ``environ``); warn when an opt-out lets it through."""
     if token or is_loopback(host):
         return
-    if insecure:
+    if insecure or insecure_env(environ):
         log.warning(
             "serving %r with no token (insecure opt-out): anyone who reaches this address can run "
             "predictions; the gateway in front must authenticate",

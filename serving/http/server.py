@@ -29,7 +29,7 @@ from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
 from serving.http.body_budget import BodyBudget, buffered_bytes
 from serving.http.client_limits import guard_front, set_body_limit, waitress_options
-from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env
+from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
 
 log = logging.getLogger(__name__)
@@ -205,11 +205,6 @@ class Server:
             time.sleep(0.02)
 
 
-def insecure_opt_out(args: argparse.Namespace) -> bool:
-    """``--insecure`` or ``BATCHLINE_INSECURE`` (the config's ``security.insecure`` is read with the config)."""
-    return bool(getattr(args, "insecure", False)) or insecure_env()
-
-
 def main(args: argparse.Namespace) -> int:
     try:
         config = load_repository(args.config)
@@ -217,9 +212,7 @@ def main(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return 2
     try:
-        server = Server(
-            config, host=args.host, port=args.port, warmup=not args.no_warmup, insecure=insecure_opt_out(args)
-        )
+        server = Server(config, host=args.host, port=args.port, warmup=not args.no_warmup, insecure=args.insecure)
     except OpenBindRefused as exc:
         log.error("%s", exc)
         return 2

@@ -32,7 +32,7 @@ from serving.engine.launch import make_op
 from serving.engine.repository import PipelineRepository
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
-from serving.http.exposure import check_bind, insecure_env
+from serving.http.exposure import check_bind
 from serving.http.front_gate import FrontGate
 from serving.http.server import http_threads
 from serving.rayserve.deployments import op_deployment_name, ray_conf
@@ -82,7 +82,7 @@ class Ingress:
         # resolved here, on the replica's node: the environment that counts is the cluster's
         gate = FrontGate(auth_token(repo_conf.auth_token), admin_token(repo_conf.admin_token))
         if http_host is not None:  # the proxies' bind address, as the Serve config gives it
-            check_bind(http_host, token=gate.auth_token, insecure=repo_conf.security.insecure or insecure_env())
+            check_bind(http_host, token=gate.auth_token, insecure=repo_conf.security.insecure)
         self._loop = LoopThread("ray-op-calls").start()
         self._health = DeploymentHealth(app or _app_name(), status or _serve_status).start()
         self._ops = ops
