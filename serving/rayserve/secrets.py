@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from serving.config.documents import ConfigDocument
-from serving.config.errors import ConfigError
+from serving.config.errors import SECRET_KEYS, ConfigError
 from serving.http.auth import ADMIN_TOKEN_ENV, TOKEN_ENV
 
-# config key -> the environment variable a replica reads it from instead
-SECRET_KEYS: Mapping[str, str] = {"auth_token": TOKEN_ENV, "admin_token": ADMIN_TOKEN_ENV}
+# each secret config key -> the environment variable a replica reads it from instead
+ENV_OF_SECRET: Mapping[str, str] = {"auth_token": TOKEN_ENV, "admin_token": ADMIN_TOKEN_ENV}
 
 
 def literal_secrets(documents: Sequence[ConfigDocument]) -> ConfigError | None:
@@ -27,7 +27,8 @@ def literal_secrets(documents: Sequence[ConfigDocument]) -> ConfigError | None:
     errors = []
     for doc in documents:
         data = doc.data if isinstance(doc.data, Mapping) else {}
-        for key, env in SECRET_KEYS.items():
+        for key in sorted(SECRET_KEYS):  # every key the config layer keeps out of messages
+            env = ENV_OF_SECRET[key]
             if data.get(key):
                 errors.append(
                     ConfigError(

@@ -367,7 +367,7 @@ def test_no_token_in_any_file_the_replicas_read_a_secret():
     """serve.yaml and serveConfigV2 (which Ray's dashboard shows) embed configs without a token;
     every pod that can run replicas (num-cpus not 0: the ingress may land there) takes
     BATCHLINE_AUTH_TOKEN, and optionally BATCHLINE_ADMIN_TOKEN, from a Secret, never a value."""
-    from serving.rayserve.secrets import SECRET_KEYS
+    from serving.config.errors import SECRET_KEYS
 
     for text in committed_serve_configs().values():
         for doc in config_documents(yaml.safe_load(text)):
