@@ -24,15 +24,13 @@ from serving.errors import (
     ClientDisconnected,
     NotFound,
     ServingError,
-    Unauthorized,
     as_serving_error,
     error_for_status,
 )
 from serving.http.access import Access
-from serving.http.auth import challenge
 from serving.http.decode import DecodePlan, InputLimits, plan_inputs
 from serving.http.encode import plain, to_json
-from serving.http.error_body import body_over_limit, error_document
+from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.jsonio import FlaskJSON
 from serving.http.origins import AccessPolicy
 from serving.http.page import add_page
@@ -184,14 +182,8 @@ def create_app(
     access = Access(auth_token, admin_token, AccessPolicy.of(repo.config.security))
 
     @app.before_request
-    def _access() -> Response | None:
-        try:
-            access.check(request, page_file=page.file_for(request) is not None)
-        except Unauthorized as err:
-            resp = error_response(err)
-            resp.headers["WWW-Authenticate"] = challenge(request.headers.get("Authorization"))
-            return resp
-        return None
+    def _access() -> None:
+        access.check(request, page_file=page.file_for(request) is not None)  # refusals: _serving_error
 
     # per pipeline object, computed on its first request (a reload makes new pipeline objects)
     pipeline_limits: weakref.WeakKeyDictionary[Pipeline, HttpLimits] = weakref.WeakKeyDictionary()
@@ -359,6 +351,5 @@ def create_app(
 
 def _with_status(resp: Response, err: ServingError) -> Response:
     resp.status_code = err.status
-    if err.retry_after is not None:
-        resp.headers["Retry-After"] = str(max(1, int(round(err.retry_after))))
+    resp.headers.extend(error_headers(err, request.headers.get("Authorization")))
     return resp

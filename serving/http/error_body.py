@@ -1,5 +1,6 @@
-"""The JSON body of a failed request, in one place for every layer that answers
-one (the Flask app, and the waitress front that refuses before the app runs).
+"""The JSON body of a failed request and the headers beside it, in one place for
+every layer that answers one (the Flask app, the waitress front and the Ray
+ingress, which refuse before the app runs).
 
 A Paddle Serving route (``.../prediction``) answers ``{"err_no", "err_msg",
 "key": [], "value": [], "logid"}``; every other route ``{"error": {"status",
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serving.errors import PayloadTooLarge, ServingError
+from serving.errors import PayloadTooLarge, ServingError, Unauthorized
+from serving.http.auth import challenge
 
 
 def is_paddle_route(path: str) -> bool:
@@ -22,6 +24,17 @@ def error_document(path: str, err: ServingError, logid: Any = None) -> dict[str,
     if is_paddle_route(path):
         return {"err_no": err.err_no, "err_msg": err.message, "key": [], "value": [], "logid": logid}
     return {"error": {"status": err.status, "message": err.message}}
+
+
+def error_headers(err: ServingError, authorization: str | None) -> list[tuple[str, str]]:
+    """The headers of ``err``'s answer: ``WWW-Authenticate`` on a 401 (given the
+    request's ``Authorization``), ``Retry-After`` in whole seconds when it says when."""
+    headers = []
+    if isinstance(err, Unauthorized):
+        headers.append(("WWW-Authenticate", challenge(authorization)))
+    if err.retry_after is not None:
+        headers.append(("Retry-After", str(max(1, int(round(err.retry_after))))))
+    return headers
 
 
 def body_over_limit(limit: int) -> PayloadTooLarge:

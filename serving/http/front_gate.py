@@ -30,10 +30,10 @@ from typing import Any
 from waitress.parser import HTTPRequestParser
 from waitress.utilities import Error, RequestEntityTooLarge
 
-from serving.errors import ServingError, Unauthorized
-from serving.http.auth import challenge, required_token, token_accepts, token_refusal
+from serving.errors import ServingError
+from serving.http.auth import required_token, token_accepts, token_refusal
 from serving.http.body_budget import BodyBudget
-from serving.http.error_body import body_over_limit, error_document
+from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.jsonio import dumps
 
 log = logging.getLogger(__name__)
@@ -77,11 +77,7 @@ class FrontRefusal(Error):
         self.reason = HTTPStatus(err.status).phrase
 
     def to_response(self, ident: str | None = None) -> tuple[str, list[tuple[str, str]], bytes]:
-        headers = [("Content-Type", "application/json")]
-        if isinstance(self.err, Unauthorized):
-            headers.append(("WWW-Authenticate", challenge(self.authorization)))
-        if self.err.retry_after is not None:  # as the app writes it
-            headers.append(("Retry-After", str(max(1, int(round(self.err.retry_after))))))
+        headers = [("Content-Type", "application/json"), *error_headers(self.err, self.authorization)]
         body = dumps(error_document(self.path, self.err), sort_keys=True) + b"\n"  # as the app writes it
         return f"{self.code} {self.reason}", headers, body
 

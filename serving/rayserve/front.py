@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-from serving.errors import BadRequest, ServingError, Unauthorized
-from serving.http.auth import challenge
-from serving.http.error_body import body_over_limit, error_document
+from serving.errors import BadRequest, ServingError
+from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.front_gate import FrontGate
 from serving.http.jsonio import dumps
 
@@ -86,8 +85,6 @@ async def read_capped(request: Request, limit: int) -> bytes | None:
 
 def refusal(path: str, err: ServingError, authorization: str = "") -> Response:
     """``err`` answered as the app answers it, before the body is read."""
-    headers = {"Connection": "close"}
-    if isinstance(err, Unauthorized):
-        headers["WWW-Authenticate"] = challenge(authorization)
+    headers = {"Connection": "close", **dict(error_headers(err, authorization))}
     body = dumps(error_document(path, err), sort_keys=True) + b"\n"  # as the app writes it
     return Response(body, status_code=err.status, headers=headers, media_type="application/json")
