@@ -71,9 +71,6 @@ def token_accepts(header_value: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-bearer_matches = token_accepts  # the name before the scheme became case-insensitive
-
-
 def required_token(path: str, *, auth_token: str | None, admin_token: str | None) -> str | None:
     """The token a request for ``path`` (without the app's mount prefix) must
     carry, or None when none is checked for it. A front end that refuses before
