@@ -37,7 +37,7 @@ from rich.table import Table
 from serving.config.errors import ConfigError
 from serving.config.load import load_config, parse_config, read_config
 from serving.config.schema import LocalServiceConf, ServingConfig
-from tuning.measure import (
+from tuning.cost_curves import (
     Curve,
     Layout,
     OpItems,

@@ -1,9 +1,9 @@
 """Config layer: config.yml -> typed, validated objects (see load.py); several files
-served together -> a checked repository (see repository.py)."""
+served together -> a checked repository (see repository_files.py)."""
 
 from serving.config.errors import ConfigError
 from serving.config.load import load_config, parse_config
-from serving.config.repository import (
+from serving.config.repository_files import (
     RepositoryConfig,
     Route,
     SharedOp,

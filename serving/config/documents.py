@@ -17,7 +17,7 @@ from typing import Any
 
 from serving.config.errors import ConfigError
 from serving.config.load import parse_config, read_config
-from serving.config.repository import RepositoryConfig, expand_sources, repository_from
+from serving.config.repository_files import RepositoryConfig, expand_sources, repository_from
 from serving.paths import PKG_SCHEME, resolve_pkg_path
 
 

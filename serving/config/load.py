@@ -7,7 +7,7 @@ Every problem becomes a :class:`ConfigError` whose lines read
 2. the Paddle Serving pass (compat.py): drop keys that mean nothing here,
    fold op-level aliases into their real keys;
 3. pydantic field validation (schema.py), errors phrased by errors.py;
-4. op classes (registry.py), op ``params`` and the DAG (dag.py).
+4. op classes (op_classes.py), op ``params`` and the DAG (dag.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from serving.config.compat import Notes, normalize
 from serving.config.dag import Dag, DagError
 from serving.config.errors import FILE_KEY, ROOT_KEY, ConfigError, validation_problems
-from serving.config.registry import resolve_op_class
+from serving.config.op_classes import resolve_op_class
 from serving.config.schema import NAME_PATTERN, ServingConfig
 from serving.config.yaml_loader import load_yaml
 from serving.paths import resolve_pkg_path

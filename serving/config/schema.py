@@ -475,7 +475,7 @@ class HttpConf(BaseModel):
     # connections open at once (null: the HTTP threads + 128); more wait in the backlog
     connection_limit: int | None = Field(default=None, ge=1)
     # MiB of request bodies the front holds at once, in memory and $TMPDIR, for the whole
-    # server (null: 4 x the largest max_body_size); at least one max_body_size (repository.py)
+    # server (null: 4 x the largest max_body_size); at least one max_body_size (repository_files.py)
     max_buffered_mb: int | None = Field(default=None, ge=1)
 
 

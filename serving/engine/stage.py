@@ -26,13 +26,13 @@ from serving.engine.channel import Channel, ChannelClosed, Join
 from serving.engine.execute import CallStats, run_batch, run_with_retry
 from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
-from serving.engine.supervise import SupervisedThreads
 from serving.engine.units import Extent, batch_units, checked_extent, items_within
 from serving.engine.window_stats import WindowStats
+from serving.engine.worker_threads import SupervisedThreads
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import use_idle_cpu
-from serving.runners.supervisor import Supervisor
+from serving.runners.process_supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 

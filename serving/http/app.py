@@ -18,7 +18,7 @@ from werkzeug.exceptions import HTTPException
 from serving.config.schema import ServingConfig
 from serving.engine.decode_budget import DecodeBudget, budget_bytes, request_bytes_limit
 from serving.engine.pipeline import Pipeline
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.engine.request import RequestState
 from serving.errors import (
     ClientDisconnected,

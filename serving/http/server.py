@@ -21,9 +21,9 @@ from waitress import create_server
 
 from serving.config import ConfigError, ServingConfig
 from serving.config.report import format_op_table
-from serving.config.repository import RepositoryConfig, load_repository, repository_of
+from serving.config.repository_files import RepositoryConfig, load_repository, repository_of
 from serving.engine.pipeline import Pipeline
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token

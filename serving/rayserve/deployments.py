@@ -9,7 +9,7 @@ from typing import Any
 
 from serving.config.errors import ConfigError
 from serving.config.ray_schema import RayConf, RayDeploymentConf
-from serving.config.repository import RepositoryConfig
+from serving.config.repository_files import RepositoryConfig
 from serving.config.schema import OpConfig, ServingConfig
 
 INGRESS = "ingress"

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.config.schema import OpConfig, ServingConfig
 from serving.engine.launch import make_op
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
 from serving.http.exposure import check_bind

@@ -11,7 +11,7 @@ Feeds and outputs travel through shared memory (one segment each way, grown on
 demand); only a small JSON header crosses the pipe. Nothing is pickled after
 start-up, and only this server's own processes are on either end.
 If the child dies, the current run raises. Unsupervised, the next run starts a
-fresh child; supervised (serving.runners.supervisor, what the engine does), a
+fresh child; supervised (serving.runners.process_supervisor, what the engine does), a
 watcher restarts it in the background; the stage gives the op's batches to
 its other instances meanwhile, and a run that reaches it anyway waits for the
 fresh process until its batch's deadline, then fails with 503

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from serving.config import parse_config
-from serving.config.repository import repository_of
+from serving.config.repository_files import repository_of
 from serving.engine.decode_budget import MIB, DecodeBudget
 from serving.engine.pipeline import Pipeline
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from tests.support.waiting import until
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from serving.config import load_repository
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from tests.support.engine_fakes import op_conf
 

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.testclient import TestClient
 
 from serving.config.documents import ConfigDocument, parse_documents
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from serving.rayserve.ingress import RELOAD_ON_RAY, Ingress
 from serving.rayserve.wire import OpCall, OpReply

@@ -20,10 +20,10 @@ import time
 from typing import Any
 
 from serving.config import parse_config
-from serving.config.repository import RepositoryConfig
+from serving.config.repository_files import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.engine.pipeline import Pipeline
-from serving.engine.repository import PipelineRepository
+from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.server import Server
 from serving.op import Op
 

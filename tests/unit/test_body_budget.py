@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from serving.config import ConfigError, load_repository, parse_config
-from serving.config.repository import repository_of
+from serving.config.repository_files import repository_of
 from serving.errors import Overloaded
 from serving.http.body_budget import MIB, BodyBudget, buffered_bytes, default_buffered_bytes
 

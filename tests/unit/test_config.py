@@ -17,7 +17,7 @@ from serving.config import (
     load_config,
     parse_config,
 )
-from serving.config.registry import BUILTIN_OPS, OpClassError, resolve_op_class
+from serving.config.op_classes import BUILTIN_OPS, OpClassError, resolve_op_class
 from serving.paths import resolve_pkg_path
 from tests.support.config_fakes import FakeModelOp, FakeOp
 

@@ -570,7 +570,7 @@ def test_network_policy_admits_only_the_http_port_to_the_server_pods():
 
 
 def test_served_config_has_a_header_deadline(tmp_path):
-    from serving.config.repository import repository_of
+    from serving.config.repository_files import repository_of
 
     http = repository_of(configmap_config(tmp_path)).http
     # a public endpoint closes connections whose headers trickle in (slow-loris) within ~10 s
@@ -587,7 +587,7 @@ def byte_quantity(value: str) -> int:
 def test_tmp_holds_the_served_configs_body_budget(tmp_path):
     """waitress spools request bodies over 512 KiB to /tmp; the server holds at most its body
     budget (http.max_buffered_mb) of them at once: past the emptyDir's sizeLimit the pod is evicted."""
-    from serving.config.repository import repository_of
+    from serving.config.repository_files import repository_of
     from serving.http.app import limits_from_config
     from serving.http.body_budget import buffered_bytes
 

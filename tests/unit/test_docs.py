@@ -83,7 +83,7 @@ def test_ray_examples_load_and_follow_their_own_advice():
     import yaml
 
     from serving.config import parse_config
-    from serving.config.repository import repository_from
+    from serving.config.repository_files import repository_from
     from serving.rayserve.deployments import deployment_options
 
     base = yaml.safe_load((ROOT / "configs" / "ocr.yml").read_text(encoding="utf-8"))

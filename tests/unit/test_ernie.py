@@ -107,7 +107,7 @@ def test_params_validation():
 
 
 def test_registered():
-    from serving.config.registry import resolve_op_class
+    from serving.config.op_classes import resolve_op_class
 
     assert resolve_op_class("ernie_cls") is ErnieClsOp
     assert ErnieClsOp.input_kind == "text" and ErnieClsOp.needs_model is True

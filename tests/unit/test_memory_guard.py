@@ -18,7 +18,7 @@ from serving.config.errors import ConfigError
 from serving.config.schema import LocalServiceConf
 from serving.engine.launch import runners_for
 from serving.runners.process import ProcessPredictor
-from serving.runners.supervisor import Supervisor
+from serving.runners.process_supervisor import Supervisor
 from tests.support.fault_op import WARMUP, FaultModel, FaultOp
 from tests.support.ops import make_op
 from tests.support.waiting import until
@@ -110,7 +110,7 @@ def test_a_leaking_process_is_replaced_while_runs_go_on_and_none_fails():
 
 
 def test_a_limit_below_a_fresh_process_turns_the_guard_off_after_one_replacement(caplog):
-    with caplog.at_level(logging.ERROR, logger="serving.runners.supervisor"):
+    with caplog.at_level(logging.ERROR, logger="serving.runners.process_supervisor"):
         with guarded({}, max_rss_mb=1) as (runner, recycles, _):
             assert until(lambda: "memory guard is off" in caplog.text, timeout=30)
             pid = runner.pid
@@ -126,7 +126,7 @@ def test_a_replacement_that_cannot_start_leaves_the_old_process_serving(caplog):
     conf = LocalServiceConf(instance_mode="process", max_rss_mb=1)
     runner = ProcessPredictor(conf, factory=functools.partial(FaultModel, {}))
     supervisor = Supervisor("t", [runner], warm=failing_warm, poll_s=0.1)
-    with caplog.at_level(logging.ERROR, logger="serving.runners.supervisor"):
+    with caplog.at_level(logging.ERROR, logger="serving.runners.process_supervisor"):
         supervisor.start()
         try:
             pid = runner.pid

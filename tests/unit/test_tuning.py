@@ -153,7 +153,7 @@ def test_the_tuned_config_keeps_comments_and_explains_each_change(tmp_path):
 # ---- the memory budget per batch ----------------------------------------------------------------
 def test_memory_per_unit_is_the_slope_through_the_origin_and_sets_max_batch_units():
     from tuning.cli import OpPlan, _units_budget
-    from tuning.measure import Curve, Layout, _slope
+    from tuning.cost_curves import Curve, Layout, _slope
 
     assert _slope([(1000, 4000), (2000, 8000), (4000, 16000)]) == pytest.approx(4.0)
     assert _slope([]) is None and _slope([(1000, -5)]) == 0.0
@@ -188,7 +188,7 @@ def test_tune_predicts_spread_batches_only_where_the_server_forms_them():
     (GIL released). Paddle's in-process instances take turns, so the server does not spread."""
     from serving.config.schema import LocalServiceConf
     from tuning.cli import layout_spreads
-    from tuning.measure import Layout
+    from tuning.cost_curves import Layout
 
     threads = LocalServiceConf(instance_num=1, thread_num=2, engine="paddle")
     assert not layout_spreads(threads, Layout(2, 1, "paddle"))

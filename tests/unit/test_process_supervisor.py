@@ -1,4 +1,4 @@
-"""Supervised predictor processes (serving.runners.supervisor) on a tiny real
+"""Supervised predictor processes (serving.runners.process_supervisor) on a tiny real
 Paddle model: a killed child is noticed and restarted without any run, runs
 meanwhile get 503 at once, and an instance that cannot come back is marked
 failed."""
@@ -18,7 +18,7 @@ pytest.importorskip("paddle")
 
 from serving.errors import InstanceRestarting  # noqa: E402
 from serving.runners.process import ProcessPredictor  # noqa: E402
-from serving.runners.supervisor import Supervisor, exit_cause  # noqa: E402
+from serving.runners.process_supervisor import Supervisor, exit_cause  # noqa: E402
 from tests.support.tiny_model import make_conf  # noqa: E402
 from tests.support.waiting import until  # noqa: E402
 

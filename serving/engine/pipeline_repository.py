@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serving.config.errors import ConfigError
-from serving.config.repository import (
+from serving.config.repository_files import (
     RELOADABLE_SERVER_KEYS,
     SERVER_KEYS,
     RepositoryConfig,
