@@ -14,26 +14,22 @@ pages, 14 width buckets):
   served gain = req/s with 32 / req/s with 1.
 * efficiency = served gain / offline gain (target >= 0.9).
 
-    python bench/batching_gain.py [--duration 8 --rounds 2 --clients 32]
+    python -m bench.batching_gain [--duration 8 --rounds 2 --clients 32]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.inprocess import make_op  # noqa: E402
-from bench.lib.inputs import bench_crops, decode_png, fixed_crop  # noqa: E402
-from bench.lib.measure import answered, closed_loop, image_payloads, time_loop  # noqa: E402
-from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import derive_config, load_yaml, pipeline_name
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg
+from bench.lib.inprocess import make_op
+from bench.lib.inputs import bench_crops, decode_png, fixed_crop
+from bench.lib.measure import answered, closed_loop, image_payloads, time_loop
+from bench.lib.results import verdict, write_result
+from bench.lib.script import run_main
+from bench.lib.server import served
 
 TARGET = 0.9
 

@@ -15,7 +15,7 @@ For each: the share of the reference's lines with identical text (matched
 page by page, in order), the largest box difference, and ms per page
 (after a warm-up pass). The OCR tests require >= 98% identical lines.
 
-    python bench/engine_agreement.py [--variants openvino,bf16,pad32] [--pages 60]
+    python -m bench.engine_agreement [--variants openvino,bf16,pad32] [--pages 60]
 """
 
 from __future__ import annotations
@@ -24,16 +24,13 @@ import argparse
 import contextlib
 import math
 import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.engines import THREADS  # noqa: E402
-from bench.lib.paddleocr_engines import paddleocr_enable_mkldnn_as, paddleocr_engine_openvino  # noqa: E402
-from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.engines import THREADS
+from bench.lib.paddleocr_engines import paddleocr_enable_mkldnn_as, paddleocr_engine_openvino
+from bench.lib.results import verdict, write_result
+from bench.lib.script import BenchError, run_main
 
 TARGET = 0.98
 VARIANTS = ("openvino", "bf16", "pad32")

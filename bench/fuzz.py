@@ -1,8 +1,8 @@
 """Malformed-request fuzz against a real ``batchline serve`` process.
 
-    python bench/fuzz.py --count 1000                      # fake-op image config (model-free)
-    python bench/fuzz.py --config configs/ocr.yml --count 1000
-    python bench/fuzz.py --url http://127.0.0.1:9999 --count 1000   # a server you started
+    python -m bench.fuzz --count 1000                      # fake-op image config (model-free)
+    python -m bench.fuzz --config configs/ocr.yml --count 1000
+    python -m bench.fuzz --url http://127.0.0.1:9999 --count 1000   # a server you started
 
 A deterministic generator (``--seed``) cycles through categories of bad input
 on both endpoints -- random bytes as images, truncated PNG/JPEG, 1x1 and
@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.support.fuzz.case import Limits  # noqa: E402
-from tests.support.fuzz.report import format_report  # noqa: E402
-from tests.support.fuzz.runner import limits_for, run_fuzz  # noqa: E402
-from tests.support.reliability.target import FAKE, pipeline_info, start_server  # noqa: E402
+from tests.support.fuzz.case import Limits
+from tests.support.fuzz.report import format_report
+from tests.support.fuzz.runner import limits_for, run_fuzz
+from tests.support.reliability.target import FAKE, pipeline_info, start_server
 
 # the fake-op server this bench starts by default (limits small enough to probe cheaply)
 FAKE_SERVER = {"max_body_size": 4 << 20, "max_inputs_per_request": 8, "max_image_pixels": 4_000_000}

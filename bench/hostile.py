@@ -1,11 +1,11 @@
 """Hostile traffic against a real ``batchline serve``: image bombs and JSON
 amplification, with the server's RSS (children included) sampled every 50 ms.
 
-    python bench/hostile.py                                # configs/ocr.yml, every attack
-    python bench/hostile.py --config configs/ocr_fast.yml
-    python bench/hostile.py --only rgba_bombs,logid_list
-    python bench/hostile.py --rounds 3                     # what stays after repeated attacks
-    python bench/hostile.py --rounds 3 --env MALLOC_ARENA_MAX=2   # the same, another allocator setting
+    python -m bench.hostile                                # configs/ocr.yml, every attack
+    python -m bench.hostile --config configs/ocr_fast.yml
+    python -m bench.hostile --only rgba_bombs,logid_list
+    python -m bench.hostile --rounds 3                     # what stays after repeated attacks
+    python -m bench.hostile --rounds 3 --env MALLOC_ARENA_MAX=2   # the same, another allocator setting
 
 The attacks and their bounds are tests/support/reliability/hostile.py (issue 25's
 cases: 3 requests of two 40 M-pixel 8-bit RGBA PNGs; 2 requests of a 16-bit RGBA
@@ -19,16 +19,14 @@ every attack stayed within its bound.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from tests.support.reliability.hostile import attacks, format_table, run_attack  # noqa: E402
-from tests.support.reliability.known_good import check_alive, valid_image  # noqa: E402
-from tests.support.reliability.process_memory import rss_bytes  # noqa: E402
-from tests.support.server_process import ServerProcess  # noqa: E402
+from bench.lib.results import write_result
+from bench.lib.script import run_main
+from serving.runners.process_memory import tree_rss_bytes
+from tests.support.reliability.hostile import attacks, format_table, run_attack
+from tests.support.reliability.known_good import check_alive, valid_image
+from tests.support.server_process import ServerProcess
 
 MB = 1 << 20
 
@@ -50,7 +48,7 @@ def main() -> int:
     env = dict(item.split("=", 1) for item in args.env)
     server = ServerProcess(args.config, ready_timeout=300, env=env)
     try:
-        start = rss_bytes(server.proc.pid)
+        start = tree_rss_bytes(server.proc.pid)
         outcomes = []
         for round_no in range(args.rounds):
             for attack in chosen:

@@ -12,28 +12,24 @@ interleaved blocks:
 * served, ``batching_policy: fixed``: waits the full delay (Triton /
   TorchServe / Ray Serve behaviour), shown for contrast (~ +10 ms).
 
-    python bench/idle_overhead.py [--requests 60 --block 10]
+    python -m bench.idle_overhead [--requests 60 --block 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import random
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.inprocess import make_op  # noqa: E402
-from bench.lib.inputs import bench_crops, decode_png, idle_crop  # noqa: E402
-from bench.lib.measure import RunSpans, image_payloads, served_span  # noqa: E402
-from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg
+from bench.lib.inprocess import make_op
+from bench.lib.inputs import bench_crops, decode_png, idle_crop
+from bench.lib.measure import RunSpans, image_payloads, served_span
+from bench.lib.results import verdict, write_result
+from bench.lib.script import run_main
+from bench.lib.server import served
 
 TARGET_MS = 2.0
 

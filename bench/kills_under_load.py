@@ -7,22 +7,18 @@ processes SIGKILLed at intervals, alternating det and rec
 Prints the answers by status, their latencies, the restarts counted in
 /metrics and how long readiness took to come back after the last kill.
 
-    python bench/kills_under_load.py [--clients 8 --duration 40 --kills 4]
+    python -m bench.kills_under_load [--clients 8 --duration 40 --kills 4]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from tests.support.reliability.kills import kills_under_load  # noqa: E402
+from bench.lib.results import write_result
+from bench.lib.script import run_main
+from tests.support.reliability.kills import kills_under_load
 
 
 def main() -> int:

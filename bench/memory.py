@@ -2,29 +2,26 @@
 share the weights).
 
 Two rec servers (configs/rec.yml) side by side, ``instance_num: 1`` and
-``instance_num: 4``, otherwise identical. VmRSS (/proc/<pid>/status) is read
+``instance_num: 4``, otherwise identical. Each server's resident memory
+(serving.runners.process_memory.rss_bytes, the figure VmRSS shows) is read
 after start-up (every instance warmed on every width bucket) and again after
 ``--load`` seconds of mixed crops at ``--clients`` clients (so every instance
 has run real batches). Target: RSS(4) / RSS(1) <= 1.3 after warm-up.
 
-    python bench/memory.py [--load 15 --clients 16]
+    python -m bench.memory [--load 15 --clients 16]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.inputs import bench_crops  # noqa: E402
-from bench.lib.measure import closed_loop, image_payloads, rss_kb  # noqa: E402
-from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg
+from bench.lib.inputs import bench_crops
+from bench.lib.measure import closed_loop, image_payloads, rss_kb
+from bench.lib.results import verdict, write_result
+from bench.lib.script import run_main
+from bench.lib.server import served
 
 TARGET = 1.3
 

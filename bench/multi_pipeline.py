@@ -24,7 +24,7 @@ ratios, and from the shared server's /metrics how many det and rec predictor
 calls held items of both pipelines (``batchline_op_call_pipelines``). Also
 the CPU each setup's process trees used (cores busy) and their RSS.
 
-    python bench/multi_pipeline.py [--clients 4+4,7+1 --duration 15 --rounds 2 --separate overlap,split]
+    python -m bench.multi_pipeline [--clients 4+4,7+1 --duration 15 --rounds 2 --separate overlap,split]
 """
 
 from __future__ import annotations
@@ -33,17 +33,14 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from contextlib import ExitStack
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import apply_overrides, load_yaml, write_config  # noqa: E402
-from bench.lib.inputs import sample_page_pngs  # noqa: E402
-from bench.lib.measure import cpu_used, image_payloads, scrape_metrics, tree_cpu_seconds, tree_rss_kb  # noqa: E402
-from bench.lib.multi import (  # noqa: E402
+from bench.lib.configs import apply_overrides, load_yaml, write_config
+from bench.lib.inputs import sample_page_pngs
+from bench.lib.measure import cpu_used, image_payloads, scrape_metrics, tree_cpu_seconds, tree_rss_kb
+from bench.lib.multi import (
     Load,
     call_pipelines,
     concurrent_loops,
@@ -59,10 +56,10 @@ from bench.lib.multi import (  # noqa: E402
     without_share,
     write_repository,
 )
-from bench.lib.paths import CONFIG_DIR  # noqa: E402
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.paths import CONFIG_DIR
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
+from bench.lib.server import served
 
 PIPELINES = ("ocr", "ocr_ernie")
 SEPARATE = ("overlap", "split")

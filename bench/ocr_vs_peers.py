@@ -35,7 +35,7 @@ RapidOCR-OpenVINO fp32 (the faster of its server and loop) with parity >=
 0.98; the fast profile >= 1.3x RapidOCR-OpenVINO at its default precision
 with char accuracy >= the exact profile's.
 
-    python bench/ocr_vs_peers.py [--clients 8 --duration 10 --rounds 2]
+    python -m bench.ocr_vs_peers [--clients 8 --duration 10 --rounds 2]
 """
 
 from __future__ import annotations
@@ -48,19 +48,17 @@ import tempfile
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, load_yaml, pipeline_name  # noqa: E402
-from bench.lib.contenders import Contender, loop_contender, rapid_loop_contender, server_contender  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg, engine_label  # noqa: E402
-from bench.lib.inputs import decode_png, document_pngs, document_truth, documents_dir  # noqa: E402
-from bench.lib.measure import image_payloads  # noqa: E402
-from bench.lib.paddleocr_engines import paddleocr_engine_openvino  # noqa: E402
-from bench.lib.paths import CONFIG_DIR, ROOT  # noqa: E402
-from bench.lib.peer_process import PeerProcess  # noqa: E402
-from bench.lib.peers_accuracy import char_accuracy_vs_truth, same_text_share  # noqa: E402
-from bench.lib.peers_report import Quality, Target, check, table  # noqa: E402
-from bench.lib.rapidocr_peers import (  # noqa: E402
+from bench.lib.configs import derive_config, load_yaml, pipeline_name
+from bench.lib.contenders import Contender, loop_contender, rapid_loop_contender, server_contender
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg, engine_label
+from bench.lib.inputs import decode_png, document_pngs, document_truth, documents_dir
+from bench.lib.measure import image_payloads
+from bench.lib.paddleocr_engines import paddleocr_engine_openvino
+from bench.lib.paths import CONFIG_DIR
+from bench.lib.peer_process import PeerProcess
+from bench.lib.peers_accuracy import char_accuracy_vs_truth, same_text_share
+from bench.lib.peers_report import Quality, Target, check, table
+from bench.lib.rapidocr_peers import (
     Layout,
     RapidLoop,
     RapidSpec,
@@ -68,14 +66,14 @@ from bench.lib.rapidocr_peers import (  # noqa: E402
     parse_layouts,
     rapidocr_server,
 )
-from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.results import verdict, write_result
+from bench.lib.script import run_main
+from bench.lib.server import served
 
 TARGET = 1.5
 RAPID_TARGET = 1.3
 PARITY_TARGET = 0.98
-PEER = os.path.join(ROOT, "bench", "peers", "flask_paddleocr.py")
+PEER = "bench.peers.flask_paddleocr"  # run with -m from the repo root (PeerProcess's cwd)
 RAPID_SPECS = (RapidSpec("openvino", "default"), RapidSpec("openvino", "fp32"), RapidSpec("onnxruntime", "default"))
 EXACT_VS_RAPID = Target(
     "exact vs RapidOCR-OpenVINO fp32",
@@ -240,7 +238,7 @@ def start_contenders(
     name, n = pipeline_name(path), len(payloads)
     ours = stack.enter_context(served(path))
     fast = stack.enter_context(served(fast_path)) if fast_path else None
-    flask = PeerProcess([sys.executable, PEER, "--cpu-threads", str(args.threads), "--mkldnn"], "flask-paddleocr")
+    flask = PeerProcess([sys.executable, "-m", PEER, "--cpu-threads", str(args.threads), "--mkldnn"], "flask-paddleocr")
     stack.callback(flask.stop)
     rapid_servers: list[tuple[RapidSpec, PeerProcess]] = []
     rapid_loops: list[RapidLoop] = []

@@ -1,10 +1,10 @@
 """Overload: offer ~3x the measured capacity (open loop) and check that the
 server sheds load instead of drowning.
 
-    python bench/overload.py                        # fake-op image server, 60 s
-    python bench/overload.py --duration 10          # the CI-sized run
-    python bench/overload.py --max-queue-size 64    # try another admission limit
-    python bench/overload.py --config configs/ocr.yml --image card.jpg
+    python -m bench.overload                        # fake-op image server, 60 s
+    python -m bench.overload --duration 10          # the CI-sized run
+    python -m bench.overload --max-queue-size 64    # try another admission limit
+    python -m bench.overload --config configs/ocr.yml --image card.jpg
 
 Steps (tests/support/reliability/overload.py; this script is its command line):
 start the server; measure capacity with a short closed loop; offer
@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.support.reliability.overload import format_summary, run  # noqa: E402
-from tests.support.reliability.target import FAKE  # noqa: E402
+from tests.support.reliability.overload import format_summary, run
+from tests.support.reliability.target import FAKE
 
 
 def main(argv: list[str] | None = None) -> int:

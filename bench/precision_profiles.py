@@ -21,32 +21,28 @@ are NNCF post-training quantizations calibrated on pages of another seed
 (``--calib-seed``); their per-call speed against fp32 is measured too.
 The pick: the fastest profile whose char accuracy is at least the exact one's.
 
-    python bench/precision_profiles.py [--pages 200] [--profiles exact,int8-rec] \
+    python -m bench.precision_profiles [--pages 200] [--profiles exact,int8-rec] \
         [--profile 'ov=ocr,det.engine=openvino,rec.engine=openvino']
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.engines import THREADS  # noqa: E402
-from bench.lib.int8 import nncf_problem  # noqa: E402
-from bench.lib.ocr_chain import StageResult, run_profiles  # noqa: E402
-from bench.lib.ov_runtime import cpu_capabilities  # noqa: E402
-from bench.lib.precision_profiles import PROFILES, Profile, parse_profile  # noqa: E402
-from bench.lib.precision_speed import int8_call_speed  # noqa: E402
-from bench.lib.precision_table import Row, pick, table  # noqa: E402
-from bench.lib.reference_cache import paddleocr_reference  # noqa: E402
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.runtime_runners import RuntimeRunners  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.engines import THREADS
+from bench.lib.int8 import nncf_problem
+from bench.lib.ocr_chain import StageResult, run_profiles
+from bench.lib.ov_runtime import cpu_capabilities
+from bench.lib.precision_profiles import PROFILES, Profile, parse_profile
+from bench.lib.precision_speed import int8_call_speed
+from bench.lib.precision_table import Row, pick, table
+from bench.lib.reference_cache import paddleocr_reference
+from bench.lib.results import write_result
+from bench.lib.runtime_runners import RuntimeRunners
+from bench.lib.script import BenchError, run_main
 
 DEFAULT = (
     "exact",

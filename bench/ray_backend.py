@@ -18,27 +18,24 @@ The Ray node is this machine (one raylet with ``--ray-cpus`` logical CPUs, so
 Ray's scheduling never blocks a deployment); more machines are what Ray is for,
 which one machine cannot show.
 
-    python bench/ray_backend.py [--duration 12 --rounds 2 --ocr-clients 4 --rec-clients 16]
+    python -m bench.ray_backend [--duration 12 --rounds 2 --ocr-clients 4 --rec-clients 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from contextlib import ExitStack
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import apply_overrides, load_repo_config, write_config  # noqa: E402
-from bench.lib.inputs import bench_crops, sample_page_pngs  # noqa: E402
-from bench.lib.measure import image_payloads  # noqa: E402
-from bench.lib.multi import Load, concurrent_loops, fmt_ratio, op_layout, pooled, ratio  # noqa: E402
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import apply_overrides, load_repo_config, write_config
+from bench.lib.inputs import bench_crops, sample_page_pngs
+from bench.lib.measure import image_payloads
+from bench.lib.multi import Load, concurrent_loops, fmt_ratio, op_layout, pooled, ratio
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
+from bench.lib.server import served
 
 SETUPS = ("ocr single", "ocr ray", "rec single", "rec ray x1", "rec ray x2")
 

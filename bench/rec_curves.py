@@ -10,7 +10,7 @@ each concurrency level, runs on one then the other (alternating which first)
 then merges the levels into bench/results/rec_curve_{on,off}.json;
 bench/run_all.sh draws both with ``batchline bench --plot``.
 
-    python bench/rec_curves.py [--duration 5 --warmup 2 --concurrency 1,4,16,32]
+    python -m bench.rec_curves [--duration 5 --warmup 2 --concurrency 1,4,16,32]
 """
 
 from __future__ import annotations
@@ -21,15 +21,13 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.inputs import bench_crops, crops_dir  # noqa: E402
-from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
-from bench.lib.paths import RESULTS_DIR, ROOT  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg
+from bench.lib.inputs import bench_crops, crops_dir
+from bench.lib.measure import closed_loop, image_payloads
+from bench.lib.paths import RESULTS_DIR, ROOT
+from bench.lib.script import BenchError, run_main
+from bench.lib.server import served
 
 
 def main() -> int:

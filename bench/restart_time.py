@@ -10,25 +10,21 @@ predictor loaded and warmed), checked with one request, then SIGKILLed as a
 crash would end it. Round 0 starts with whatever the OS caches hold; the
 later rounds are what a restart after a crash sees.
 
-    python bench/restart_time.py [--configs ocr,rec --rounds 3]
+    python -m bench.restart_time [--configs ocr,rec --rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import pipeline_name, repo_config_path  # noqa: E402
-from bench.lib.inputs import bench_crops, sample_page_pngs  # noqa: E402
-from bench.lib.measure import image_payloads  # noqa: E402
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
+from bench.lib.configs import pipeline_name, repo_config_path
+from bench.lib.inputs import bench_crops, sample_page_pngs
+from bench.lib.measure import image_payloads
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
 
 
 def until_200(url: str, proc: subprocess.Popen, start: float, timeout: float) -> float:

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Run every benchmark (about 17-19 minutes on 2 cores), results in bench/results/*.json,
-# the rec curves plot in docs/bench_rec.png. Each script prints its ratio last.
+# Run the product benchmarks (docs/BENCHMARKS.md), each as `python -m bench.<name>` from
+# the repo root; results in bench/results/*.json, the rec curves plot in docs/bench_rec.png.
+# Each script prints its ratio last. Not here, for their run time or what they need
+# (docs/BENCHMARKS.md gives their commands): multi_pipeline, shadow_overhead, ray_backend,
+# precision_profiles, revisions (--base REV), and the reliability drivers (docs/RELIABILITY.md).
 #   bash bench/run_all.sh            # all
 #   bash bench/run_all.sh memory     # only the named scripts
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONWARNINGS=ignore
 mkdir -p bench/results
 LOGDIR="${TMPDIR:-/tmp}/batchline-bench-logs"
@@ -16,7 +18,7 @@ batchline() { python -m serving.cli "$@"; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same); engines as the configs say (rec.yml, ocr.yml: OpenVINO; ernie bench: oneDNN; PaddleOCR peers: oneDNN); ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
 
-STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement openvino_pinning field_labels)
+STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement field_labels simulate)
 if [ $# -gt 0 ]; then STEPS=("$@"); fi
 failed=()
 ratios=()
@@ -25,7 +27,7 @@ run() {  # run NAME ARGS...: one script, log to $LOGDIR, keep its RATIO line
   local name=$1; shift
   local began=$SECONDS
   echo "=== $name $*"
-  python "bench/$name.py" "$@" 2>"$LOGDIR/$name.err" | tee "$LOGDIR/$name.log"
+  python -m "bench.$name" "$@" 2>"$LOGDIR/$name.err" | tee "$LOGDIR/$name.log"
   local rc=${PIPESTATUS[0]}
   echo "--- $name: exit $rc, $((SECONDS - began)) s"
   if [ "$rc" -ne 0 ]; then
@@ -54,8 +56,8 @@ for step in "${STEPS[@]}"; do
           --from bench/results/rec_curve_on.json bench/results/rec_curve_off.json >/dev/null
       fi ;;
     engine_agreement) run engine_agreement --pages 60 ;;
-    openvino_pinning) run openvino_pinning --calls 40 ;;
     field_labels)   run field_labels --pages 300 ;;  # needs fonts-wqy-zenhei and DejaVu's faces
+    simulate)       run simulate ;;  # a simulation (no model): batching on a GPU-like cost curve
     *) echo "unknown step $step"; failed+=("$step") ;;
   esac
 done

@@ -20,7 +20,7 @@ counters from /metrics (agree, disagree, dropped, ...) and
 ``batchline_shadow_agreement``, and where the CPU went (the server process,
 the shadow version's idle-class predictor processes).
 
-    python bench/shadow_overhead.py [--clients 1,4,16 --duration 20 --rounds 2 --sample 0.5]
+    python -m bench.shadow_overhead [--clients 1,4,16 --duration 20 --rounds 2 --sample 0.5]
 """
 
 from __future__ import annotations
@@ -29,22 +29,19 @@ import argparse
 import copy
 import os
 import statistics
-import sys
 import time
 from contextlib import ExitStack
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import apply_overrides, load_repo_config  # noqa: E402
-from bench.lib.inputs import sample_page_pngs  # noqa: E402
-from bench.lib.measure import (  # noqa: E402
+from bench.lib.configs import apply_overrides, load_repo_config
+from bench.lib.inputs import sample_page_pngs
+from bench.lib.measure import (
     cpu_used,
     image_payloads,
     scrape_metrics,
     tree_cpu_seconds,
 )
-from bench.lib.multi import (  # noqa: E402
+from bench.lib.multi import (
     Load,
     concurrent_loops,
     fmt_ratio,
@@ -54,9 +51,9 @@ from bench.lib.multi import (  # noqa: E402
     shadow_stats,
     write_repository,
 )
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
+from bench.lib.server import served
 
 SETUPS = ("shadow", "none")
 

@@ -4,10 +4,10 @@ clock) on a cost curve, over a sweep of arrival rates, for three policies:
 adaptive (ours), fixed (Triton-like: wait up to max_queue_delay unless the
 batch is full) and no batching. A SIMULATION, not a measurement.
 
-    python bench/simulate.py                                 # GPU-like: 20 ms + 2 ms/item
-    python bench/simulate.py --fixed-ms 5 --per-item-ms 4    # CPU-like: little fixed share
-    python bench/simulate.py --measured tune-report.json --op rec   # a curve batchline tune measured
-    python bench/simulate.py --arrivals bursts --burst 8 --instances 2 --plot sim.png
+    python -m bench.simulate                                 # GPU-like: 20 ms + 2 ms/item
+    python -m bench.simulate --fixed-ms 5 --per-item-ms 4    # CPU-like: little fixed share
+    python -m bench.simulate --measured tune-report.json --op rec   # a curve batchline tune measured
+    python -m bench.simulate --arrivals bursts --burst 8 --instances 2 --plot sim.png
 
 The default curve is GPU-like: 20 ms fixed + 2 ms per item, so one instance
 without batching saturates at ~45 requests/s (Paddle Serving's own T4 figure
@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from tuning.recommend import Option, max_rate  # noqa: E402
-from tuning.simulate import (  # noqa: E402
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
+from tuning.recommend import Option, max_rate
+from tuning.simulate import (
     Settings,
     burst_arrivals,
     linear_cost,
@@ -120,7 +117,7 @@ def main() -> int:
         "sweep": sweep,
         "max_rate_within_p99": best,
         "p99_ms": args.p99_ms,
-        "command": "python bench/simulate.py " + " ".join(sys.argv[1:]),
+        "command": "python -m bench.simulate " + " ".join(sys.argv[1:]),
     }
     print("wrote", write_result(args.name, doc))
     if args.plot:

@@ -10,29 +10,25 @@ attacker would). Prints the normal clients' p50/p99 per phase (pooled over
 rounds), loaded p99 / unloaded p99 (target <= 2), and how long the server
 let the slow connections live (target: closed at ~T).
 
-    python bench/slow_clients.py [--slow 200 --clients 4 --duration 10 --rounds 2 --request-timeout 5]
+    python -m bench.slow_clients [--slow 200 --clients 4 --duration 10 --rounds 2 --request-timeout 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, pipeline_name  # noqa: E402
-from bench.lib.inputs import bench_crops  # noqa: E402
-from bench.lib.measure import closed_loop, image_payloads  # noqa: E402
-from bench.lib.results import verdict, write_result  # noqa: E402
-from bench.lib.script import run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
-from client.stats import percentile  # noqa: E402
-from tests.support.slow_client import Slow  # noqa: E402
+from bench.lib.configs import derive_config, pipeline_name
+from bench.lib.inputs import bench_crops
+from bench.lib.measure import closed_loop, image_payloads
+from bench.lib.results import verdict, write_result
+from bench.lib.script import run_main
+from bench.lib.server import served
+from client.stats import percentile
+from tests.support.slow_client import Slow
 
 BODY = json.dumps({"key": ["image"], "value": ["x" * 2000]}).encode()
 

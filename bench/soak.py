@@ -1,9 +1,9 @@
 """Soak: steady open-loop load at ~70% of capacity; count errors and watch RSS.
 
-    python bench/soak.py --minutes 10                  # fake-op image server
-    python bench/soak.py --minutes 0.5                 # CI-sized
-    python bench/soak.py --config configs/ocr.yml --image card.jpg --minutes 10
-    python bench/soak.py --minutes 5 --leak-mb 2 --max-rss-mb 300   # leak soak: memory guard
+    python -m bench.soak --minutes 10                  # fake-op image server
+    python -m bench.soak --minutes 0.5                 # CI-sized
+    python -m bench.soak --config configs/ocr.yml --image card.jpg --minutes 10
+    python -m bench.soak --minutes 5 --leak-mb 2 --max-rss-mb 300   # leak soak: memory guard
 
 Targets (exit 0): no failed request, and RSS drift below ``--max-drift``
 (default 5%). Drift compares the server's RSS at the end with its RSS once
@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.support.reliability.soak import find_problems, format_summary, leak_overrides, run  # noqa: E402
-from tests.support.reliability.target import FAKE  # noqa: E402
+from tests.support.reliability.soak import find_problems, format_summary, leak_overrides, run
+from tests.support.reliability.target import FAKE
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,5 +11,6 @@
 * ``multi``: several pipelines in one server: repository directories, concurrent loads, pooled rounds,
   shared-op and shadow metrics;
 * ``results``: bench/results/*.json with machine info, verdicts;
+* ``lone_requests``: lone requests to several targets in a fresh random order, median each;
 * ``paddleocr_engines``: PaddleOCR predictors on another engine or precision.
 """

@@ -8,7 +8,7 @@ drives both:
     -> {"err_no": 0, "err_msg": "", "key": ["result"], "value": ["[{text, score, box}]"]}
     GET  /health/ready
 
-    python bench/peers/flask_paddleocr.py --port 9998 --cpu-threads 2 --mkldnn
+    python -m bench.peers.flask_paddleocr --port 9998 --cpu-threads 2 --mkldnn
 """
 
 from __future__ import annotations
@@ -16,13 +16,8 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import sys
 import threading
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def create_app(ocr, name: str = "ocr"):

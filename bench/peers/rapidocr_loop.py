@@ -22,9 +22,9 @@ import sys
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from rapidocr_build import (  # noqa: E402 (this folder, not the repo: the venv has no batchline)
+# rapidocr_build is this folder's: run by path, Python puts the script's folder first on sys.path
+# (the RapidOCR venv has no batchline, so it cannot be `python -m bench.peers...`)
+from rapidocr_build import (
     DET_RESIZES,
     ENGINES,
     PRECISIONS,
