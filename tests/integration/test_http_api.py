@@ -8,8 +8,9 @@ import pytest
 
 from serving.config import parse_config
 from serving.engine.pipeline import Pipeline
-from serving.http.app import HttpLimits, create_app
+from serving.http.app import create_app
 from serving.http.decode import InputLimits
+from serving.http.limits import HttpLimits
 
 FAKES = "tests.support.engine_fakes"
 

@@ -463,15 +463,16 @@ def test_deployment_cpu_is_the_configs_thread_budget(tmp_path):
 
 
 def test_probes_and_grace_period_fit_the_server(tmp_path):
-    from serving.http import app
+    from serving.http.app import create_app
+    from tests.support.http_fakes import echo_pipeline
 
     config = configmap_config(tmp_path)
     spec = manifest("Deployment")["spec"]["template"]["spec"]
     c = container()
-    source = inspect.getsource(app)
+    served = {rule.rule for rule in create_app(echo_pipeline()).url_map.iter_rules() if "GET" in (rule.methods or ())}
     for probe, path in (("readinessProbe", "/health/ready"), ("livenessProbe", "/health/live")):
         get = c[probe]["httpGet"]
-        assert get["path"] == path and f'@app.get("{path}")' in source
+        assert get["path"] == path and path in served
         assert get["port"] in {p["name"] for p in c["ports"]} | {config.http_port}
     pre_stop = c["lifecycle"]["preStop"]["sleep"]["seconds"]
     assert spec["terminationGracePeriodSeconds"] > pre_stop + drain_s(config)
@@ -588,8 +589,8 @@ def test_tmp_holds_the_served_configs_body_budget(tmp_path):
     """waitress spools request bodies over 512 KiB to /tmp; the server holds at most its body
     budget (http.max_buffered_mb) of them at once: past the emptyDir's sizeLimit the pod is evicted."""
     from serving.config.repository_files import repository_of
-    from serving.http.app import limits_from_config
     from serving.http.body_budget import buffered_bytes
+    from serving.http.limits import limits_from_config
 
     config = configmap_config(tmp_path)
     budget = buffered_bytes(repository_of(config).http.max_buffered_mb, limits_from_config(config).max_body_size)

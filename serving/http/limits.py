@@ -1,0 +1,44 @@
+"""The HTTP limits of a pipeline (body size, inputs per request, decoded
+pixels and bytes) and the server-wide ones derived from every pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from serving.config.schema import ServingConfig
+from serving.engine.decode_budget import budget_bytes, request_bytes_limit
+from serving.engine.pipeline_repository import PipelineRepository
+from serving.http.decode import InputLimits
+
+
+@dataclass
+class HttpLimits:
+    max_body_size: int
+    max_inputs: int
+    inputs: InputLimits
+    wait_slice_s: float = 0.05  # how often a waiting handler checks for a disconnected client
+
+
+def limits_from_config(config: ServingConfig) -> HttpLimits:
+    sources = config.dag_graph.sources
+    body = max(config.op[s].local_service_conf.max_body_size for s in sources)
+    return HttpLimits(
+        max_body_size=body,
+        max_inputs=config.max_inputs_per_request,
+        inputs=InputLimits(
+            max_image_pixels=config.max_image_pixels,
+            max_request_pixels=2 * config.max_image_pixels,
+            max_request_bytes=request_bytes_limit(config.max_image_pixels),
+        ),
+    )
+
+
+def max_body_size(repository: PipelineRepository) -> int:
+    """The largest body any served pipeline takes (the app-wide limit; each pipeline checks its own)."""
+    return max(limits_from_config(config).max_body_size for config in repository.config.pipelines)
+
+
+def decode_budget_bytes(repository: PipelineRepository) -> int:
+    """The server's decode budget: ``decode_budget_mb``, or derived from the pipelines' ``max_image_pixels``."""
+    config = repository.config
+    return budget_bytes(config.decode_budget_mb, (p.max_image_pixels for p in config.pipelines))

@@ -1,0 +1,21 @@
+"""What every route group is built from: one typed object, so a group's
+dependencies are explicit and a test can hand it its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from serving.engine.decode_budget import DecodeBudget
+from serving.engine.pipeline_repository import PipelineRepository
+from serving.http.handler_count import HandlerCount
+from serving.http.limits import HttpLimits
+
+
+@dataclass(frozen=True)
+class RouteContext:
+    repository: PipelineRepository  # the pipelines; its config changes on reload, so groups read it per request
+    metrics_text: Callable[[], bytes]  # what ``/metrics`` answers
+    decode_budget: DecodeBudget  # bytes of decoded inputs held at once, server-wide
+    handlers: HandlerCount  # prediction handlers running now (drain waits for zero)
+    limits: HttpLimits | None = None  # replaces every pipeline's own HTTP limits (tests)

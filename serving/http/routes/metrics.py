@@ -1,0 +1,19 @@
+"""``GET /metrics``: Prometheus' text format, rendered by the context's
+``metrics_text`` (the repository's registry; on Ray, merged with the other replicas')."""
+
+from __future__ import annotations
+
+from flask import Flask, Response
+
+from serving.http.routes.context import RouteContext
+
+CONTENT_TYPE = "text/plain; version=0.0.4"
+
+
+def register(app: Flask, ctx: RouteContext) -> None:
+    render = ctx.metrics_text
+
+    def metrics() -> Response:
+        return Response(render(), mimetype=CONTENT_TYPE)
+
+    app.add_url_rule("/metrics", "metrics", metrics, methods=["GET"])

@@ -1,0 +1,135 @@
+"""The prediction routes: Paddle Serving's ``POST /<name>/prediction`` and the
+native ``POST /<name>/predict``, each also as ``/<name>/v<n>/...`` for one
+version. Nothing is decoded before admission and every size limit pass;
+decoded inputs are held in the server's decode budget until the answer."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, request
+
+from serving.engine.pipeline import Pipeline
+from serving.engine.request import RequestState
+from serving.errors import ServingError
+from serving.http.decode import DecodePlan, plan_inputs
+from serving.http.encode import plain, to_json
+from serving.http.error_body import body_over_limit
+from serving.http.limits import HttpLimits, limits_from_config
+from serving.http.parse import ParsedRequest, parse_native, parse_paddle
+from serving.http.routes.context import RouteContext
+from serving.http.routes.errors import error_response
+from serving.http.routes.waiting import wait_for_results
+
+
+def release_decode_budget(exc: BaseException | None) -> None:
+    """After each request: give back the decode budget its inputs held."""
+    reservation = g.pop("decode_reservation", None)
+    if reservation is not None:
+        reservation.release()
+
+
+class PredictionRoutes:
+    def __init__(self, ctx: RouteContext):
+        self.ctx = ctx
+        self.repository = ctx.repository
+        # per pipeline object, computed on its first request (a reload makes new pipeline objects)
+        self._limits: weakref.WeakKeyDictionary[Pipeline, HttpLimits] = weakref.WeakKeyDictionary()
+
+    def register(self, app: Flask) -> None:
+        app.teardown_request(release_decode_budget)
+        app.add_url_rule("/<name>/prediction", "prediction", self.prediction, methods=["POST"])
+        app.add_url_rule("/<name>/v<int:version>/prediction", "prediction_version", self.paddle, methods=["POST"])
+        app.add_url_rule("/<name>/predict", "predict", self.predict, methods=["POST"])
+        app.add_url_rule("/<name>/v<int:version>/predict", "predict_version", self.native, methods=["POST"])
+
+    def prediction(self, name: str) -> Response:
+        return self.paddle(name, None)
+
+    def predict(self, name: str) -> Response:
+        return self.native(name, None)
+
+    def paddle(self, name: str, version: int | None) -> Response:
+        with self.ctx.handlers:
+            pipeline, limits = self._target(name, version)
+            parsed = parse_paddle(
+                request.get_data(),
+                kind=pipeline.input_kind() or "image",
+                max_inputs=limits.max_inputs,
+                priority_levels=pipeline.config.dag.priority_levels,
+            )
+            try:
+                handles = self._run(name, version, parsed, limits)
+            except ServingError as err:
+                return error_response(err, parsed.logid)
+            values = [to_json(h.result(timeout=0)) for h in handles]
+            return jsonify(err_no=0, err_msg="", key=["result"] * len(values), value=values, logid=parsed.logid)
+
+    def native(self, name: str, version: int | None) -> Response:
+        with self.ctx.handlers:
+            pipeline, limits = self._target(name, version)
+            # decided now: a reload may remove the route while the request runs, never its answer
+            route = self.repository.config.routes.get(name)
+            show_version = version is not None or (route is not None and len(route.versions) > 1)
+            parsed = parse_native(
+                request,
+                kind=pipeline.input_kind() or "image",
+                max_inputs=limits.max_inputs,
+                priority_levels=pipeline.config.dag.priority_levels,
+            )
+            handles = self._run(name, version, parsed, limits)
+            body: dict[str, Any] = {"results": [plain(h.result(timeout=0)) for h in handles]}
+            if parsed.timing:
+                body["timing"] = [h.timing_summary() for h in handles]
+            if show_version:
+                body["version"] = handles[0].owner.version if handles else None
+            return jsonify(body)
+
+    def _target(self, name: str, version: int | None) -> tuple[Pipeline, HttpLimits]:
+        """The pipeline whose input kind and limits apply (a routed request: the default version)."""
+        pipeline = self.repository.pipeline(name, version)
+        limits = self.ctx.limits or self._limits.get(pipeline)
+        if limits is None:
+            limits = self._limits.setdefault(pipeline, limits_from_config(pipeline.config))
+        length = request.content_length
+        if length is not None and length > limits.max_body_size:
+            raise body_over_limit(limits.max_body_size)
+        return pipeline, limits
+
+    def _run(self, name: str, version: int | None, parsed: ParsedRequest, limits: HttpLimits) -> list[RequestState]:
+        repo = self.repository
+        route = repo.config.routes.get(name)
+        key = request.headers.get(route.key_header) if route is not None and version is None else None
+        # nothing is decoded before admission (503) and every size limit (413, from the headers) pass
+        repo.precheck(
+            name, len(parsed.inputs), version=version, key=key, timeout_ms=parsed.timeout_ms, logid=parsed.logid
+        )
+        plan = plan_inputs(parsed.inputs, limits.inputs)
+        values = self._decode(plan, repo.pipeline(name, version).time_limit_s(parsed.timeout_ms))
+        handles = repo.submit(
+            name,
+            values,
+            version=version,
+            key=key,
+            priority=parsed.priority,
+            timeout_ms=parsed.timeout_ms,
+            logid=parsed.logid,
+        )
+        disconnected: Callable[[], bool] = request.environ.get("waitress.client_disconnected", lambda: False)
+        wait_for_results(handles, limits.wait_slice_s, disconnected)
+        return handles
+
+    def _decode(self, plan: DecodePlan, time_limit_s: float) -> list[Any]:
+        """Decode holding the plan's bytes in the server's decode budget until this
+        handler is done (``release_decode_budget``): the arrays live until the answer."""
+        reservation = self.ctx.decode_budget.reserve(plan.peak_bytes, time_limit_s)
+        g.decode_reservation = reservation
+        values = plan.decode()
+        reservation.shrink(plan.held_bytes)  # decoding's transient copies are gone
+        return values
+
+
+def register(app: Flask, ctx: RouteContext) -> None:
+    PredictionRoutes(ctx).register(app)

@@ -1,0 +1,34 @@
+"""A fake text pipeline and the route context around it, to build one route
+group of ``serving.http.routes`` on a bare Flask app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serving.config import parse_config
+from serving.engine.decode_budget import DecodeBudget
+from serving.engine.pipeline import Pipeline
+from serving.engine.pipeline_repository import PipelineRepository
+from serving.http.handler_count import HandlerCount
+from serving.http.routes.context import RouteContext
+from tests.support.engine_fakes import op_conf
+
+
+def echo_pipeline(name: str = "echo", **dag: Any) -> Pipeline:
+    """A pipeline of one ``EchoTextOp`` (text in, no model), not started."""
+    dag_conf: dict[str, Any] = {"request_timeout_ms": 10000, "max_queue_size": 64}
+    dag_conf.update(dag)
+    conf = op_conf("EchoTextOp", max_batch_size=4, max_queue_delay=1, max_body_size=4096)
+    return Pipeline(parse_config({"name": name, "max_inputs_per_request": 4, "dag": dag_conf, "op": {"echo": conf}}))
+
+
+def route_context(repository: PipelineRepository, **overrides: Any) -> RouteContext:
+    """The context ``create_app`` would build around ``repository``; ``overrides`` replace its fields."""
+    fields: dict[str, Any] = {
+        "repository": repository,
+        "metrics_text": repository.metrics.render,
+        "decode_budget": DecodeBudget(1 << 30),
+        "handlers": HandlerCount(),
+    }
+    fields.update(overrides)
+    return RouteContext(**fields)
