@@ -111,7 +111,7 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
         raise ValueError("no inputs: give --inputs DIR|GLOB and/or --text-file F")
     name, protocol = args.pipeline, args.protocol
     label = args.label or name
-    token = resolve_token(args.token, err)
+    token = resolve_token(args.token)
 
     def factory() -> PipelineClient:
         return PipelineClient(args.url, timeout=args.timeout, token=token, pool_size=2)

@@ -30,22 +30,15 @@ from .pipeline_client import ROUTE_HEADER, PipelineClient, PipelineError
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 # the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
-OLD_TOKEN_ENV = "BATCHLINE_TOKEN"  # what the client read before; still read, with a notice
-TOKEN_HELP = f"bearer token (default: ${TOKEN_ENV}, the variable the server reads; ${OLD_TOKEN_ENV} still works)"
+TOKEN_HELP = f"bearer token (default: ${TOKEN_ENV}, the variable the server reads)"
 
 
-def resolve_token(given: str | None, err: TextIO, environ: Mapping[str, str] | None = None) -> str | None:
-    """The bearer token to send: ``--token`` when given, else ``$BATCHLINE_AUTH_TOKEN``,
-    else the old ``$BATCHLINE_TOKEN`` with a notice on ``err``; None for no token."""
+def resolve_token(given: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The bearer token to send: ``--token`` when given, else ``$BATCHLINE_AUTH_TOKEN``; None for no token."""
     if given is not None:
         return given
     env = os.environ if environ is None else environ
-    if env.get(TOKEN_ENV):
-        return env[TOKEN_ENV]
-    if env.get(OLD_TOKEN_ENV):
-        err.write(f"notice: ${OLD_TOKEN_ENV} is deprecated; set ${TOKEN_ENV} (the variable the server reads)\n")
-        return env[OLD_TOKEN_ENV]
-    return None
+    return env.get(TOKEN_ENV) or None
 
 
 def expand_images(specs: Iterable[str]) -> list[str]:
@@ -173,7 +166,7 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
         err.write("error: nothing to send: give IMAGE|DIR arguments or --text\n")
         return 1
     failed = 0
-    token = resolve_token(args.token, err)
+    token = resolve_token(args.token)
     routing = {"version": args.version, "route_key": args.route_key, "route_header": args.route_header}
     with PipelineClient(args.url, timeout=args.timeout, token=token) as client:
         for path in images:

@@ -102,7 +102,7 @@ def format_listing(listing: dict[str, Any]) -> list[str]:
 def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    token = resolve_token(args.token, err)
+    token = resolve_token(args.token)
     with PipelineClient(args.url, timeout=args.timeout, token=token) as client:
         try:
             listing = client.pipelines()

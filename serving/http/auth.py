@@ -2,8 +2,7 @@
 applies (the Flask app, and any front end that refuses before the body).
 
 * ``auth_token`` (config), else ``BATCHLINE_AUTH_TOKEN``: every route but the
-  health probes (:data:`OPEN_PATHS`) and the page's files. ``BATCHLINE_TOKEN``
-  (the name the client once read) is accepted with a warning.
+  health probes (:data:`OPEN_PATHS`) and the page's files.
 * ``admin_token`` (config), else ``BATCHLINE_ADMIN_TOKEN``: the admin routes
   (:data:`ADMIN_PATHS`) only; without one they are refused (403) whatever
   token is sent, so a reload stays SIGHUP-only.
@@ -14,16 +13,12 @@ Tokens are compared in constant time and never logged or echoed.
 from __future__ import annotations
 
 import hmac
-import logging
 import os
 from collections.abc import Mapping
 
 from serving.errors import Unauthorized
 
-log = logging.getLogger(__name__)
-
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
-OLD_TOKEN_ENV = "BATCHLINE_TOKEN"
 ADMIN_TOKEN_ENV = "BATCHLINE_ADMIN_TOKEN"
 
 # need no token, no Origin and no Host check: probes come from the cluster, by pod IP
@@ -40,12 +35,7 @@ def auth_token(configured: str | None, environ: Mapping[str, str] | None = None)
     if configured:
         return configured
     env = os.environ if environ is None else environ
-    if env.get(TOKEN_ENV):
-        return env[TOKEN_ENV]
-    if env.get(OLD_TOKEN_ENV):
-        log.warning("%s is deprecated: set %s instead (used as the server's token now)", OLD_TOKEN_ENV, TOKEN_ENV)
-        return env[OLD_TOKEN_ENV]
-    return None
+    return env.get(TOKEN_ENV) or None
 
 
 def admin_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:

@@ -50,7 +50,7 @@ from tests.support.live_app import LiveApp
 from tests.support.server_process import ROOT, free_port
 
 SIZES = [(120, 40), (64, 32), (200, 50)]
-TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN")
+TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN",)
 
 
 @pytest.fixture(autouse=True)
@@ -426,8 +426,7 @@ def test_token_from_batchline_auth_token_end_to_end(live_app, image_dir):
     assert with_env.returncode == 0, with_env.stderr
     assert "120x40\t0.9900" in with_env.stdout and "notice" not in with_env.stderr
     old = batchline("predict", "--url", live.url, image, env={"BATCHLINE_TOKEN": "t0k"})
-    assert old.returncode == 0, old.stderr
-    assert "BATCHLINE_TOKEN is deprecated" in old.stderr and "BATCHLINE_AUTH_TOKEN" in old.stderr
+    assert old.returncode == 1 and "HTTP 401" in old.stderr  # the deprecated name is no longer read
 
 
 def test_bench_reads_the_token_variable(live_app, tmp_path, monkeypatch, capsys):

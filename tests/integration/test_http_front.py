@@ -28,7 +28,7 @@ TOKEN = "front-secret"
 WRONG = "zq9-not-it"
 LIMIT = 64 << 10
 ANSWER_WITHIN_S = 15.0  # generous: the answer is immediate, the machine may be loaded
-TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN")
+TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN")
 
 
 @pytest.fixture(autouse=True)

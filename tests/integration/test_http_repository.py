@@ -39,7 +39,7 @@ from tests.support.server_process import ServerProcess, free_port
 
 TOKEN = "reload-t0ken"  # the admin token: reload only
 PREDICT_TOKEN = "predict-t0ken"
-TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN")
+TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN")
 DEADLINE_S = 60.0  # for anything awaited: generous, so a loaded machine is slow, not failing
 
 

@@ -55,7 +55,7 @@ def isolated(tmp_path, monkeypatch):
     """No token from the environment; replicas' node-wide CPU claims in a file of the test's own."""
     import tempfile
 
-    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
+    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 

@@ -1,15 +1,12 @@
-"""The server's bearer token: config, then BATCHLINE_AUTH_TOKEN, then the old
-BATCHLINE_TOKEN (accepted with a warning) -- the variable the client reads too."""
+"""The server's bearer token: config, then BATCHLINE_AUTH_TOKEN -- the variable
+the client reads too; the old BATCHLINE_TOKEN is ignored."""
 
 from __future__ import annotations
-
-import logging
 
 import pytest
 
 from serving.http.auth import (
     ADMIN_TOKEN_ENV,
-    OLD_TOKEN_ENV,
     OPEN_PATHS,
     TOKEN_ENV,
     admin_token,
@@ -18,6 +15,8 @@ from serving.http.auth import (
     required_token,
     token_accepts,
 )
+
+OLD_TOKEN_ENV = "BATCHLINE_TOKEN"  # the deprecated name, now removed: the server must not read it
 
 
 def test_config_wins_then_the_documented_variable():
@@ -28,10 +27,10 @@ def test_config_wins_then_the_documented_variable():
     assert auth_token("", {TOKEN_ENV: ""}) is None
 
 
-def test_the_old_variable_still_works_with_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="serving.http.auth"):
-        assert auth_token(None, {OLD_TOKEN_ENV: "old"}) == "old"
-    assert f"{OLD_TOKEN_ENV} is deprecated: set {TOKEN_ENV}" in caplog.text
+def test_the_old_variable_is_ignored():
+    """Its deprecation shim is gone: a server with only BATCHLINE_TOKEN set has no token."""
+    assert auth_token(None, {OLD_TOKEN_ENV: "old"}) is None
+    assert auth_token(None, {TOKEN_ENV: "", OLD_TOKEN_ENV: "old"}) is None
 
 
 def test_bearer_header():

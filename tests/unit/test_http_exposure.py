@@ -16,7 +16,7 @@ from serving.http import server
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env, is_loopback
 from tests.support.engine_fakes import op_conf
 
-ENV_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_TOKEN", "BATCHLINE_ADMIN_TOKEN", INSECURE_ENV)
+ENV_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN", INSECURE_ENV)
 
 
 @pytest.mark.parametrize(
