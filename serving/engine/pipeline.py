@@ -117,7 +117,7 @@ class Pipeline:
     @property
     def broken(self) -> bool:
         """An op of this pipeline lost every instance for good: only a restart of the server helps."""
-        return any(getattr(stage, "broken", False) for stage in self.stages.values())
+        return any(stage.broken for stage in self.stages.values())
 
     @property
     def state(self) -> str:

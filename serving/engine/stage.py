@@ -27,12 +27,12 @@ from serving.engine.execute import CallStats, run_batch, run_with_retry
 from serving.engine.metrics import Metrics, OpMetrics
 from serving.engine.request import OpTiming, RequestState
 from serving.engine.units import Extent, batch_units, checked_extent, items_within
-from serving.engine.window_stats import WindowStats
+from serving.engine.window_stats import WindowReader, WindowStats
 from serving.engine.worker_threads import SupervisedThreads
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import use_idle_cpu
-from serving.runners.process_supervisor import Supervisor
+from serving.runners.process_supervisor import Restartable, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class OpStage:
         self._m = OpMetrics(metrics, self.labels, units_budget=svc.max_batch_units is not None)
         self.shared = shared
         self.idle_cpu = idle_cpu  # instance threads (and their process instances) use only idle CPU time
-        self._lowered = threading.local()
+        self._lowered = _ThreadFlag()  # per instance thread: whether it moved to the idle CPU class yet
         self.channel = Channel(self.name, channel_size)
         self.join = Join(self.channel, conf.input_ops or ["input"])
         self.batcher = Batcher(
@@ -115,7 +115,7 @@ class OpStage:
         )
         self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
         self.retry = conf.retry
-        self.window = WindowStats()
+        self.window = WindowStats(clock=clock)  # each reader takes its own windows: window.reader()
         self._threads = SupervisedThreads(f"op-{self.name}")
         self._post = ThreadPoolExecutor(max_workers=svc.concurrency, thread_name_prefix=f"{self.name}-post")
         self._runners: list[Runner] = []
@@ -130,7 +130,8 @@ class OpStage:
         for i in range(svc.concurrency):
             self._threads.start(f"intake-{i}", self._intake_once)
         for i, runner in enumerate(runners):
-            self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner))
+            restartable = runner if isinstance(runner, Restartable) else None  # decided once, off the batch path
+            self._threads.start(f"instance-{i}", functools.partial(self._instance_once, runner, restartable))
         self._supervisor = Supervisor(
             self.name,
             runners,
@@ -247,17 +248,16 @@ class OpStage:
         self._m.queue_depth.set(self.batcher.depth)
 
     # ---- instances: one batch at a time per runner -----------------------------------------
-    def _instance_once(self, runner: Runner) -> bool:
-        if self.idle_cpu and not getattr(self._lowered, "done", False):
+    def _instance_once(self, runner: Runner, restartable: Restartable | None) -> bool:
+        if self.idle_cpu and not self._lowered.done:
             self._use_idle_cpu()
-        ready = getattr(runner, "ready", None)
-        if ready is not None and not ready.is_set():
+        if restartable is not None and not restartable.ready.is_set():
             # a supervised predictor process is restarting: its batches go to the other
             # instances, and while none is up the queue's deadlines are kept from here
-            if getattr(runner, "failed", False) or (self.batcher.closed and self.batcher.depth == 0):
+            if restartable.failed or (self.batcher.closed and self.batcher.depth == 0):
                 return False
             self.batcher.expire_due(self._expire)
-            ready.wait(0.1)
+            restartable.ready.wait(0.1)
             return True
         batch = self.batcher.next_batch(on_expired=self._expire)
         if batch is None:
@@ -386,18 +386,22 @@ class OpStage:
     @property
     def broken(self) -> bool:
         """No instance will take work again: every one's predictor process could not be restarted."""
-        return bool(self._runners) and all(getattr(r, "failed", False) for r in self._runners)
+        return bool(self._runners) and all(isinstance(r, Restartable) and r.failed for r in self._runners)
 
-    def snapshot(self) -> dict[str, Any]:
-        """For the tracer: counters since the last snapshot plus queue depth."""
-        stats = self.window.take()
+    def snapshot(self, window: WindowReader) -> dict[str, Any]:
+        """``window``'s counters (since that reader's previous read) plus the queue depths now.
+        Only ``window`` moves on: every other reader of ``self.window`` keeps its own."""
+        stats = window.read()
         stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
         return stats
 
 
+class _ThreadFlag(threading.local):
+    done = False  # the default every thread sees until it sets its own
+
+
 def _is_up(runner: Runner) -> bool:
-    ready = getattr(runner, "ready", None)
-    return ready is None or ready.is_set()
+    return not isinstance(runner, Restartable) or runner.ready.is_set()
 
 
 def _deliver_to_owner(stage: OpStage) -> Deliver:

@@ -1,5 +1,7 @@
 """Periodic per-op summary in the log (Paddle Serving's ``tracer``):
-qps, item latency p50/p99, mean batch size, queue depths."""
+qps, item latency p50/p99, mean batch size, queue depths. Each line covers
+the interval since the tracer's previous one, read through the tracer's own
+window readers, so other readers of the same stages see all of their counts."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from serving.engine.pipeline import Pipeline
+    from serving.engine.stage import OpStage
+    from serving.engine.window_stats import WindowReader
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +23,9 @@ class Tracer:
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # the first interval starts with the tracer (built after its pipeline's stages); a shared
+        # stage is not any one pipeline's, so only the pipeline's own stages are traced
+        self._windows: dict[OpStage, WindowReader] = {s: s.window.reader() for s in pipeline.owned_stages}
 
     def start(self) -> None:
         if self.interval_s <= 0 or self._thread is not None:
@@ -38,8 +45,8 @@ class Tracer:
 
     def lines(self) -> list[str]:
         out = [f"tracer pipeline={self.pipeline.name} in_flight={self.pipeline.in_flight}"]
-        for stage in self.pipeline.owned_stages:  # a shared stage is not any one pipeline's
-            s = stage.snapshot()
+        for stage, window in self._windows.items():
+            s = stage.snapshot(window)
             out.append(
                 f"tracer op={s['op']} qps={s['qps']:.1f} p50={s['p50_ms']:.1f}ms p99={s['p99_ms']:.1f}ms "
                 f"mean_batch={s['mean_batch']:.2f} queue={s['queue_depth']} channel={s['channel_depth']}"

@@ -27,12 +27,24 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
+
+from serving.runners.process import ProcessPredictor
 
 log = logging.getLogger(__name__)
 
 #: seconds before each restart attempt of a dead instance
 RESTART_DELAYS = (0.0, 1.0, 2.0, 4.0, 8.0)
+
+
+@runtime_checkable
+class Restartable(Protocol):
+    """A runner that may be down for a while (a supervised predictor process being
+    restarted). The stage gives it batches only while ``ready`` is set and counts it
+    gone for good once ``failed``; a runner without these is always up."""
+
+    ready: threading.Event
+    failed: bool
 
 
 def exit_cause(exitcode: int | None) -> str:
@@ -63,7 +75,7 @@ class Supervisor:
         poll_s: float = 0.5,
     ):
         self.name = name
-        self.runners = [r for r in runners if hasattr(r, "restart") and hasattr(r, "child")]
+        self.runners = [r for r in runners if isinstance(r, ProcessPredictor)]
         self._on_death = on_death
         self._on_recycle = on_recycle  # (RSS in bytes that made it recycle)
         self._on_memory = on_memory  # (instance index, RSS in bytes), every poll
@@ -88,7 +100,7 @@ class Supervisor:
         for thread in self._threads:
             thread.join(timeout)
 
-    def _watch(self, index: int, runner: Any) -> None:
+    def _watch(self, index: int, runner: ProcessPredictor) -> None:
         watched = None  # the child last seen: whichever thread reaps it, its exit code lands here
         guard = _MemoryGuard(self.name, runner)
         while not self._stop.is_set():
@@ -114,20 +126,21 @@ class Supervisor:
             if not self._restart(runner):
                 return
 
-    def _check_memory(self, index: int, runner: Any, guard: _MemoryGuard) -> None:
-        rss = runner.rss_bytes() if hasattr(runner, "rss_bytes") else None
+    def _check_memory(self, index: int, runner: ProcessPredictor, guard: _MemoryGuard) -> None:
+        rss = runner.rss_bytes()
         if rss is None:
             return
         if self._on_memory is not None:
             self._on_memory(index, rss)
-        if not guard.over(rss):
+        limit = guard.exceeded(rss)
+        if limit is None:
             return
         log.warning(
             "op %s: predictor process %s holds %d MiB, over max_rss_mb %d: replacing it",
             self.name,
             runner.pid,
             rss >> 20,
-            runner.max_rss_bytes >> 20,
+            limit >> 20,
         )
         try:
             fresh = runner.recycle(self._warm)
@@ -145,7 +158,7 @@ class Supervisor:
             self._on_recycle(rss)
         guard.recycled(fresh)
 
-    def _restart(self, runner: Any) -> bool:
+    def _restart(self, runner: ProcessPredictor) -> bool:
         """Start ``runner`` again, with back-off; False when it gave up (or was stopped)."""
         for attempt, delay in enumerate(self._delays, start=1):
             if self._stop.wait(delay):
@@ -155,7 +168,7 @@ class Supervisor:
             except Exception as exc:  # noqa: BLE001 - any failure to start is retried, then reported
                 log.warning("op %s: restart %d of %d failed: %s", self.name, attempt, len(self._delays), exc)
                 continue
-            log.info("op %s: predictor process %s restarted and warm", self.name, getattr(runner, "pid", "?"))
+            log.info("op %s: predictor process %s restarted and warm", self.name, runner.pid)
             return True
         runner.failed = True
         log.error(
@@ -175,13 +188,16 @@ class _MemoryGuard:
     #: seconds before another try after a replacement failed to start
     RETRY_S = 30.0
 
-    def __init__(self, name: str, runner: Any):
+    def __init__(self, name: str, runner: ProcessPredictor):
         self._name = name
-        self._limit: int | None = getattr(runner, "max_rss_bytes", None)
+        self._limit: int | None = runner.max_rss_bytes
         self._not_before = 0.0
 
-    def over(self, rss: int) -> bool:
-        return self._limit is not None and rss > self._limit and time.monotonic() >= self._not_before
+    def exceeded(self, rss: int) -> int | None:
+        """The limit ``rss`` is over (act on it now), or None."""
+        if self._limit is not None and rss > self._limit and time.monotonic() >= self._not_before:
+            return self._limit
+        return None
 
     def back_off(self) -> None:
         self._not_before = time.monotonic() + self.RETRY_S

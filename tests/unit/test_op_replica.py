@@ -194,6 +194,8 @@ def test_health_check_fails_once_no_instance_can_come_back(replicas):
     held.go.set()
     replica = replicas("broken", instance_num=2)
     runners = replica.stage._runners
+    for runner in runners:  # as a supervised predictor process is (serving.runners.process_supervisor.Restartable)
+        runner.ready, runner.failed = threading.Event(), False
     runners[0].failed = True  # what the supervisor marks after its last restart attempt
     replica.check_health()  # one instance left: healthy
     runners[1].failed = True
