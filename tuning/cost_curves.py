@@ -27,7 +27,7 @@ from serving.engine.units import batch_units
 from serving.http.decode import decode_image
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import CpuAllocator, available_cpus
-from serving.runners.pids import peak_rss_bytes, reset_peak, rss_bytes
+from serving.runners.process_memory import peak_rss_bytes, reset_peak, rss_bytes
 
 log = logging.getLogger(__name__)
 

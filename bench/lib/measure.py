@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench.lib.script import BenchError
+from serving.runners.process_memory import process_tree, rss_bytes, tree_rss_bytes
 
 
 def image_payloads(images: Sequence[bytes]) -> list[dict]:
@@ -105,30 +106,9 @@ def time_loop(fn: Callable[[int], int], duration_s: float, min_calls: int = 3) -
     }
 
 
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its live descendants (e.g. a server and its predictor processes)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children", encoding="ascii") as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            continue  # exited meanwhile
-        out.append(p)
-    return out
-
-
 def tree_rss_kb(pid: int) -> int:
-    """VmRSS of ``pid`` and every descendant, in kB."""
-    total = 0
-    for p in process_tree(pid):
-        try:
-            total += rss_kb(p)
-        except (OSError, BenchError):
-            continue  # exited meanwhile
-    return total
+    """Resident memory of ``pid`` and every descendant, in kB."""
+    return tree_rss_bytes(pid) // 1024
 
 
 def cpu_seconds(pid: int) -> float:
@@ -159,12 +139,11 @@ def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
 
 
 def rss_kb(pid: int) -> int:
-    """VmRSS of ``pid`` in kB, from /proc/<pid>/status."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise BenchError(f"no VmRSS for pid {pid}")
+    """Resident memory of ``pid`` in kB."""
+    rss = rss_bytes(pid)
+    if rss is None:
+        raise BenchError(f"cannot read the resident memory of pid {pid}")
+    return rss // 1024
 
 
 class RunSpans:

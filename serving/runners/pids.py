@@ -1,5 +1,5 @@
-"""Facts about a process by its id: whether it runs (for files and segments
-that record their owner's pid) and how much memory it holds (the memory guard)."""
+"""Whether a process runs, by its id (for files and segments that record their
+owner's pid). How much memory it holds: :mod:`serving.runners.process_memory`."""
 
 from __future__ import annotations
 
@@ -20,37 +20,4 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
-
-
-def rss_bytes(pid: int) -> int | None:
-    """The resident memory of process ``pid`` (None where /proc cannot tell: gone, or not Linux)."""
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            resident_pages = int(f.read().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-    return resident_pages * os.sysconf("SC_PAGE_SIZE")
-
-
-def peak_rss_bytes(pid: int) -> int | None:
-    """The high-water mark of process ``pid``'s resident memory (VmHWM; None where unreadable)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return None
-
-
-def reset_peak(pid: int) -> bool:
-    """Restart ``pid``'s high-water mark from its current resident memory (Linux
-    /proc/PID/clear_refs); False where that is not possible."""
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return False
     return True

@@ -46,7 +46,7 @@ from serving.errors import DeadlineExceeded, InstanceRestarting
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
-from serving.runners.pids import rss_bytes
+from serving.runners.process_memory import rss_bytes
 from serving.runners.shared_memory import (
     Segment,
     array_views,

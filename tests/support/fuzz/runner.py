@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 import requests
 
+from serving.runners.process_memory import peak_rss_bytes, reset_peak, tree_rss_bytes
 from tests.support.fuzz.case import Case, Limits
 from tests.support.fuzz.cases import generate
 from tests.support.fuzz.checks import check
 from tests.support.fuzz.report import Report
 from tests.support.image_fakes import ImageStatsOp
 from tests.support.reliability.known_good import check_alive, valid_image
-from tests.support.reliability.process_memory import peak_rss_bytes, rss_bytes
 
 # how GET /{name}/config names the fake op's class (only its answer is known in advance)
 FAKE_OP_CLASS = f"{ImageStatsOp.__module__}:{ImageStatsOp.__name__}"
@@ -45,7 +45,7 @@ def run_fuzz(
 ) -> Report:
     """Send ``count`` generated cases (bounded by ``deadline_s``), then check the server is healthy.
     ``pid``: the server's, for RSS peaks per category."""
-    report = Report(rss_before=rss_bytes(pid) if pid else 0)
+    report = Report(rss_before=tree_rss_bytes(pid) if pid else 0)
     began = time.monotonic()
     with requests.Session() as session:
         for i, case in enumerate(generate(name, limits, count, seed=seed, heavy=heavy)):
@@ -53,11 +53,11 @@ def run_fuzz(
                 report.alive_problems.append(f"stopped after {i} cases: {deadline_s}s budget spent")
                 break
             if pid:
-                peak_rss_bytes(pid, reset=True)
+                reset_peak(pid)  # this case's peak, not the run's
             status, text, latency = send(session, url, case)
             report.record(case.category, status, latency)
             if pid:
-                report.rss_peak[case.category] = max(report.rss_peak.get(case.category, 0), peak_rss_bytes(pid))
+                report.rss_peak[case.category] = max(report.rss_peak.get(case.category, 0), peak_rss_bytes(pid) or 0)
             problem = check(case, status, text)
             if problem:
                 report.failures.append((case.category, status, problem, text[:300]))
@@ -68,7 +68,7 @@ def run_fuzz(
                 progress(f"{i + 1}/{count} sent, {len(report.failures)} problems")
     image, expected = valid_image(valid_image_path)
     report.alive_problems += check_alive(url, name, image, expected if _is_fake(url, name) else None)
-    report.rss_after = rss_bytes(pid) if pid else 0
+    report.rss_after = tree_rss_bytes(pid) if pid else 0
     report.elapsed_s = time.monotonic() - began
     return report
 

@@ -3,7 +3,7 @@ image config by default, or any image config); nothing here talks to anything
 but 127.0.0.1.
 
 * ``target``: the server a run drives (started here, or already running);
-* ``process_memory``: RSS of a server's process tree, sampled over a run;
+* ``rss_sampler``: RSS of a server's process tree, sampled over a run;
 * ``known_good``: a valid request and the health check after a run;
 * ``load``: capacity (closed loop), open-loop offered load, latency percentiles;
 * ``overload``: offer ~3x capacity, check the server sheds load;

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import requests
 
 from tests.support.fuzz.malformed import png_with_header
-from tests.support.reliability.process_memory import RssSampler
+from tests.support.reliability.rss_sampler import RssSampler
 
 GB = 1 << 30
 SAMPLE_S = 0.05

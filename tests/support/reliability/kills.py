@@ -19,7 +19,7 @@ from typing import Any
 import requests
 import yaml
 
-from tests.support.reliability.process_memory import children
+from serving.runners.process_memory import children
 from tests.support.server_process import ROOT, ServerProcess
 
 

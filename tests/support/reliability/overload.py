@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from serving.runners.process_memory import tree_rss_bytes
 from tests.support.reliability.load import HealthProbe, Outcomes, measure_capacity, offer, pct_ms
-from tests.support.reliability.process_memory import RssSampler, mb, rss_bytes
+from tests.support.reliability.rss_sampler import RssSampler, mb
 from tests.support.reliability.target import FAKE, load_target
 
 # the fake server: a batch of n costs 50 + 10 n ms on one instance -> ~60 requests/s at batch 8
@@ -68,7 +69,7 @@ def run(
         rate = factor * capacity
         max_queue = fake["max_queue_size"] if config == FAKE else 512
         max_in_flight = min(1024, max_queue + 128)
-        rss_before = rss_bytes(pid) if pid else 0
+        rss_before = tree_rss_bytes(pid) if pid else 0
         log(f"offering {rate:.1f} req/s for {duration_s:.0f} s (client max_in_flight {max_in_flight}) ...")
         with RssSampler(pid or -1) as rss, HealthProbe(url) as health:
             result, outcomes = offer(

@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.support.reliability.load import measure_capacity, offer, pct_ms
 from tests.support.reliability.overload import FAKE_SERVER as OVERLOAD_FAKE
-from tests.support.reliability.process_memory import RssSampler, mb
+from tests.support.reliability.rss_sampler import RssSampler, mb
 from tests.support.reliability.target import FAKE, load_target
 
 FAKE_SERVER = dict(OVERLOAD_FAKE, max_queue_size=128)

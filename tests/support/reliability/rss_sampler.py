@@ -1,61 +1,18 @@
-"""Resident memory of a server process and its children (predictor processes
-count too), read from /proc; 0 where it cannot be read."""
+"""A server's resident memory over a run: its whole process tree (predictor
+processes count too), its own and its largest child's, sampled on a thread.
+The readings are :mod:`serving.runners.process_memory`'s; 0 where unreadable."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
 
-from serving.runners import pids
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (whichever of its threads started them)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
-                out.append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
-
-
-def _rss_one(pid: int) -> int:
-    return pids.rss_bytes(pid) or 0
-
-
-def peak_rss_bytes(pid: int, *, reset: bool = False) -> int:
-    """The process's RSS high-water mark (VmHWM); ``reset`` restarts it from
-    the current RSS (via /proc/PID/clear_refs) after reading. 0 if unavailable."""
-    peak = pids.peak_rss_bytes(pid) or 0
-    if reset:
-        pids.reset_peak(pid)
-    return peak
-
-
-def rss_bytes(pid: int, *, tree: bool = True) -> int:
-    """Resident set size of ``pid`` (plus its descendants when ``tree``)."""
-    total, todo, seen = 0, [pid], set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        total += _rss_one(p)
-        if tree:
-            todo.extend(children(p))
-    return total
+from serving.runners.process_memory import children, rss_bytes, tree_rss_bytes
 
 
 class RssSampler:
-    """Samples ``rss_bytes(pid)`` every ``interval_s`` on a daemon thread; also the
+    """Samples ``tree_rss_bytes(pid)`` every ``interval_s`` on a daemon thread; also the
     process's own RSS (``own``) and its largest child's (``largest_child``)."""
 
     def __init__(self, pid: int, interval_s: float = 1.0):
@@ -69,8 +26,8 @@ class RssSampler:
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
 
     def _sample(self, t: float) -> None:
-        own = _rss_one(self.pid)
-        subtrees = [rss_bytes(c) for c in children(self.pid)]  # one walk of the tree serves all three
+        own = rss_bytes(self.pid) or 0
+        subtrees = [tree_rss_bytes(c) for c in children(self.pid)]  # one walk of the tree serves all three
         self.samples.append((t, own + sum(subtrees)))
         self.own.append((t, own))
         self.largest_child.append((t, max(subtrees, default=0)))
