@@ -12,7 +12,9 @@
    curve) within the op's share of the budget is highest.
 3. Write the tuned config (the user's file with each changed key commented).
 4. Verify: both configs served, the bundled bench's closed loop on each in
-   turn, before/after throughput and p99 side by side.
+   turn, before/after throughput and p99 side by side. The bench sends the
+   user's inputs: a config tuned on the ops' warm-up items (no ``--inputs`` or
+   ``--text-file``) is written but not verified, and the exit status says so.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ log = logging.getLogger(__name__)
 
 #: share of --budget-s for measuring cost curves (the rest: simulation and verification)
 MEASURE_SHARE = 0.5
+#: why a config tuned on the ops' warm-up items is not benched
+NOT_VERIFIABLE = (
+    "the tuning ran on the ops' warm-up items, and the verification bench needs requests like yours; "
+    "tune again with --inputs DIR|GLOB or --text-file F to verify, or pass --no-verify to accept the config unverified"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
     engines = [e.strip() for e in args.engines.split(",")] if args.engines else []
     out_path = args.output or f"{config.name}.tuned.yml"
 
-    items = _items(config, args, console)
+    items, own_inputs = _items(config, args, console)
     measure_until = started + MEASURE_SHARE * args.budget_s
     with _progress(console) as progress:
         plans = _measure_all(config, data, source, args, tuned_ops, engines, items, measure_until, progress)
@@ -134,6 +141,11 @@ def main(args: argparse.Namespace) -> int:
     status = 0
     if not changes:
         console.print("the current settings are the best found: no change, nothing to verify")
+    elif not args.no_verify and not own_inputs:
+        # the bench sends requests, and warm-up items are op items, not requests: there is nothing to send
+        console.print(f"[yellow]not verified: {NOT_VERIFIABLE}")
+        report["verification"] = {"verified": False, "skipped": NOT_VERIFIABLE}
+        status = 1
     elif not args.no_verify:
         from tuning.verify import verify
 
@@ -155,7 +167,8 @@ def main(args: argparse.Namespace) -> int:
     return status
 
 
-def _items(config: ServingConfig, args: argparse.Namespace, console: Console) -> dict[str, OpItems]:
+def _items(config: ServingConfig, args: argparse.Namespace, console: Console) -> tuple[dict[str, OpItems], bool]:
+    """Each op's items, and whether they come from the user's inputs (False: the ops' warm-up items)."""
     from client.cli import expand_images
 
     files = expand_images(args.inputs) if args.inputs else []
@@ -165,14 +178,17 @@ def _items(config: ServingConfig, args: argparse.Namespace, console: Console) ->
             texts = [line.rstrip("\n") for line in f]
     values = read_values(config, files, texts)
     if not values:
-        console.print("[yellow]no --inputs or --text-file: tuning on each op's warm-up items, not on inputs like yours")
-        return {name: _warmup_items(config, name) for name in config.dag_graph.order}
+        console.print(
+            "[yellow]no --inputs or --text-file: tuning on each op's warm-up items, not on inputs like yours "
+            "(so the tuned config cannot be verified)"
+        )
+        return {name: _warmup_items(config, name) for name in config.dag_graph.order}, False
     console.print(f"running {len(values)} inputs through the pipeline's ops")
     found = collect_items(config, values)
     for name, op_items in found.items():
         if not op_items.items:
             found[name] = _warmup_items(config, name)
-    return found
+    return found, True
 
 
 def _warmup_items(config: ServingConfig, name: str) -> OpItems:
