@@ -1,7 +1,10 @@
 """Paddle Serving compatibility: the pass that runs on the raw mapping before
 validation. Keys that mean nothing here are dropped (and logged once by the
 loader); op-level aliases (``batch_size`` ...) fold into their real keys;
-``use_trt`` becomes ``device_type: 2``. Giving both spellings is an error.
+``use_trt`` becomes ``device_type: 2`` and ``use_calib`` the ``tensorrt``
+block's ``use_calib_mode``; ``dag.enable_prometheus``/``prometheus_port`` are
+dropped with a notice saying where the metrics are. Giving both spellings is an
+error.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.config.schema import OP_ALIASES, device_type_value, is_int, is_number
+from serving.config.schema import OP_ALIASES, ServingConfig, device_type_value, is_int, is_number
 
 # Paddle Serving keys that have no meaning here: accepted, logged once, dropped.
 IGNORED_TOP_KEYS = frozenset({"rpc_port", "grpc_gateway_port", "build_dag_each_worker"})
@@ -32,13 +35,16 @@ IGNORED_LOCAL_SERVICE_KEYS = frozenset(
         "use_xpu",
         "use_lite",
         "use_ascend_cl",
-        "use_calib",
         "use_encryption_model",
         "mkldnn_op_list",
         "mkldnn_bf16_op_list",
         "gpu_multi_stream",
     }
 )
+# Paddle Serving starts a second HTTP server for /metrics on prometheus_port when
+# enable_prometheus is true; batchline always serves /metrics on its HTTP port, so these are
+# dropped with a notice naming that URL (a scrape aimed at prometheus_port would find nothing).
+PROMETHEUS_DAG_KEYS = ("enable_prometheus", "prometheus_port")
 
 
 @dataclass
@@ -47,6 +53,7 @@ class Notes:
 
     problems: list[tuple[str, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # dropped key paths
+    notices: list[tuple[str, str]] = field(default_factory=list)  # (key path, what the user should know)
     renamed: dict[str, str] = field(default_factory=dict)  # our key path -> the alias the file used
 
 
@@ -91,6 +98,53 @@ def _apply_use_trt(svc: dict, path: str, notes: Notes) -> None:
         notes.ignored.append(f"{path}.local_service_conf.use_trt")
 
 
+def _apply_use_calib(svc: dict, path: str, notes: Notes) -> None:
+    """Paddle Serving's ``use_calib`` is Paddle-TensorRT's calibration mode: ``tensorrt.use_calib_mode``."""
+    if "use_calib" not in svc:
+        return
+    value = svc.pop("use_calib")
+    key = f"{path}.local_service_conf.use_calib"
+    if value is False:
+        return  # the default
+    if value is True and device_type_value(svc.get("device_type", 0)) != 2:
+        notes.ignored.append(key)  # as in Paddle Serving: calibration is a TensorRT setting
+        return
+    trt = svc.get("tensorrt")
+    if trt is None:
+        # a new block must not replace local_service_conf's min_subgraph_size with its own default
+        trt = {k: svc[k] for k in ("min_subgraph_size",) if k in svc}
+    if not isinstance(trt, dict):
+        return  # tensorrt itself is wrong; pydantic reports it
+    if "use_calib_mode" in trt:
+        both = f"given twice: as '{key}' and '{path}.local_service_conf.tensorrt.use_calib_mode'; keep one"
+        notes.problems.append((key, both))
+        return
+    svc["tensorrt"] = {**trt, "use_calib_mode": value}
+    notes.renamed[f"{path}.local_service_conf.tensorrt.use_calib_mode"] = key
+
+
+def _drop_prometheus(data: dict, dag: dict, notes: Notes) -> None:
+    """``dag.enable_prometheus``/``prometheus_port``: type-checked, then dropped with a notice."""
+    given = {k: dag.pop(k) for k in PROMETHEUS_DAG_KEYS if k in dag}
+    enable, port = given.get("enable_prometheus"), given.get("prometheus_port")
+    if enable is not None and not isinstance(enable, bool):
+        notes.problems.append(("dag.enable_prometheus", f"must be true or false, got {enable!r}"))
+        return
+    if port is not None and not (is_int(port) and 1 <= port <= 65535):
+        notes.problems.append(("dag.prometheus_port", f"must be a port (1..65535), got {port!r}"))
+        return
+    http_port = data.get("http_port", ServingConfig.model_fields["http_port"].default)
+    where = f"metrics are always served at /metrics on the HTTP port (http_port {http_port})"
+    if port is not None:
+        notes.notices.append(
+            ("dag.prometheus_port", f"port {port} is not opened: {where}; point the Prometheus scrape there")
+        )
+    elif enable is True:
+        notes.notices.append(("dag.enable_prometheus", f"{where}; the key changes nothing"))
+    elif enable is False:
+        notes.notices.append(("dag.enable_prometheus", f"{where}; false does not turn them off"))
+
+
 def _normalize_op(name: str, op: Any, notes: Notes) -> Any:
     path = f"op.{name}"
     if op is None:
@@ -113,6 +167,7 @@ def _normalize_op(name: str, op: Any, notes: Notes) -> Any:
         svc = dict(svc)
         _drop_ignored(svc, IGNORED_LOCAL_SERVICE_KEYS, path + ".local_service_conf.", notes)
         _apply_use_trt(svc, path, notes)
+        _apply_use_calib(svc, path, notes)
     _fold_aliases(op, svc, path, notes)
     op["local_service_conf"] = svc
     return op
@@ -126,6 +181,7 @@ def normalize(data: dict, default_name: str, notes: Notes) -> dict:
     if isinstance(data.get("dag"), dict):
         data["dag"] = dict(data["dag"])
         _drop_ignored(data["dag"], IGNORED_DAG_KEYS, "dag.", notes)
+        _drop_prometheus(data, data["dag"], notes)
     if isinstance(data.get("op"), dict):
         data["op"] = {name: _normalize_op(str(name), op, notes) for name, op in data["op"].items()}
     return data

@@ -95,6 +95,8 @@ def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path
         logger.info(
             "%s: ignored Paddle Serving key(s) that have no meaning in batchline: %s", source, ", ".join(notes.ignored)
         )
+    for key, message in notes.notices:
+        logger.warning("%s: %s: %s", source, key, message)
     return config
 
 

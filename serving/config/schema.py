@@ -22,6 +22,7 @@ from serving.config.dag import Dag
 from serving.config.errors import FieldProblem
 from serving.config.netloc import normalize_host_pattern, normalize_origin
 from serving.config.ray_schema import RayConf, RayDeploymentConf
+from serving.op import Op
 from serving.paths import model_files, openvino_model_file, resolve_pkg_path
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
@@ -70,9 +71,9 @@ class TrtShape(BaseModel):
     """TensorRT dynamic-shape range of one input."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    min: list[int]
-    opt: list[int]
-    max: list[int]
+    min: list[int] = Field(description="Smallest shape of the input, one int per dimension.")
+    opt: list[int] = Field(description="The shape TensorRT optimises for.")
+    max: list[int] = Field(description="Largest shape of the input.")
 
     @model_validator(mode="after")
     def _ordered(self) -> TrtShape:
@@ -88,11 +89,22 @@ class TensorRTConf(BaseModel):
     """Paddle-TensorRT engine settings (``device_type: 2``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    workspace_size: int = Field(default=1 << 30, ge=1)
-    min_subgraph_size: int = Field(default=3, ge=0)
-    use_static: bool = False
-    use_calib_mode: bool = False
-    dynamic_shape: dict[str, TrtShape] = Field(default_factory=dict)
+    workspace_size: int = Field(default=1 << 30, ge=1, description="TensorRT workspace (bytes).")
+    min_subgraph_size: int = Field(default=3, ge=0, description="Smallest subgraph TensorRT takes over (operators).")
+    use_static: bool = Field(
+        default=False, description="Save the built TensorRT engine to disk and reuse it at the next start."
+    )
+    use_calib_mode: bool = Field(
+        default=False,
+        description="With `precision: int8`: calibrate on the first requests (Paddle-TensorRT's calibration "
+        "mode) instead of reading a quantised model's scales. Paddle Serving's `use_calib`.",
+    )
+    dynamic_shape: dict[str, TrtShape] = Field(
+        default_factory=dict,
+        description="Dynamic-shape range of each input, by input name: `{min, opt, max}`, int lists of "
+        "equal length with min <= opt <= max in every dimension.",
+        json_schema_extra={"doc_type": "mapping input name → `{min, opt, max}`"},
+    )
 
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"))
@@ -102,52 +114,143 @@ class LocalServiceConf:
     Strict per field: a dataclass that is strict as a whole refuses mappings.
     """
 
-    model_config: str | None = Field(default=None, strict=True)
-    # the runtime that runs the model: Paddle Inference (CPU oneDNN or its embedded
-    # OpenVINO engine, GPU, TensorRT) or OpenVINO Runtime (CPU; GIL-free in-process
-    # instances sharing one copy of the weights)
-    engine: Literal["paddle", "openvino"] = "paddle"
-    # engine openvino: the convolution kernels OpenVINO's CPU plugin picks ("auto")
-    # or, for a model running f32, oneDNN's direct JIT kernels ("jit"), which run
-    # PP-OCR rec faster than the brgemm ones OpenVINO >= 2024.2 prefers on AVX2
-    # (docs/CONFIG.md)
-    conv_kernels: Literal["auto", "jit"] = "auto"
-    device_type: int = Field(default=0, strict=True)
-    devices: str = Field(default="", strict=True)
-    thread_num: int = Field(default=2, ge=1, strict=True)
-    ir_optim: bool = Field(default=True, strict=True)
-    use_mkldnn: bool = Field(default=False, strict=True)
-    mkldnn_cache_capacity: int = Field(default=0, ge=0, strict=True)
-    # CPU: run the whole model in Paddle Inference's OpenVINO engine instead of
-    # its oneDNN kernels (an alternative to use_mkldnn; fp32 or bf16)
-    use_openvino: bool = Field(default=False, strict=True)
-    precision: Literal["fp32", "fp16", "int8", "bf16"] = "fp32"
-    mem_optim: bool = Field(default=True, strict=True)
-    min_subgraph_size: int = Field(default=3, ge=0, strict=True)
-    gpu_mem_mb: int = Field(default=500, ge=1, strict=True)
-    max_batch_size: int = Field(default=1, ge=1, strict=True)
-    # a memory budget per batch in padded input units (pixels, tokens): the batcher
-    # never forms a batch whose padded size exceeds it (null: off; docs/CONFIG.md)
-    max_batch_units: int | None = Field(default=None, ge=1, strict=True)
-    max_queue_delay: float = Field(default=0.0, ge=0, strict=True)
-    preferred_batch_size: list[int] = Field(default_factory=list, strict=True)
-    # predictor calls are made only at these batch sizes (a larger sub-batch is
-    # split, largest first), so oneDNN sees a few repeating shapes; None = powers
-    # of two up to max_batch_size (engine paddle) or any size (engine openvino),
-    # [] = any size
-    run_batch_sizes: list[int] | None = Field(default=None, strict=True)
-    batching_policy: Literal["adaptive", "fixed"] = "adaptive"
-    # when several instances are idle, cut a due batch into equal parts, one per
-    # idle instance (null: on where instances run in parallel: processes, engine openvino)
-    spread_batches: bool | None = Field(default=None, strict=True)
-    concurrency: int = Field(default=1, ge=1, strict=True)
-    instance_num: int = Field(default=1, ge=1, strict=True)
-    instance_mode: Literal["thread", "process"] = "thread"
-    # instance_mode process: a predictor process whose resident memory exceeds this
-    # is replaced between batches, gracefully (docs/RELIABILITY.md, "Memory guard")
-    max_rss_mb: int | None = Field(default=None, ge=1, strict=True)
-    max_body_size: int = Field(default=67108864, ge=1, strict=True)
-    tensorrt: TensorRTConf | None = None
+    model_config: str | None = Field(
+        default=None,
+        strict=True,
+        description="Model directory: a path (relative: to the config file) or `pkg://<package>/<path>` "
+        "inside an installed package. With `engine: paddle` it holds `inference.json` or `inference.pdmodel`, "
+        "and `inference.pdiparams`; with `engine: openvino`, `inference.xml` (OpenVINO IR), `inference.onnx` "
+        "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference. Required when the op "
+        "class has `needs_model = True`; after loading, the absolute path.",
+    )
+    engine: Literal["paddle", "openvino"] = Field(
+        default="paddle",
+        description="The runtime that runs the model: Paddle Inference (CPU on oneDNN, plain kernels or its "
+        "embedded OpenVINO engine; GPU; TensorRT), or OpenVINO Runtime (CPU only: GIL-free in-process "
+        "instances sharing one copy of the weights).",
+    )
+    conv_kernels: Literal["auto", "jit"] = Field(
+        default="auto",
+        description="`engine: openvino` only: the convolution kernels OpenVINO's CPU plugin runs: its own "
+        "choice (`auto`) or, for a model running f32, oneDNN's direct JIT kernels (`jit`), which run PP-OCR "
+        "rec faster than the brgemm ones OpenVINO >= 2024.2 prefers on AVX2.",
+    )
+    device_type: int = Field(
+        default=0,
+        strict=True,
+        description="0 CPU, 1 GPU, 2 GPU + TensorRT.",
+        json_schema_extra={"doc_type": "0, 1, 2 or `cpu`, `gpu`, `trt`"},
+    )
+    devices: str = Field(
+        default="", strict=True, description='GPU ids, e.g. `"0,1"`: the instances are spread over them.'
+    )
+    thread_num: int = Field(default=2, ge=1, strict=True, description="CPU math threads per predictor instance.")
+    ir_optim: bool = Field(default=True, strict=True, description="Paddle Inference's IR optimisation.")
+    use_mkldnn: bool = Field(default=False, strict=True, description="oneDNN kernels on CPU (`engine: paddle` only).")
+    mkldnn_cache_capacity: int = Field(
+        default=0, ge=0, strict=True, description="oneDNN's cache of input shapes (shapes; 0: Paddle's default)."
+    )
+    use_openvino: bool = Field(
+        default=False,
+        strict=True,
+        description="CPU only: run the whole model in Paddle Inference's OpenVINO engine "
+        "(`Config.enable_openvino_engine`) instead of its oneDNN kernels. An alternative to `use_mkldnn` "
+        "(setting both is an error); `precision` fp32 or bf16; `thread_num` becomes OpenVINO's thread "
+        "count. In `instance_mode: process` each predictor process is pinned to `thread_num` CPUs of its own.",
+    )
+    precision: Literal["fp32", "fp16", "int8", "bf16"] = Field(
+        default="fp32",
+        description="Inference precision (any case). On CPU `fp16` is an error (GPU only), and `bf16` and "
+        "`int8` need `use_mkldnn: true` (or `use_openvino` / `engine: openvino` for bf16). OpenVINO honours "
+        "`bf16` only on CPUs with AVX512-BF16 or AMX; elsewhere `engine: openvino` logs a warning and runs fp32.",
+    )
+    mem_optim: bool = Field(default=True, strict=True, description="Paddle Inference's memory optimisation.")
+    min_subgraph_size: int = Field(
+        default=3,
+        ge=0,
+        strict=True,
+        description="Smallest subgraph TensorRT takes over (operators), when no `tensorrt` block gives one.",
+    )
+    gpu_mem_mb: int = Field(default=500, ge=1, strict=True, description="Initial GPU memory pool (MB).")
+    max_batch_size: int = Field(default=1, ge=1, strict=True, description="Largest batch per predictor run (items).")
+    max_batch_units: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="A memory budget per batch, in padded input units (pixels for `ocr_det`, `ocr_rec`, "
+        "`ocr_cls`; tokens for `ernie_cls`): the batcher never forms a batch whose padded size (items x the "
+        "largest item) exceeds it, and leaves the rest queued for the next batch; an item over the budget "
+        "by itself runs alone. null: off. Needs `max_batch_size` > 1 and an op class that gives item sizes "
+        "(`pad_unit`).",
+    )
+    max_queue_delay: float = Field(
+        default=0.0,
+        ge=0,
+        strict=True,
+        description="Longest the oldest queued item waits for a fuller batch (ms).",
+    )
+    preferred_batch_size: list[int] = Field(
+        default_factory=list,
+        strict=True,
+        description="Batch sizes (each 1..`max_batch_size`) to run as soon as they can be formed; kept "
+        "sorted and unique.",
+    )
+    run_batch_sizes: list[int] | None = Field(
+        default=None,
+        strict=True,
+        description="Predictor calls are made only at these batch sizes (each 1..`max_batch_size`; a larger "
+        "sub-batch is split, largest first; 1 is always allowed), so oneDNN sees a few repeating shapes. "
+        "null: powers of two up to `max_batch_size` (plus `max_batch_size`) with `engine: paddle`, any size "
+        "with `engine: openvino` (its first run of a new batch size costs little); `[]`: any size.",
+    )
+    batching_policy: Literal["adaptive", "fixed"] = Field(
+        default="adaptive",
+        description="`adaptive`: an idle instance starts a batch early when waiting is not expected to pay "
+        "off; `fixed`: wait for a full or preferred batch, or for `max_queue_delay`.",
+    )
+    spread_batches: bool | None = Field(
+        default=None,
+        strict=True,
+        description="When several instances are idle at once, cut a due batch into equal parts, one per idle "
+        "instance (it never makes a batch due earlier). null: on where instances run in parallel "
+        "(`instance_mode: process`, or `engine: openvino`) with `instance_num` > 1, off otherwise (Paddle's "
+        "thread instances take turns under the GIL).",
+    )
+    concurrency: int = Field(
+        default=1,
+        ge=1,
+        strict=True,
+        description="Worker threads for pre- and post-processing. When the op is idle, a request's own input "
+        "to a source op is preprocessed on its HTTP thread and an instance with nothing queued postprocesses "
+        "its batch itself (fewer thread hand-offs for a lone request); these threads take everything else.",
+    )
+    instance_num: int = Field(
+        default=1, ge=1, strict=True, description="Predictor instances, each running one batch at a time."
+    )
+    instance_mode: Literal["thread", "process"] = Field(
+        default="thread",
+        description="`thread`: instances live in the server process and share the weights: Paddle clones "
+        "(Paddle 3.3 on CPU holds the GIL while one runs, so they take turns) or, with `engine: openvino`, "
+        "infer requests on one compiled model with one stream of `thread_num` threads each (the GIL is "
+        "released: they overlap). `process`: each instance is a child process fed through shared memory (one "
+        "copy of the weights per process), for isolation: a crash in native code kills only that process, "
+        "which is restarted while the op runs on its other instances.",
+    )
+    max_rss_mb: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="`instance_mode: process` only: a predictor process whose resident memory exceeds this "
+        "(MiB) is replaced gracefully between batches (a fresh one is loaded and warmed first; no request "
+        "fails). A soft limit, checked every 0.5 s: budget one more fresh process per op. null: off.",
+    )
+    max_body_size: int = Field(
+        default=67108864,
+        ge=1,
+        strict=True,
+        description="Largest request body a source op takes (bytes); a larger one gets 413.",
+    )
+    tensorrt: TensorRTConf | None = Field(default=None, description="TensorRT settings (used with `device_type: 2`).")
 
     @field_validator("model_config")
     @classmethod
@@ -318,7 +421,7 @@ class LocalServiceConf:
             return []
         if self.run_batch_sizes is None and self.engine == "openvino":
             # OpenVINO Runtime's first run of a new batch size costs ~1.1x a warm
-            # one (oneDNN: ~2x; docs/BENCHMARKS.md): splitting batches would cost more
+            # one (oneDNN: ~2x; docs/DESIGN_NOTES.md, "First-seen shapes"): splitting batches would cost more
             return []
         if self.run_batch_sizes is None:
             sizes = {1 << k for k in range(self.max_batch_size.bit_length()) if 1 << k <= self.max_batch_size}
@@ -365,20 +468,52 @@ class OpConfig(BaseModel):
     yaml_hidden_keys: ClassVar[frozenset] = frozenset({"name"})
     yaml_extra_keys: ClassVar[frozenset] = frozenset(OP_ALIASES)
 
-    name: str = Field(strict=True)
-    cls: str = Field(alias="class", strict=True)
-    input_ops: list[str] = Field(default_factory=list, strict=True)
-    params: dict[str, Any] = Field(default_factory=dict, strict=True)
-    local_service_conf: LocalServiceConf = Field(default_factory=LocalServiceConf)
-    timeout_ms: int | None = Field(default=None, strict=True)
-    retry: int = Field(default=1, ge=0, strict=True)
-    # one stage for every op of the repository with this share name (true: the op's name)
-    share: bool | str = False
-    # how the op runs as a Ray Serve deployment (the Ray backend only)
-    ray: RayDeploymentConf | None = None
+    name: str = Field(strict=True, description="The op's name: its key under `op:` (filled in by the loader).")
+    cls: str = Field(
+        alias="class",
+        strict=True,
+        description="A builtin op (`ocr_det`, `ocr_cls`, `ocr_rec`, `ernie_cls`) or the import path "
+        "`package.module:Class` / `package.module.Class` of a `serving.op.Op` subclass.",
+    )
+    input_ops: list[str] = Field(
+        default_factory=list,
+        strict=True,
+        description="Ops whose output feeds this op; empty: fed by the request.",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        strict=True,
+        description="Op-specific settings, validated by the op class's `Params` model.",
+    )
+    local_service_conf: LocalServiceConf = Field(
+        default_factory=LocalServiceConf, description="Predictor and batcher settings (below)."
+    )
+    timeout_ms: int | None = Field(
+        default=None,
+        strict=True,
+        description="Time limit for one item in this op, queue wait and run (ms); -1 or null: none.",
+        json_schema_extra={"doc_type": "int ≥ 1, -1 or null"},
+    )
+    retry: int = Field(
+        default=1,
+        ge=0,
+        strict=True,
+        description="After a failed batch run, retry its items one by one this many times.",
+    )
+    share: bool | str = Field(
+        default=False,
+        description="Run this op on one stage with every op of the served pipelines that has the same share "
+        "name (`true`: the op's name).",
+        json_schema_extra={"doc_type": "bool or a name"},
+    )
+    ray: RayDeploymentConf | None = Field(
+        default=None,
+        description="How the op runs as a Ray Serve deployment (`serve --ray`, `ray build` only); null: the "
+        "defaults of `op.<name>.ray`.",
+    )
 
     _params_model: BaseModel | None = PrivateAttr(default=None)
-    _op_class: type | None = PrivateAttr(default=None)
+    _op_class: type[Op] | None = PrivateAttr(default=None)
 
     @field_validator("input_ops", "params", "local_service_conf", mode="before")
     @classmethod
@@ -440,7 +575,7 @@ class OpConfig(BaseModel):
         return self._params_model
 
     @property
-    def op_class(self) -> type | None:
+    def op_class(self) -> type[Op] | None:
         """The resolved :class:`serving.op.Op` subclass."""
         return self._op_class
 
@@ -449,7 +584,11 @@ class TracerConf(BaseModel):
     """Periodic per-op summary in the log; ``interval_s: 0`` (or negative) turns it off."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    interval_s: float = Field(default=0.0, ge=0)
+    interval_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Log a per-op summary every this many seconds; 0 (or negative: Paddle Serving's -1): off.",
+    )
 
     @field_validator("interval_s", mode="before")
     @classmethod
@@ -463,20 +602,42 @@ class HttpConf(BaseModel):
     """The HTTP front's limits on clients (``http:``; one per server)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    # a connection with nothing in flight and nothing received for this long is closed
-    channel_timeout_s: float = Field(default=120.0, gt=0)
-    # a request whose headers and body have not all arrived this long after its
-    # first byte is dropped with its connection (slow-loris clients that trickle
-    # bytes never look idle)
-    request_timeout_s: float = Field(default=60.0, gt=0)
-    # a request whose headers have not all arrived this long after its first byte
-    # is dropped with its connection (headers are small: a slow-loris on headers)
-    header_timeout_s: float = Field(default=10.0, gt=0)
-    # connections open at once (null: the HTTP threads + 128); more wait in the backlog
-    connection_limit: int | None = Field(default=None, ge=1)
-    # MiB of request bodies the front holds at once, in memory and $TMPDIR, for the whole
-    # server (null: 4 x the largest max_body_size); at least one max_body_size (repository_files.py)
-    max_buffered_mb: int | None = Field(default=None, ge=1)
+    channel_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="A connection with nothing in flight and nothing received for this long (s) is closed "
+        "(keep-alive connections left open, clients that connect and say nothing).",
+    )
+    request_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A request whose headers and body have not all arrived this long (s) after its first byte "
+        "is dropped with its connection, unanswered. This closes slow-loris clients, which trickle a byte "
+        "every few seconds and so never look idle. Size it to your largest upload on your slowest client link.",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A request whose headers have not all arrived this long (s) after its first byte is "
+        "dropped with its connection, unanswered: slow-loris clients that trickle headers are cut off long "
+        "before `request_timeout_s` (headers are a few hundred bytes; a body may legitimately take longer).",
+    )
+    connection_limit: int | None = Field(
+        default=None,
+        ge=1,
+        description="Connections open at once; more wait in the listen backlog. null: the HTTP threads "
+        "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold up to two request bodies; "
+        "what they hold in all is bounded by `max_buffered_mb`.",
+    )
+    max_buffered_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Request bodies the HTTP front holds at once, in memory and in `$TMPDIR`, for the whole "
+        "server (MiB). null: 4 x the largest `max_body_size`. A request takes its `Content-Length` from it "
+        "before its body is read (a chunked body: as it arrives) and gives it back once answered; one that "
+        "does not fit gets 503 with `Retry-After`, its body unread. Must hold one body of the largest "
+        "`max_body_size`, else the config is refused.",
+    )
 
 
 class SecurityConf(BaseModel):
@@ -484,12 +645,22 @@ class SecurityConf(BaseModel):
     kept in canonical form (:mod:`serving.config.netloc`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    # serve a non-loopback address without a token (behind the user's own gateway)
-    insecure: bool = False
-    # browser origins (scheme://host[:port]) allowed without a token besides the server's own
-    allowed_origins: list[str] = Field(default_factory=list)
-    # Host header names accepted (exact, or "*.name"); empty: any (DNS rebinding guard)
-    allowed_hosts: list[str] = Field(default_factory=list)
+    insecure: bool = Field(
+        default=False,
+        description="Start on a non-loopback `host` with no `auth_token` (behind your own gateway); also "
+        "`batchline serve --insecure` or `BATCHLINE_INSECURE=1`. Without it such a server exits 2 at start.",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins (`scheme://host[:port]`, default ports may be left out) whose requests "
+        "pass without a token besides the server's own. batchline sends no CORS headers: a gateway that "
+        "answers CORS for them forwards their requests.",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="`Host` header names served (exact, an IP address, or `*.name` for the names below "
+        "`name`; no port); any other gets 400 (against DNS rebinding). Empty: any. Health probes are exempt.",
+    )
 
     @field_validator("allowed_origins")
     @classmethod
@@ -517,14 +688,24 @@ class DagConfig(BaseModel):
     """Engine-wide settings (``dag:``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    channel_size: int = Field(default=64, ge=1)
-    request_timeout_ms: int = Field(default=30000, ge=1)
-    max_queue_size: int = Field(default=512, ge=1)
-    use_profile: bool = False
-    tracer: TracerConf = Field(default_factory=TracerConf)
-    priority_levels: int = Field(default=1, ge=1, le=16)
-    priority_max_wait_ms: int = Field(default=1000, ge=0)
-    shutdown_timeout_s: float = Field(default=30.0, ge=0)
+    channel_size: int = Field(
+        default=64, ge=1, description="Capacity of the bounded queue between ops (items; backpressure)."
+    )
+    request_timeout_ms: int = Field(
+        default=30000, ge=1, description="Request deadline (ms; a request may ask for less); past it: 504."
+    )
+    max_queue_size: int = Field(default=512, ge=1, description="Requests in flight before admission answers 503.")
+    use_profile: bool = Field(default=False, description="Per-request timeline lines in the log.")
+    tracer: TracerConf = Field(
+        default_factory=TracerConf, description="The periodic per-op summary in the log (`dag.tracer`)."
+    )
+    priority_levels: int = Field(default=1, ge=1, le=16, description="Request priority levels in each batcher queue.")
+    priority_max_wait_ms: int = Field(
+        default=1000,
+        ge=0,
+        description="Anti-starvation: a queued item older than this (ms) goes before higher priorities.",
+    )
+    shutdown_timeout_s: float = Field(default=30.0, ge=0, description="How long shutdown drains queued work (s).")
 
     @field_validator("tracer", mode="before")
     @classmethod
@@ -536,9 +717,14 @@ class ShadowConf(BaseModel):
     """``routing.shadow``: a version that gets a copy of a sampled share of routed requests."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    version: int = Field(ge=1)
-    sample: float = Field(default=1.0, gt=0, le=1)
-    max_in_flight: int = Field(default=4, ge=1)
+    version: int = Field(
+        ge=1,
+        description="The version that gets the copies: it must exist, takes no weight and is not the default.",
+    )
+    sample: float = Field(
+        default=1.0, gt=0, le=1, description="The share of routed requests copied to the shadow (0 < sample <= 1)."
+    )
+    max_in_flight: int = Field(default=4, ge=1, description="Copies in flight at most; copies beyond it are dropped.")
 
 
 class RoutingConf(BaseModel):
@@ -548,10 +734,26 @@ class RoutingConf(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    default: int | None = Field(default=None, ge=1)
-    weights: dict[int, int] | None = None
-    key_header: str = Field(default="X-Route-Key", pattern=HEADER_PATTERN)
-    shadow: ShadowConf | None = None
+    default: int | None = Field(
+        default=None,
+        ge=1,
+        description="The version `/{name}/prediction` reaches. null: the version with the largest weight "
+        "(ties: the highest), else the highest version (never the shadow).",
+    )
+    weights: dict[int, int] | None = Field(
+        default=None,
+        description="Version -> weight (int >= 0, not all 0): the split of `/{name}/prediction`, sticky per "
+        "route key. Every named version must exist; with weights, `default` must have a weight > 0.",
+        json_schema_extra={"doc_type": "mapping version → int ≥ 0, or null"},
+    )
+    key_header: str = Field(
+        default="X-Route-Key",
+        pattern=HEADER_PATTERN,
+        description="The header holding a request's route key; without it, the request's logid (0: no key).",
+    )
+    shadow: ShadowConf | None = Field(
+        default=None, description="A version that gets a copy of a sampled share of routed requests (below)."
+    )
 
     @field_validator("weights", mode="before")
     @classmethod
@@ -592,26 +794,74 @@ class ServingConfig(BaseModel):
     """A whole config file."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    name: str = Field(pattern=NAME_PATTERN)
-    http_port: int = Field(default=9999, ge=1, le=65535)
-    host: str = "127.0.0.1"
-    worker_num: int = Field(default=16, ge=1)
-    auth_token: str | None = None
-    # the token POST /admin/reload needs (none: reload over HTTP is refused, SIGHUP only)
-    admin_token: str | None = None
-    max_image_pixels: int = Field(default=40000000, ge=1)
-    max_inputs_per_request: int = Field(default=64, ge=1)
-    # MiB of decoded images in flight in the whole server (null: derived from max_image_pixels)
-    decode_budget_mb: int | None = Field(default=None, ge=1)
-    # absent: version 1 (effective_version); several files may define versions of one name
-    version: int | None = Field(default=None, ge=1)
-    routing: RoutingConf | None = None
-    http: HttpConf = Field(default_factory=HttpConf)
-    security: SecurityConf = Field(default_factory=SecurityConf)
-    dag: DagConfig = Field(default_factory=DagConfig)
-    op: dict[str, OpConfig]
-    # the HTTP ingress and application on Ray Serve (the Ray backend only)
-    ray: RayConf = Field(default_factory=RayConf)
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        description="The pipeline's name; route `POST /{name}/prediction`.",
+        json_schema_extra={"doc_default": "the file name's stem"},
+    )
+    http_port: int = Field(default=9999, ge=1, le=65535, description="The HTTP port.")
+    host: str = Field(
+        default="127.0.0.1",
+        description="Bind address (`0.0.0.0` listens on all interfaces: it needs `auth_token`, or "
+        "`security.insecure`).",
+    )
+    worker_num: int = Field(default=16, ge=1, description="HTTP threads.")
+    auth_token: str | None = Field(
+        default=None,
+        description="Bearer token required on every route but health and the page's files. null: "
+        "`$BATCHLINE_AUTH_TOKEN`, else none.",
+    )
+    admin_token: str | None = Field(
+        default=None,
+        description="Bearer token `POST /admin/reload` requires (the `auth_token` does not work there). null: "
+        "`$BATCHLINE_ADMIN_TOKEN`, else reload over HTTP is refused (403) and only SIGHUP reloads.",
+    )
+    max_image_pixels: int = Field(
+        default=40000000,
+        ge=1,
+        description="Largest image (pixels), read from the file header before decoding; a larger one gets "
+        "413. A request may hold 2 x this in pixels and 2 x this x 4 bytes decoded (two 8-bit BGRA images; a "
+        "16-bit RGBA image counts 8 bytes a pixel), else 413.",
+    )
+    max_inputs_per_request: int = Field(
+        default=64,
+        ge=1,
+        description="Most values in one request (more: 413). It also bounds what a body may make the server "
+        "build before it is parsed: a JSON body over 4 x this + 256 values (brackets and commas outside "
+        "strings) gets 413, nested over 32 levels 400; a multipart body over this + 16 parts 413.",
+    )
+    decode_budget_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Decoded images in flight in the whole server (MiB); null: derived from the largest "
+        "`max_image_pixels` (see Decode budget). A server key that a reload applies.",
+    )
+    version: int | None = Field(
+        default=None,
+        ge=1,
+        description="This file's version of the pipeline `name`; route `POST /{name}/v{N}/prediction`. "
+        "null: 1. Several files may define versions of one name.",
+    )
+    routing: RoutingConf | None = Field(
+        default=None,
+        description="How `/{name}/prediction` picks among the versions of `name` (in one file per name).",
+    )
+    http: HttpConf = Field(
+        default_factory=HttpConf,
+        description="The HTTP front's limits on slow and idle clients; a server key (files served together "
+        "must agree).",
+    )
+    security: SecurityConf = Field(
+        default_factory=SecurityConf,
+        description="Who may reach the server: the opt-out of the token rule, browser origins, Host names; "
+        "a server key.",
+    )
+    dag: DagConfig = Field(default_factory=DagConfig, description="Engine settings.")
+    op: dict[str, OpConfig] = Field(description="The ops, by name, in graph order (at least one).")
+    ray: RayConf = Field(
+        default_factory=RayConf,
+        description="The HTTP ingress and the application on Ray Serve (`serve --ray`, `ray build` only).",
+    )
 
     _source_path: str = PrivateAttr(default="<config>")
     _dag_graph: Dag | None = PrivateAttr(default=None)
@@ -653,7 +903,8 @@ class ServingConfig(BaseModel):
     @property
     def input_kind(self) -> str | None:
         """How request values are decoded: the source ops' ``input_kind`` (None: unbound or mixed)."""
-        kinds = {getattr(self.op[s].op_class, "input_kind", None) for s in self.dag_graph.sources}
+        classes = (self.op[s].op_class for s in self.dag_graph.sources)
+        kinds = {None if cls is None else cls.input_kind for cls in classes}
         return kinds.pop() if len(kinds) == 1 else None
 
     def op_table(self) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ the bundled client:
 * ``configs/repository/`` (ocr, ocr_ernie and ernie in one process, det and
   rec shared by ocr and ocr_ernie) answers as each pipeline served alone: OCR
   as PaddleOCR 2.10 (tests/data/ocr/), ERNIE and OCR->ERNIE as
-  ``configs/ernie.yml`` and ``configs/ocr_ernie.yml`` served alone, although
-  the latter runs det and rec in thread instances with other batch sizes.
+  ``configs/ernie.yml`` and ``configs/ocr_ernie.yml`` served alone (the same
+  settings: tests/unit/test_shipped_configs.py), although there the shared
+  stages batch the items of both pipelines together.
 * The shared rec stage runs crops of ocr and of ocr_ernie in one predictor
   call, seen in ``/metrics``.
 * A reload under load (8 clients, a changed ``max_batch_size`` and a new
@@ -41,7 +42,7 @@ TEXTS = {
     "订单号 20240315001": "id",
     "北京市海淀区中关村大街1号": "address",
 }
-SCORE_TOL = 1e-4  # identical weights and inputs; only the CPU threads per predictor differ
+SCORE_TOL = 1e-4  # identical weights, inputs and settings; only what shares a batch differs
 TOKEN = "e2e-reload-token"
 
 

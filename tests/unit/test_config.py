@@ -642,6 +642,97 @@ def test_use_trt_on_gpu_means_device_type_2():
     assert config.op["a"].local_service_conf.device_type == 2
 
 
+def _warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+@pytest.mark.parametrize(
+    "dag, line",
+    [
+        (
+            {"enable_prometheus": True, "prometheus_port": 18010},
+            "c.yml: dag.prometheus_port: port 18010 is not opened: metrics are always served at /metrics on the "
+            "HTTP port (http_port 9998); point the Prometheus scrape there",
+        ),
+        (
+            {"enable_prometheus": True},
+            "c.yml: dag.enable_prometheus: metrics are always served at /metrics on the HTTP port "
+            "(http_port 9998); the key changes nothing",
+        ),
+        (
+            {"enable_prometheus": False, "prometheus_port": None},
+            "c.yml: dag.enable_prometheus: metrics are always served at /metrics on the HTTP port "
+            "(http_port 9998); false does not turn them off",
+        ),
+    ],
+)
+def test_paddle_serving_prometheus_keys_load_with_a_notice_naming_the_metrics_url(dag, line, caplog):
+    with caplog.at_level(logging.INFO, logger="serving.config"):
+        config = parse_config({"http_port": 9998, "dag": dag, "op": {"a": {"class": FAKE}}}, source="c.yml")
+    assert config.http_port == 9998
+    assert _warnings(caplog) == [line]
+
+
+@pytest.mark.parametrize(
+    "dag, line",
+    [
+        ({"enable_prometheus": "yes"}, "c.yml: dag.enable_prometheus: must be true or false, got 'yes'"),
+        (
+            {"enable_prometheus": True, "prometheus_port": 0},
+            "c.yml: dag.prometheus_port: must be a port (1..65535), got 0",
+        ),
+    ],
+)
+def test_paddle_serving_prometheus_keys_are_type_checked(dag, line):
+    with pytest.raises(ConfigError) as info:
+        parse_config({"dag": dag, "op": {"a": {"class": FAKE}}}, source="c.yml")
+    assert str(info.value) == line
+
+
+def test_use_calib_with_tensorrt_is_its_calibration_mode():
+    svc = {"device_type": 1, "use_trt": True, "use_calib": True, "precision": "int8", "min_subgraph_size": 5}
+    config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": svc}}})
+    conf = config.op["a"].local_service_conf
+    assert conf.device_type == 2 and conf.tensorrt is not None
+    # the new block keeps the file's min_subgraph_size (a tensorrt block's own wins over it)
+    assert conf.tensorrt.use_calib_mode is True and conf.tensorrt.min_subgraph_size == 5
+
+
+def test_use_calib_joins_a_tensorrt_block_and_false_changes_nothing():
+    svc = {"device_type": 2, "use_calib": True, "tensorrt": {"workspace_size": 1024}}
+    conf = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": svc}}}).op["a"].local_service_conf
+    assert conf.tensorrt is not None and (conf.tensorrt.workspace_size, conf.tensorrt.use_calib_mode) == (1024, True)
+    conf = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": {"device_type": 2, "use_calib": False}}}})
+    assert conf.op["a"].local_service_conf.tensorrt is None
+
+
+def test_use_calib_without_tensorrt_is_ignored_as_in_paddle_serving(caplog):
+    with caplog.at_level(logging.INFO, logger="serving.config"):
+        config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": {"use_calib": True}}}})
+    assert config.op["a"].local_service_conf.tensorrt is None
+    assert any("op.a.local_service_conf.use_calib" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "svc, line",
+    [
+        (
+            {"device_type": 2, "use_calib": True, "tensorrt": {"use_calib_mode": False}},
+            "c.yml: op.a.local_service_conf.use_calib: given twice: as 'op.a.local_service_conf.use_calib' and "
+            "'op.a.local_service_conf.tensorrt.use_calib_mode'; keep one",
+        ),
+        (
+            {"device_type": 2, "use_calib": "yes"},
+            "c.yml: op.a.local_service_conf.use_calib: must be true or false, got 'yes'",
+        ),
+    ],
+)
+def test_use_calib_errors_name_the_key_the_file_used(svc, line):
+    with pytest.raises(ConfigError) as info:
+        parse_config({"op": {"a": {"class": FAKE, "local_service_conf": svc}}}, source="c.yml")
+    assert str(info.value) == line
+
+
 @pytest.mark.parametrize(
     "op, keys",
     [
