@@ -1,8 +1,8 @@
 """The client's HTTP transport: kept-alive ``http.client`` connections to one server.
 
 ``requests`` cost ~0.7 ms of Python per call on top of the socket round trip,
-urllib3 (which it is built on) ~0.1 ms (docs/BENCHMARKS.md, "Per-request
-path"); a bare ``http.client`` connection is the floor, so the transport is
+urllib3 (which it is built on) ~0.1 ms (docs/DESIGN_NOTES.md, "Where one rec
+request's time goes"); a bare ``http.client`` connection is the floor, so the transport is
 that plus what a client needs: a pool of idle connections (``pool_size``
 kept, safe to share between threads), a connection the server closed while
 idle is noticed before it is reused (as urllib3 does), https, and the proxy

@@ -3,7 +3,7 @@ an idle predictor instance the batch it should run next.
 
 Only idle instances ask for work (:meth:`Batcher.next_batch`), so "an instance
 is idle" is implicit in every decision. Given the queued items, a batch is
-formed when the first of these holds (see README, "Batching rules"):
+formed when the first of these holds (see docs/batching.md, "When a batch leaves"):
 
 1. ``max_batch_size`` items are queued -> take ``max_batch_size``; or (with
    ``max_batch_units``) the next batch is full by padded units -> take it;

@@ -1,7 +1,7 @@
 """JSON in and out of the HTTP layer: orjson on the hot path, the standard
 library for what orjson refuses, so the server accepts, refuses and answers
-exactly what it did with ``json`` alone (docs/BENCHMARKS.md, "Per-request
-path", has the cost of each).
+exactly what it did with ``json`` alone (docs/DESIGN_NOTES.md, "Where one rec request's
+time goes", has the cost of each).
 
 * :func:`loads` parses a request body. Whatever orjson refuses (NaN and
   Infinity literals, lone surrogates, every malformed body) goes to

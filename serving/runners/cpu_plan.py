@@ -2,7 +2,7 @@
 
 OpenVINO binds its inference threads to cores, and every process picks the
 same first cores of its affinity mask: two OpenVINO processes on a 2-core
-machine shared one core, each at half speed (``bench/openvino_pinning.py``).
+machine shared one core, each at half speed (docs/DESIGN_NOTES.md, "OpenVINO pinning").
 So OpenVINO predictor processes get sets of ``thread_num`` CPUs, the least
 used CPUs this server may use first. Other engines, and thread instances,
 stay unpinned (``None``): the OS balances them better than a fixed plan.

@@ -3,8 +3,8 @@
 Since 2024.2 the CPU plugin prefers oneDNN's brgemm convolutions on AVX2 CPUs
 as it does on AVX-512 ones. For PP-OCRv4 rec (depthwise and 1x1 convolutions
 on a dynamic width) they are slower than the direct JIT kernels it used
-before; for det they are as fast or faster (docs/BENCHMARKS.md, "Convolution
-kernels"). ``conv_kernels: jit`` restores the JIT kernels for one op's model.
+before; for det they are as fast or faster (docs/DESIGN_NOTES.md,
+"Convolution kernels" under Retired experiments). ``conv_kernels: jit`` restores the JIT kernels for one op's model.
 
 OpenVINO has no compile property for this. Its per-node runtime attribute
 ``primitives_priority`` (the CPU plugin reads it as the node's list of

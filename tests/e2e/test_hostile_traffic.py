@@ -3,7 +3,7 @@ bombs and JSON amplification, measured as the container would see them (the
 server's RSS with its children, sampled every 50 ms). Each attack must be
 answered (a refusal or a 200), stay within its bound, and leave the server
 answering a normal request. The attacks and bounds: tests/support/reliability/hostile.py;
-the same run with a table: ``python bench/hostile.py``."""
+the same run with a table: ``python -m bench.hostile``."""
 
 import pytest
 

@@ -3,7 +3,7 @@ served by real ``batchline serve`` processes: the page's own files, as shipped.
 
 * on the real OCR pipeline (configs/ocr.yml): an uploaded page's lines and
   boxes are the API's answer for the same image, with per-op timings; the
-  live view follows requests while they flow (and the README's screenshot is
+  live view follows requests while they flow (and the tutorial's screenshot is
   taken there: ``UPDATE_PAGE_SCREENSHOT=1`` writes docs/page.png);
 * on fake pipelines that answer chosen text: markup read from an image stays
   text, dropped and pasted images are sent, a text pipeline shows its label;
@@ -142,7 +142,7 @@ def test_the_live_view_follows_requests_while_they_flow(browser, ocr_server, tmp
             assert (stat(page, det, "mean-batch") or 0) >= 1
             assert page.locator(f"{det} [data-stat=sizes] .size").count() >= 1  # the batch-size distribution
             assert stat(page, pipeline, "errors") == 0
-            if os.environ.get("UPDATE_PAGE_SCREENSHOT"):  # the README's picture: let the sparkline fill a little
+            if os.environ.get("UPDATE_PAGE_SCREENSHOT"):  # the tutorial's picture: let the sparkline fill a little
                 assert until(lambda: len(page.get_attribute(f"{pipeline} polyline", "points").split()) >= 20, 60)
                 save_screenshot(page, SCREENSHOT)
             else:

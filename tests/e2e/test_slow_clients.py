@@ -3,7 +3,7 @@
 configured timeouts, while well-behaved clients keep being answered.
 
 The p99 comparison (loaded against unloaded) is a bench:
-``python bench/slow_clients.py``; here only behaviour is asserted."""
+``python -m bench.slow_clients``; here only behaviour is asserted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Documents that quote the program's own output must quote it as it is."""
+"""Documents that quote the program's own output, code or examples must quote them as they are
+(the links, commands and configs of every page: test_doc_commands.py)."""
 
 from __future__ import annotations
 
@@ -45,11 +46,12 @@ def test_every_extra_named_in_an_install_hint_exists():
     assert not unknown, f"install hints name extras that setup.cfg does not define: {sorted(unknown)}"
 
 
-def test_readme_rollout_example_loads_as_written(tmp_path):
-    """The README's complete example (three files of one repository) is a valid repository."""
+def test_rollout_example_loads_as_written(tmp_path):
+    """The rollout how-to's complete example (three files of one repository) is a valid repository,
+    and its shadow's heavy op runs in processes, where the idle CPU class reaches the inference."""
     from serving.config import load_repository
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "howto" / "roll-out-a-version.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```yaml\n# (ocr_v\d\.yml):[^\n]*\n(.*?)```", text, flags=re.S)
     assert [name for name, _ in blocks] == ["ocr_v1.yml", "ocr_v2.yml", "ocr_v3.yml"]
     for name, body in blocks:
@@ -58,6 +60,7 @@ def test_readme_rollout_example_loads_as_written(tmp_path):
     route = repo.routes["ocr"]
     assert (route.default, route.weights, route.shadow.version, route.shadow.sample) == (1, {1: 90, 2: 10}, 3, 0.5)
     assert [user for _, user in repo.shares["det"].users] == ["det", "det", "det"]
+    assert route.versions[3].op["rec"].local_service_conf.instance_mode == "process"
 
 
 def _ray_yaml_examples(path: Path, heading: str) -> list[str]:
@@ -107,3 +110,69 @@ def test_ray_examples_load_and_follow_their_own_advice():
             limit = options[f"{config.name}-{op.name}"]["max_ongoing_requests"]
             assert op.ray.autoscaling_config.target_ongoing_requests == svc.max_batch_size * svc.instance_num < limit
     assert autoscaled == 2
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under ``heading`` up to the next heading of the same or a higher level."""
+    level = heading.split(" ")[0]
+    start = text.index(f"\n{heading}\n") + len(heading) + 2
+    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", text[start:], flags=re.M)]
+    return text[start : start + ends[0]] if ends else text[start:]
+
+
+def test_add_an_op_example_serves_a_request(tmp_path, monkeypatch):
+    """The how-to's op, imported from the page as written, loads from its config block and
+    answers a request through the engine's own batch path (padding included)."""
+    import yaml
+
+    from serving.config import parse_config
+    from serving.engine.direct import run_op_direct
+    from serving.engine.execute import run_batch
+    from serving.engine.launch import make_op
+
+    text = (ROOT / "docs" / "howto" / "add-an-op.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    (config_block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    (tmp_path / "docs_words_op.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = yaml.safe_load(config_block.replace("mypackage.words:", "docs_words_op:"))
+    config = parse_config(data, "words.yml", str(tmp_path / "words.yml"))
+    op = make_op(config.op["count"])
+    op.load()
+    (runner,) = op.create_runners(1)
+    assert run_op_direct(op, runner, {"input": "one two three"}) == {"words": 3}
+    outputs, _ = run_batch(op, runner, [op.preprocess("a b"), op.preprocess("c d e f")], run_sizes=[])
+    assert [op.postprocess(None, out) for out in outputs] == [{"words": 2}, {"words": 4}]
+
+
+def test_metrics_reference_lists_every_family_as_exported():
+    """docs/reference/metrics.md names every family of the server's registry, with its type
+    and labels, and nothing else."""
+    from serving.engine.metrics import Metrics
+
+    metrics = Metrics()
+    in_code = {
+        m._name: (m._type, ", ".join(m._labelnames) or "(none)")  # noqa: SLF001 - the families' own record
+        for m in vars(metrics).values()
+        if hasattr(m, "_labelnames")
+    }
+    text = (ROOT / "docs" / "reference" / "metrics.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(batchline_\w+)` \| (\w+) \| ([^|]+) \|", _section(text, "## Families"), flags=re.M)
+    in_doc = {name: (kind, labels.strip()) for name, kind, labels in rows}
+    assert in_doc == in_code
+
+
+def test_cli_reference_names_exactly_each_commands_flags():
+    """Each command's section of docs/reference/cli.md names the flags its parser takes, no more."""
+    from serving.cli import build_parser
+
+    text = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    for argv in (["serve"], ["check"], ["predict"], ["bench"], ["pipelines"], ["tune"], ["ray", "build"]):
+        parser = build_parser(argv)
+        for name in argv:
+            action = next(a for a in parser._actions if a.dest in ("command", "ray_command") and a.choices)  # noqa: SLF001
+            parser = action.choices[name]
+        flags = {s for a in parser._actions for s in a.option_strings if s.startswith("--")} - {"--help"}  # noqa: SLF001
+        section = _section(text, f"## `batchline {' '.join(argv)}`")
+        named = set(re.findall(r"`(--[a-z0-9-]+)", section))
+        assert named == flags, f"batchline {' '.join(argv)}: doc {sorted(named)} vs parser {sorted(flags)}"
