@@ -12,7 +12,7 @@ Prints the served gain (grouped / no_batch req/s) and the padding ratio
 (1 - real/padded tokens, from /metrics batchline_op_real_units_total and
 batchline_op_padded_units_total) with and without grouping.
 
-    python bench/ernie_batching.py [--clients 32 --duration 8 --rounds 2]
+    python -m bench.ernie_batching [--clients 32 --duration 8 --rounds 2]
 """
 
 from __future__ import annotations
@@ -20,21 +20,18 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import derive_config, load_repo_config, pipeline_name  # noqa: E402
-from bench.lib.engines import ENGINES, THREADS, add_engine_arg  # noqa: E402
-from bench.lib.measure import answered, closed_loop, scrape_metrics  # noqa: E402
-from bench.lib.paths import ROOT  # noqa: E402
-from bench.lib.results import write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import derive_config, load_repo_config, pipeline_name
+from bench.lib.engines import ENGINES, THREADS, add_engine_arg
+from bench.lib.measure import answered, closed_loop, scrape_metrics
+from bench.lib.paths import ROOT
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
+from bench.lib.server import served
 
 
 def mixed_texts(count: int, seed: int = 3) -> list[str]:
-    from pipelines.ernie_fields.data import generate
+    from recipes.ernie_fields.data import generate
 
     rng = random.Random(seed)
     lines = [t for t, _ in generate(max(1, count // 3), seed)]

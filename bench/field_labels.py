@@ -21,7 +21,7 @@ revision) serves a second one after it on the same pages, and prints the
 difference. Exit 1 when the served model misses the goal: >= 90% of OCR'd
 lines labelled right, on the generated pages and on the held-out blind-2 lines.
 
-    python bench/field_labels.py [--pages 300] [--model DIR] [--compare DIR | --compare-rev REV] [--card] [--json F]
+    python -m bench.field_labels [--pages 300] [--model DIR] [--compare DIR | --compare-rev REV] [--card] [--json F]
 """
 
 from __future__ import annotations
@@ -33,13 +33,11 @@ import sys
 import tempfile
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.lib.configs import load_yaml  # noqa: E402
-from bench.lib.paths import CONFIG_DIR  # noqa: E402
-from bench.lib.results import machine_info, write_result  # noqa: E402
-from bench.lib.script import BenchError, run_main  # noqa: E402
-from bench.lib.server import served  # noqa: E402
+from bench.lib.configs import load_yaml
+from bench.lib.paths import CONFIG_DIR
+from bench.lib.results import machine_info, write_result
+from bench.lib.script import BenchError, run_main
+from bench.lib.server import served
 
 GOAL_OCR = 0.90
 PIPELINES = ("ocr", "ocr_ernie", "ernie")
@@ -110,13 +108,13 @@ def model_at_revision(rev: str) -> str:
 
 def write_card_section(by_set: dict[str, Any], pages: int, argv: str) -> None:
     """Replace the evaluation section of the model card with these figures."""
-    from pipelines.ernie_fields.build import CARD, write_eval_section
+    from recipes.ernie_fields.build import CARD, write_eval_section
     from tests.support.field_eval import SETS, table
 
     parts = [
         "## On what OCR really reads",
         "",
-        f"`python bench/field_labels.py {argv}`: rendered pages (tests/support/field_pages.py) served through",
+        f"`python -m bench.field_labels {argv}`: rendered pages (tests/support/field_pages.py) served through",
         "`configs/repository` in one server. **clean**: each line's rendered text through `ernie`; **ocr**: every",
         "OCR line of `ocr_ernie`, against the field of the line it lies on; **misread**: the OCR lines whose text",
         "is not exactly what was rendered (a space dropped, a character confused, a split line's piece).",

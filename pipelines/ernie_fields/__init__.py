@@ -1,1 +1,2 @@
-"""Build script and data generator for the embedded ERNIE field-type model."""
+"""The embedded ERNIE field-type model (``model/``) and its card (``README.md``);
+``recipes/ernie_fields`` builds them (not installed)."""

@@ -78,7 +78,7 @@ def test_engine_precision_pair_agrees_with_paddleocr(pair, docs, reference):
 
 def test_ernie_gives_the_same_labels_on_both_engines():
     """The ERNIE demo model's ONNX twin (what OpenVINO reads) against its Paddle export."""
-    from pipelines.ernie_fields.data import generate
+    from recipes.ernie_fields.data import generate
     from serving.engine.direct import run_op_direct
 
     texts = [text for text, _ in generate(20, seed=77)]

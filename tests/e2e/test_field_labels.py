@@ -1,7 +1,7 @@
 """OCR -> ERNIE field labels on what OCR really reads: the committed fixed evaluation
 set (tests/data/fields: rendered pages whose every line has a known field type)
 through the served ``configs/repository`` pipelines, and ``batchline predict``
-showing the labels. The full evaluation is ``python bench/field_labels.py``."""
+showing the labels. The full evaluation is ``python -m bench.field_labels``."""
 
 import io
 import os
@@ -10,7 +10,7 @@ import pytest
 
 from client import PipelineClient
 from client import cli as predict_cmd
-from pipelines.ernie_fields.data import LABELS
+from recipes.ernie_fields.data import LABELS
 from tests.support.field_eval import evaluate
 from tests.support.field_pages import fixture_pages
 from tests.support.server_process import ServerProcess

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.ernie_fields.data import LABELS
+from recipes.ernie_fields.data import LABELS
 from tests.support.field_pages import FieldPage
 from tests.support.ocr_accuracy import assign_lines
 from tests.support.synth import encode_image

@@ -1,7 +1,7 @@
 """Rendered pages of document fields: every line's text, box and field type known.
 
 A page is a receipt- or form-like stack of 3-8 lines, each drawn from the
-field-line generator of ``pipelines/ernie_fields/data.py`` under a random
+field-line generator of ``recipes/ernie_fields/data.py`` under a random
 label (date, money, phone, id, address, other). Fonts, sizes, alignment,
 colours and the mild print-and-scan noise come from the evaluation page set's
 vocabulary (``page_set``): DejaVu faces for Latin-only lines, WenQuanYi Zen
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipelines.ernie_fields.data import GENERATORS, LABELS, read_labelled
+from recipes.ernie_fields.data import GENERATORS, LABELS, read_labelled
 from tests.support.page_noise import Noise, apply_noise
 from tests.support.page_set import CJK_FACES, LATIN_FACES, FontFace, _colours, _font_file, _noise
 from tests.support.synth import render_document, text_width

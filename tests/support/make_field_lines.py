@@ -1,13 +1,13 @@
 """Read rendered field pages with our own OCR pipeline, for the field classifier.
 
-    python -m tests.support.make_field_lines lines      # pipelines/ernie_fields/ocr_lines.tsv
+    python -m tests.support.make_field_lines lines      # recipes/ernie_fields/ocr_lines.tsv
     python -m tests.support.make_field_lines fixtures   # tests/data/fields/pages/ + truth.json
 
 ``lines`` renders the training field pages (``field_pages.TRAIN_SEED``),
 serves ``configs/ocr.yml`` and reads every page through it; each OCR line on a
 ground-truth line becomes a training line with that line's field type:
 ``label<TAB>what OCR read<TAB>what was rendered``. The classifier's build
-(``python -m pipelines.ernie_fields.build``) trains on them beside the
+(``python -m recipes.ernie_fields.build``) trains on them beside the
 generated lines, so it learns the text its upstream op really produces.
 
 ``fixtures`` writes the small fixed evaluation set of the tests: pages of the
@@ -43,7 +43,7 @@ from tests.support.page_set import missing_faces
 log = logging.getLogger("tests.support.make_field_lines")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LINES_PATH = os.path.join(ROOT, "pipelines", "ernie_fields", "ocr_lines.tsv")
+LINES_PATH = os.path.join(ROOT, "recipes", "ernie_fields", "ocr_lines.tsv")
 FIXTURES_DIR = os.path.join(ROOT, "tests", "data", "fields")
 TRAIN_PAGES = 800
 FIXTURE_PAGES = 24  # generated evaluation pages in the fixed test set

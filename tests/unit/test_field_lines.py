@@ -9,15 +9,15 @@ from collections import Counter
 
 import pytest
 
-from pipelines.ernie_fields.data import GENERATORS, LABELS, generate, read_labelled
-from pipelines.ernie_fields.field_keys import KEYS, key_prefix
-from pipelines.ernie_fields.ocr_noise import CONFUSABLE, FULL_WIDTH, ocr_noise
+from recipes.ernie_fields.data import GENERATORS, LABELS, generate, read_labelled
+from recipes.ernie_fields.field_keys import KEYS, key_prefix
+from recipes.ernie_fields.ocr_noise import CONFUSABLE, FULL_WIDTH, ocr_noise
 from tests.support.field_eval import PageReading, ReadLine, score, table
 from tests.support.field_pages import BLIND, BLIND2, HANDWRITTEN, FieldLine, FieldPage, fixture_pages, read_lines
 from tests.support.ocr_accuracy import assign_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OCR_LINES = os.path.join(ROOT, "pipelines", "ernie_fields", "ocr_lines.tsv")
+OCR_LINES = os.path.join(ROOT, "recipes", "ernie_fields", "ocr_lines.tsv")
 
 
 # ---- OCR-like noise ------------------------------------------------------------------
@@ -53,7 +53,7 @@ def test_noise_keeps_short_and_chinese_lines_non_empty():
 def test_generated_lines_use_only_characters_ocr_can_read():
     """But for the euro and pound signs: PP-OCR's dictionary lacks them, and what OCR
     makes of them (nothing, or another sign) is in the OCR-read training lines."""
-    from pipelines.ernie_fields.build import EXTRA_CHARS, default_char_dict
+    from recipes.ernie_fields.build import EXTRA_CHARS, default_char_dict
 
     with open(default_char_dict(), encoding="utf-8") as f:
         readable = {line.rstrip("\n") for line in f} | {" "}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from pipelines.ernie_fields.field_keys import DAYS as WEEKDAYS
-from pipelines.ernie_fields.field_keys import (
+from recipes.ernie_fields.field_keys import DAYS as WEEKDAYS
+from recipes.ernie_fields.field_keys import (
     KEYS,
     MONTHS,
     key_prefix,
@@ -24,7 +24,7 @@ from pipelines.ernie_fields.field_keys import (
     more_other,
     more_phone,
 )
-from pipelines.ernie_fields.field_keys import (
+from recipes.ernie_fields.field_keys import (
     digits as _d,
 )
 

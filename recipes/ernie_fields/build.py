@@ -1,6 +1,6 @@
 """Build the embedded ERNIE field-type classifier: vocab, data, training, export.
 
-    python -m pipelines.ernie_fields.build --out pipelines/ernie_fields/model
+    python -m recipes.ernie_fields.build --out pipelines/ernie_fields/model
 
 Writes into ``--out``: ``vocab.txt`` (PP-OCR characters + English words and
 word pieces), ``labels.txt``, ``inference.json`` + ``inference.pdiparams``
@@ -24,13 +24,15 @@ import time
 import unicodedata
 from dataclasses import dataclass
 
-log = logging.getLogger("pipelines.ernie_fields.build")
+log = logging.getLogger("recipes.ernie_fields.build")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 OCR_LINES = os.path.relpath(os.path.join(HERE, "ocr_lines.tsv"))
-#: the model card of the default build (a build writes its card beside its --out directory)
-CARD = os.path.join(HERE, "README.md")
-_FIELDS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "data", "fields")
+#: the model card of the default build (a build writes its card beside its --out directory),
+#: installed with the model; this recipe is not
+CARD = os.path.join(ROOT, "pipelines", "ernie_fields", "README.md")
+_FIELDS = os.path.join(ROOT, "tests", "data", "fields")
 #: the hand-written evaluation lines (tests/data/fields): the card says how many also occur in training
 HELD_OUT_SETS = {
     "hand-written": os.path.join(_FIELDS, "handwritten.tsv"),
@@ -199,9 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     import paddle
 
     from ops.text import build_tokenizer, encode
-    from pipelines.ernie_fields.data import LABELS, generate, read_labelled, vocabulary_words
-    from pipelines.ernie_fields.network import ErnieConfig, build_model
-    from pipelines.ernie_fields.ocr_noise import ocr_noise
+    from recipes.ernie_fields.data import LABELS, generate, read_labelled, vocabulary_words
+    from recipes.ernie_fields.network import ErnieConfig, build_model
+    from recipes.ernie_fields.ocr_noise import ocr_noise
 
     paddle.set_device("cpu")
     paddle.base.core.set_num_threads(args.threads)
@@ -295,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             InputSpec([None, None], "int64", name="token_type_ids"),
         ],
     )
-    from pipelines.ernie_fields.onnx_export import export_onnx
+    from recipes.ernie_fields.onnx_export import export_onnx
 
     export_onnx(args.out)  # OpenVINO Runtime (engine: openvino) cannot read the PIR export
     written = sorted(f for f in os.listdir(args.out) if f.startswith("inference."))
@@ -344,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         f.write("\n")
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
     size = sum(os.path.getsize(os.path.join(args.out, f)) for f in written)
-    cmd = "python -m pipelines.ernie_fields.build --out pipelines/ernie_fields/model"
+    cmd = "python -m recipes.ernie_fields.build --out pipelines/ernie_fields/model"
     defaults = p.parse_args([])
     for key in (
         "seed",
@@ -460,18 +462,20 @@ network (word/position/token-type embeddings, LayerNorm, {cfg.num_layers}-layer 
 Transformer encoder with hidden {cfg.hidden_size}, {cfg.num_heads} heads and FFN {cfg.intermediate_size},
 tanh pooler over [CLS], linear head) trained on CPU in minutes on generated and
 OCR-read document lines. Labels: {", ".join(facts.per_label)}. It knows the line formats
-of receipts, invoices and forms that `pipelines/ernie_fields/data.py` and `field_keys.py`
+of receipts, invoices and forms that `recipes/ernie_fields/data.py` and `field_keys.py`
 generate, in Chinese and English; it is not a general document model. A real ERNIE
-checkpoint plugs into the same op: see "Serving your own ERNIE model" in the top-level README.
+checkpoint plugs into the same op: see "Serving your own ERNIE model" in docs/howto/ernie.md.
 
-Reproduce (CPU, {args.threads} threads; this build took {facts.seconds / 60:.0f} minutes):
+Reproduce from a checkout of the repository (`recipes/` is not installed; CPU, {args.threads} threads;
+this build took {facts.seconds / 60:.0f} minutes):
 
     {facts.cmd}
 
 Two builds on one machine write the same bytes (sha256 below). On another CPU
-or Paddle version the weights may differ in their last bits: oneDNN and MKL
-pick their kernels per CPU, and float sums in another order round otherwise.
-The OCR-read training lines are committed (`ocr_lines.tsv`) for the same
+or Paddle version the weights (`inference.pdiparams`, `inference.onnx`) differ: oneDNN and MKL
+pick their kernels per CPU, float sums in another order round otherwise, and training carries
+that rounding forward; the vocabulary, the labels and the graph (`inference.json`) do not.
+The OCR-read training lines are committed (`recipes/ernie_fields/ocr_lines.tsv`) for the same
 reason: reading them again (`python -m tests.support.make_field_lines lines`)
 depends on the fonts and on OpenVINO's kernels for the CPU.
 
@@ -529,12 +533,12 @@ Lines of the evaluation sets found verbatim in the training set: {overlap}.
         f.write(text)
 
 
-EVAL_BEGIN = "<!-- field_labels: written by python bench/field_labels.py --card -->"
+EVAL_BEGIN = "<!-- field_labels: written by python -m bench.field_labels --card -->"
 EVAL_END = "<!-- /field_labels -->"
 EVAL_PLACEHOLDER = f"""{EVAL_BEGIN}
 ## On what OCR really reads
 
-Not measured for this build yet: `python bench/field_labels.py --card` serves it and writes the figures here.
+Not measured for this build yet: `python -m bench.field_labels --card` serves it and writes the figures here.
 {EVAL_END}"""
 
 

@@ -6,7 +6,7 @@ paddle2onnx converts the PIR export as it is; OpenVINO reads the ONNX file.
 Its logits match Paddle Inference's to about 1e-6 (tests/e2e/test_ernie_server.py
 checks the labels through both engines).
 
-    python -m pipelines.ernie_fields.onnx_export pipelines/ernie_fields/model
+    python -m recipes.ernie_fields.onnx_export pipelines/ernie_fields/model
 """
 
 from __future__ import annotations
