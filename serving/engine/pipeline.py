@@ -201,8 +201,11 @@ class Pipeline:
         with self._lock:
             self._active[request.id] = request
         request.add_done_callback(self._on_done)
-        for source in self.dag.sources:
-            self.stages[source].accept("input", request, value)
+        try:
+            for source in self.dag.sources:
+                self.stages[source].accept("input", request, value)
+        except ShuttingDown as exc:  # a source stage already closed: answered, and no longer counted in flight
+            request.fail(exc)
         return request
 
     def time_limit_s(self, timeout_ms: int | None = None) -> float:

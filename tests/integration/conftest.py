@@ -1,4 +1,4 @@
-"""Fixtures shared by the unit tests."""
+"""Fixtures shared by the integration tests."""
 
 import pytest
 

