@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-mb",
         type=float,
-        help="memory one instance's batch may take (e.g. a GPU's free memory): sets max_batch_units "
+        help="host memory (peak RSS) one instance's batch may take: sets max_batch_units "
         "from the measured memory per padded unit, for ops that size their items",
     )
     parser.add_argument("--no-verify", action="store_true", help="write the tuned config without benchmarking it")

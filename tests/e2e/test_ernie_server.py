@@ -9,8 +9,6 @@ import pytest
 from client import PipelineClient, PipelineError
 from tests.support.server_process import ServerProcess
 
-pytestmark = pytest.mark.e2e
-
 TEXTS = {
     "2024-03-15": "date",
     "2024年3月15日": "date",

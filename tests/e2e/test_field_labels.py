@@ -15,7 +15,7 @@ from tests.support.field_eval import evaluate
 from tests.support.field_pages import fixture_pages
 from tests.support.server_process import ServerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow
 
 GOAL_OCR = 0.90  # issue 17: label accuracy on OCR'd lines
 

@@ -11,7 +11,7 @@ from tests.support.reliability.hostile import attacks, run_attack
 from tests.support.reliability.known_good import check_alive, valid_image
 from tests.support.server_process import ROOT, ServerProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 IMAGE, _ = valid_image()
 ATTACKS = {a.name: a for a in attacks(IMAGE)}

@@ -32,7 +32,7 @@ from tests.support.reliability.soak import run as soak
 from tests.support.server_process import ServerProcess
 from tests.support.waiting import until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")]
 
 PROCESS = {"instance_mode": "process"}
 IMAGE = encode_png(make_image(48, 32, seed=1))

@@ -13,7 +13,6 @@ import pytest
 from tests.support.reliability.kills import kills_under_load
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds predictor processes through /proc"),
 ]

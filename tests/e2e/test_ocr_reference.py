@@ -42,7 +42,6 @@ from tests.support.ocr_reference import (
 )
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.skipif(
         not all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle")),
         reason="needs paddle, paddleocr and rapidocr_paddle",

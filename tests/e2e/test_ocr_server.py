@@ -18,8 +18,6 @@ from client import PipelineClient, PipelineError
 from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 from tests.support.server_process import ROOT, ServerProcess
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture(scope="module")
 def server():

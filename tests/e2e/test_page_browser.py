@@ -38,7 +38,7 @@ from tests.support.page_fakes import FIELD_LABEL_OP, FIXED_LINES_OP
 from tests.support.server_process import ROOT, ServerProcess
 from tests.support.waiting import until
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow
 
 INVOICE = Path(ROOT) / "tests" / "data" / "ocr" / "invoice" / "invoice.png"
 HOSTILE = ["<img src=x onerror=window.__pwned=1>", "<script>window.__pwned=2</script>", "a & b </li>"]

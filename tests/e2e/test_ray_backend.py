@@ -27,7 +27,7 @@ from client import PipelineClient
 from tests.support.ray_cluster import LocalRayCluster
 from tests.support.server_process import ROOT, ServerProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 APP = "ocr"
 

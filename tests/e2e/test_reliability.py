@@ -24,7 +24,7 @@ from tests.support.fuzz.runner import run_fuzz
 from tests.support.image_fakes import SLOW_S, encode_png, expected_answer, image_config, make_image
 from tests.support.server_process import ServerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow
 
 NAME = "img"
 SERVER = dict(

@@ -31,7 +31,7 @@ from client.stats import MetricsSnapshot
 from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 from tests.support.server_process import ROOT, ServerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow
 
 REPOSITORY = "configs/repository"
 TEXTS = {

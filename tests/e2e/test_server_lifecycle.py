@@ -10,8 +10,6 @@ import requests
 
 from tests.support.server_process import ServerProcess
 
-pytestmark = pytest.mark.e2e
-
 CONFIG = textwrap.dedent("""
     name: echo
     worker_num: 8

@@ -19,7 +19,7 @@ from tests.support.server_process import ROOT, ServerProcess
 from tests.support.waiting import until
 
 pytestmark = [
-    pytest.mark.e2e,
+    pytest.mark.slow,
     pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="Linux lists POSIX shared memory in /dev/shm"),
 ]
 

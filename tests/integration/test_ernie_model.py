@@ -4,8 +4,6 @@ tests/unit/test_ernie.py has the tokenizer, buckets and params without a model."
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -13,34 +11,12 @@ from ops import text as T
 from ops.ernie import ErnieClsOp
 from serving.engine.direct import run_op_direct
 from tests.support.field_texts import mixed_texts
-from tests.support.ops import make_op as make_real_op
-from tests.support.ops import ocr_model_dir, runner_for
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL_DIR = os.path.join(ROOT, "pipelines", "ernie_fields", "model")
-VOCAB = os.path.join(MODEL_DIR, "vocab.txt")
-
-
-def _vocab_lines() -> list[str]:
-    with open(VOCAB, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
-def _ids(tokens: list[str]) -> list[int]:
-    """Token strings -> ids by line number in vocab.txt (independent of `tokenizers`)."""
-    lines = _vocab_lines()
-    return [lines.index(t) for t in tokens]
-
-
-def make_op(name: str = "ernie", **params) -> ErnieClsOp:
-    op = make_real_op(ErnieClsOp, ErnieClsOp.Params(**params), model_dir=MODEL_DIR, name=name, max_batch_size=32)
-    op.load()
-    return op
+from tests.support.ops import make_ernie_op, make_op, ocr_model_dir, runner_for
 
 
 @pytest.fixture(scope="module")
 def op() -> ErnieClsOp:
-    return make_op()
+    return make_ernie_op()
 
 
 @pytest.fixture(scope="module")
@@ -157,9 +133,9 @@ def test_padding_is_masked(op, runner):
 
 
 def test_labels_override(runner):
-    op2 = make_op(labels=["a", "b", "c", "d", "e", "f"])
+    op2 = make_ernie_op(labels=["a", "b", "c", "d", "e", "f"])
     assert run_op_direct(op2, runner, {"input": "2024-03-15"})["label"] == "a"
-    op3 = make_op(labels=["a", "b"])
+    op3 = make_ernie_op(labels=["a", "b"])
     with pytest.raises(Exception, match="logits"):
         run_op_direct(op3, runner, {"input": "2024-03-15"})
 
@@ -177,9 +153,9 @@ def test_ocr_chain_labels_recognised_lines(runner):
 
     chain = []
     for name, cls, model in (("det", OcrDetOp, "ch_PP-OCRv4_det_infer"), ("rec", OcrRecOp, "ch_PP-OCRv4_rec_infer")):
-        ocr_op = make_real_op(cls, name=name, model_dir=ocr_model_dir(model), load=True, max_batch_size=32)
+        ocr_op = make_op(cls, name=name, model_dir=ocr_model_dir(model), load=True, max_batch_size=32)
         chain.append((ocr_op, runner_for(ocr_op)))
-    ernie = make_op()
+    ernie = make_ernie_op()
     chain.append((ernie, runner))
 
     lines = [

@@ -72,6 +72,7 @@ def test_the_engine_builds_model_factory_runners_in_processes_or_in_process():
     assert isinstance(in_process, FaultModel)
 
 
+@pytest.mark.slow
 def test_a_leaking_process_is_replaced_while_runs_go_on_and_none_fails():
     with guarded({}, max_rss_mb=None) as (runner, recycles, warmed):
         baseline = runner.rss_bytes()

@@ -16,6 +16,8 @@ from serving.runners.process import ProcessPredictor  # noqa: E402
 from tests.support.ops import make_op  # noqa: E402
 from tests.support.tiny_model import expected, make_conf  # noqa: E402
 
+pytestmark = pytest.mark.slow  # child processes started, killed and restarted
+
 
 @pytest.fixture(scope="module")
 def runner(tiny_model):

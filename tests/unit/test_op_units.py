@@ -17,8 +17,8 @@ from ops.ocr_rec import OcrRecOp, RecItem, RecParams
 from serving.config.op_classes import BUILTIN_OPS, resolve_op_class
 from serving.engine.units import batch_units
 from serving.op import Op
+from tests.support.ops import ERNIE_MODEL_DIR as MODEL_DIR
 from tests.support.ops import make_op
-from tests.unit.test_ernie import MODEL_DIR
 
 
 def assert_agrees(op: Op, items: list) -> None:
