@@ -19,16 +19,26 @@ SCRIPTS = sorted(name[:-3] for name in os.listdir(BENCH) if name.endswith(".py")
 #: the one file allowed to name scripts that no longer exist: it says where to check them out
 RETIRED_NOTES = "docs/DESIGN_NOTES.md"
 TEXT_SUFFIXES = (".py", ".md", ".sh", ".yml", ".yaml", ".cfg", ".toml", ".txt", ".ini")
+SKIPPED_DIRS = {"__pycache__", "build", "dist", "venv", "node_modules"}
 
 
 def _repo_text_files() -> list[str]:
-    out = subprocess.run(
-        ["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return [p for p in out.stdout.splitlines() if p.endswith(TEXT_SUFFIXES) and os.path.isfile(os.path.join(ROOT, p))]
+    """The checkout's text files: git's list (tracked and new, not ignored), or a walk that
+    skips dot folders, caches and builds where the tree is not a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        paths = out.stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        paths = []
+        for folder, dirs, files in os.walk(ROOT):
+            dirs[:] = [d for d in dirs if not (d.startswith(".") or d in SKIPPED_DIRS or d.endswith(".egg-info"))]
+            paths += [os.path.relpath(os.path.join(folder, name), ROOT) for name in files]
+    return [p for p in paths if p.endswith(TEXT_SUFFIXES) and os.path.isfile(os.path.join(ROOT, p))]
 
 
 def test_no_bench_file_patches_sys_path():
