@@ -33,7 +33,8 @@ from .bench_progress import BenchProgress
 from .bench_table import print_results
 from .cli import TOKEN_HELP, expand_images, resolve_token
 from .loadgen import LevelResult, run_closed_loop, run_open_loop
-from .pipeline_client import PipelineClient, PipelineError, make_payload
+from .pipeline_client import PipelineClient, PipelineError
+from .request_body import PROTOCOLS, RequestBody, encode_request
 from .stats import MetricsSnapshot, op_stats
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-requests", type=int, help="stop a level after N measured requests")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument("--token", help=TOKEN_HELP)
-    parser.add_argument("--protocol", choices=("paddle", "native"), default="paddle")
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="paddle",
+        help="paddle: Paddle Serving JSON (default); native: batchline's JSON; binary: raw uploads, no base64",
+    )
     parser.add_argument("--priority", type=int, help="priority field sent with each request")
     parser.add_argument("--label", help="name of this run in tables, JSON and plots")
     parser.add_argument("--json", metavar="OUT", help="write results as JSON")
@@ -84,8 +90,8 @@ def _levels(text: str, kind: Callable[[str], Any]) -> list[Any]:
 
 def load_payloads(
     image_specs: list[str], text_file: str | None, protocol: str, priority: int | None = None
-) -> list[dict[str, Any]]:
-    """One ready JSON body per input (images first, then text lines)."""
+) -> list[RequestBody]:
+    """One request per input (images first, then text lines), encoded once before the run."""
     inputs = []
     for path in expand_images(image_specs):
         with open(path, "rb") as f:
@@ -93,7 +99,7 @@ def load_payloads(
     if text_file:
         with open(text_file, encoding="utf-8") as f:
             inputs.extend(("text", line.rstrip("\n")) for line in f if line.strip())
-    return [make_payload([inp], protocol=protocol, priority=priority) for inp in inputs]
+    return [encode_request([inp], protocol=protocol, priority=priority) for inp in inputs]
 
 
 def scrape(client: PipelineClient) -> MetricsSnapshot | None:
@@ -117,7 +123,7 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
         return PipelineClient(args.url, timeout=args.timeout, token=token, pool_size=2)
 
     def make_request(client: PipelineClient, i: int) -> None:
-        client.predict_raw(name, payloads[i % len(payloads)], protocol=protocol)
+        client.send(name, payloads[i % len(payloads)], protocol)
 
     show = args.progress or err.isatty()
     open_loop = bool(args.rate)

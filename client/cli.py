@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 from .pipeline_client import ROUTE_HEADER, PipelineClient, PipelineError
+from .request_body import PROTOCOLS
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 # the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
@@ -80,9 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument(
         "--protocol",
-        choices=("paddle", "native"),
+        choices=PROTOCOLS,
         default="paddle",
-        help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict",
+        help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict, JSON; "
+        "binary: POST /NAME/predict, the image or text as the raw body (no base64)",
     )
     parser.add_argument(
         "--version",

@@ -28,20 +28,18 @@ on a small request.
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Union
 from urllib.parse import urlsplit
 
-import orjson
-
+from .request_body import PROTOCOLS, RequestBody, encode_request, json_body, make_payload, route
 from .transport import Answer, Transport, TransportError
 
 ImageLike = Union[bytes, bytearray, str, "os.PathLike[str]", Any]  # Any: numpy array / PIL image
-PROTOCOLS = ("paddle", "native")
+__all__ = ["PROTOCOLS", "PipelineClient", "PipelineError", "RequestBody", "encode_request", "make_payload"]
 # the header a batchline route reads its sticky key from unless its config names another (routing.key_header)
 ROUTE_HEADER = "X-Route-Key"
 
@@ -85,18 +83,6 @@ def image_bytes(image: ImageLike) -> bytes:
     raise TypeError(
         f"unsupported image type {type(image).__name__}: pass bytes, a path, a numpy BGR array or a PIL image"
     )
-
-
-def json_body(payload: Any) -> bytes:
-    """A request body: orjson where it can write ``payload``, else json (e.g. integers over 64 bits)."""
-    try:
-        return orjson.dumps(payload)
-    except TypeError:  # orjson.JSONEncodeError is one
-        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
 
 
 def _retry_after(resp: Answer) -> float | None:
@@ -163,7 +149,8 @@ def prediction_answer(resp: Answer, protocol: str) -> dict:
 
 
 class PipelineClient:
-    """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict`` (native)."""
+    """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict``
+    (native: JSON, or ``binary`` uploads without base64; see client/request_body.py)."""
 
     def __init__(self, url: str, timeout: float = 30.0, token: str | None = None, pool_size: int = 64):
         if "://" not in url:
@@ -177,14 +164,27 @@ class PipelineClient:
         self._transport = Transport(f"{base.scheme}://{base.netloc}", pool_size=pool_size, headers=headers)
 
     # ------------------------------------------------------------------ plumbing
-    def _request(self, method: str, path: str, *, payload: Any = None, headers: dict[str, str] | None = None) -> Answer:
-        body = None
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        payload: Any = None,
+        body: RequestBody | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        """``payload`` is sent as JSON; ``body`` (already encoded) as it is."""
         if payload is not None:
-            body = json_body(payload)
-            headers = {**(headers or {}), "Content-Type": "application/json"}
+            body = RequestBody(json_body(payload), "application/json")
+        data = None
+        if body is not None:
+            data = body.data
+            headers = {**(headers or {}), "Content-Type": body.content_type}
+            if body.query:
+                path = f"{path}?{body.query}"
         path = self._prefix + path
         try:
-            return self._transport.request(method, path, body=body, headers=headers, timeout=self.timeout)
+            return self._transport.request(method, path, body=data, headers=headers, timeout=self.timeout)
         except TransportError as e:
             raise PipelineError(0, str(e)) from e
 
@@ -206,9 +206,26 @@ class PipelineClient:
         routed requests with one key reach one version.
         Raises PipelineError on a non-200 status or (paddle protocol) ``err_no != 0``.
         """
+        if protocol == "binary":
+            raise ValueError("predict_raw posts a JSON payload: for the binary protocol use send(encode_request(...))")
+        body = RequestBody(json_body(payload), "application/json")
+        return self.send(name, body, protocol, version=version, route_key=route_key, route_header=route_header)
+
+    def send(
+        self,
+        name: str,
+        body: RequestBody,
+        protocol: str = "paddle",
+        *,
+        version: int | None = None,
+        route_key: str | None = None,
+        route_header: str = ROUTE_HEADER,
+    ) -> dict:
+        """POST a request encoded by :func:`~client.request_body.encode_request` (once, e.g.
+        before a load test); return the answer dict, as :meth:`predict_raw` does."""
         path = prediction_path(name, protocol, version)
         headers = {} if route_key is None else {route_header: str(route_key)}
-        return prediction_answer(self._request("POST", path, payload=payload, headers=headers), protocol)
+        return prediction_answer(self._request("POST", path, body=body, headers=headers), protocol)
 
     def predict(
         self,
@@ -230,13 +247,11 @@ class PipelineClient:
         ``version``: that version of ``name`` only; ``route_key``: a sticky
         routing key (see :meth:`predict_raw`)."""
         inputs = build_inputs(image=image, images=images, text=text, texts=texts)
-        payload = make_payload(
+        request = encode_request(
             inputs, protocol=protocol, priority=priority, timeout_ms=timeout_ms, logid=next(self._logids)
         )
-        body = self.predict_raw(
-            name, payload, protocol=protocol, version=version, route_key=route_key, route_header=route_header
-        )
-        if protocol == "native":
+        body = self.send(name, request, protocol, version=version, route_key=route_key, route_header=route_header)
+        if protocol != "paddle":
             results = body.get("results")
             if not isinstance(results, list):
                 raise PipelineError(200, "answer has no 'results' list", body=json.dumps(body))
@@ -302,12 +317,6 @@ class PipelineClient:
         self.close()
 
 
-def _route(protocol: str) -> str:
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    return "prediction" if protocol == "paddle" else "predict"
-
-
 def _base(name: str, version: int | None) -> str:
     """``/{name}``, or ``/{name}/v{version}`` for one version."""
     if version is None:
@@ -319,7 +328,7 @@ def _base(name: str, version: int | None) -> str:
 
 def prediction_path(name: str, protocol: str = "paddle", version: int | None = None) -> str:
     """The prediction path: ``/{name}/prediction`` (paddle) or ``/predict`` (native), under ``/v{version}`` if given."""
-    return f"{_base(name, version)}/{_route(protocol)}"
+    return f"{_base(name, version)}/{route(protocol)}"
 
 
 def _json_object(body: Any) -> dict:
@@ -335,32 +344,3 @@ def build_inputs(*, image=None, images=None, text=None, texts=None) -> list[tupl
     if not imgs and not txts:
         raise ValueError("nothing to send: give image(s) and/or text(s)")
     return [("image", image_bytes(i)) for i in imgs] + [("text", str(t)) for t in txts]
-
-
-def make_payload(
-    inputs: Sequence[tuple],
-    *,
-    protocol: str = "paddle",
-    priority: int | None = None,
-    timeout_ms: int | None = None,
-    logid: int = 0,
-) -> dict[str, Any]:
-    """The JSON body for ``inputs`` from :func:`build_inputs` in the given protocol."""
-    _route(protocol)
-
-    def enc(kind: str, value: Any) -> str:
-        return b64(value) if kind == "image" else value
-
-    if protocol == "paddle":
-        payload: dict[str, Any] = {
-            "key": [k for k, _ in inputs],
-            "value": [enc(k, v) for k, v in inputs],
-            "logid": logid,
-        }
-    else:
-        payload = {"inputs": [{k: enc(k, v)} for k, v in inputs]}
-    if priority is not None:
-        payload["priority"] = int(priority)
-    if timeout_ms is not None:
-        payload["timeout_ms"] = int(timeout_ms)
-    return payload

@@ -185,7 +185,7 @@ def _error_status_in_body(body: str, protocol: str) -> int:
         ("ernie", {"text": BAD}, 400, "rejected"),
         ("ernie", {"texts": ["a"] * 5}, 413, "limit 4"),  # max_inputs_per_request
         ("ocr", {"image": np.zeros((300, 400, 3), np.uint8)}, 413, "limit is 100000"),  # max_image_pixels
-        ("ocr", {"image": os.urandom(800_000)}, 413, "max_body_size"),  # 1 MiB once base64-encoded
+        ("ocr", {"image": os.urandom(1_100_000)}, 413, "max_body_size"),  # over 1 MiB raw (and in base64)
         ("ernie", {"text": BOOM}, 500, "injected predictor failure"),
     ],
 )
@@ -452,7 +452,8 @@ def _bench(argv):
     return bench_cmd.main(bench_cmd.build_parser().parse_args(argv))
 
 
-def test_bench_closed_loop_exact_counts_json_and_plot(ocr, image_dir, tmp_path, capsys):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_bench_closed_loop_exact_counts_json_and_plot(ocr, image_dir, tmp_path, capsys, protocol):
     inputs = tmp_path / "bench_imgs"
     inputs.mkdir()
     for i in range(len(SIZES)):
@@ -477,6 +478,8 @@ def test_bench_closed_loop_exact_counts_json_and_plot(ocr, image_dir, tmp_path, 
             "20",
             "--label",
             "on",
+            "--protocol",
+            protocol,
             "--json",
             str(out_json),
             "--plot",

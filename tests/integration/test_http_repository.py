@@ -344,12 +344,13 @@ def test_a_shadow_answer_is_never_returned_and_disagreement_is_counted(multi):
         for i in range(1, 11):
             for protocol in PROTOCOLS:
                 assert c.predict("delta", text=f"{i} 2", protocol=protocol) == [four_times(i, 2)]
+        copies = 10 * len(PROTOCOLS)
         wait_for(
-            lambda: metrics(c).delta(before, "batchline_shadow_requests_total", pipeline="delta") >= 20,
-            "20 shadow copies compared",
+            lambda: metrics(c).delta(before, "batchline_shadow_requests_total", pipeline="delta") >= copies,
+            f"{copies} shadow copies compared",
         )
         after = metrics(c)
-    assert after.delta(before, "batchline_shadow_requests_total", pipeline="delta", outcome="disagree") == 20
+    assert after.delta(before, "batchline_shadow_requests_total", pipeline="delta", outcome="disagree") == copies
     assert after.value("batchline_shadow_agreement", pipeline="delta", shadow_version="2") == 0.0
 
 
