@@ -18,7 +18,7 @@ batchline() { python -m serving.cli "$@"; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same); engines as the configs say (rec.yml, ocr.yml: OpenVINO; ernie bench: oneDNN; PaddleOCR peers: oneDNN); ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
 
-STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement field_labels simulate)
+STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement field_labels simulate null_op)
 if [ $# -gt 0 ]; then STEPS=("$@"); fi
 failed=()
 ratios=()
@@ -58,6 +58,9 @@ for step in "${STEPS[@]}"; do
     engine_agreement) run engine_agreement --pages 60 ;;
     field_labels)   run field_labels --pages 300 ;;  # needs fonts-wqy-zenhei and DejaVu's faces
     simulate)       run simulate ;;  # a simulation (no model): batching on a GPU-like cost curve
+    # peers in the bench's own venvs: built once by a plain `python -m bench.null_op` (registry);
+    # here no network: an unbuilt peer is a row saying so
+    null_op)        run null_op --no-install ;;
     *) echo "unknown step $step"; failed+=("$step") ;;
   esac
 done

@@ -99,3 +99,20 @@ def test_lone_p50_ms_calls_each_target_alike_in_varying_order():
     assert all(seen.count(n) == 32 for n in "abc")
     rounds = {tuple(seen[6 + 3 * i : 9 + 3 * i]) for i in range(30)}
     assert len(rounds) > 1  # not a fixed rotation
+
+
+def test_null_op_peers_are_scripts_and_those_of_this_environment_import():
+    """bench/peers/null_*.py run in their own environments (bench/lib/venvs.py): each
+    compiles and has a main guard here; the ones needing only the project's packages import."""
+    peers = sorted(
+        n[:-3] for n in os.listdir(os.path.join(BENCH, "peers")) if n.startswith("null_") and n.endswith(".py")
+    )
+    assert {"null_flask", "null_mosec", "null_pytriton", "null_rayserve", "null_litserve"} <= set(peers)
+    for name in peers:
+        path = os.path.join(BENCH, "peers", f"{name}.py")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        compile(text, path, "exec")
+        assert 'if __name__ == "__main__":' in text, name
+    for name in ("null_flask", "null_granian_app"):
+        importlib.import_module(f"bench.peers.{name}")

@@ -1,0 +1,117 @@
+"""What does the server spend per request? The null op (text in, its length
+out: a model that costs nothing) over the full HTTP path, on batchline and its
+peers, every server with dynamic batching on (max batch 32, ~1 ms wait) and
+one worker per core, measured alike by one asyncio client (bench/lib/http_load.py):
+req/s at 64 closed-loop clients, lone-request p50/p99, and the server's CPU
+(its whole process tree, from /proc) over the loaded window.
+
+Also batchline's own Flask app on granian (1 and 2 workers) next to
+``batchline serve`` (waitress), for the front-end choice of issue 27.
+
+The peers run in virtual environments of the bench's own, built on first use
+from the registry (bench/lib/venvs.py); ``--no-install`` uses only built ones.
+A server that cannot start is a row saying so, not a failure of the run.
+
+    python -m bench.null_op                          # all, ~5-8 min on 2 cores
+    python -m bench.null_op --only batchline,mosec --duration 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+
+from bench.lib.null_contenders import Contender, contenders, this_python
+from bench.lib.null_run import Served, measure
+from bench.lib.null_table import format_table, ratio_line, ratios
+from bench.lib.results import write_result
+from bench.lib.script import BenchError, run_main
+from bench.lib.venvs import ensure_venv
+
+
+def run_one(c: Contender, args: argparse.Namespace, config_dir: str) -> dict:
+    """One server's row; ``failed`` says why it did not run."""
+    from tests.support.server_process import free_port
+
+    row: dict = {"key": c.key, "title": c.title, "batching": c.batching, "note": c.note}
+    try:
+        python, versions = this_python(), {}
+        if c.venv is not None:
+            python, versions = ensure_venv(c.venv, install=not args.no_install)
+        row["versions"] = versions
+        port = free_port()
+        served = Served(c.argv(python, port, config_dir), c.key, port)
+    except BenchError as exc:
+        return {**row, "failed": _first_line(exc)}
+    try:
+        served.wait_ready(c.request, c.ready_timeout)
+        row["log"] = served.log_path
+        row.update(
+            measure(
+                served,
+                c.request,
+                clients=args.clients,
+                duration_s=args.duration,
+                warmup_s=args.warmup,
+                lone=args.lone,
+            )
+        )
+    except BenchError as exc:
+        row["failed"] = _first_line(exc)
+    finally:
+        served.stop()
+    return row
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:300]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    keys = [c.key for c in contenders()]
+    parser.add_argument("--only", default="", help=f"comma-separated servers, of: {','.join(keys)} (default: all)")
+    parser.add_argument("--clients", type=int, default=64, help="closed-loop connections")
+    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds per server")
+    parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds of load before")
+    parser.add_argument("--lone", type=int, default=400, help="lone requests per server (after 50 unmeasured)")
+    parser.add_argument("--no-install", action="store_true", help="use built peer environments only (no network)")
+    args = parser.parse_args()
+    chosen = [c for c in contenders() if not args.only or c.key in args.only.split(",")]
+    unknown = set(filter(None, args.only.split(","))) - set(keys)
+    if unknown:
+        raise BenchError(f"unknown servers {sorted(unknown)}; known: {keys}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="null-op-") as config_dir:
+        for c in chosen:
+            print(f"=== {c.key}", flush=True)
+            row = run_one(c, args, config_dir)
+            rows.append(row)
+            if row.get("failed"):
+                print(f"    could not run: {row['failed']}", flush=True)
+            else:
+                print(
+                    f"    {row['req_per_s']:,.0f} req/s, lone p50 {row['lone_p50_ms']:.2f} ms, "
+                    f"server CPU {row['server_cpu_pct']:.0f}%, errors {row['errors']}",
+                    flush=True,
+                )
+    print()
+    print(format_table(rows, args.clients))
+    path = write_result(
+        "null_op",
+        {
+            "clients": args.clients,
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "lone": args.lone,
+            "rows": rows,
+            "ratios": ratios(rows),
+        },
+    )
+    print(f"\nresults: {path}")
+    print(ratio_line(rows))
+    return 0 if any(not r.get("failed") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    run_main(main)
