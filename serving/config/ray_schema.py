@@ -77,7 +77,9 @@ class RayActorOptions(BaseModel):
         ge=0,
         description="CPUs Ray reserves per replica (scheduling; an op's own pinning decides which cores its "
         "OpenVINO processes run on). null: for an op on CPU `instance_num x thread_num`, on GPU 1; for the "
-        "ingress 1.",
+        "ingress 1. On the local cluster `batchline serve --ray` starts without `--address`, null values that "
+        "do not fit the machine are scaled down together until they do; set values are kept, and refused "
+        "(exit 2) when they cannot fit.",
     )
     num_gpus: float | None = Field(
         default=None,

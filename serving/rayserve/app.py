@@ -35,12 +35,13 @@ def _deployment(cls: type) -> Any:
 
 
 def build_app(args: dict[str, Any]) -> Application:
-    """The application of ``args = {"configs": [document, ...], "warmup": bool, "http_host": str}``
-    (``http_host``: the proxies' bind address, for the ingress's no-token check; absent in older files)."""
+    """The application of ``args = {"configs": [document, ...], "warmup": bool, "http_host": str,
+    "num_cpus": {deployment: cpus}}`` (``http_host``: the proxies' bind address, for the ingress's
+    no-token check; ``num_cpus``: CPUs per replica fitted to one machine; both absent in older files)."""
     documents = [dict(d) for d in args["configs"]]
     repo = parse_documents([ConfigDocument.from_dict(d) for d in documents])
     warmup = bool(args.get("warmup", True))
-    options = deployment_options(repo)
+    options = deployment_options(repo, args.get("num_cpus"))
     hub = _deployment(MetricsHub).options(name=METRICS_HUB, **options[METRICS_HUB]).bind()
     ops = {
         name: _deployment(OpReplica)
@@ -53,14 +54,20 @@ def build_app(args: dict[str, Any]) -> Application:
 
 
 def serve_config(
-    documents: list[ConfigDocument], *, host: str | None = None, port: int | None = None, warmup: bool = True
+    documents: list[ConfigDocument],
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    warmup: bool = True,
+    num_cpus: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """A Ray Serve config file (``serve deploy``, KubeRay's ``serveConfigV2``) for these configs.
     Its ``deployments`` list repeats the options the configs give, so Ray users can
-    change replicas there as usual; Ray gives the file precedence."""
+    change replicas there as usual; Ray gives the file precedence. ``num_cpus``: CPUs
+    per replica in place of the configs' (:func:`serving.rayserve.room.fit_cpus`)."""
     repo = parse_documents(documents)
     conf = ray_conf(repo)
-    deployments = [{"name": name, **opts} for name, opts in deployment_options(repo).items()]
+    deployments = [{"name": name, **opts} for name, opts in deployment_options(repo, num_cpus).items()]
     http_host = host or repo.host
     return {
         "proxy_location": "EveryNode",
@@ -70,7 +77,12 @@ def serve_config(
                 "name": app_name(repo),
                 "route_prefix": conf.route_prefix,
                 "import_path": IMPORT_PATH,
-                "args": {"configs": [d.as_dict() for d in documents], "warmup": warmup, "http_host": http_host},
+                "args": {
+                    "configs": [d.as_dict() for d in documents],
+                    "warmup": warmup,
+                    "http_host": http_host,
+                    **({"num_cpus": dict(num_cpus)} if num_cpus else {}),
+                },
                 "logging_config": {"enable_access_log": conf.access_log},
                 "deployments": deployments,
             }

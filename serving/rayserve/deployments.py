@@ -5,6 +5,7 @@ what ``batchline serve --ray`` deploys."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from serving.config.errors import ConfigError
@@ -135,14 +136,20 @@ def hub_options() -> dict[str, Any]:
     }
 
 
-def deployment_options(repo: RepositoryConfig) -> dict[str, dict[str, Any]]:
-    """Every deployment of the application: name -> options (ops in config order, then ingress and hub)."""
+def deployment_options(
+    repo: RepositoryConfig, num_cpus: Mapping[str, float] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every deployment of the application: name -> options (ops in config order, then ingress and hub).
+    ``num_cpus``: deployment -> CPUs per replica in place of the configs' (what
+    :func:`serving.rayserve.room.fit_cpus` made fit a single machine)."""
     out = {
         name: op_options(op, admitted=admitted_callers(repo, config, op))
         for name, (config, op) in op_deployments(repo).items()
     }
     out[INGRESS] = ingress_options(repo)
     out[METRICS_HUB] = hub_options()
+    for name, cpus in (num_cpus or {}).items():
+        out[name]["ray_actor_options"]["num_cpus"] = cpus
     return out
 
 

@@ -25,8 +25,10 @@ def running_replicas(status: Any, app: str) -> dict[str, int]:
 
 class DeploymentHealth:
     """``running(name)``: whether the deployment had a running replica at the last poll.
-    Until the first poll answers every deployment counts as running (Serve
-    routes to the ingress only once the application is deployed)."""
+    Until a poll answers none counts as running: Serve routes to the ingress as
+    soon as its own replica runs, while the ops' replicas may still be loading
+    (or waiting for room on the cluster). :meth:`start` waits for the first
+    answer, briefly (``first_poll_s``), so a ready application is ready at once."""
 
     def __init__(self, app: str, status: Callable[[], Any], interval_s: float = 1.0):
         self.app = app
@@ -34,10 +36,12 @@ class DeploymentHealth:
         self.interval_s = interval_s
         self._counts: dict[str, int] | None = None
         self._stop = threading.Event()
+        self._polled = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="deployment-health", daemon=True)
 
-    def start(self) -> DeploymentHealth:
+    def start(self, first_poll_s: float = 2.0) -> DeploymentHealth:
         self._thread.start()
+        self._polled.wait(first_poll_s)
         return self
 
     def poll(self) -> None:
@@ -45,6 +49,8 @@ class DeploymentHealth:
             self._counts = running_replicas(self._status(), self.app)
         except Exception as exc:  # noqa: BLE001 - keep the last answer; the controller may be restarting
             log.debug("serve.status() failed: %s", exc)
+        finally:
+            self._polled.set()
 
     def _loop(self) -> None:
         while True:
@@ -54,7 +60,7 @@ class DeploymentHealth:
 
     def running(self, deployment: str) -> bool:
         counts = self._counts
-        return counts is None or counts.get(deployment, 0) > 0
+        return counts is not None and counts.get(deployment, 0) > 0
 
     def stop(self) -> None:
         self._stop.set()

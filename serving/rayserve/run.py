@@ -2,15 +2,23 @@
 application, on a cluster (``--address auto`` or ``ray://HOST:10001``) or on
 a local one started for it, and keep it up until SIGTERM or SIGINT; then
 delete the application (its replicas drain) and, if this command started
-the cluster, stop it."""
+the cluster, stop it and every process it ran.
+
+On a local cluster, the CPUs the deployments ask for are checked against the
+machine before anything starts (:mod:`serving.rayserve.room`): defaults that
+do not fit are scaled down, explicit asks that cannot fit are refused (exit
+2). Deploying does not block the command: the main thread only waits for a
+signal, and a thread deploys and reports until the application runs.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
@@ -19,9 +27,11 @@ from ray import serve
 from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 
 from serving.config.documents import ConfigDocument, parse_documents
+from serving.rayserve import own_processes
 from serving.rayserve.app import build_app, serve_config
 from serving.rayserve.deployments import app_name, ray_conf
 from serving.rayserve.ingress import RELOAD_ON_RAY
+from serving.rayserve.room import NoRoom, cpu_asks, fit_cpus, fitted_note, initial_replicas
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +42,12 @@ def deploy(
     host: str | None = None,
     port: int | None = None,
     warmup: bool = True,
+    num_cpus: dict[str, float] | None = None,
 ) -> str:
-    """Start Serve's proxies (if not running), deploy the application and wait
-    until every replica is up and warm; returns the application's name."""
+    """Start Serve's proxies (if not running) and submit the application without
+    waiting for its replicas (:func:`watch` follows them); returns its name."""
     repo = parse_documents(documents)
-    config = serve_config(list(documents), host=host, port=port, warmup=warmup)
+    config = serve_config(list(documents), host=host, port=port, warmup=warmup, num_cpus=num_cpus)
     if _serve_running():
         log.info(
             "Ray Serve already runs on this cluster: its HTTP proxies keep their host and port "
@@ -47,25 +58,104 @@ def deploy(
     _start_proxies(config)
     name = app_name(repo)
     application = config["applications"][0]
-    app = build_app(application["args"])
-    began = time.monotonic()
-    serve.run(
-        app,
+    target = serve.RunTarget(
+        target=build_app(application["args"]),
         name=name,
         route_prefix=ray_conf(repo).route_prefix,
         logging_config=application["logging_config"],
-        blocking=False,
     )
-    log.info("application %s deployed in %.1fs", name, time.monotonic() - began)
+    # not waiting: Ray's own wait cannot be interrupted, and never ends while a replica has no room
+    serve.run_many([target], wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    log.info("application %s submitted", name)
     return name
 
 
-def _connect(address: str | None, attempts: int = 3) -> None:
+def watch(
+    name: str,
+    stop: threading.Event,
+    *,
+    status: Callable[[], Any] = serve.status,
+    interval_s: float = 1.0,
+    report_every_s: float = 30.0,
+) -> bool | None:
+    """Follow the application until it runs (True), fails to deploy (False, logged) or ``stop`` is set
+    (None); while it deploys, say every ``report_every_s`` which deployments wait, and why."""
+    began = last = time.monotonic()
+    while not stop.wait(interval_s):
+        try:
+            app = status().applications.get(name)
+        except Exception as exc:  # noqa: BLE001 - the controller may be starting or restarting
+            log.debug("serve.status() failed: %s", exc)
+            continue
+        if app is None:
+            continue
+        state = _value(app.status)
+        if state == "RUNNING":
+            log.info(
+                "application %s is running: every replica is up, %.1fs after it was submitted", name, _since(began)
+            )
+            return True
+        if state == "DEPLOY_FAILED":
+            log.error("application %s failed to deploy: %s", name, app.message or _waiting(app))
+            return False
+        if time.monotonic() - last >= report_every_s:
+            last = time.monotonic()
+            log.warning(
+                "application %s still deploying after %.0fs (/health/ready answers 503 until it runs): %s",
+                name,
+                _since(began),
+                _waiting(app),
+            )
+    return None
+
+
+def _value(state: Any) -> str:
+    return str(getattr(state, "value", state))
+
+
+def _since(began: float) -> float:
+    return time.monotonic() - began
+
+
+def _waiting(app: Any) -> str:
+    """The deployments that are not running yet, with Serve's message for each (e.g. the resources it waits for)."""
+    parts = []
+    for deployment, info in app.deployments.items():
+        if _value(info.status) == "HEALTHY":
+            continue
+        message = " ".join((info.message or "").split())
+        parts.append(f"{deployment} {_value(info.status)}" + (f" ({message})" if message else ""))
+    return "; ".join(parts) or "no deployment reported yet"
+
+
+def local_cpus() -> int:
+    """The CPUs a local Ray cluster would find on this machine (its cgroup's limit counts)."""
+    try:
+        from ray._private.utils import get_num_cpus
+
+        return int(get_num_cpus())
+    except (ImportError, AttributeError):  # a Ray without that helper: the CPUs this process may use
+        return len(os.sched_getaffinity(0))
+
+
+def fitted_cpus(documents: Sequence[ConfigDocument], supply: int) -> dict[str, float]:
+    """``num_cpus`` overrides that fit the deployments on ``supply`` CPUs (logged when any); NoRoom otherwise."""
+    asks = cpu_asks(parse_documents(documents))
+    fitted = fit_cpus(asks, supply)
+    if fitted:
+        log.info("%s", fitted_note(asks, fitted, supply))
+    return fitted
+
+
+def _connect(address: str | None, attempts: int = 3, num_cpus: int | None = None) -> None:
     """``ray.init``; through Ray Client (``ray://``) tried again: the cluster starts a server
-    for each client, which can fail to come up in time on a loaded head node."""
+    for each client, which can fail to come up in time on a loaded head node. ``num_cpus``:
+    for a local cluster, the CPUs its deployments were fitted to."""
+    # "local": a new cluster, never one `ray start` left on this machine (ray.init(None) would join that)
+    target = "local" if address is None else address
     for attempt in range(1, attempts + 1):
         try:
-            ray.init(address=address, log_to_driver=True, configure_logging=False)
+            ray.init(address=target, num_cpus=num_cpus, log_to_driver=True, configure_logging=False)
             return
         except ConnectionError as exc:
             if attempt == attempts or not (address or "").startswith("ray://"):
@@ -92,22 +182,17 @@ def _check_room(deployments: list[dict[str, Any]]) -> None:
     waits (for its autoscaler, if any, to add nodes) and deploying does not finish."""
     have = ray.cluster_resources()
     for resource, key in (("CPU", "num_cpus"), ("GPU", "num_gpus")):
-        asked = 0.0
-        for d in deployments:
-            scaling = d.get("autoscaling_config")
-            if scaling is None:
-                replicas = d.get("num_replicas", 1)
-            else:
-                initial = scaling.get("initial_replicas")
-                replicas = scaling.get("min_replicas", 1) if initial is None else initial
-            asked += replicas * float(d["ray_actor_options"].get(key, 0.0))
+        asked = sum(initial_replicas(d) * float(d["ray_actor_options"].get(key, 0.0)) for d in deployments)
         if asked > have.get(resource, 0.0):
             log.warning(
                 "the application's replicas ask for %g %s, the cluster has %g: Ray will wait for room "
-                "(or for its autoscaler) before every replica runs; lower ray_actor_options or add nodes",
+                "(or for its autoscaler) before every replica runs, and /health/ready answers 503 (or, while "
+                "the ingress has no replica, Ray's proxy holds requests); lower "
+                "op.<name>.ray.ray_actor_options.%s or the replicas, or add nodes",
                 asked,
                 resource,
                 have.get(resource, 0.0),
+                key,
             )
 
 
@@ -127,52 +212,107 @@ def serve_on_ray(
     port: int | None = None,
     warmup: bool = True,
 ) -> int:
+    """0 after a stop by signal; 1 when the application failed to deploy; 2 when its
+    CPUs cannot fit the local cluster (refused before it starts). No ``address``: Ray's
+    ``RAY_ADDRESS``, as Ray's own tools read it, else a local cluster started here."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
     started_here = address is None
-    _connect(address)
+    num_cpus: dict[str, float] = {}
+    supply = None
+    if started_here:
+        supply = local_cpus()
+        try:
+            num_cpus = fitted_cpus(documents, supply)
+        except NoRoom as exc:
+            log.error("%s", exc)
+            return 2
     stop = threading.Event()
-
-    def on_stop(signum: int, frame: Any) -> None:
-        if stop.is_set():  # asked twice: do not wait for Ray any longer
-            raise SystemExit(1)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):  # after ray.init, which installs its own
-        signal.signal(sig, on_stop)
-    # SIGHUP reloads the single-process server; here its default action would end the
-    # command and leave the application deployed
-    signal.signal(signal.SIGHUP, lambda signum, frame: log.warning("SIGHUP ignored: %s", RELOAD_ON_RAY))
-    config = serve_config(list(documents), host=host, port=port, warmup=warmup)
+    _on_signals(stop)  # a signal while Ray starts: stop once it has
     try:
-        name = deploy(documents, host=host, port=port, warmup=warmup)
-        http = config["http_options"]
-        log.info("serving on http://%s:%s/ (Ray Serve application %r)", http["host"], http["port"], name)
+        _connect(address, num_cpus=supply)
+        _on_signals(stop)  # again: ray.init installs its own
+        config = serve_config(list(documents), host=host, port=port, warmup=warmup, num_cpus=num_cpus)
+        name = app_name(parse_documents(documents))
+        outcome: list[bool | None] = []
+
+        def deploy_and_watch() -> None:
+            try:
+                deploy(documents, host=host, port=port, warmup=warmup, num_cpus=num_cpus)
+                http = config["http_options"]
+                log.info("serving on http://%s:%s/ (Ray Serve application %r)", http["host"], http["port"], name)
+                outcome.append(watch(name, stop))
+            except Exception:
+                log.exception("deploying application %s failed", name)
+                outcome.append(False)
+            if outcome[-1] is False:
+                stop.set()
+
+        deployer = threading.Thread(target=deploy_and_watch, name="deploy", daemon=True)
+        if not stop.is_set():
+            deployer.start()
         stop.wait()
+        if deployer.is_alive():  # let a submission under way finish, so that the delete below sees it
+            deployer.join(timeout=15.0)
         log.info("stopping: deleting application %s (its replicas drain)", name)
         drain_s = max(d.get("graceful_shutdown_timeout_s", 0.0) for d in config["applications"][0]["deployments"])
         _stop_application(name, shutdown_serve=started_here, timeout_s=drain_s + 30.0)
     finally:
-        ray.shutdown()
-    return 0
+        _disconnect(started_here)
+    return 1 if outcome and outcome[-1] is False else 0
+
+
+def _on_signals(stop: threading.Event) -> None:
+    def on_stop(signum: int, frame: Any) -> None:
+        if stop.is_set():  # asked twice: do not wait for Ray any longer
+            raise SystemExit(1)
+        log.info("signal %d: stopping", signum)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_stop)
+    # SIGHUP reloads the single-process server; here its default action would end the
+    # command and leave the application deployed
+    signal.signal(signal.SIGHUP, lambda signum, frame: log.warning("SIGHUP ignored: %s", RELOAD_ON_RAY))
+
+
+def _disconnect(started_here: bool, timeout_s: float = 30.0) -> None:
+    """``ray.shutdown`` (for a cluster started here it stops the cluster), bounded; then any
+    process of that cluster still alive is killed: none outlives the command."""
+    processes = own_processes.descendants() if started_here else {}
+    _bounded(ray.shutdown, "ray.shutdown", timeout_s)
+    own_processes.reap(processes, grace_s=10.0)
+
+
+def _bounded(call: Callable[[], Any], what: str, timeout_s: float) -> bool:
+    """Run ``call`` in a thread; False (logged) when it has not returned within ``timeout_s``."""
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 - reported; the command still ends
+            log.warning("%s failed: %s", what, exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name=what, daemon=True).start()
+    if finished.wait(timeout_s):
+        return True
+    log.warning("%s did not return within %.0f s; going on", what, timeout_s)
+    return False
 
 
 def _stop_application(name: str, *, shutdown_serve: bool, timeout_s: float) -> None:
     """Delete the application (replicas drain) and, for a cluster this command started, Serve;
     give up after ``timeout_s``: a Ctrl-C reaches the whole process group, and a local
     cluster's GCS and raylet may be gone already, when Ray would never answer."""
-    finished = threading.Event()
 
-    def run() -> None:
-        try:
-            serve.delete(name)
-            if shutdown_serve:
-                serve.shutdown()
-        except Exception as exc:  # noqa: BLE001 - reported; the command still ends
-            log.warning("stopping application %s failed: %s", name, exc)
-        finally:
-            finished.set()
+    def stop() -> None:
+        serve.delete(name)
+        if shutdown_serve:
+            serve.shutdown()
 
-    threading.Thread(target=run, name="stop-application", daemon=True).start()
-    if not finished.wait(timeout_s):
+    if not _bounded(stop, f"stopping application {name}", timeout_s):
         log.warning("Ray did not confirm that application %s stopped within %.0f s; exiting", name, timeout_s)
 
 

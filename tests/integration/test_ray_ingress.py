@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -81,12 +82,18 @@ class RayApp:
         root_path: str = "",
         replace: dict[str, Any] | None = None,
         http_host: str | None = None,
+        status: Any = None,
     ):
         self.cluster = FakeCluster(documents)
         try:
             self.handles = {**self.cluster.handles, **(replace or {})}
             self.ingress = Ingress(
-                as_dicts(documents), self.handles, None, status=self.cluster.status, app="test", http_host=http_host
+                as_dicts(documents),
+                self.handles,
+                None,
+                status=status or self.cluster.status,
+                app="test",
+                http_host=http_host,
             )
         except BaseException:
             self.cluster.close()
@@ -189,6 +196,31 @@ def test_health_and_readiness_follow_the_op_deployments(ray_app):
     app.cluster.running["shared-s"] = 2
     app.ingress._health.poll()
     assert client.get("/health/ready").status_code == 200
+
+
+def test_readiness_answers_at_once_before_the_op_replicas_run(ray_app):
+    """Ray routes to the ingress as soon as its own replica runs, while the op replicas may still
+    load or wait for room, and Serve's controller may be slow to answer: /health/ready is 503
+    (JSON) at once until a poll saw every op deployment running, never 200 on no news."""
+    silent = threading.Event()  # serve.status() that does not answer (a busy controller)
+    began = time.monotonic()
+    app = ray_app(DOCS, status=lambda: silent.wait(HANG_GUARD_S) and None)
+    assert time.monotonic() - began < 10  # the ingress starts without waiting for the controller
+    try:
+        began = time.monotonic()
+        answer = app.client.get("/health/ready")
+        assert time.monotonic() - began < 2
+        assert answer.status_code == 503 and answer.json() == {"status": "not ready"}
+        assert app.client.get("/health/live").status_code == 200
+    finally:
+        silent.set()
+    app.cluster.running = dict.fromkeys(app.cluster.running, 0)  # every op replica still loading
+    app.ingress._health._status = app.cluster.status
+    app.ingress._health.poll()
+    assert app.client.get("/health/ready").status_code == 503
+    app.cluster.running = dict.fromkeys(app.cluster.running, 1)
+    app.ingress._health.poll()
+    assert app.client.get("/health/ready").status_code == 200
 
 
 def test_metrics_label_samples_with_the_replica(ray_app):
