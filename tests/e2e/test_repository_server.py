@@ -26,7 +26,7 @@ import requests
 import yaml
 
 from client import PipelineClient
-from client.pipeline_client import b64
+from client.request_body import b64
 from client.stats import MetricsSnapshot
 from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 from tests.support.server_process import ROOT, ServerProcess
