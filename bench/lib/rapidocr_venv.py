@@ -8,11 +8,11 @@ pinned versions. It is also what a user who installs RapidOCR gets.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
+from bench.lib import venvs
 from bench.lib.paths import cache_dir
 from bench.lib.script import BenchError
 
@@ -20,17 +20,6 @@ RAPIDOCR_VERSION = "1.4.4"
 PINNED = {"rapidocr_openvino": RAPIDOCR_VERSION, "rapidocr_onnxruntime": RAPIDOCR_VERSION}
 EXTRA = ("flask", "waitress")  # the peer server's
 REPORTED = ("rapidocr_openvino", "rapidocr_onnxruntime", "openvino", "onnxruntime", "numpy", "opencv-python")
-
-_VERSIONS = (
-    "import importlib.metadata as m, json, sys\n"
-    "out = {}\n"
-    "for name in sys.argv[1:]:\n"
-    "    try:\n"
-    "        out[name] = m.version(name)\n"
-    "    except m.PackageNotFoundError:\n"
-    "        out[name] = None\n"
-    "print(json.dumps(out))\n"
-)
 
 
 def venv_dir() -> str:
@@ -43,10 +32,7 @@ def venv_python(folder: str) -> str:
 
 def installed_versions(python: str, names: tuple[str, ...] = REPORTED + EXTRA) -> dict[str, str | None]:
     """Versions of ``names`` in the environment of ``python`` (None: not installed)."""
-    out = subprocess.run([python, "-c", _VERSIONS, *names], capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise BenchError(f"cannot read package versions with {python}: {out.stderr[-500:]}")
-    return json.loads(out.stdout)
+    return venvs.installed_versions(python, list(names))
 
 
 def needs_install(versions: dict[str, str | None]) -> list[str]:
