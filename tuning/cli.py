@@ -147,18 +147,23 @@ def main(args: argparse.Namespace) -> int:
         report["verification"] = {"verified": False, "skipped": NOT_VERIFIABLE}
         status = 1
     elif not args.no_verify:
+        from tuning.server import ServerFailed
         from tuning.verify import verify
 
         left = args.budget_s - (time.monotonic() - started)
-        outcome = verify(
-            source,
-            out_path,
-            config,
-            args,
-            concurrency=args.concurrency or _clients(plans),
-            seconds=left,
-            console=console,
-        )
+        try:
+            outcome = verify(
+                source,
+                out_path,
+                config,
+                args,
+                concurrency=args.concurrency or _clients(plans),
+                seconds=left,
+                console=console,
+            )
+        except ServerFailed as exc:  # the tuned config is written; say why it is not verified, no traceback
+            console.print(f"[red]not verified: {exc}")
+            outcome = {"verified": False, "error": str(exc)}
         report["verification"] = outcome
         status = 0 if outcome["verified"] else 1
     if args.json:

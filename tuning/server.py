@@ -37,8 +37,12 @@ def wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> str | None:
     return f"not ready after {timeout:.0f}s"
 
 
+class ServerFailed(RuntimeError):
+    """A config's server did not become ready: the reason and the tail of its log."""
+
+
 class Server:
-    """One server on ``config`` (a file path) until :meth:`stop`."""
+    """One server on ``config`` (a file path) until :meth:`stop`; :class:`ServerFailed` when it does not come up."""
 
     def __init__(self, config: str, *, ready_timeout: float = 600.0):
         self.port = free_port()
@@ -55,7 +59,7 @@ class Server:
         if why is not None:
             tail = self.log()[-2000:]
             self.stop()
-            raise RuntimeError(f"the server on the config {why}:\n{tail}")
+            raise ServerFailed(f"the server on {config} {why}:\n{tail}")
 
     def log(self) -> str:
         with open(self._log.name, encoding="utf-8", errors="replace") as f:

@@ -13,6 +13,7 @@ import yaml
 import tuning.cli as cli
 import tuning.verify as verify_module
 from tests.support.image_fakes import encode_png, image_config, make_image
+from tuning.server import ServerFailed
 from tuning.tuned_config import Change
 
 
@@ -78,3 +79,20 @@ def test_with_inputs_the_verification_benches_those_inputs(tune, tmp_path, monke
 def test_with_no_verify_nothing_is_benched(tune):
     status, report = tune("--no-verify")
     assert status == 0 and "verification" not in report
+
+
+def test_a_server_that_does_not_start_leaves_the_config_written_and_says_why(tune, tmp_path, monkeypatch, capsys):
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "a.png").write_bytes(encode_png(make_image(48, 32)))
+
+    class DeadServer(NoServer):
+        def __init__(self, config: str):
+            raise ServerFailed(f"the server on {config} exited with code 2 before it was ready:\nbad op")
+
+    monkeypatch.setattr(verify_module, "Server", DeadServer)
+    status, report = tune("--inputs", str(images / "*.png"))
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "not verified" in err and "exited with code 2" in err and "Traceback" not in err
+    assert report["verification"]["verified"] is False and "bad op" in report["verification"]["error"]
