@@ -11,7 +11,7 @@ bench's text-line crops, 32 closed-loop clients, side by side in one run:
   (bench/peers/rec_mosec.py), in a bench environment that sees the project's ops;
 * Triton (PyTriton) is listed as could-not-run: its server does not start here.
 
-One asyncio client (bench/lib/rotating_load.py) sends the crops in turn; every
+One asyncio client (bench/lib/http_load.py, rotating_closed_loop) sends the crops in turn; every
 server's texts are checked against the bare engine's on the first crops.
 
     python -m bench.served_rec                       # ~5 min on 2 cores
@@ -26,12 +26,11 @@ import sys
 
 from bench.lib.bare_rec import bare_engine_loop, read_crop
 from bench.lib.configs import repo_config_path
-from bench.lib.http_load import HttpError, probe
+from bench.lib.http_load import HttpError, probe, rotating_closed_loop
 from bench.lib.inprocess import make_op
 from bench.lib.inputs import bench_crops
 from bench.lib.null_run import HOST, Served
 from bench.lib.results import write_result
-from bench.lib.rotating_load import rotating_closed_loop
 from bench.lib.script import BenchError, run_main
 from bench.lib.served_rec_contenders import COULD_NOT_RUN, WORKERS, Contender, contenders
 from bench.lib.served_rec_table import BARE, format_table, of_bare, ratio_line

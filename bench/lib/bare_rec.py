@@ -11,9 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench.lib.http_load import LoadResult
+from bench.lib.http_load import LoadResult, round_robin
 from bench.lib.inputs import decode_png
-from bench.lib.rotating_load import round_robin
 
 
 def read_crop(op: Any, runner: Any, png: bytes) -> tuple[str, float]:

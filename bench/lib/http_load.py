@@ -15,9 +15,10 @@ rate. It runs on uvloop where installed.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from bench.lib.script import BenchError
@@ -163,10 +164,18 @@ def latency_summary_ms(latencies_s: list[float]) -> dict:
     }
 
 
+def round_robin(count: int) -> Iterator[int]:
+    """0, 1, ..., count - 1, 0, 1, ...: the order a closed loop sends its requests in."""
+    if count <= 0:
+        raise ValueError("no requests to send")
+    return itertools.cycle(range(count))
+
+
 async def _closed_loop(
-    host: str, port: int, request: HttpRequest, clients: int, duration_s: float, warmup_s: float
+    host: str, port: int, requests: Sequence[HttpRequest], clients: int, duration_s: float, warmup_s: float
 ) -> LoadResult:
-    wire = request.wire(host, port)
+    wires = [r.wire(host, port) for r in requests]  # built once, before the clock starts
+    order = round_robin(len(wires))
     loop = asyncio.get_running_loop()
     began = loop.time()
     window = (began + warmup_s, began + warmup_s + duration_s)
@@ -180,7 +189,7 @@ async def _closed_loop(
                 if t0 >= window[1]:
                     return
                 try:
-                    status, body = await conn.call(wire)
+                    status, body = await conn.call(wires[next(order)])
                     good = status == 200
                     error = "" if good else f"HTTP {status}: {body[:200]!r}"
                 except (OSError, HttpError) as exc:
@@ -242,7 +251,15 @@ def closed_loop(
     host: str, port: int, request: HttpRequest, clients: int, duration_s: float, warmup_s: float
 ) -> LoadResult:
     """``clients`` closed-loop connections; counts the answers of the ``duration_s`` window after ``warmup_s``."""
-    return _run(_closed_loop(host, port, request, clients, duration_s, warmup_s))
+    return _run(_closed_loop(host, port, [request], clients, duration_s, warmup_s))
+
+
+def rotating_closed_loop(
+    host: str, port: int, requests: Sequence[HttpRequest], clients: int, duration_s: float, warmup_s: float
+) -> LoadResult:
+    """:func:`closed_loop` over many requests: each send takes the next of ``requests``, so the
+    connections together go round all of them (no server sees one input from everyone at once)."""
+    return _run(_closed_loop(host, port, requests, clients, duration_s, warmup_s))
 
 
 def lone_latencies(host: str, port: int, request: HttpRequest, n: int, warmup: int = 50) -> list[float]:

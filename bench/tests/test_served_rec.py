@@ -11,7 +11,7 @@ import json
 import pytest
 
 import bench.lib.bare_rec as bare_rec
-from bench.lib.rotating_load import round_robin
+from bench.lib.http_load import round_robin
 from bench.lib.served_rec_contenders import (
     COULD_NOT_RUN,
     contenders,
