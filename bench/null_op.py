@@ -25,7 +25,7 @@ from bench.lib.null_contenders import Contender, contenders, this_python
 from bench.lib.null_run import Served, measure
 from bench.lib.null_table import format_table, ratio_line, ratios
 from bench.lib.results import write_result
-from bench.lib.script import BenchError, run_main
+from bench.lib.script import BenchError, chosen, first_line, run_main
 from bench.lib.venvs import ensure_venv
 
 
@@ -42,7 +42,7 @@ def run_one(c: Contender, args: argparse.Namespace, config_dir: str) -> dict:
         port = free_port()
         served = Served(c.argv(python, port, config_dir), c.key, port)
     except BenchError as exc:
-        return {**row, "failed": _first_line(exc)}
+        return {**row, "failed": first_line(exc)}
     try:
         served.wait_ready(c.request, c.ready_timeout)
         row["log"] = served.log_path
@@ -57,14 +57,10 @@ def run_one(c: Contender, args: argparse.Namespace, config_dir: str) -> dict:
             )
         )
     except BenchError as exc:
-        row["failed"] = _first_line(exc)
+        row["failed"] = first_line(exc)
     finally:
         served.stop()
     return row
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:300]
 
 
 def main() -> int:
@@ -77,13 +73,11 @@ def main() -> int:
     parser.add_argument("--lone", type=int, default=400, help="lone requests per server (after 50 unmeasured)")
     parser.add_argument("--no-install", action="store_true", help="use built peer environments only (no network)")
     args = parser.parse_args()
-    chosen = [c for c in contenders() if not args.only or c.key in args.only.split(",")]
-    unknown = set(filter(None, args.only.split(","))) - set(keys)
-    if unknown:
-        raise BenchError(f"unknown servers {sorted(unknown)}; known: {keys}")
+    picked = chosen(args.only, keys)
+    servers = [c for c in contenders() if c.key in picked]
     rows = []
     with tempfile.TemporaryDirectory(prefix="null-op-") as config_dir:
-        for c in chosen:
+        for c in servers:
             print(f"=== {c.key}", flush=True)
             row = run_one(c, args, config_dir)
             rows.append(row)

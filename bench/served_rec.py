@@ -31,7 +31,7 @@ from bench.lib.inprocess import make_op
 from bench.lib.inputs import bench_crops
 from bench.lib.null_run import HOST, Served
 from bench.lib.results import write_result
-from bench.lib.script import BenchError, run_main
+from bench.lib.script import BenchError, chosen, first_line, run_main
 from bench.lib.served_rec_contenders import COULD_NOT_RUN, WORKERS, Contender, contenders
 from bench.lib.served_rec_table import BARE, format_table, of_bare, ratio_line
 from bench.lib.venvs import ensure_venv
@@ -66,7 +66,7 @@ def run_one(c: Contender, args: argparse.Namespace, crops: list[bytes], referenc
         port = free_port()
         served = Served(c.argv(python, port), f"rec-{c.key}", port)
     except BenchError as exc:
-        return {**row, "failed": _first_line(exc)}
+        return {**row, "failed": first_line(exc)}
     try:
         served.wait_ready(c.request(crops[0]), c.ready_timeout)
         row["log"] = served.log_path
@@ -76,26 +76,22 @@ def run_one(c: Contender, args: argparse.Namespace, crops: list[bytes], referenc
         doc = result.to_dict()
         row.update(doc, crops_per_s=doc.pop("req_per_s"))
     except BenchError as exc:
-        row["failed"] = _first_line(exc)
+        row["failed"] = first_line(exc)
     finally:
         served.stop()
     return row
 
 
-def bare_row(args: argparse.Namespace, crops: list[bytes], checked: int) -> tuple[dict, list[str]]:
-    """The bare engine's row and its texts of the first ``checked`` crops (the reference)."""
+def bare_row(args: argparse.Namespace, crops: list[bytes], checked: int, run: bool) -> tuple[dict, list[str]]:
+    """The bare engine's row (measured if ``run``) and its texts of the first ``checked`` crops (the reference)."""
     op, runners = make_op(repo_config_path("rec"), "rec", WORKERS)
     reference = [read_crop(op, runners[0], png)[0] for png in crops[:checked]]
     row: dict = {"key": BARE, "title": BARE_TITLE, "agree": f"{checked}/{checked} (reference)"}
-    if args.only and BARE not in args.only.split(","):
+    if not run:
         return {**row, "skipped": True}, reference
     doc = bare_engine_loop(op, runners, crops, duration_s=args.duration, warmup_s=args.warmup).to_dict()
     row.update(doc, crops_per_s=doc.pop("req_per_s"), service_ms=doc.pop("latency_ms"))
     return row, reference
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:300]
 
 
 def main() -> int:
@@ -108,19 +104,17 @@ def main() -> int:
     parser.add_argument("--check", type=int, default=8, help="first crops whose texts must match the bare engine's")
     parser.add_argument("--no-install", action="store_true", help="use built peer environments only (no network)")
     args = parser.parse_args()
-    unknown = set(filter(None, args.only.split(","))) - set(keys)
-    if unknown:
-        raise BenchError(f"unknown rows {sorted(unknown)}; known: {keys}")
+    picked = chosen(args.only, keys)
     crops = bench_crops()
     print(f"{len(crops)} crops, {args.clients} clients, {args.warmup:.0f} s warm-up + {args.duration:.0f} s counted")
     print(f"=== {BARE}", flush=True)
-    bare, reference = bare_row(args, crops, args.check)
+    bare, reference = bare_row(args, crops, args.check, BARE in picked)
     rows = [] if bare.get("skipped") else [bare]
     if rows:
         print(f"    {bare['crops_per_s']:.1f} crops/s", flush=True)
     gc.collect()  # the bare engine's runners go before the servers start
     for c in contenders():
-        if args.only and c.key not in args.only.split(","):
+        if c.key not in picked:
             continue
         print(f"=== {c.key}", flush=True)
         row = run_one(c, args, crops, reference)

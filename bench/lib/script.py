@@ -22,3 +22,18 @@ def run_main(main: Callable[[], int]) -> None:
         sys.stderr.write(f"could not measure: {exc}\n")
         sys.exit(2)
     sys.exit(code or 0)
+
+
+def chosen(only: str, known: list[str]) -> list[str]:
+    """The names a ``--only a,b`` option picks from ``known`` (all of them when empty), in
+    ``known``'s order; BenchError naming any it does not know."""
+    wanted = set(filter(None, only.split(",")))
+    unknown = wanted - set(known)
+    if unknown:
+        raise BenchError(f"unknown {sorted(unknown)} in --only; known: {known}")
+    return [name for name in known if not wanted or name in wanted]
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's first line, capped: what a table cell says of a row that could not run."""
+    return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__

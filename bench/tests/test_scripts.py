@@ -11,8 +11,11 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from bench.lib.lone_requests import lone_p50_ms
 from bench.lib.paths import ROOT
+from bench.lib.script import BenchError, chosen, first_line
 
 BENCH = os.path.join(ROOT, "bench")
 SCRIPTS = sorted(name[:-3] for name in os.listdir(BENCH) if name.endswith(".py") and not name.startswith("_"))
@@ -116,3 +119,17 @@ def test_null_op_peers_are_scripts_and_those_of_this_environment_import():
         assert 'if __name__ == "__main__":' in text, name
     for name in ("null_flask", "null_granian_app"):
         importlib.import_module(f"bench.peers.{name}")
+
+
+def test_only_picks_known_names_in_their_order_and_names_the_unknown():
+    known = ["bare", "batchline", "mosec"]
+    assert chosen("", known) == known
+    assert chosen("mosec,bare", known) == ["bare", "mosec"]
+    with pytest.raises(BenchError, match=r"unknown \['triton'\]"):
+        chosen("bare,triton", known)
+
+
+def test_first_line_of_an_error_for_a_table_cell():
+    assert first_line(BenchError("exited with 1\nTraceback ...")) == "exited with 1"
+    assert first_line(BenchError("x" * 400)) == "x" * 300
+    assert first_line(TimeoutError()) == "TimeoutError"
