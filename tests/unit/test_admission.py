@@ -4,17 +4,11 @@ import pytest
 
 from serving.engine.admission import Admission
 from serving.errors import Overloaded
-
-
-class Clock:
-    t = 0.0
-
-    def __call__(self):
-        return self.t
+from tests.support.fake_clock import FakeClock
 
 
 def test_in_flight_limit():
-    a = Admission(max_in_flight=3, clock=Clock())
+    a = Admission(max_in_flight=3, clock=FakeClock(0.0))
     a.check(2, 30.0)
     with pytest.raises(Overloaded) as info:
         a.check(3, 30.0)
@@ -22,11 +16,11 @@ def test_in_flight_limit():
 
 
 def test_expected_wait_rule_needs_history_and_a_queue():
-    clock = Clock()
+    clock = FakeClock(0.0)
     a = Admission(max_in_flight=1000, clock=clock, min_samples=16, min_in_flight=4)
     a.check(500, 1.0)  # no completions measured yet: only the in-flight limit applies
     for _ in range(20):  # 10 completions per second
-        clock.t += 0.1
+        clock.advance(0.1)
         a.record_completion()
     assert a.completion_rate() == pytest.approx(10.5, rel=0.1)
     a.check(3, 0.1)  # below min_in_flight: never shed
@@ -38,9 +32,9 @@ def test_expected_wait_rule_needs_history_and_a_queue():
 
 
 def test_rate_forgets_old_completions():
-    clock = Clock()
+    clock = FakeClock(0.0)
     a = Admission(max_in_flight=1000, clock=clock, window_s=10, min_samples=16)
     for _ in range(20):
         a.record_completion()
-    clock.t += 11
+    clock.advance(11)
     assert a.completion_rate() is None

@@ -12,7 +12,7 @@ from serving.engine.batcher import Batcher
 from serving.engine.estimators import CostModel
 from serving.engine.units import PaddedSize, batch_units, checked_extent, items_within
 from serving.errors import InternalError
-from tests.unit.test_batcher import FakeClock
+from tests.support.fake_clock import FakeClock
 
 
 def make(clock, **kw):

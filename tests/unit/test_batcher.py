@@ -6,17 +6,7 @@ import pytest
 
 from serving.engine.batcher import Batcher
 from serving.engine.estimators import ArrivalEstimator, CostModel
-
-
-class FakeClock:
-    def __init__(self, t=100.0):
-        self.t = t
-
-    def __call__(self):
-        return self.t
-
-    def advance(self, dt):
-        self.t += dt
+from tests.support.fake_clock import FakeClock
 
 
 def make(clock, **kw):

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from serving.engine.metrics import Metrics
 from serving.rayserve.metrics_hub import REPLICA_LABEL, MetricsHub, MetricsPusher, merge_texts
+from tests.support.fake_clock import FakeClock
 
 HANG_GUARD_S = 60.0
 
@@ -66,26 +67,18 @@ def test_a_replica_alone_and_no_replica_merge_too():
 # ----------------------------------------------------------------------------- the hub
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_hub_keeps_each_replicas_latest_text_until_it_expires():
-    clock = Clock()
+    clock = FakeClock()
     hub = MetricsHub(clock=clock)
 
     async def scenario() -> list[dict[str, str]]:
         seen = []
         await hub.push("a", "a1", 6.0)
-        clock.now += 4
+        clock.advance(4)
         await hub.push("b", "b1", 6.0)
         await hub.push("a", "a2", 6.0)  # a newer text replaces the older and renews it
         seen.append(await hub.collect())
-        clock.now += 7  # b's and a's last pushes were 7 s ago: both expired
+        clock.advance(7)  # b's and a's last pushes were 7 s ago: both expired
         seen.append(await hub.collect())
         await hub.push("c", "c1", 6.0)
         await hub.push("d", "d1", 6.0)
