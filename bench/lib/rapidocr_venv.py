@@ -9,7 +9,6 @@ pinned versions. It is also what a user who installs RapidOCR gets.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 from bench.lib import venvs
@@ -19,6 +18,7 @@ from bench.lib.script import BenchError
 RAPIDOCR_VERSION = "1.4.4"
 PINNED = {"rapidocr_openvino": RAPIDOCR_VERSION, "rapidocr_onnxruntime": RAPIDOCR_VERSION}
 EXTRA = ("flask", "waitress")  # the peer server's
+LOG = "rapidocr-venv.log"  # in the bench cache's logs/
 REPORTED = ("rapidocr_openvino", "rapidocr_onnxruntime", "openvino", "onnxruntime", "numpy", "opencv-python")
 
 
@@ -49,22 +49,12 @@ def ensure_venv(folder: str | None = None) -> tuple[str, dict[str, str | None]]:
     python = venv_python(folder)
     if not os.path.exists(python):
         print(f"creating the RapidOCR environment {folder} (once)", flush=True)
-        _run([sys.executable, "-m", "venv", folder], folder)
+        venvs.run_logged([sys.executable, "-m", "venv", folder], folder, LOG)
     missing = needs_install(installed_versions(python))
     if missing:
         print(f"installing into {folder}: {' '.join(missing)}", flush=True)
-        _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *missing], folder)
+        venvs.run_logged([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *missing], folder, LOG)
         missing = needs_install(installed_versions(python))
         if missing:
             raise BenchError(f"{folder} still lacks {missing} after pip install")
     return python, installed_versions(python)
-
-
-def _run(cmd: list[str], folder: str) -> None:
-    log = os.path.join(cache_dir("logs"), "rapidocr-venv.log")
-    with open(log, "ab") as f:
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=1800).returncode
-    if rc != 0:
-        with open(log, "rb") as f:
-            tail = f.read()[-1500:].decode("utf-8", "replace")
-        raise BenchError(f"{' '.join(cmd[:4])} ... failed ({rc}) for {folder}; log {log}:\n{tail}")

@@ -79,23 +79,26 @@ def ensure_venv(spec: VenvSpec, *, install: bool = True) -> tuple[str, dict[str,
             raise BenchError(f"{spec.folder} is not built (run without --no-install once)")
         print(f"creating the {spec.name} environment {spec.folder} (once)", flush=True)
         cmd = [sys.executable, "-m", "venv", spec.folder]
-        _run([*cmd, "--system-site-packages"] if spec.system_site else cmd, spec)
+        run_logged([*cmd, "--system-site-packages"] if spec.system_site else cmd, spec.folder, f"venv-{spec.name}.log")
     if spec.missing(installed_versions(spec.python, names)):
         if not install:
             raise BenchError(f"{spec.folder} lacks its pins {spec.pinned} (run without --no-install once)")
         print(f"installing into {spec.folder}: {' '.join(spec.install)}", flush=True)
-        _run([spec.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec.install], spec)
+        pip = [spec.python, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec.install]
+        run_logged(pip, spec.folder, f"venv-{spec.name}.log")
         left = spec.missing(installed_versions(spec.python, names))
         if left:
             raise BenchError(f"{spec.folder} still lacks {left} after pip install")
     return spec.python, installed_versions(spec.python, names)
 
 
-def _run(cmd: list[str], spec: VenvSpec) -> None:
-    log = os.path.join(cache_dir("logs"), f"venv-{spec.name}.log")
+def run_logged(cmd: list[str], folder: str, log_name: str) -> None:
+    """Run one step of building the environment in ``folder`` (venv, pip), its output
+    appended to the bench cache's ``logs/<log_name>``; BenchError with the log's tail if it fails."""
+    log = os.path.join(cache_dir("logs"), log_name)
     with open(log, "ab") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=1800).returncode
     if rc != 0:
         with open(log, "rb") as f:
             tail = f.read()[-1500:].decode("utf-8", "replace")
-        raise BenchError(f"{' '.join(cmd[:4])} ... failed ({rc}) for {spec.folder}; log {log}:\n{tail}")
+        raise BenchError(f"{' '.join(cmd[:4])} ... failed ({rc}) for {folder}; log {log}:\n{tail}")
