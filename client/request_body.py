@@ -107,7 +107,6 @@ def encode_request(
     if protocol != "binary":
         payload = make_payload(inputs, protocol=protocol, priority=priority, timeout_ms=timeout_ms, logid=logid)
         return RequestBody(json_body(payload), "application/json")
-    route(protocol)
     kinds = {kind for kind, _ in inputs}
     if len(kinds) != 1:
         raise ValueError("a binary request carries inputs of one kind (a pipeline takes images or texts)")
