@@ -61,7 +61,7 @@ class PredictionRoutes:
                 priority_levels=pipeline.config.dag.priority_levels,
             )
             try:
-                handles = self._run(name, version, parsed, limits)
+                handles = self._run(name, version, parsed, pipeline, limits)
             except ServingError as err:
                 return error_response(err, parsed.logid)
             values = [to_json(h.result(timeout=0)) for h in handles]
@@ -79,7 +79,7 @@ class PredictionRoutes:
                 max_inputs=limits.max_inputs,
                 priority_levels=pipeline.config.dag.priority_levels,
             )
-            handles = self._run(name, version, parsed, limits)
+            handles = self._run(name, version, parsed, pipeline, limits)
             body: dict[str, Any] = {"results": [plain(h.result(timeout=0)) for h in handles]}
             if parsed.timing:
                 body["timing"] = [h.timing_summary() for h in handles]
@@ -98,7 +98,10 @@ class PredictionRoutes:
             raise body_over_limit(limits.max_body_size)
         return pipeline, limits
 
-    def _run(self, name: str, version: int | None, parsed: ParsedRequest, limits: HttpLimits) -> list[RequestState]:
+    def _run(
+        self, name: str, version: int | None, parsed: ParsedRequest, pipeline: Pipeline, limits: HttpLimits
+    ) -> list[RequestState]:
+        """``pipeline``: the one :meth:`_target` chose, whose limits and time limit apply."""
         repo = self.repository
         route = repo.config.routes.get(name)
         key = request.headers.get(route.key_header) if route is not None and version is None else None
@@ -107,7 +110,7 @@ class PredictionRoutes:
             name, len(parsed.inputs), version=version, key=key, timeout_ms=parsed.timeout_ms, logid=parsed.logid
         )
         plan = plan_inputs(parsed.inputs, limits.inputs)
-        values = self._decode(plan, repo.pipeline(name, version).time_limit_s(parsed.timeout_ms))
+        values = self._decode(plan, pipeline.time_limit_s(parsed.timeout_ms))
         handles = repo.submit(
             name,
             values,
