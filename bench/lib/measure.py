@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench.lib.script import BenchError
+from serving.runners.pids import stat_fields
 from serving.runners.process_memory import process_tree, rss_bytes, tree_rss_bytes
 
 
@@ -113,9 +114,9 @@ def tree_rss_kb(pid: int) -> int:
 
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) ``pid`` itself has used, from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        # the command name (field 2) may hold spaces: count fields after its closing parenthesis
-        fields = f.read().rsplit(")", 1)[1].split()
+    fields = stat_fields(pid)
+    if fields is None:
+        raise ProcessLookupError(f"no process {pid}")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -11,6 +11,7 @@ import os
 import signal
 import time
 
+from serving.runners.pids import stat_fields
 from serving.runners.process_memory import process_tree
 
 log = logging.getLogger(__name__)
@@ -18,11 +19,7 @@ log = logging.getLogger(__name__)
 
 def _start_time(pid: int) -> str | None:
     """Field 22 of ``/proc/<pid>/stat`` (clock ticks since boot); None once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
+    fields = stat_fields(pid)
     # fields[0] is field 3 (state); a zombie is gone for our purpose (its parent reaps it)
     if not fields or fields[0] == "Z" or len(fields) < 20:
         return None

@@ -1,5 +1,6 @@
-"""Whether a process runs, by its id (for files and segments that record their
-owner's pid). How much memory it holds: :mod:`serving.runners.process_memory`."""
+"""Facts about a process by its id: whether it runs (for files and segments that
+record their owner's pid) and its ``/proc/<pid>/stat`` fields. How much memory it
+holds: :mod:`serving.runners.process_memory`."""
 
 from __future__ import annotations
 
@@ -21,3 +22,15 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name, so ``[0]`` is field 3
+    (state), ``[1]`` the parent's pid, ``[11]``/``[12]`` user/system clock ticks, ``[19]``
+    the start time; None when the process is gone (or this is not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            # the command name (field 2) may hold spaces and parentheses: split after its last ")"
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from serving.runners.pids import stat_fields
 from tests.support.server_process import ROOT, free_port
 
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
@@ -38,10 +39,10 @@ def _cmdline(pid: int) -> str:
 
 
 def _ppid(pid: int) -> int:
+    fields = stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(fields[1]) if fields else 0
+    except (ValueError, IndexError):
         return 0
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from serving.runners.pids import pid_alive
+from serving.runners.pids import pid_alive, stat_fields
 
 
 def test_this_process_is_alive():
@@ -17,3 +17,9 @@ def test_this_process_is_alive():
 def test_a_pid_no_process_can_have_is_not_alive_and_does_not_raise(pid):
     # (0 and negative pids would signal process groups: ours among them)
     assert pid_alive(pid) is False
+
+
+def test_stat_fields_of_this_process_and_of_none():
+    fields = stat_fields(os.getpid())
+    assert fields is not None and fields[0] in "RS" and int(fields[1]) == os.getppid()
+    assert stat_fields(1 << 30) is None
