@@ -169,13 +169,10 @@ class PipelineClient:
         method: str,
         path: str,
         *,
-        payload: Any = None,
         body: RequestBody | None = None,
         headers: dict[str, str] | None = None,
     ) -> Answer:
-        """``payload`` is sent as JSON; ``body`` (already encoded) as it is."""
-        if payload is not None:
-            body = RequestBody(json_body(payload), "application/json")
+        """``body`` (already encoded) is sent as it is."""
         data = None
         if body is not None:
             data = body.data
