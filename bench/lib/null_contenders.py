@@ -77,11 +77,15 @@ def _module(name: str, *extra: str) -> Callable[[str, int, str], list[str]]:
     return lambda python, port, _cfg: [python, "-m", f"bench.peers.{name}", "--port", str(port), *extra]
 
 
-def _batchline(python: str, port: int, config_dir: str) -> list[str]:
-    from bench.lib.null_op import write_null_config
+def _batchline(front_workers: int) -> Callable[[str, int, str], list[str]]:
+    def argv(python: str, port: int, config_dir: str) -> list[str]:
+        from bench.lib.null_op import write_null_config
 
-    path = write_null_config(config_dir, instances=WORKERS)
-    return [python, "-m", "serving.cli", "serve", path, "--host", "127.0.0.1", "--port", str(port)]
+        path = write_null_config(config_dir, instances=WORKERS)
+        serve = [python, "-m", "serving.cli", "serve", path, "--host", "127.0.0.1", "--port", str(port)]
+        return [*serve, "--front-workers", str(front_workers)]
+
+    return argv
 
 
 def _granian(workers: int) -> Callable[[str, int, str], list[str]]:
@@ -116,9 +120,16 @@ def contenders() -> list[Contender]:
         Contender(
             "batchline",
             "batchline (`batchline serve`: Flask app on waitress)",
-            _batchline,
+            _batchline(0),
             batchline_request(),
             note=f"one process, instance_num {WORKERS}",
+        ),
+        Contender(
+            "batchline_fronts",
+            f"batchline, `--front-workers {WORKERS}` (front processes, one engine)",
+            _batchline(WORKERS),
+            batchline_request(),
+            note=f"{WORKERS} front processes on waitress, one engine process and batcher",
         ),
         Contender(
             "flask_waitress",

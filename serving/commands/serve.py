@@ -35,6 +35,9 @@ def main(args: argparse.Namespace) -> int:
             log.error("--address is for --ray")
             return 2
         return server.main(args)
+    if args.front_workers:
+        log.error("--front-workers is for the single-process server; on Ray, Ray Serve's proxies are the front")
+        return 2
     try:
         from serving.config.documents import parse_documents, read_documents
         from serving.rayserve.deployments import op_deployments, ray_conf

@@ -206,7 +206,8 @@ class LocalServiceConf:
     batching_policy: Literal["adaptive", "fixed"] = Field(
         default="adaptive",
         description="`adaptive`: an idle instance starts a batch early when waiting is not expected to pay "
-        "off; `fixed`: wait for a full or preferred batch, or for `max_queue_delay`.",
+        "off, and (ops that pad) ends it before an item whose padding would cost more than batching saves; "
+        "`fixed`: wait for a full or preferred batch, or for `max_queue_delay`.",
     )
     spread_batches: bool | None = Field(
         default=None,
@@ -602,6 +603,16 @@ class HttpConf(BaseModel):
     """The HTTP front's limits on clients (``http:``; one per server)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    front_workers: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="HTTP front processes. 0: waitress serves HTTP in the engine's own process (one core's "
+        "worth of HTTP). N: N processes share the port and read, authenticate, parse, decode and admit "
+        "requests, handing their inputs to the engine's process, which batches them all together "
+        "(docs/architecture.md). Each holds its share of `max_buffered_mb` and `decode_budget_mb`, at "
+        "least one largest request. Also `batchline serve --front-workers N`.",
+    )
     channel_timeout_s: float = Field(
         default=120.0,
         gt=0,

@@ -32,6 +32,12 @@ from serving.runners.cpu_plan import CpuAllocator, CpuSet
 log = logging.getLogger(__name__)
 
 
+def time_limit_s(config: ServingConfig, timeout_ms: int | None = None) -> float:
+    """A request's time limit: ``dag.request_timeout_ms``, or less if the request asks."""
+    limit_ms = config.dag.request_timeout_ms
+    return (limit_ms if timeout_ms is None else min(timeout_ms, limit_ms)) / 1000.0
+
+
 class Pipeline:
     """One pipeline (a name and version) with its op stages.
 
@@ -209,9 +215,7 @@ class Pipeline:
         return request
 
     def time_limit_s(self, timeout_ms: int | None = None) -> float:
-        """A request's time limit: ``dag.request_timeout_ms``, or less if the request asks."""
-        limit_ms = self.config.dag.request_timeout_ms
-        return (limit_ms if timeout_ms is None else min(timeout_ms, limit_ms)) / 1000.0
+        return time_limit_s(self.config, timeout_ms)
 
     def precheck(self, count: int, *, timeout_ms: int | None = None) -> None:
         """Raise now what :meth:`submit` would raise for ``count`` more requests

@@ -17,9 +17,9 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from serving.config.errors import ConfigError
 from serving.config.repository_files import (
@@ -49,6 +49,22 @@ Key = tuple[str, int]  # (pipeline name, version)
 StageSource = Callable[[ServingConfig, OpConfig], Stage]
 
 
+P = TypeVar("P")
+
+
+def find_pipeline(config: RepositoryConfig, pipelines: Mapping[Key, P], name: str, version: int | None) -> P:
+    """``pipelines[(name, version)]``; no version: the route's default. Else 404 naming what is served."""
+    route = config.routes.get(name)
+    if route is None:
+        raise NotFound(f"unknown pipeline {name[:64]!r}; this server runs {', '.join(sorted(config.routes))}")
+    chosen = route.default if version is None else version
+    pipeline = pipelines.get((name, chosen))
+    if pipeline is None:
+        have = ", ".join(f"v{v}" for v in sorted(route.versions))
+        raise NotFound(f"pipeline {name[:64]!r} has no version {chosen} (versions: {have})")
+    return pipeline
+
+
 @dataclass
 class Generation:
     number: int
@@ -59,15 +75,7 @@ class Generation:
 
     def pipeline(self, name: str, version: int | None = None) -> Pipeline:
         """A pipeline by name and version; no version: the route's default."""
-        route = self.config.routes.get(name)
-        if route is None:
-            raise NotFound(f"unknown pipeline {name[:64]!r}; this server runs {', '.join(sorted(self.config.routes))}")
-        chosen = route.default if version is None else version
-        pipeline = self.pipelines.get((name, chosen))
-        if pipeline is None:
-            have = ", ".join(f"v{v}" for v in sorted(route.versions))
-            raise NotFound(f"pipeline {name[:64]!r} has no version {chosen} (versions: {have})")
-        return pipeline
+        return find_pipeline(self.config, self.pipelines, name, version)
 
     @property
     def ready(self) -> bool:

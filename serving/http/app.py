@@ -18,11 +18,12 @@ from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.access import Access
 from serving.http.handler_count import HandlerCount
 from serving.http.jsonio import FlaskJSON
-from serving.http.limits import HttpLimits, decode_budget_bytes, max_body_size
+from serving.http.limits import HttpLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
 from serving.http.routes import admin, errors, health, listing, metrics, prediction
 from serving.http.routes.context import RouteContext
+from serving.http.served_repository import ServedRepository
 
 # in this order; errors first: its handlers answer every other group's failures
 ROUTE_GROUPS: tuple[Callable[[Flask, RouteContext], None], ...] = (
@@ -52,13 +53,14 @@ class BoundedRequest(Request):
 
 
 def create_app(
-    target: Pipeline | PipelineRepository,
+    target: Pipeline | ServedRepository,
     *,
     auth_token: str | None = None,
     admin_token: str | None = None,
     limits: HttpLimits | None = None,
     metrics_text: Callable[[], bytes] | None = None,
     decode_budget: DecodeBudget | None = None,
+    budget_share: float = 1.0,
 ) -> Flask:
     """Build the app around a :class:`PipelineRepository` (several pipelines)
     or one :class:`Pipeline`; started or starting. ``auth_token`` guards the
@@ -66,8 +68,9 @@ def create_app(
     allow-lists come from the config's ``security``). ``limits`` overrides every
     pipeline's own HTTP limits (tests). ``metrics_text`` renders ``/metrics``
     (default: the repository's own registry; the Ray backend adds its replicas').
-    ``decode_budget`` replaces the one the config sets (tests)."""
-    repo = target if isinstance(target, PipelineRepository) else PipelineRepository.of(target)
+    ``decode_budget`` replaces the one the config sets (tests). ``budget_share``: this
+    process's part of the server's decode budget (a front process's, ``http.front_workers``)."""
+    repo: ServedRepository = PipelineRepository.of(target) if isinstance(target, Pipeline) else target
     ctx = RouteContext(
         repository=repo,
         metrics_text=metrics_text or repo.metrics.render,
@@ -81,7 +84,7 @@ def create_app(
     app.extensions["batchline.handlers"] = ctx.handlers
     app.extensions["batchline.repository"] = repo
     app.extensions["batchline.decode_budget"] = ctx.decode_budget
-    _follow_reloads(app, ctx, resize_budget=decode_budget is None)
+    _follow_reloads(app, ctx, budget_share if decode_budget is None else None)
     page = add_page(app)
     _check_access(app, Access(auth_token, admin_token, AccessPolicy.of(repo.config.security)), page)
     for register in ROUTE_GROUPS:
@@ -89,17 +92,22 @@ def create_app(
     return app
 
 
-def _follow_reloads(app: Flask, ctx: RouteContext, *, resize_budget: bool) -> None:
-    """Now and after each reload: the app-wide body limit, and the decode budget
-    (a reload may change its key or the pipelines' ``max_image_pixels``)."""
+def _follow_reloads(app: Flask, ctx: RouteContext, budget_share: float | None) -> None:
+    """Now and after each reload: the app-wide body limit, and (``budget_share`` of) the
+    decode budget (a reload may change its key or the pipelines' ``max_image_pixels``)."""
     repo, limits = ctx.repository, ctx.limits
 
     def refresh_body_limit() -> None:
         app.config["MAX_CONTENT_LENGTH"] = limits.max_body_size if limits else max_body_size(repo)
 
     repo.on_reload(refresh_body_limit)
-    if resize_budget:
-        repo.on_reload(lambda: ctx.decode_budget.resize(decode_budget_bytes(repo)))
+    if budget_share is not None:
+        share = budget_share
+
+        def resize_budget() -> None:
+            ctx.decode_budget.resize(share_of(decode_budget_bytes(repo), share, one_request_decode_bytes(repo)))
+
+        repo.on_reload(resize_budget)
 
 
 def _check_access(app: Flask, access: Access, page: Page) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serving.config.schema import ServingConfig
-from serving.engine.decode_budget import budget_bytes, request_bytes_limit
-from serving.engine.pipeline_repository import PipelineRepository
+from serving.engine.decode_budget import budget_bytes, default_budget_bytes, request_bytes_limit
 from serving.http.decode import InputLimits
+from serving.http.served_repository import ServedRepository
 
 
 @dataclass
@@ -33,12 +33,23 @@ def limits_from_config(config: ServingConfig) -> HttpLimits:
     )
 
 
-def max_body_size(repository: PipelineRepository) -> int:
+def share_of(total: int, share: float, floor: int) -> int:
+    """One front process's part of a server-wide byte budget: ``share`` of it, but never
+    less than ``floor`` (what one largest request needs) or more than the whole."""
+    return total if share >= 1.0 else max(min(floor, total), int(total * share))
+
+
+def max_body_size(repository: ServedRepository) -> int:
     """The largest body any served pipeline takes (the app-wide limit; each pipeline checks its own)."""
     return max(limits_from_config(config).max_body_size for config in repository.config.pipelines)
 
 
-def decode_budget_bytes(repository: PipelineRepository) -> int:
+def decode_budget_bytes(repository: ServedRepository) -> int:
     """The server's decode budget: ``decode_budget_mb``, or derived from the pipelines' ``max_image_pixels``."""
     config = repository.config
     return budget_bytes(config.decode_budget_mb, (p.max_image_pixels for p in config.pipelines))
+
+
+def one_request_decode_bytes(repository: ServedRepository) -> int:
+    """What the largest request of any served pipeline may hold of the decode budget."""
+    return default_budget_bytes(p.max_image_pixels for p in repository.config.pipelines)

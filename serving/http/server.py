@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import threading
-import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
-
-from waitress import create_server
 
 from serving.config import ConfigError, ServingConfig
 from serving.config.report import format_op_table
@@ -27,10 +25,11 @@ from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
-from serving.http.body_budget import BodyBudget, buffered_bytes
-from serving.http.client_limits import guard_front, set_body_limit, waitress_options
+from serving.http.body_budget import BodyBudget
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
+from serving.http.front_workers import FrontWorkers
+from serving.http.waitress_front import WaitressFront
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"'security: {{insecure: true}}', {INSECURE_ENV}=1)",
     )
     parser.add_argument("--no-warmup", action="store_true", help="skip warming predictor shapes at start-up")
+    parser.add_argument(
+        "--front-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="HTTP front processes (default: config 'http.front_workers'; 0: HTTP in the engine's process)",
+    )
 
 
 def http_threads(config: RepositoryConfig) -> int:
@@ -66,7 +72,10 @@ def http_threads(config: RepositoryConfig) -> int:
 
 
 class Server:
-    """The pipelines of a repository behind waitress; :meth:`run` blocks until drained."""
+    """The pipelines of a repository behind waitress; :meth:`run` blocks until drained.
+
+    ``http.front_workers: 0``: waitress runs in this process. ``N``: this process
+    holds the engine and N front processes serve HTTP (:mod:`serving.http.front_workers`)."""
 
     def __init__(
         self,
@@ -76,6 +85,7 @@ class Server:
         port: int | None = None,
         warmup: bool = True,
         insecure: bool = False,
+        front_workers: int | None = None,
     ):
         self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
         # the tokens, resolved once: the app checks them, and the waitress front before any body
@@ -85,39 +95,33 @@ class Server:
         check_bind(self.host, token=self.gate.auth_token, insecure=insecure or self.config.security.insecure)
         self.repository = PipelineRepository(self.config, warmup=warmup)
         self.warmup = warmup
+        self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
         self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         self.port = self.config.http_port if port is None else port
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
-        self._waitress: Any = None
-        # request bodies the HTTP front holds at once; sized by _apply_body_limits once listening
-        self.body_budget = BodyBudget(0)
-        self._serve_thread: threading.Thread | None = None
+        self.front: WaitressFront | None = None  # in this process (front_workers: 0)
+        self.fronts: FrontWorkers | None = None  # in their own processes
+
+    @property
+    def body_budget(self) -> BodyBudget:
+        """The request bodies this process's waitress holds at once (front_workers: 0)."""
+        if self.front is None:
+            raise RuntimeError("the HTTP front runs in front processes (http.front_workers), or not yet")
+        return self.front.body_budget
 
     def start_listening(self) -> None:
-        threads = http_threads(self.config)
-        self._waitress = create_server(
-            self.app,
-            host=self.host,
-            port=self.port,
-            threads=threads,
-            **waitress_options(self.config.http, threads),
-            backlog=2048,
-            channel_request_lookahead=1,
-            ident="batchline",
-            clear_untrusted_proxy_headers=True,
+        if self.front_workers:
+            sock = listening_socket(self.host, self.port)
+            self.port = sock.getsockname()[1]
+            self.fronts = FrontWorkers(self.repository, sock, self.front_workers, self.gate)
+            self.fronts.start()
+            return
+        self.front = WaitressFront(
+            self.app, self.config.http, self.gate, threads=http_threads(self.config), host=self.host, port=self.port
         )
-        guard_front(self._waitress, self.config.http, self.gate, self.body_budget)
-        self.repository.on_reload(self._apply_body_limits)
-        self.port = self._waitress.effective_port
-
-    def _apply_body_limits(self) -> None:
-        """The app's body limit (MAX_CONTENT_LENGTH, the largest max_body_size served) is
-        waitress's too, so an over-limit body is refused before it is buffered, and sizes the
-        derived body budget; a reload may change it (``http`` itself needs a restart)."""
-        limit = self.app.config["MAX_CONTENT_LENGTH"]
-        set_body_limit(self._waitress, limit)
-        self.body_budget.resize(buffered_bytes(self.config.http.max_buffered_mb, limit))
+        self.repository.on_reload(self.front.apply_body_limits)
+        self.port = self.front.port
 
     @property
     def url(self) -> str:
@@ -132,8 +136,11 @@ class Server:
         self.start_listening()
         for pconf in self.config.pipelines:
             log.info("pipeline %s v%d:\n%s", pconf.name, pconf.effective_version, format_op_table(pconf.op_table()))
-        self._serve_thread = threading.Thread(target=self._waitress.run, name="waitress", daemon=True)
-        self._serve_thread.start()
+        if self.front is not None:
+            self.front.start()
+        else:
+            pids = self.fronts.pids if self.fronts is not None else []
+            log.info("%d front processes serve HTTP: pids %s", self.front_workers, pids)
         # SIGHUP's default action ends the process: take it over before the (long) loading, where an
         # edited config is likely; the reload it asks for waits until loading is done
         self._install_signal(signal.SIGHUP, lambda signum, frame: self.reload_in_background())
@@ -178,31 +185,19 @@ class Server:
     def _drain(self) -> None:
         log.info("draining: refusing new requests, finishing accepted ones")
         drained = self.repository.shutdown()
-        handlers = self.app.extensions["batchline.handlers"]
-        handlers.wait_zero(timeout=10)
-        self._wait_flushed(timeout=5)
-        self._waitress.task_dispatcher.shutdown(cancel_pending=False, timeout=5)
-        # Sockets are closed inside waitress's own loop thread (its trigger runs
-        # the call there): closed from here, a select() in that thread could
-        # still be watching them and fail with EBADF.
-        self._waitress.trigger.pull_trigger(self._close_sockets)
-        if self._serve_thread is not None:
-            self._serve_thread.join(timeout=5)
+        if self.front is not None:
+            self.front.drain(self.app.extensions["batchline.handlers"])
+        if self.fronts is not None:
+            self.fronts.drain()
         log.info("stopped (%s)", "all accepted requests answered" if drained else "drain timed out")
 
-    def _close_sockets(self) -> None:
-        """Close every connection and the listening socket; the loop then has nothing left and returns."""
-        for channel in list(self._waitress.active_channels.values()):
-            channel.close()
-        self._waitress.close()
 
-    def _wait_flushed(self, timeout: float) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            channels = list(self._waitress.active_channels.values())
-            if all(not ch.requests and not ch.total_outbufs_len for ch in channels):
-                return
-            time.sleep(0.02)
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound here and shared by every front process."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 def main(args: argparse.Namespace) -> int:
@@ -212,7 +207,14 @@ def main(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return 2
     try:
-        server = Server(config, host=args.host, port=args.port, warmup=not args.no_warmup, insecure=args.insecure)
+        server = Server(
+            config,
+            host=args.host,
+            port=args.port,
+            warmup=not args.no_warmup,
+            insecure=args.insecure,
+            front_workers=args.front_workers,
+        )
     except OpenBindRefused as exc:
         log.error("%s", exc)
         return 2

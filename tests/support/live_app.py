@@ -43,10 +43,11 @@ class LiveApp:
         wait_ready: bool = True,
         warmup: bool = True,
         timeout: float = 60.0,
+        front_workers: int | None = None,
     ):
         if isinstance(config, dict):
             config = parse_config(config)
-        self.server = Server(config, host="127.0.0.1", port=0, warmup=warmup)
+        self.server = Server(config, host="127.0.0.1", port=0, warmup=warmup, front_workers=front_workers)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="live-app", daemon=True)
         self._thread.start()

@@ -7,14 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from serving.engine.decode_budget import DecodeBudget
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.handler_count import HandlerCount
 from serving.http.limits import HttpLimits
+from serving.http.served_repository import ServedRepository
 
 
 @dataclass(frozen=True)
 class RouteContext:
-    repository: PipelineRepository  # the pipelines; its config changes on reload, so groups read it per request
+    repository: ServedRepository  # the pipelines; its config changes on reload, so groups read it per request
     metrics_text: Callable[[], bytes]  # what ``/metrics`` answers
     decode_budget: DecodeBudget  # bytes of decoded inputs held at once, server-wide
     handlers: HandlerCount  # prediction handlers running now (drain waits for zero)

@@ -6,12 +6,11 @@ decoded inputs are held in the server's decode budget until the answer."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
 
-from serving.engine.pipeline import Pipeline
 from serving.engine.request import RequestState
 from serving.errors import ServingError
 from serving.http.decode import DecodePlan, plan_inputs
@@ -22,6 +21,7 @@ from serving.http.parse import ParsedRequest, parse_native, parse_paddle
 from serving.http.routes.context import RouteContext
 from serving.http.routes.errors import error_response
 from serving.http.routes.waiting import wait_for_results
+from serving.http.served_repository import ServedPipeline
 
 
 def release_decode_budget(exc: BaseException | None) -> None:
@@ -36,7 +36,7 @@ class PredictionRoutes:
         self.ctx = ctx
         self.repository = ctx.repository
         # per pipeline object, computed on its first request (a reload makes new pipeline objects)
-        self._limits: weakref.WeakKeyDictionary[Pipeline, HttpLimits] = weakref.WeakKeyDictionary()
+        self._limits: weakref.WeakKeyDictionary[ServedPipeline, HttpLimits] = weakref.WeakKeyDictionary()
 
     def register(self, app: Flask) -> None:
         app.teardown_request(release_decode_budget)
@@ -87,7 +87,7 @@ class PredictionRoutes:
                 body["version"] = handles[0].owner.version if handles else None
             return jsonify(body)
 
-    def _target(self, name: str, version: int | None) -> tuple[Pipeline, HttpLimits]:
+    def _target(self, name: str, version: int | None) -> tuple[ServedPipeline, HttpLimits]:
         """The pipeline whose input kind and limits apply (a routed request: the default version)."""
         pipeline = self.repository.pipeline(name, version)
         limits = self.ctx.limits or self._limits.get(pipeline)
@@ -99,8 +99,8 @@ class PredictionRoutes:
         return pipeline, limits
 
     def _run(
-        self, name: str, version: int | None, parsed: ParsedRequest, pipeline: Pipeline, limits: HttpLimits
-    ) -> list[RequestState]:
+        self, name: str, version: int | None, parsed: ParsedRequest, pipeline: ServedPipeline, limits: HttpLimits
+    ) -> Sequence[RequestState]:
         """``pipeline``: the one :meth:`_target` chose, whose limits and time limit apply."""
         repo = self.repository
         route = repo.config.routes.get(name)

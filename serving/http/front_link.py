@@ -1,0 +1,125 @@
+"""The link between a front process and the engine process
+(``http.front_workers``): what crosses it and how.
+
+One authenticated Unix-socket connection per front process
+(:mod:`multiprocessing.connection`, in the server's private directory). Messages are
+pickled tuples, one per frame, sent whole under a lock by any thread; one reader
+thread per end dispatches what arrives. Both ends are this server's own processes,
+started by it with a fresh key, so unpickling is no wider trust than running them.
+
+Messages travel in frames of one or more (:class:`Wire`). Front -> engine (``rid``: the front's request number):
+
+* ``(SUBMIT, rid, name, version, key, priority, timeout_ms, logid, values)``: answered
+  ``(REFUSED, rid, error)`` at once if ``PipelineRepository.submit`` raises, else (for
+  several values only) ``(ADMITTED, rid)``; then (admitted) per value ``(DONE, rid, index, ok, result_or_error,
+  version, (timeline, created, finished_at))``, in any order relative to ``ADMITTED``;
+* ``(CANCEL, rid, index, error)``: the front gave up on a value (client gone, deadline);
+* ``(CALL, rid, method, args, kwargs)``: ``precheck``, ``listing``, ``ready``, ``live``,
+  ``reload`` or ``metrics`` of the repository, answered ``(REPLY, rid, ok, value_or_error)``.
+
+A front first sends ``(index,)`` and gets a :class:`FrontHello`.
+
+Engine -> front, unasked: ``(GENERATION, FrontSnapshot)`` after each reload."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import struct
+import threading
+from collections import deque
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from serving.config.repository_files import RepositoryConfig
+
+SUBMIT, ADMITTED, REFUSED, DONE, CANCEL = "submit", "admitted", "refused", "done", "cancel"
+CALL, REPLY, GENERATION = "call", "reply", "generation"
+MAX_FRAME_MESSAGES = 512  # a frame's messages, so one huge backlog is not one huge join
+_LENGTH = struct.Struct("<I")  # each message's size in a frame
+
+
+@dataclass(frozen=True)
+class FrontSnapshot:
+    """What a front process serves from: the engine's generation number and its parsed config."""
+
+    generation: int
+    config: RepositoryConfig
+
+
+@dataclass(frozen=True)
+class FrontHello:
+    """The engine's first message to a front process."""
+
+    snapshot: FrontSnapshot
+    auth_token: str | None
+    admin_token: str | None
+    index: int  # this front's number, from 0
+    count: int  # front processes in all (each holds its share of the server's byte budgets)
+
+
+class Wire:
+    """One end of a link: whole messages, sent by any thread, received by one.
+
+    A sender only pickles its message (so what cannot be pickled fails in the
+    sender, with its context) and queues it; one writer thread sends everything
+    queued as one frame. Under load that is one system call and one wake-up of
+    the other end's reader for many messages, where a lock around each send had
+    every sending thread queue up behind the others."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self._out: deque[bytes] = deque()
+        self._wake = threading.Event()
+        self._closed = False
+        threading.Thread(target=self._write_loop, name="link-writer", daemon=True).start()
+
+    def send(self, message: Any) -> None:
+        """Queue ``message``; OSError once the link is closed."""
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        if self._closed:
+            raise OSError("the link is closed")
+        self._out.append(data)
+        self._wake.set()
+
+    def _write_loop(self) -> None:
+        out = self._out
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            while out:
+                parts: list[bytes] = []  # (size, message) pairs
+                while out and len(parts) < 2 * MAX_FRAME_MESSAGES:
+                    data = out.popleft()
+                    parts += (_LENGTH.pack(len(data)), data)
+                try:
+                    self.conn.send_bytes(b"".join(parts))
+                except (OSError, ValueError):  # the other end is gone, or we closed
+                    self._closed = True
+                    return
+
+    def recv(self) -> list[Any]:
+        """The messages of the next frame; EOFError or OSError once the other end is gone."""
+        frame = memoryview(self.conn.recv_bytes())
+        messages: list[Any] = []
+        at = 0
+        while at < len(frame):
+            (size,) = _LENGTH.unpack_from(frame, at)
+            at += _LENGTH.size
+            messages.append(pickle.loads(frame[at : at + size]))
+            at += size
+        return messages
+
+    def close(self) -> None:
+        """End the link both ways: the other end's reader sees the end at once, and so
+        does a thread of ours blocked reading (closing alone would leave both waiting)."""
+        self._closed = True
+        self._wake.set()
+        try:
+            with socket.socket(fileno=os.dup(self.conn.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # closed already
+        self.conn.close()

@@ -1,0 +1,78 @@
+"""One front process (``http.front_workers``): the app behind waitress on the
+server's listening socket, with everything the engine holds reached through
+:class:`~serving.http.remote_repository.RemoteRepository`.
+
+Started by the server (:mod:`serving.http.front_workers`), never by hand::
+
+    python -m serving.http.front_process --address NAME --fd N --index I   (the link key on stdin)
+
+It ignores SIGINT and SIGHUP (the server's process takes them for the whole
+server); SIGTERM drains it: running handlers answer, answers are flushed, then
+it exits 0. If the engine's process goes away, it drains and exits too."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Sequence
+from multiprocessing.connection import Client
+
+from serving.http.app import create_app
+from serving.http.front_gate import FrontGate
+from serving.http.front_link import FrontHello, Wire
+from serving.http.remote_repository import RemoteRepository
+from serving.http.server import http_threads
+from serving.http.waitress_front import WaitressFront
+from serving.runners.process import name_process
+
+log = logging.getLogger(__name__)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m serving.http.front_process")
+    parser.add_argument("--address", required=True, help="the engine's link (an abstract Unix socket name)")
+    parser.add_argument("--fd", type=int, required=True, help="the listening socket, inherited")
+    parser.add_argument("--index", type=int, required=True)
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s")
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    name_process(f"batchline-fe{args.index}")
+    authkey = bytes.fromhex(sys.stdin.readline().strip())
+    wire = Wire(Client("\0" + args.address, family="AF_UNIX", authkey=authkey))
+    wire.send((args.index,))
+    (hello,) = wire.recv()
+    assert isinstance(hello, FrontHello)
+    repository = RemoteRepository(wire, hello.snapshot)
+    config = hello.snapshot.config
+    share = 1.0 / hello.count
+    app = create_app(repository, auth_token=hello.auth_token, admin_token=hello.admin_token, budget_share=share)
+    front = WaitressFront(
+        app,
+        config.http,
+        FrontGate(hello.auth_token, hello.admin_token),
+        threads=http_threads(config),
+        sock=socket.socket(fileno=args.fd),
+        budget_share=share,
+    )
+    repository.on_reload(front.apply_body_limits)
+    threading.Thread(target=repository.serve, args=(stop.set,), name="engine-link", daemon=True).start()
+    front.start()
+    stop.wait()
+    front.drain(app.extensions["batchline.handlers"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The front processes of a server with ``http.front_workers: N``: N processes
+that accept on the server's one listening socket, read, authenticate, parse,
+decode and admit requests, and hand their values to this (the engine's)
+process through a :class:`~serving.http.front_hub.FrontHub`, so every request
+of every front batches together.
+
+A front that dies is started again (its requests in flight fail; the engine
+stops computing them). :meth:`FrontWorkers.drain` is the fronts' part of the
+server's drain, once the engine stopped admitting: each answers what it holds,
+flushes and exits."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+from serving.engine.pipeline_repository import PipelineRepository
+from serving.http.front_gate import FrontGate
+from serving.http.front_hub import FrontHub
+from serving.runners.process_supervisor import exit_cause
+
+log = logging.getLogger(__name__)
+
+RESPAWN_DELAY_S = 1.0  # between a front's death and its replacement (a crash loop logs once a second)
+DRAIN_TIMEOUT_S = 25.0  # a front's own drain takes at most about 20 s (handlers, flush, close)
+
+
+class FrontWorkers:
+    def __init__(self, repository: PipelineRepository, sock: socket.socket, count: int, gate: FrontGate):
+        self._sock = sock
+        self.count = count
+        self._authkey = secrets.token_bytes(32)
+        # an abstract Unix socket (Linux): no file to clean up; the key keeps other processes out
+        self._address = f"batchline-front-{os.getpid()}-{secrets.token_hex(6)}"
+        self.hub = FrontHub(
+            repository,
+            "\0" + self._address,
+            self._authkey,
+            count=count,
+            auth_token=gate.auth_token,
+            admin_token=gate.admin_token,
+        )
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def start(self) -> None:
+        self.hub.start()
+        with self._lock:
+            self._procs = [self._spawn(i) for i in range(self.count)]
+        threading.Thread(target=self._watch, name="front-watch", daemon=True).start()
+
+    @property
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [p.pid for p in self._procs]
+
+    def _spawn(self, index: int) -> subprocess.Popen[bytes]:
+        fd = self._sock.fileno()
+        command = [sys.executable, "-m", "serving.http.front_process", "--address", self._address]
+        level = logging.getLevelName(log.getEffectiveLevel())
+        command += ["--fd", str(fd), "--index", str(index), "--log-level", level]
+        proc = subprocess.Popen(command, pass_fds=(fd,), stdin=subprocess.PIPE)
+        assert proc.stdin is not None
+        proc.stdin.write(self._authkey.hex().encode() + b"\n")
+        proc.stdin.close()
+        return proc
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(0.2):
+            with self._lock:
+                dead = [(i, p) for i, p in enumerate(self._procs) if p.poll() is not None]
+            for index, proc in dead:
+                if self._stopping.wait(RESPAWN_DELAY_S):
+                    return
+                cause = exit_cause(proc.returncode)
+                log.error("front process %d (pid %d) %s; starting it again", index, proc.pid, cause)
+                with self._lock:
+                    self._procs[index] = self._spawn(index)
+
+    def drain(self) -> None:
+        """Every front answers what it holds and exits (SIGTERM); one that does not within the
+        timeout is killed. Then the link closes."""
+        self._stopping.set()
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=DRAIN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                log.error("front process %d did not drain in %.0f s; killing it", proc.pid, DRAIN_TIMEOUT_S)
+                proc.kill()
+                proc.wait()
+        self.hub.close()

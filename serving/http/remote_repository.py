@@ -1,0 +1,320 @@
+"""A front process's stand-in for the engine's :class:`PipelineRepository`
+(``http.front_workers``): the routes call it exactly as they call the real one.
+
+What the routes read of a pipeline (its config: input kind, limits, time limit,
+op table) is answered here, from the config the engine sent; admission,
+submission, health, listing, reload and metrics go over the link
+(:mod:`serving.http.front_link`) to the engine, which holds the pipelines."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from serving.config.repository_files import RepositoryConfig
+from serving.config.schema import ServingConfig
+from serving.engine.pipeline import time_limit_s
+from serving.engine.pipeline_repository import Key, ReloadReport, find_pipeline
+from serving.engine.request import RequestState
+from serving.errors import Overloaded, ServingError, ShuttingDown
+from serving.http.front_link import (
+    ADMITTED,
+    CALL,
+    CANCEL,
+    DONE,
+    GENERATION,
+    REFUSED,
+    REPLY,
+    SUBMIT,
+    FrontSnapshot,
+    Wire,
+)
+
+log = logging.getLogger(__name__)
+
+CALL_TIMEOUT_S = 10.0  # a call other than reload the engine has not answered by then gets 503
+
+
+class PipelineView:
+    """A pipeline as the routes see it: its name, version and config."""
+
+    def __init__(self, config: ServingConfig):
+        self.config = config
+        self.name = config.name
+        self.version = config.effective_version
+        self._input_kind = config.input_kind  # worked out once: the routes ask per request
+
+    def input_kind(self) -> str | None:
+        return self._input_kind
+
+    def time_limit_s(self, timeout_ms: int | None = None) -> float:
+        return time_limit_s(self.config, timeout_ms)
+
+    def op_table(self) -> list[dict[str, Any]]:
+        return self.config.op_table()
+
+
+@dataclass(frozen=True)
+class GenerationView:
+    number: int
+    config: RepositoryConfig
+    pipelines: dict[Key, PipelineView]
+
+
+@dataclass(frozen=True)
+class VersionTaken:
+    """The ``owner`` of a remote request: the version the engine routed it to."""
+
+    version: int | None
+
+
+class RemoteRequest(RequestState):
+    """One submitted value, completed by the engine's answer. Failing it here
+    (client gone, deadline) also tells the engine, which stops computing it."""
+
+    def __init__(self, repository: RemoteRepository, rid: int, index: int, *, deadline: float, logid: Any):
+        super().__init__(rid, None, deadline=deadline, logid=logid)
+        self._repository = repository
+        self._index = index
+
+    def fail(self, error: ServingError) -> bool:
+        if not super().fail(error):
+            return False
+        self._repository.cancel(self.id, self._index, error)
+        return True
+
+    def settle(self, ok: bool, outcome: Any, version: int | None, timing: tuple[Any, float, float | None]) -> None:
+        """The engine's answer (a later one than a local failure changes nothing)."""
+        self.owner = VersionTaken(version)
+        self.timeline, self.created, finished = timing
+        self._complete(outcome if ok else None, None if ok else outcome)
+        if finished is not None and self.finished_at is not None:
+            self.finished_at = finished  # the engine's moment: the timing summary's total
+
+
+class _Call:
+    """A call (or a submission's admission) waiting for the engine's answer."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.ok = False
+        self.value: Any = None
+
+    def answer(self, ok: bool, value: Any) -> None:
+        self.ok, self.value = ok, value
+        self.event.set()
+
+    def outcome(self, timeout: float | None, what: str) -> Any:
+        if not self.event.wait(timeout):
+            raise Overloaded(f"the engine process did not answer {what} within {timeout:.0f} s", retry_after=1.0)
+        if not self.ok:
+            raise self.value
+        return self.value
+
+
+class _Metrics:
+    def __init__(self, repository: RemoteRepository):
+        self._repository = repository
+
+    def render(self) -> bytes:
+        value: bytes = self._repository.call("metrics")
+        return value
+
+
+class RemoteRepository:
+    """The engine's repository, seen from a front process through ``wire``.
+    :meth:`serve` reads the engine's messages until the link ends, then calls ``on_lost``."""
+
+    def __init__(self, wire: Wire, snapshot: FrontSnapshot, *, clock: Callable[[], float] = time.monotonic):
+        self._wire = wire
+        self._clock = clock
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._requests: dict[int, list[RemoteRequest]] = {}
+        self._waiting: dict[int, _Call] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self._lost = False
+        self._gen = _generation(snapshot)
+        self.metrics = _Metrics(self)
+
+    # ---- what the routes read ----------------------------------------------------------
+    @property
+    def config(self) -> RepositoryConfig:
+        return self._gen.config
+
+    @property
+    def generation(self) -> GenerationView:
+        return self._gen
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.call("ready"))
+
+    @property
+    def live(self) -> bool:
+        return bool(self.call("live"))
+
+    def pipeline(self, name: str, version: int | None = None) -> PipelineView:
+        gen = self._gen
+        return find_pipeline(gen.config, gen.pipelines, name, version)
+
+    def listing(self) -> dict[str, Any]:
+        value: dict[str, Any] = self.call("listing")
+        return value
+
+    def reload(self) -> ReloadReport:
+        report: ReloadReport = self.call("reload", timeout=None)
+        return report
+
+    def on_reload(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` now and after each reload the engine reports."""
+        self._listeners.append(callback)
+        callback()
+
+    # ---- requests ----------------------------------------------------------------------
+    def precheck(
+        self,
+        name: str,
+        count: int,
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> None:
+        """The engine's admission check, before anything is decoded; skipped for text,
+        whose decoding costs nothing worth a round trip (``submit`` admits with the same
+        checks)."""
+        if self.pipeline(name, version).input_kind() == "text":
+            return
+        self.call("precheck", name, count, version=version, key=key, timeout_ms=timeout_ms, logid=logid)
+
+    def submit(
+        self,
+        name: str,
+        values: Sequence[Any],
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        priority: int = 0,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> list[RemoteRequest]:
+        """Hand ``values`` to the engine; returns once it admitted them (or raises its refusal).
+
+        One value is not waited for: a refusal fails its handle with the error
+        ``submit`` would raise, which the route's wait raises the same way, so the
+        engine answers it with one message instead of two."""
+        deadline = self._clock() + self.pipeline(name, version).time_limit_s(timeout_ms)
+        rid = next(self._ids)
+        handles = [RemoteRequest(self, rid, i, deadline=deadline, logid=logid) for i in range(len(values))]
+        admission = _Call()
+        with self._lock:
+            self._check_link()
+            self._requests[rid] = handles
+            if len(handles) > 1:
+                self._waiting[rid] = admission
+        self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, list(values)))
+        if len(handles) <= 1:
+            return handles
+        try:
+            admission.outcome(CALL_TIMEOUT_S, "a submission")
+        except ServingError:
+            with self._lock:
+                self._requests.pop(rid, None)
+            raise
+        return handles
+
+    def cancel(self, rid: int, index: int, error: ServingError) -> None:
+        with self._lock:
+            if self._lost or rid not in self._requests:
+                return
+        self._send((CANCEL, rid, index, error), quiet=True)
+
+    def call(self, method: str, *args: Any, timeout: float | None = CALL_TIMEOUT_S, **kwargs: Any) -> Any:
+        rid = next(self._ids)
+        waiting = _Call()
+        with self._lock:
+            self._check_link()
+            self._waiting[rid] = waiting
+        self._send((CALL, rid, method, args, kwargs))
+        return waiting.outcome(timeout, method)
+
+    def _check_link(self) -> None:
+        if self._lost:
+            raise ShuttingDown("the engine process is gone; this server is stopping")
+
+    def _send(self, message: Any, *, quiet: bool = False) -> None:
+        try:
+            self._wire.send(message)
+        except OSError:
+            if not quiet:
+                raise ShuttingDown("the engine process is gone; this server is stopping") from None
+
+    # ---- the engine's messages ----------------------------------------------------------
+    def serve(self, on_lost: Callable[[], None]) -> None:
+        """Read the engine's messages until the link ends (the engine stopped or died)."""
+        try:
+            while True:
+                for message in self._wire.recv():
+                    self._receive(message)
+        except (EOFError, OSError):
+            pass
+        finally:
+            self._lose_link()
+            on_lost()
+
+    def _receive(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == DONE:
+            _, rid, index, ok, outcome, version, timing = message
+            with self._lock:
+                handles = self._requests.get(rid)
+            if handles is None:
+                return
+            handles[index].settle(ok, outcome, version, timing)
+            if all(h.done for h in handles):
+                with self._lock:
+                    self._requests.pop(rid, None)
+        elif kind == REFUSED and len(self._requests.get(message[1], ())) == 1:
+            with self._lock:
+                handles = self._requests.pop(message[1], [])
+            for handle in handles:
+                RequestState.fail(handle, message[2])  # the engine knows: no cancel to send
+        elif kind in (ADMITTED, REFUSED, REPLY):
+            with self._lock:
+                waiting = self._waiting.pop(message[1], None)
+            if waiting is None:
+                return
+            if kind == ADMITTED:
+                waiting.answer(True, None)
+            elif kind == REFUSED:
+                waiting.answer(False, message[2])
+            else:
+                waiting.answer(message[2], message[3])
+        elif kind == GENERATION:
+            self._gen = _generation(message[1])
+            for listener in list(self._listeners):
+                listener()
+
+    def _lose_link(self) -> None:
+        with self._lock:
+            self._lost = True
+            requests, self._requests = self._requests, {}
+            waiting, self._waiting = self._waiting, {}
+        gone = ShuttingDown("the engine process is gone; this server is stopping")
+        for call in waiting.values():
+            call.answer(False, gone)
+        for handles in requests.values():
+            for handle in handles:
+                RequestState.fail(handle, gone)
+
+
+def _generation(snapshot: FrontSnapshot) -> GenerationView:
+    views = {(p.name, p.effective_version): PipelineView(p) for p in snapshot.config.pipelines}
+    return GenerationView(snapshot.generation, snapshot.config, views)

@@ -1,0 +1,76 @@
+"""What the app needs of the pipelines it serves: the engine's own
+:class:`~serving.engine.pipeline_repository.PipelineRepository` (one process),
+or a front process's :class:`~serving.http.remote_repository.RemoteRepository`
+standing in for it (``http.front_workers``). The routes are written against
+these protocols, so both serve the same answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from serving.config.repository_files import RepositoryConfig
+from serving.config.schema import ServingConfig
+from serving.engine.pipeline_repository import ReloadReport
+from serving.engine.request import RequestState
+
+
+class ServedPipeline(Protocol):
+    """What the routes read of one pipeline version: all of it from its config."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def config(self) -> ServingConfig: ...
+    def input_kind(self) -> str | None: ...
+    def time_limit_s(self, timeout_ms: int | None = None) -> float: ...
+    def op_table(self) -> list[dict[str, Any]]: ...
+
+
+class ServedGeneration(Protocol):
+    @property
+    def number(self) -> int: ...
+
+
+class ServedMetrics(Protocol):
+    def render(self) -> bytes: ...
+
+
+class ServedRepository(Protocol):
+    @property
+    def config(self) -> RepositoryConfig: ...
+    @property
+    def generation(self) -> ServedGeneration: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def live(self) -> bool: ...
+    @property
+    def metrics(self) -> ServedMetrics: ...
+    def pipeline(self, name: str, version: int | None = None) -> ServedPipeline: ...
+    def listing(self) -> dict[str, Any]: ...
+    def reload(self) -> ReloadReport: ...
+    def on_reload(self, callback: Callable[[], None]) -> None: ...
+    def precheck(
+        self,
+        name: str,
+        count: int,
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> None: ...
+    def submit(
+        self,
+        name: str,
+        values: Sequence[Any],
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        priority: int = 0,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> Sequence[RequestState]: ...

@@ -1,0 +1,73 @@
+"""The wire between a front process and the engine: whole messages, in order,
+many to a frame under load, and a clear end when either side goes."""
+
+from __future__ import annotations
+
+import threading
+from multiprocessing import Pipe
+
+import pytest
+
+from serving.http.front_link import MAX_FRAME_MESSAGES, Wire
+
+
+def wires() -> tuple[Wire, Wire]:
+    a, b = Pipe()
+    return Wire(a), Wire(b)
+
+
+def received(wire: Wire, count: int) -> list:
+    got: list = []
+    while len(got) < count:
+        got += wire.recv()
+    return got
+
+
+def test_messages_arrive_whole_and_in_order():
+    front, engine = wires()
+    sent = [("submit", i, "x" * i, {"n": [i, None]}) for i in range(50)]
+    for message in sent:
+        front.send(message)
+    assert received(engine, len(sent)) == sent
+
+
+def test_a_backlog_travels_in_frames_of_many_messages():
+    front, engine = wires()
+    count = 3 * MAX_FRAME_MESSAGES
+    hold = threading.Lock()
+    hold.acquire()
+    # the writer is blocked while everything is queued: it must then send it in few frames
+    original = front.conn.send_bytes
+    frames: list[int] = []
+
+    def counting_send(data: bytes) -> None:
+        with hold:
+            frames.append(len(data))
+            original(data)
+
+    front.conn.send_bytes = counting_send  # type: ignore[method-assign]
+    front.send(("first",))
+    for i in range(count):
+        front.send(("m", i))
+    hold.release()
+    got = received(engine, count + 1)
+    assert got[0] == ("first",) and [m[1] for m in got[1:]] == list(range(count))
+    assert len(frames) <= 2 + count // MAX_FRAME_MESSAGES + 1, frames
+
+
+def test_what_cannot_be_pickled_fails_in_the_sender():
+    front, engine = wires()
+    with pytest.raises(Exception):  # noqa: B017 - pickle raises several types (PicklingError, TypeError, AttributeError)
+        front.send(("done", lambda: None))
+    front.send(("after",))
+    assert engine.recv() == [("after",)]
+
+
+def test_the_other_end_closing_ends_recv_and_send():
+    front, engine = wires()
+    engine.close()
+    with pytest.raises((EOFError, OSError)):
+        front.recv()
+    front.close()
+    with pytest.raises(OSError):
+        front.send(("late",))
