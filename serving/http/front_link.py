@@ -63,42 +63,41 @@ class FrontHello:
 class Wire:
     """One end of a link: whole messages, sent by any thread, received by one.
 
-    A sender only pickles its message (so what cannot be pickled fails in the
-    sender, with its context) and queues it; one writer thread sends everything
-    queued as one frame. Under load that is one system call and one wake-up of
-    the other end's reader for many messages, where a lock around each send had
-    every sending thread queue up behind the others."""
+    A sender pickles its message (so what cannot be pickled fails in the sender,
+    with its context) and queues it; then whichever sender finds the link free
+    sends everything queued as one frame, and one that finds it busy leaves its
+    message to the thread sending (which looks again before it leaves). Alone, a
+    sender sends its own message at once, with no hand-off to another thread;
+    under load, one system call and one wake-up of the other end's reader carry
+    many messages, where a plain lock around each send had every sending thread
+    queue up behind the others."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
         self._out: deque[bytes] = deque()
-        self._wake = threading.Event()
+        self._sending = threading.Lock()
         self._closed = False
-        threading.Thread(target=self._write_loop, name="link-writer", daemon=True).start()
 
     def send(self, message: Any) -> None:
-        """Queue ``message``; OSError once the link is closed."""
+        """Send ``message`` (now, or with the frame another thread is sending);
+        OSError once the link is closed."""
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         if self._closed:
             raise OSError("the link is closed")
         self._out.append(data)
-        self._wake.set()
-
-    def _write_loop(self) -> None:
         out = self._out
-        while not self._closed:
-            self._wake.wait()
-            self._wake.clear()
-            while out:
+        while out and self._sending.acquire(blocking=False):
+            try:
                 parts: list[bytes] = []  # (size, message) pairs
                 while out and len(parts) < 2 * MAX_FRAME_MESSAGES:
                     data = out.popleft()
                     parts += (_LENGTH.pack(len(data)), data)
-                try:
-                    self.conn.send_bytes(b"".join(parts))
-                except (OSError, ValueError):  # the other end is gone, or we closed
-                    self._closed = True
-                    return
+                self.conn.send_bytes(b"".join(parts))
+            except (OSError, ValueError) as exc:  # the other end is gone, or we closed
+                self._closed = True
+                raise OSError("the link is closed") from exc
+            finally:
+                self._sending.release()
 
     def recv(self) -> list[Any]:
         """The messages of the next frame; EOFError or OSError once the other end is gone."""
@@ -116,7 +115,6 @@ class Wire:
         """End the link both ways: the other end's reader sees the end at once, and so
         does a thread of ours blocked reading (closing alone would leave both waiting)."""
         self._closed = True
-        self._wake.set()
         try:
             with socket.socket(fileno=os.dup(self.conn.fileno())) as sock:
                 sock.shutdown(socket.SHUT_RDWR)

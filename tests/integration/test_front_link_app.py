@@ -179,3 +179,11 @@ def test_the_engine_gone_fails_what_is_in_flight_and_tells_the_front(holding):
     r = front.post("/ernie/prediction", data=json.dumps({"key": ["text"], "value": ["hi"]}))
     assert r.status_code == 503
     assert held.wait(5) and isinstance(held.error, ClientDisconnected)  # nothing more is computed for it
+
+
+def test_a_front_gone_fails_what_it_had_in_flight_in_the_engine(holding):
+    holding.remote.submit("ernie", [HOLD], timeout_ms=60000)
+    (held,) = engine_side(holding)
+    holding.remote._wire.close()  # the front process died
+    assert held.wait(5)
+    assert isinstance(held.error, ClientDisconnected)

@@ -6,6 +6,7 @@ answers what was accepted, and a front that dies started again."""
 
 from __future__ import annotations
 
+import argparse
 import base64
 import http.client
 import json
@@ -68,6 +69,7 @@ def test_answers_are_the_one_process_servers_byte_for_byte(fronts):
         ("POST", "/ernie/prediction", paddle("__bad__")),
         ("POST", "/ernie/prediction", b"{"),
         ("POST", "/ernie/prediction", paddle(*["x"] * 5)),
+        ("POST", "/ernie/prediction", b"x" * (2 << 20)),  # over max_body_size: waitress refuses it unread
         ("POST", "/nope/prediction", paddle("x")),
         ("GET", "/pipelines", None),
         ("GET", "/ernie/config", None),
@@ -169,3 +171,11 @@ def test_the_config_key_and_its_bounds():
     config = text_config()
     config["http"] = {"front_workers": 3}
     assert parse_config(config).http.front_workers == 3
+
+
+def test_ray_has_its_own_front():
+    from serving.commands import serve
+
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    assert serve.main(parser.parse_args(["--ray", "--front-workers", "2"])) == 2

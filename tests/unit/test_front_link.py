@@ -46,13 +46,34 @@ def test_a_backlog_travels_in_frames_of_many_messages():
             original(data)
 
     front.conn.send_bytes = counting_send  # type: ignore[method-assign]
-    front.send(("first",))
+    # a thread's send is under way (held in the system call); the others' messages queue meanwhile
+    first = threading.Thread(target=front.send, args=(("first",),))
+    first.start()
+    while not frames and front._sending.acquire(blocking=False):  # until the first send holds the link
+        front._sending.release()
     for i in range(count):
-        front.send(("m", i))
+        front.send(("m", i))  # returns at once: the link is busy
     hold.release()
+    first.join(5)
     got = received(engine, count + 1)
     assert got[0] == ("first",) and [m[1] for m in got[1:]] == list(range(count))
-    assert len(frames) <= 2 + count // MAX_FRAME_MESSAGES + 1, frames
+    # the sending thread took everything queued: frames of MAX_FRAME_MESSAGES, not one per message
+    assert len(frames) == 1 + count // MAX_FRAME_MESSAGES, frames
+
+
+def test_a_lone_sender_sends_at_once_on_its_own_thread():
+    front, engine = wires()
+    senders: list[str] = []
+    original = front.conn.send_bytes
+
+    def noting_send(data: bytes) -> None:
+        senders.append(threading.current_thread().name)
+        original(data)
+
+    front.conn.send_bytes = noting_send  # type: ignore[method-assign]
+    front.send(("alone",))
+    assert senders == [threading.current_thread().name]
+    assert engine.recv() == [("alone",)]
 
 
 def test_what_cannot_be_pickled_fails_in_the_sender():
