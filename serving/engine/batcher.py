@@ -14,6 +14,14 @@ formed when the first of these holds (see docs/batching.md, "When a batch leaves
    arrival stream has stalled -> take what is queued now;
 5. the batcher is closing (drain) -> take what is queued.
 
+With the ``adaptive`` policy and item extents (``extent_of``: ops that pad),
+a batch also ends before the first item whose padding would cost more than
+batching saves: the cost model (:mod:`serving.engine.estimators`), which has
+a term per padded unit, prices the padding an item adds against the ``fixed``
+per-batch cost it spares. Such a cut batch leaves at once (reason ``adaptive (padding)``): it
+cannot grow, since items are never reordered; it comes after rules 1 and 2
+only where a preferred size can be formed, which is taken as it is.
+
 With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
 to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
 on all idle instances in parallel instead of as one batch on one of them. For
@@ -59,7 +67,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.engine.estimators import ArrivalEstimator, CostModel
+from serving.engine.estimators import ArrivalEstimator, CostFit, CostModel
 from serving.engine.units import Extent, PaddedSize
 
 Clock = Callable[[], float]
@@ -96,6 +104,7 @@ class _Plan:
     items: int = 0  # items that join the batch
     units: int = 0  # their padded units
     full: bool = False  # by max_batch_units: no further item can join
+    cut: bool = False  # by the cost model: the next item's padding costs more than batching saves
 
 
 class Batcher:
@@ -139,6 +148,8 @@ class Batcher:
         self._on_evicted = on_evicted
         self.max_batch_units = max_batch_units
         self._extent_of = extent_of
+        # the adaptive policy prices padding where items have extents (runs are then observed with their units)
+        self._prices_padding = policy == "adaptive" and extent_of is not None
         self._idle = 0  # instances inside next_batch (asking for work)
         self._levels: list[deque[QueuedItem]] = [deque() for _ in range(self.priority_levels)]
         self._background: deque[QueuedItem] = deque()
@@ -290,9 +301,12 @@ class Batcher:
             on_expired(decision.expired)
         return len(decision.expired)
 
-    def record_run(self, batch_size: int, seconds: float) -> None:
-        """Feed the cost model with a measured batch run."""
-        self.cost.observe(batch_size, seconds)
+    def record_run(self, batch_size: int, seconds: float, units: int | None = None, *, seed: bool = False) -> None:
+        """Feed the cost model with a measured batch run, with its padded ``units``
+        where items have extents (then required); ``seed``: a warm-up run, kept."""
+        if self._extent_of is not None and units is None:
+            raise ValueError("this batcher counts padded units: record_run needs the batch's units")
+        self.cost.observe(batch_size, seconds, units if self._extent_of is not None else None, seed=seed)
 
     def poll(self, now: float | None = None, idle: int = 1) -> Decision:
         """Decide, without blocking, whether a batch is due at ``now`` for one
@@ -310,15 +324,18 @@ class Batcher:
         else:
             return decision
         background = not foreground
-        # with a budget the batch's padded size decides whether it is full, so it is planned first
-        plan = self._plan(now, background, self.max_batch_size) if self.max_batch_units is not None else None
+        # with a budget or priced padding the batch's padded size decides when it ends, so it is planned first
+        fit = self.cost.fitted() if self._prices_padding else None
+        plan = None
+        if self.max_batch_units is not None or fit is not None:
+            plan = self._plan(now, background, self.max_batch_size, fit)
         take, reason, wait = self._how_many(n, now, oldest, plan)
         if take and foreground and self.spread and idle > 1:
             share = -(-n // idle)  # ceil: every idle instance gets a part
             if share < take:
                 take, reason = share, f"{reason}, spread over {idle} idle instances"
         if take:
-            if plan is None:
+            if plan is None or (plan.cut and take > plan.items):  # a preferred size is taken uncut
                 plan = self._plan(now, background, take)
             decision.batch = self._take(plan, take, decision)
             decision.reason = reason if foreground else f"{reason} (background)"
@@ -332,11 +349,14 @@ class Batcher:
         if plan is not None and plan.full and plan.items < cap:
             alone = plan.items == 1 and self.max_batch_units is not None and plan.units > self.max_batch_units
             return plan.items, "max_batch_units" + (" (one item over the budget, alone)" if alone else ""), None
-        if n >= cap:
+        cut = plan.items if plan is not None and plan.cut else 0  # a cut batch holds >= 1 item
+        if n >= cap and not cut:
             return cap, "max_batch_size", None
         for size in self.preferred_sizes:
             if size <= n:
                 return size, "preferred", None
+        if cut:
+            return cut, "adaptive (padding)", None
         if self._closed:
             return n, "drain", None
         due = oldest + self.max_queue_delay_s
@@ -391,10 +411,12 @@ class Batcher:
             pos[lvl] += 1
             yield levels[lvl], item
 
-    def _plan(self, now: float, background: bool, limit: int) -> _Plan:
+    def _plan(self, now: float, background: bool, limit: int, fit: CostFit | None = None) -> _Plan:
         """The batch of at most ``limit`` items the batcher would take now: items in
         take order, dead and expired ones skipped, stopping at the first that would
-        take the batch over ``max_batch_units`` (the first item always joins)."""
+        take the batch over ``max_batch_units`` or, given the cost model's ``fit``,
+        whose padding would cost more than the fixed cost batching it saves (the
+        first item always joins)."""
         plan = _Plan()
         budget = self.max_batch_units
         size = PaddedSize()
@@ -406,6 +428,9 @@ class Batcher:
                 continue
             if budget is not None and plan.items and size.with_item(item.extent) > budget:
                 plan.full = True
+                break
+            if fit is not None and plan.items and fit.per_unit * size.padding_added(item.extent) > fit.fixed:
+                plan.cut = True
                 break
             size.add(item.extent)
             plan.steps.append((q, item, True))

@@ -98,6 +98,10 @@ class OpStage:
         self._lowered = _ThreadFlag()  # per instance thread: whether it moved to the idle CPU class yet
         self.channel = Channel(self.name, channel_size)
         self.join = Join(self.channel, conf.input_ops or ["input"])
+        # the batcher sizes batches in padded units for a budget, or for the adaptive
+        # policy to price padding; either needs the op's item extents (pad_unit)
+        priced = svc.batching_policy == "adaptive" and op.pad_unit is not None
+        self.counts_units = svc.max_batch_units is not None or priced
         self.batcher = Batcher(
             max_batch_size=svc.max_batch_size,
             max_queue_delay_s=svc.max_queue_delay / 1000.0,
@@ -111,7 +115,7 @@ class OpStage:
             spread=svc.spreads_batches,
             on_evicted=self._evicted,
             max_batch_units=svc.max_batch_units,
-            extent_of=None if svc.max_batch_units is None else self._slot_extent,
+            extent_of=self._slot_extent if self.counts_units else None,
         )
         self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
         self.retry = conf.retry
@@ -278,7 +282,8 @@ class OpStage:
                 groups=[id(r.owner) for r in requests] if self.shared else None,
             )
             run_s = self.clock() - started
-            self.batcher.record_run(len(batch), run_s)
+            units = batch_units(q.extent for q in batch) if self.counts_units else None
+            self.batcher.record_run(len(batch), run_s, units)
             self._record_batch(batch, started, run_s, calls)
             # nothing queued: this instance would idle, so it finishes the batch itself rather
             # than wake a post worker (one thread hand-off less for a lone request)

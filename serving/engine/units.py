@@ -44,6 +44,11 @@ class PaddedSize:
         """The padded units if an item of ``extent`` joined."""
         return (self.count + 1) * math.prod(self._joined(extent))
 
+    def padding_added(self, extent: Extent) -> int:
+        """The padding units an item of ``extent`` would add if it joined: its own
+        padding up to the batch's extent and the others' up to its own."""
+        return self.with_item(extent) - self.units - math.prod(extent)
+
     def add(self, extent: Extent) -> None:
         self.extent = self._joined(extent)
         self.count += 1

@@ -5,6 +5,7 @@ warm kernels and a batcher that already knows what a batch costs."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from serving.engine.stage import OpStage
@@ -18,7 +19,7 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
     predictor batch size), then seed the batcher's cost model with the
     first shape at batch 1 and at the largest batch of it: max_batch_size, or
     fewer where max_batch_units holds fewer (warm-up must not run out of the
-    memory the budget protects)."""
+    memory the budget protects); in padded units where the batcher counts them."""
     items = list(stage.op.warmup_items())
     if not items:
         return
@@ -43,4 +44,6 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
             began = time.monotonic()
             stage.run_batch(runners[0], [items[0]] * size, record=False)
             elapsed = time.monotonic() - began
-        stage.batcher.record_run(size, elapsed)
+        # with units the seeds are kept for good: the runs sure to vary the item count at one item size
+        units = size * math.prod(stage.item_extent(items[0])) if stage.counts_units else None
+        stage.batcher.record_run(size, elapsed, units, seed=stage.counts_units)
