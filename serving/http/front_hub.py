@@ -57,6 +57,7 @@ class FrontHub:
         self._tokens = (auth_token, admin_token)
         self._links: set[_FrontLink] = set()
         self._lock = threading.Lock()
+        self._joined = threading.Condition(self._lock)
         self._closed = False
         repository.on_reload(self._broadcast)
 
@@ -80,7 +81,13 @@ class FrontHub:
         with self._lock:
             self._links.add(link)
             snapshot = snapshot_of(self.repository)
+            self._joined.notify_all()
         return FrontHello(snapshot, *self._tokens, index=index, count=self._count)
+
+    def wait_linked(self, count: int, timeout: float) -> bool:
+        """Whether ``count`` fronts are linked (each listens already) within ``timeout`` s."""
+        with self._joined:
+            return self._joined.wait_for(lambda: len(self._links) >= count, timeout)
 
     def forget(self, link: _FrontLink) -> None:
         with self._lock:

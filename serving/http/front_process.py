@@ -4,7 +4,7 @@ server's listening socket, with everything the engine holds reached through
 
 Started by the server (:mod:`serving.http.front_workers`), never by hand::
 
-    python -m serving.http.front_process --address NAME --fd N --index I   (the link key on stdin)
+    python -m serving.http.front_process --address NAME --host H --port P --index I   (the link key on stdin)
 
 It ignores SIGINT and SIGHUP (the server's process takes them for the whole
 server); SIGTERM drains it: running handlers answer, answers are flushed, then
@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Client
 
+from serving.http import shared_port
 from serving.http.app import create_app
 from serving.http.front_gate import FrontGate
 from serving.http.front_link import FrontHello, Wire
@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m serving.http.front_process")
     parser.add_argument("--address", required=True, help="the engine's link (an abstract Unix socket name)")
-    parser.add_argument("--fd", type=int, required=True, help="the listening socket, inherited")
+    parser.add_argument("--host", required=True, help="the server's address (shared: serving.http.shared_port)")
+    parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--index", type=int, required=True)
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
@@ -49,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     name_process(f"batchline-fe{args.index}")
+    listening = shared_port.listen_on(args.host, args.port)  # before linking: the engine waits for the link
     authkey = bytes.fromhex(sys.stdin.readline().strip())
     wire = Wire(Client("\0" + args.address, family="AF_UNIX", authkey=authkey))
     wire.send((args.index,))
@@ -63,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.http,
         FrontGate(hello.auth_token, hello.admin_token),
         threads=http_threads(config),
-        sock=socket.socket(fileno=args.fd),
+        sock=listening,
         budget_share=share,
     )
     repository.on_reload(front.apply_body_limits)

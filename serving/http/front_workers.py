@@ -1,5 +1,5 @@
 """The front processes of a server with ``http.front_workers: N``: N processes
-that accept on the server's one listening socket, read, authenticate, parse,
+that accept on the server's port (:mod:`serving.http.shared_port`), read, authenticate, parse,
 decode and admit requests, and hand their values to this (the engine's)
 process through a :class:`~serving.http.front_hub.FrontHub`, so every request
 of every front batches together.
@@ -15,7 +15,6 @@ import logging
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,13 +26,18 @@ from serving.runners.process_supervisor import exit_cause
 
 log = logging.getLogger(__name__)
 
+START_TIMEOUT_S = 60.0  # a front's start: Python, the app's imports, listen, link
 RESPAWN_DELAY_S = 1.0  # between a front's death and its replacement (a crash loop logs once a second)
 DRAIN_TIMEOUT_S = 25.0  # a front's own drain takes at most about 20 s (handlers, flush, close)
 
 
+class FrontsFailed(RuntimeError):
+    """The front processes could not all start."""
+
+
 class FrontWorkers:
-    def __init__(self, repository: PipelineRepository, sock: socket.socket, count: int, gate: FrontGate):
-        self._sock = sock
+    def __init__(self, repository: PipelineRepository, host: str, port: int, count: int, gate: FrontGate):
+        self._listen = ["--host", host, "--port", str(port)]  # each front listens there (serving.http.shared_port)
         self.count = count
         self._authkey = secrets.token_bytes(32)
         # an abstract Unix socket (Linux): no file to clean up; the key keeps other processes out
@@ -50,10 +54,17 @@ class FrontWorkers:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
 
-    def start(self) -> None:
+    def start(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Start the fronts; returns once each listens (a front links to the engine only after
+        it does), so the port refuses nobody from then on, as a one-process server's."""
         self.hub.start()
         with self._lock:
             self._procs = [self._spawn(i) for i in range(self.count)]
+        if not self.hub.wait_linked(self.count, timeout):
+            self.drain()
+            raise FrontsFailed(
+                f"the {self.count} front processes did not all start within {timeout:.0f} s (see the log)"
+            )
         threading.Thread(target=self._watch, name="front-watch", daemon=True).start()
 
     @property
@@ -62,11 +73,10 @@ class FrontWorkers:
             return [p.pid for p in self._procs]
 
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
-        fd = self._sock.fileno()
-        command = [sys.executable, "-m", "serving.http.front_process", "--address", self._address]
+        command = [sys.executable, "-m", "serving.http.front_process", "--address", self._address, *self._listen]
         level = logging.getLevelName(log.getEffectiveLevel())
-        command += ["--fd", str(fd), "--index", str(index), "--log-level", level]
-        proc = subprocess.Popen(command, pass_fds=(fd,), stdin=subprocess.PIPE)
+        command += ["--index", str(index), "--log-level", level]
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE)
         assert proc.stdin is not None
         proc.stdin.write(self._authkey.hex().encode() + b"\n")
         proc.stdin.close()

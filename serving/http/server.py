@@ -23,12 +23,13 @@ from serving.config.repository_files import RepositoryConfig, load_repository, r
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
+from serving.http import shared_port
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
 from serving.http.body_budget import BodyBudget
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
-from serving.http.front_workers import FrontWorkers
+from serving.http.front_workers import FrontsFailed, FrontWorkers
 from serving.http.waitress_front import WaitressFront
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class Server:
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
         self.front: WaitressFront | None = None  # in this process (front_workers: 0)
         self.fronts: FrontWorkers | None = None  # in their own processes
+        self._port_holder: socket.socket | None = None  # keeps the fronts' port (serving.http.shared_port)
 
     @property
     def body_budget(self) -> BodyBudget:
@@ -112,9 +114,9 @@ class Server:
 
     def start_listening(self) -> None:
         if self.front_workers:
-            sock = listening_socket(self.host, self.port)
-            self.port = sock.getsockname()[1]
-            self.fronts = FrontWorkers(self.repository, sock, self.front_workers, self.gate)
+            self._port_holder = shared_port.reserve(self.host, self.port)
+            self.port = self._port_holder.getsockname()[1]
+            self.fronts = FrontWorkers(self.repository, self.host, self.port, self.front_workers, self.gate)
             self.fronts.start()
             return
         self.front = WaitressFront(
@@ -189,15 +191,9 @@ class Server:
             self.front.drain(self.app.extensions["batchline.handlers"])
         if self.fronts is not None:
             self.fronts.drain()
+        if self._port_holder is not None:
+            self._port_holder.close()
         log.info("stopped (%s)", "all accepted requests answered" if drained else "drain timed out")
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The server's listening socket, bound here and shared by every front process."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def main(args: argparse.Namespace) -> int:
@@ -218,4 +214,8 @@ def main(args: argparse.Namespace) -> int:
     except OpenBindRefused as exc:
         log.error("%s", exc)
         return 2
-    return server.run()
+    try:
+        return server.run()
+    except FrontsFailed as exc:
+        log.error("%s", exc)
+        return 1

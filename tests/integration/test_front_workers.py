@@ -12,6 +12,8 @@ import http.client
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ import pytest
 import yaml
 
 from serving.config import parse_config
-from serving.config.repository_files import load_repository
+from serving.config.repository_files import load_repository, repository_of
 from tests.support.client_fakes import HOLD, ocr_config, text_config
 from tests.support.image_fakes import encode_png
 from tests.support.live_app import LiveApp
@@ -179,3 +181,16 @@ def test_ray_has_its_own_front():
     parser = argparse.ArgumentParser()
     serve.add_arguments(parser)
     assert serve.main(parser.parse_args(["--ray", "--front-workers", "2"])) == 2
+
+
+def test_fronts_that_cannot_start_stop_the_server_with_a_message(monkeypatch):
+    from serving.engine.pipeline_repository import PipelineRepository
+    from serving.http.front_gate import FrontGate
+    from serving.http.front_workers import FrontsFailed, FrontWorkers
+
+    repository = PipelineRepository(repository_of(parse_config(text_config())), warmup=False)
+    workers = FrontWorkers(repository, "127.0.0.1", 0, 2, FrontGate())
+    # a front that dies before it links (say, its port cannot be bound)
+    monkeypatch.setattr(workers, "_spawn", lambda index: subprocess.Popen([sys.executable, "-c", "pass"]))
+    with pytest.raises(FrontsFailed, match="did not all start"):
+        workers.start(timeout=3)
