@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.front_gate import FrontGate
@@ -60,12 +61,23 @@ class FrontWorkers:
         self.hub.start()
         with self._lock:
             self._procs = [self._spawn(i) for i in range(self.count)]
-        if not self.hub.wait_linked(self.count, timeout):
+        if not self._wait_linked(timeout):
             self.drain()
             raise FrontsFailed(
-                f"the {self.count} front processes did not all start within {timeout:.0f} s (see the log)"
+                f"the {self.count} front processes did not all start (one exited, or {timeout:.0f} s passed; "
+                "the log says why)"
             )
         threading.Thread(target=self._watch, name="front-watch", daemon=True).start()
+
+    def _wait_linked(self, timeout: float) -> bool:
+        """Whether every front linked within ``timeout`` s; False at once if one exited first."""
+        end = time.monotonic() + timeout
+        while not self.hub.wait_linked(self.count, min(0.2, max(0.0, end - time.monotonic()))):
+            with self._lock:
+                exited = any(p.poll() is not None for p in self._procs)
+            if exited or time.monotonic() >= end:
+                return False
+        return True
 
     @property
     def pids(self) -> list[int]:
