@@ -143,8 +143,9 @@ class _FrontLink:
                         self._call(*message[1:])
         except (EOFError, OSError):
             pass
-        finally:
+        finally:  # also after a bug here: the front then sees its link end and restarts, never waits on it
             self.hub.forget(self)
+            self.wire.close()
             self._abandon()
 
     def _submit(
@@ -164,6 +165,10 @@ class _FrontLink:
             )
         except ServingError as err:
             self.send((REFUSED, rid, err))
+            return
+        except Exception as exc:  # a bug: this request gets a 500, the link goes on
+            log.exception("submitting a front's request failed")
+            self.send((REFUSED, rid, as_serving_error(exc)))
             return
         with self._lock:
             self._in_flight[rid] = handles

@@ -187,3 +187,17 @@ def test_a_front_gone_fails_what_it_had_in_flight_in_the_engine(holding):
     holding.remote._wire.close()  # the front process died
     assert held.wait(5)
     assert isinstance(held.error, ClientDisconnected)
+
+
+def test_a_bug_in_the_engine_fails_the_request_with_500_and_the_link_goes_on(linked, monkeypatch):
+    real_submit = linked.repository.submit
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(linked.repository, "submit", broken)
+    (handle,) = linked.remote.submit("echo", ["a"])
+    assert handle.wait(5) and handle.error is not None and handle.error.status == 500
+    monkeypatch.setattr(linked.repository, "submit", real_submit)
+    (handle,) = linked.remote.submit("echo", ["b"])
+    assert handle.result(timeout=5) == {"text": "b", "double_len": 2}
