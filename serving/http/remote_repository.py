@@ -219,7 +219,7 @@ class RemoteRepository:
             self._requests[rid] = handles
             if len(handles) > 1:
                 self._waiting[rid] = admission
-        self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, list(values)))
+        self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, list(values)), rid=rid)
         if len(handles) <= 1:
             return handles
         try:
@@ -242,17 +242,23 @@ class RemoteRepository:
         with self._lock:
             self._check_link()
             self._waiting[rid] = waiting
-        self._send((CALL, rid, method, args, kwargs))
+        self._send((CALL, rid, method, args, kwargs), rid=rid)
         return waiting.outcome(timeout, method)
 
     def _check_link(self) -> None:
         if self._lost:
             raise ShuttingDown("the engine process is gone; this server is stopping")
 
-    def _send(self, message: Any, *, quiet: bool = False) -> None:
+    def _send(self, message: Any, *, rid: int | None = None, quiet: bool = False) -> None:
+        """Send ``message``; if the link is gone, forget request ``rid`` and (unless
+        ``quiet``) raise the 503 of a server that is stopping."""
         try:
             self._wire.send(message)
         except OSError:
+            if rid is not None:
+                with self._lock:
+                    self._requests.pop(rid, None)
+                    self._waiting.pop(rid, None)
             if not quiet:
                 raise ShuttingDown("the engine process is gone; this server is stopping") from None
 

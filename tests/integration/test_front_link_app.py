@@ -19,7 +19,7 @@ from serving.config import parse_config
 from serving.config.repository_files import RepositoryConfig, repository_of
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.engine.request import RequestState
-from serving.errors import ClientDisconnected, Overloaded
+from serving.errors import ClientDisconnected, Overloaded, ShuttingDown
 from serving.http.app import create_app
 from serving.http.front_hub import FrontHub
 from serving.http.front_link import FrontHello, Wire
@@ -201,3 +201,14 @@ def test_a_bug_in_the_engine_fails_the_request_with_500_and_the_link_goes_on(lin
     monkeypatch.setattr(linked.repository, "submit", real_submit)
     (handle,) = linked.remote.submit("echo", ["b"])
     assert handle.result(timeout=5) == {"text": "b", "double_len": 2}
+
+
+def test_a_submission_on_a_closed_link_is_refused_and_forgotten(linked, monkeypatch):
+    def closed(message: Any) -> None:
+        raise OSError("the link is closed")
+
+    monkeypatch.setattr(linked.remote._wire, "send", closed)  # closed before its reader noticed
+    for values in (["a"], ["a", "b"]):
+        with pytest.raises(ShuttingDown):
+            linked.remote.submit("echo", values)
+    assert linked.remote._requests == {} and linked.remote._waiting == {}
