@@ -51,7 +51,6 @@ class FrontHub:
         admin_token: str | None,
     ):
         self.repository = repository
-        self.address = address
         self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
         self._count = count
         self._tokens = (auth_token, admin_token)

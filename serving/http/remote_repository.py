@@ -88,6 +88,10 @@ class RemoteRequest(RequestState):
         self._repository.cancel(self.id, self._index, error)
         return True
 
+    def drop(self, error: ServingError) -> None:
+        """Fail it without telling the engine (which refused it, or is gone)."""
+        super().fail(error)
+
     def settle(self, ok: bool, outcome: Any, version: int | None, timing: tuple[Any, float, float | None]) -> None:
         """The engine's answer (a later one than a local failure changes nothing)."""
         self.owner = VersionTaken(version)
@@ -287,21 +291,20 @@ class RemoteRepository:
             if all(h.done for h in handles):
                 with self._lock:
                     self._requests.pop(rid, None)
-        elif kind == REFUSED and len(self._requests.get(message[1], ())) == 1:
+        elif kind == REFUSED:  # nothing was admitted: every value fails, a waiting submit raises
             with self._lock:
                 handles = self._requests.pop(message[1], [])
+                waiting = self._waiting.pop(message[1], None)
             for handle in handles:
-                RequestState.fail(handle, message[2])  # the engine knows: no cancel to send
-        elif kind in (ADMITTED, REFUSED, REPLY):
+                handle.drop(message[2])
+            if waiting is not None:
+                waiting.answer(False, message[2])
+        elif kind in (ADMITTED, REPLY):
             with self._lock:
                 waiting = self._waiting.pop(message[1], None)
-            if waiting is None:
-                return
-            if kind == ADMITTED:
+            if waiting is not None and kind == ADMITTED:
                 waiting.answer(True, None)
-            elif kind == REFUSED:
-                waiting.answer(False, message[2])
-            else:
+            elif waiting is not None:
                 waiting.answer(message[2], message[3])
         elif kind == GENERATION:
             self._gen = _generation(message[1])
@@ -318,7 +321,7 @@ class RemoteRepository:
             call.answer(False, gone)
         for handles in requests.values():
             for handle in handles:
-                RequestState.fail(handle, gone)
+                handle.drop(gone)
 
 
 def _generation(snapshot: FrontSnapshot) -> GenerationView:
