@@ -76,7 +76,9 @@ class Wire:
         self.conn = conn
         self._out: deque[bytes] = deque()
         self._sending = threading.Lock()
-        self._closed = False
+        self._closed = False  # no more sends: the other end is gone, or we closed
+        self._closing = threading.Lock()
+        self._ended = False  # close() ran
 
     def send(self, message: Any) -> None:
         """Send ``message`` (now, or with the frame another thread is sending);
@@ -113,7 +115,13 @@ class Wire:
 
     def close(self) -> None:
         """End the link both ways: the other end's reader sees the end at once, and so
-        does a thread of ours blocked reading (closing alone would leave both waiting)."""
+        does a thread of ours blocked reading (closing alone would leave both waiting).
+        Once: the hub and a link's own reader may both close it, and a second close of
+        the descriptor could close another file that reused its number."""
+        with self._closing:
+            if self._ended:
+                return
+            self._ended = True
         self._closed = True
         try:
             with socket.socket(fileno=os.dup(self.conn.fileno())) as sock:

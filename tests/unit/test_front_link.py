@@ -92,3 +92,24 @@ def test_the_other_end_closing_ends_recv_and_send():
     front.close()
     with pytest.raises(OSError):
         front.send(("late",))
+
+
+def test_closing_from_two_threads_closes_once():
+    front, engine = wires()
+    closes: list[int] = []
+    original = front.conn.close
+
+    def counting_close() -> None:
+        closes.append(1)
+        original()
+
+    front.conn.close = counting_close  # type: ignore[method-assign]
+    threads = [threading.Thread(target=front.close) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    front.close()
+    assert closes == [1]
+    with pytest.raises((EOFError, OSError)):
+        engine.recv()
