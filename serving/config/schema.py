@@ -613,6 +613,13 @@ class HttpConf(BaseModel):
         "(docs/architecture.md). Each holds its share of `max_buffered_mb` and `decode_budget_mb`, at "
         "least one largest request. Also `batchline serve --front-workers N`.",
     )
+    front: Literal["asyncio", "waitress"] = Field(
+        default="asyncio",
+        description="What reads HTTP: `asyncio` (httptools on an event loop, the app in worker threads) or "
+        "`waitress`. Both apply every limit below and answer alike; asyncio answers more requests per core "
+        "(docs/BENCHMARKS.md, null op), and answers a connection over `connection_limit` 503 where waitress "
+        "leaves it in the listen backlog.",
+    )
     channel_timeout_s: float = Field(
         default=120.0,
         gt=0,

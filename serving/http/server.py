@@ -29,8 +29,8 @@ from serving.http.auth import admin_token, auth_token
 from serving.http.body_budget import BodyBudget
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
+from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
-from serving.http.waitress_front import WaitressFront
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +101,13 @@ class Server:
         self.port = self.config.http_port if port is None else port
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
-        self.front: WaitressFront | None = None  # in this process (front_workers: 0)
+        self.front: HttpFront | None = None  # in this process (front_workers: 0)
         self.fronts: FrontWorkers | None = None  # in their own processes
         self._port_holder: socket.socket | None = None  # keeps the fronts' port (serving.http.shared_port)
 
     @property
     def body_budget(self) -> BodyBudget:
-        """The request bodies this process's waitress holds at once (front_workers: 0)."""
+        """The request bodies this process's HTTP front holds at once (front_workers: 0)."""
         if self.front is None:
             raise RuntimeError("the HTTP front runs in front processes (http.front_workers), or not yet")
         return self.front.body_budget
@@ -119,7 +119,7 @@ class Server:
             self.fronts = FrontWorkers(self.repository, self.host, self.port, self.front_workers, self.gate)
             self.fronts.start()
             return
-        self.front = WaitressFront(
+        self.front = front_class(self.config.http)(
             self.app, self.config.http, self.gate, threads=http_threads(self.config), host=self.host, port=self.port
         )
         self.repository.on_reload(self.front.apply_body_limits)

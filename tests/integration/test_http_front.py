@@ -1,4 +1,5 @@
-"""The waitress front refuses before it buffers a body: a request with a body
+"""Each HTTP front (``http.front``: asyncio and waitress; every test runs on both)
+refuses before it buffers a body: a request with a body
 and without the token (401), and one whose Content-Length is over the body
 limit (413), are answered the moment their headers are complete, in the app's
 JSON error shape; the limit follows reloads; headers that trickle in are cut
@@ -37,9 +38,19 @@ def no_token_in_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
+@pytest.fixture(scope="module", params=["asyncio", "waitress"])
+def front(request) -> str:
+    return str(request.param)
+
+
+def on_front(config: dict, front: str) -> dict:
+    config.setdefault("http", {})["front"] = front
+    return config
+
+
 @pytest.fixture(scope="module")
-def guarded():
-    with LiveApp(text_config(auth_token=TOKEN, max_body_size=LIMIT)) as live:
+def guarded(front):
+    with LiveApp(on_front(text_config(auth_token=TOKEN, max_body_size=LIMIT), front)) as live:
         yield live
 
 
@@ -187,9 +198,9 @@ def test_a_client_that_sends_the_refused_body_anyway_still_reads_the_answer(guar
 
 
 # ---- the limit follows reloads ----------------------------------------------------------------
-def test_a_reload_changes_the_limit_waitress_refuses_at(tmp_path: Path):
+def test_a_reload_changes_the_limit_the_front_refuses_at(tmp_path: Path, front):
     path = tmp_path / "ernie.yml"
-    config = text_config(auth_token=TOKEN, max_body_size=LIMIT)
+    config = on_front(text_config(auth_token=TOKEN, max_body_size=LIMIT), front)
     path.write_text(yaml.safe_dump(config))
     with LiveApp(load_repository([str(path)])) as live:
         with connect(live) as sock:
@@ -214,9 +225,9 @@ REQUEST_TIMEOUT_S = 60.0
 
 
 @pytest.fixture(scope="module")
-def deadlines():
+def deadlines(front):
     config = text_config()
-    config["http"] = {"header_timeout_s": HEADER_TIMEOUT_S, "request_timeout_s": REQUEST_TIMEOUT_S}
+    config["http"] = {"header_timeout_s": HEADER_TIMEOUT_S, "request_timeout_s": REQUEST_TIMEOUT_S, "front": front}
     with LiveApp(config) as live:
         yield live
 
@@ -265,9 +276,9 @@ SHARE = int(0.6 * BUDGETED_LIMIT)  # past waitress's 512 KiB: stored in a temp f
 
 
 @pytest.fixture(scope="module")
-def budgeted():
+def budgeted(front):
     config = text_config(auth_token=TOKEN, max_body_size=BUDGETED_LIMIT)
-    config["http"] = {"max_buffered_mb": BUDGET_MB}
+    config["http"] = {"max_buffered_mb": BUDGET_MB, "front": front}
     with LiveApp(config) as live:
         yield live
 

@@ -1,0 +1,208 @@
+"""The asyncio front (``http.front: asyncio``) against waitress and HTTP/1.1's
+corners: the same answers as waitress for the same requests, pipelining,
+HTTP/1.0, ``Expect: 100-continue``, oversized headers, malformed requests,
+idle connections and the connection limit. The rules both fronts share
+(tokens, body limits, budgets, deadlines) are tests/integration/test_http_front.py's.
+
+Real servers (:class:`tests.support.live_app.LiveApp`) spoken to over raw sockets."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from tests.support.client_fakes import text_config
+from tests.support.live_app import LiveApp
+
+TOKEN = "front-secret"
+WITHIN_S = 15.0
+BODY = json.dumps({"key": ["text"], "value": ["good"]}).encode()
+
+
+@pytest.fixture(autouse=True)
+def no_token_in_env(monkeypatch):
+    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def config(front: str, **http) -> dict:
+    cfg = text_config(auth_token=TOKEN)
+    cfg["http"] = {"front": front, **http}
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def fronts():
+    with LiveApp(config("asyncio")) as fast, LiveApp(config("waitress")) as slow:
+        yield fast, slow
+
+
+def connect(live: LiveApp) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", live.server.port), timeout=WITHIN_S)
+    sock.settimeout(WITHIN_S)
+    return sock
+
+
+class Reader:
+    """Answers read off one connection, one at a time (pipelined ones too)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock, self.buf = sock, b""
+
+    def answer(self, head_only: bool = False) -> tuple[str, list[tuple[str, str]], bytes]:
+        while b"\r\n\r\n" not in self.buf:
+            self._more()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        status, *lines = head.decode("latin-1").split("\r\n")
+        headers = [tuple(line.split(": ", 1)) for line in lines]
+        length = 0 if head_only else int(dict((k.lower(), v) for k, v in headers).get("content-length", 0))
+        while len(self.buf) < length:
+            self._more()
+        body, self.buf = self.buf[:length], self.buf[length:]
+        return status, headers, body  # type: ignore[return-value]
+
+    def closed(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except (ConnectionResetError, TimeoutError):
+            return False
+
+    def _more(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("closed before a whole answer")
+        self.buf += data
+
+
+def post(path: str, body: bytes = BODY, token: str | None = TOKEN, extra: str = "", version: str = "1.1") -> bytes:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    return (
+        f"POST {path} HTTP/{version}\r\nHost: t\r\nContent-Type: application/json\r\n{auth}{extra}"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+def get(path: str, extra: str = "", version: str = "1.1", method: str = "GET") -> bytes:
+    return f"{method} {path} HTTP/{version}\r\nHost: t\r\n{extra}\r\n".encode()
+
+
+REQUESTS = {
+    "paddle": (post("/ernie/prediction"), False),
+    "native": (post("/ernie/predict", json.dumps({"inputs": [{"text": "good"}]}).encode()), False),
+    "no token": (post("/ernie/prediction", token=None), False),
+    "wrong token": (post("/ernie/prediction", token="nope"), False),
+    "bad json": (post("/ernie/prediction", b"{nope"), False),
+    "bad input": (post("/ernie/prediction", json.dumps({"key": ["text"], "value": ["BAD"]}).encode()), False),
+    "unknown pipeline": (post("/nope/prediction"), False),
+    "wrong method": (get("/ernie/prediction"), False),
+    "live": (get("/health/live"), False),
+    "ready": (get("/health/ready"), False),
+    "listing": (get("/pipelines"), False),
+    "not found": (get("/no/such/path"), False),
+    "head": (get("/health/live", method="HEAD"), True),
+    "query": (get("/health/live?x=1&y=%20"), False),
+    "closing": (get("/health/live", extra="Connection: close\r\n"), False),
+    "http/1.0": (get("/health/live", version="1.0"), False),
+    "http/1.0 keep-alive": (get("/health/live", extra="Connection: keep-alive\r\n", version="1.0"), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REQUESTS))
+def test_both_fronts_answer_alike(fronts, name):
+    data, head_only = REQUESTS[name]
+    answers = []
+    for live in fronts:
+        with connect(live) as sock:
+            sock.sendall(data)
+            status, headers, body = Reader(sock).answer(head_only)
+        # the same headers, in any order; Date is the clock's
+        answers.append((status, sorted(h for h in headers if h[0] != "Date"), body))
+    assert answers[0] == answers[1]
+
+
+def test_pipelined_requests_are_answered_in_order_on_one_connection(fronts):
+    fast, _ = fronts
+    texts = ["good", "bad", "好"]
+    with connect(fast) as sock:
+        sock.sendall(b"".join(post("/ernie/predict", json.dumps({"inputs": [{"text": t}]}).encode()) for t in texts))
+        reader = Reader(sock)
+        labels = [json.loads(reader.answer()[2])["results"][0]["label"] for _ in texts]
+    assert labels == ["positive", "negative", "positive"]
+
+
+def test_http_1_0_keeps_the_connection_only_when_asked(fronts):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        sock.sendall(get("/health/live", extra="Connection: keep-alive\r\n", version="1.0"))
+        reader = Reader(sock)
+        status, headers, _ = reader.answer()
+        assert status.startswith("HTTP/1.0 200") and ("Connection", "Keep-Alive") in headers
+        sock.sendall(get("/health/live", version="1.0"))
+        assert reader.answer()[0].startswith("HTTP/1.0 200") and reader.closed()
+
+
+def test_expect_100_continue_is_answered_before_the_body(fronts):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        head, _, body = post("/ernie/prediction", extra="Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+        sock.sendall(head + b"\r\n\r\n")
+        reader = Reader(sock)
+        assert reader.answer(head_only=True)[0] == "HTTP/1.1 100 Continue"
+        sock.sendall(body)
+        assert reader.answer()[0] == "HTTP/1.1 200 OK"
+
+
+def test_no_continue_for_a_request_refused_before_its_body(fronts):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        head, _, _ = post("/ernie/prediction", token=None, extra="Expect: 100-continue\r\n").partition(b"\r\n\r\n")
+        sock.sendall(head + b"\r\n\r\n")
+        assert Reader(sock).answer()[0] == "HTTP/1.1 401 Unauthorized"
+
+
+def test_headers_over_256_kib_are_refused_431(fronts):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        try:
+            sock.sendall(get("/health/live", extra="X-Big: " + "a" * (300 << 10) + "\r\n"))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert Reader(sock).answer()[0].startswith("HTTP/1.1 431")
+
+
+@pytest.mark.parametrize("garbage", [b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n"])
+def test_a_malformed_request_is_400_and_closed(fronts, garbage):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        sock.sendall(garbage)
+        reader = Reader(sock)
+        assert reader.answer()[0].startswith("HTTP/1.1 400") and reader.closed()
+
+
+def test_an_idle_connection_is_closed_after_channel_timeout():
+    with LiveApp(config("asyncio", channel_timeout_s=0.5)) as live, connect(live) as sock:
+        reader = Reader(sock)
+        sock.sendall(get("/health/live"))
+        assert reader.answer()[0].endswith("200 OK")
+        began = time.monotonic()
+        assert reader.closed() and time.monotonic() - began < WITHIN_S
+
+
+def test_a_connection_over_the_limit_is_refused_503_at_once():
+    with LiveApp(config("asyncio", connection_limit=2)) as live:
+        held = [connect(live) for _ in range(2)]
+        try:
+            for sock in held:  # both accepted and counted
+                sock.sendall(get("/health/live"))
+                assert Reader(sock).answer()[0].endswith("200 OK")
+            with connect(live) as third:
+                third.sendall(get("/health/live"))
+                status, headers, body = Reader(third).answer()
+            assert status.startswith("HTTP/1.1 503") and ("Retry-After", "1") in headers
+            assert "connection_limit" in json.loads(body)["error"]["message"]
+        finally:
+            for sock in held:
+                sock.close()
