@@ -11,12 +11,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from flask import Request
+from typing import Protocol
 
 from serving.errors import BadRequest, Forbidden
 from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, required_token, token_accepts, token_refusal
 from serving.http.origins import AccessPolicy
+
+
+class HeaderLookup(Protocol):
+    def get(self, key: str, /) -> str | None: ...
+
+
+class RequestView(Protocol):
+    """What the check reads of a request (Flask's, or the asyncio front's own view)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def scheme(self) -> str: ...
+
+    @property
+    def headers(self) -> HeaderLookup: ...
 
 
 @dataclass(frozen=True)
@@ -25,7 +41,7 @@ class Access:
     admin_token: str | None
     policy: AccessPolicy
 
-    def check(self, req: Request, *, page_file: bool) -> None:
+    def check(self, req: RequestView, *, page_file: bool) -> None:
         """Raise the refusal of ``req`` (400, 401, 403), or return: it may go on."""
         path = req.path
         if path in OPEN_PATHS:
@@ -51,5 +67,5 @@ class Access:
                 f"reload over HTTP needs an admin token (admin_token in the config or {ADMIN_TOKEN_ENV}); "
                 "without one, send the server SIGHUP"
             )
-        if token is not None and not token_accepts(req.headers.get("Authorization", ""), token):
+        if token is not None and not token_accepts(req.headers.get("Authorization") or "", token):
             raise token_refusal(path)

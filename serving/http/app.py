@@ -111,6 +111,8 @@ def _follow_reloads(app: Flask, ctx: RouteContext, budget_share: float | None) -
 
 
 def _check_access(app: Flask, access: Access, page: Page) -> None:
+    app.extensions["batchline.access"] = access  # serving.http.fast_prediction checks with it too
+
     def check() -> None:
         access.check(request, page_file=page.file_for(request) is not None)  # refusals: the errors group
 

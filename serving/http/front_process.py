@@ -1,4 +1,4 @@
-"""One front process (``http.front_workers``): the app behind waitress on the
+"""One front process (``http.front_workers``): the app behind its HTTP front (``http.front``) on the
 server's listening socket, with everything the engine holds reached through
 :class:`~serving.http.remote_repository.RemoteRepository`.
 
@@ -22,7 +22,10 @@ from multiprocessing.connection import Client
 
 from serving.http import shared_port
 from serving.http.app import create_app
+from serving.http.asyncio_front import AsyncioFront
+from serving.http.fast_prediction import FastPrediction
 from serving.http.front_gate import FrontGate
+from serving.http.front_kinds import HttpFront
 from serving.http.front_link import FrontHello, Wire
 from serving.http.remote_repository import RemoteRepository
 from serving.http.server import http_threads
@@ -60,14 +63,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = hello.snapshot.config
     share = 1.0 / hello.count
     app = create_app(repository, auth_token=hello.auth_token, admin_token=hello.admin_token, budget_share=share)
-    front = WaitressFront(
-        app,
-        config.http,
-        FrontGate(hello.auth_token, hello.admin_token),
-        threads=http_threads(config),
-        sock=listening,
-        budget_share=share,
-    )
+    gate = FrontGate(hello.auth_token, hello.admin_token)
+    threads = http_threads(config)
+    front: HttpFront
+    if config.http.front == "asyncio":  # a one-text prediction answered on its loop, the rest by the app
+        route = FastPrediction.of(app).take
+        front = AsyncioFront(
+            app, config.http, gate, threads=threads, sock=listening, budget_share=share, loop_route=route
+        )
+    else:
+        front = WaitressFront(app, config.http, gate, threads=threads, sock=listening, budget_share=share)
     repository.on_reload(front.apply_body_limits)
     threading.Thread(target=repository.serve, args=(stop.set,), name="engine-link", daemon=True).start()
     front.start()

@@ -11,9 +11,10 @@ from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
 
+from serving.engine.decode_budget import Reservation
 from serving.engine.request import RequestState
 from serving.errors import ServingError
-from serving.http.decode import DecodePlan, plan_inputs
+from serving.http.decode import plan_inputs
 from serving.http.encode import plain, to_json
 from serving.http.error_body import body_over_limit
 from serving.http.limits import HttpLimits, limits_from_config
@@ -53,7 +54,7 @@ class PredictionRoutes:
 
     def paddle(self, name: str, version: int | None) -> Response:
         with self.ctx.handlers:
-            pipeline, limits = self._target(name, version)
+            pipeline, limits = self.target(name, version, request.content_length)
             parsed = parse_paddle(
                 request.get_data(),
                 kind=pipeline.input_kind() or "image",
@@ -64,12 +65,11 @@ class PredictionRoutes:
                 handles = self._run(name, version, parsed, pipeline, limits)
             except ServingError as err:
                 return error_response(err, parsed.logid)
-            values = [to_json(h.result(timeout=0)) for h in handles]
-            return jsonify(err_no=0, err_msg="", key=["result"] * len(values), value=values, logid=parsed.logid)
+            return jsonify(**paddle_document(handles, parsed.logid))
 
     def native(self, name: str, version: int | None) -> Response:
         with self.ctx.handlers:
-            pipeline, limits = self._target(name, version)
+            pipeline, limits = self.target(name, version, request.content_length)
             # decided now: a reload may remove the route while the request runs, never its answer
             route = self.repository.config.routes.get(name)
             show_version = version is not None or (route is not None and len(route.versions) > 1)
@@ -87,13 +87,13 @@ class PredictionRoutes:
                 body["version"] = handles[0].owner.version if handles else None
             return jsonify(body)
 
-    def _target(self, name: str, version: int | None) -> tuple[ServedPipeline, HttpLimits]:
-        """The pipeline whose input kind and limits apply (a routed request: the default version)."""
+    def target(self, name: str, version: int | None, length: int | None) -> tuple[ServedPipeline, HttpLimits]:
+        """The pipeline whose input kind and limits apply (a routed request: the default version);
+        413 when the body's ``length`` is over its limit."""
         pipeline = self.repository.pipeline(name, version)
         limits = self.ctx.limits or self._limits.get(pipeline)
         if limits is None:
             limits = self._limits.setdefault(pipeline, limits_from_config(pipeline.config))
-        length = request.content_length
         if length is not None and length > limits.max_body_size:
             raise body_over_limit(limits.max_body_size)
         return pipeline, limits
@@ -101,38 +101,62 @@ class PredictionRoutes:
     def _run(
         self, name: str, version: int | None, parsed: ParsedRequest, pipeline: ServedPipeline, limits: HttpLimits
     ) -> Sequence[RequestState]:
-        """``pipeline``: the one :meth:`_target` chose, whose limits and time limit apply."""
+        """``pipeline``: the one :meth:`target` chose, whose limits and time limit apply."""
+        key = self.route_key(name, version, request.headers.get)
+        handles, g.decode_reservation = self.start(name, version, parsed, pipeline, limits, key)
+        disconnected: Callable[[], bool] = request.environ.get("waitress.client_disconnected", lambda: False)
+        wait_for_results(handles, limits.wait_slice_s, disconnected)
+        return handles
+
+    def route_key(self, name: str, version: int | None, header: Callable[[str], str | None]) -> str | None:
+        """The routing key of a request to ``name`` (its route's ``key_header``), None for a versioned one."""
+        route = self.repository.config.routes.get(name)
+        return header(route.key_header) if route is not None and version is None else None
+
+    def start(
+        self,
+        name: str,
+        version: int | None,
+        parsed: ParsedRequest,
+        pipeline: ServedPipeline,
+        limits: HttpLimits,
+        key: str | None,
+    ) -> tuple[Sequence[RequestState], Reservation]:
+        """Admit, check, decode and submit ``parsed``: its handles, and the decode budget its
+        inputs hold until the answer (the caller releases it; a failure here releases it)."""
         repo = self.repository
-        route = repo.config.routes.get(name)
-        key = request.headers.get(route.key_header) if route is not None and version is None else None
         # nothing is decoded before admission (503) and every size limit (413, from the headers) pass
         repo.precheck(
             name, len(parsed.inputs), version=version, key=key, timeout_ms=parsed.timeout_ms, logid=parsed.logid
         )
         plan = plan_inputs(parsed.inputs, limits.inputs)
-        values = self._decode(plan, pipeline.time_limit_s(parsed.timeout_ms))
-        handles = repo.submit(
-            name,
-            values,
-            version=version,
-            key=key,
-            priority=parsed.priority,
-            timeout_ms=parsed.timeout_ms,
-            logid=parsed.logid,
-        )
-        disconnected: Callable[[], bool] = request.environ.get("waitress.client_disconnected", lambda: False)
-        wait_for_results(handles, limits.wait_slice_s, disconnected)
-        return handles
+        # the arrays live until the answer
+        reservation = self.ctx.decode_budget.reserve(plan.peak_bytes, pipeline.time_limit_s(parsed.timeout_ms))
+        try:
+            values = plan.decode()
+            reservation.shrink(plan.held_bytes)  # decoding's transient copies are gone
+            handles = repo.submit(
+                name,
+                values,
+                version=version,
+                key=key,
+                priority=parsed.priority,
+                timeout_ms=parsed.timeout_ms,
+                logid=parsed.logid,
+            )
+        except BaseException:
+            reservation.release()
+            raise
+        return handles, reservation
 
-    def _decode(self, plan: DecodePlan, time_limit_s: float) -> list[Any]:
-        """Decode holding the plan's bytes in the server's decode budget until this
-        handler is done (``release_decode_budget``): the arrays live until the answer."""
-        reservation = self.ctx.decode_budget.reserve(plan.peak_bytes, time_limit_s)
-        g.decode_reservation = reservation
-        values = plan.decode()
-        reservation.shrink(plan.held_bytes)  # decoding's transient copies are gone
-        return values
+
+def paddle_document(handles: Sequence[RequestState], logid: Any) -> dict[str, Any]:
+    """Paddle Serving's answer to a request whose every input succeeded."""
+    values = [to_json(h.result(timeout=0)) for h in handles]
+    return {"err_no": 0, "err_msg": "", "key": ["result"] * len(values), "value": values, "logid": logid}
 
 
 def register(app: Flask, ctx: RouteContext) -> None:
-    PredictionRoutes(ctx).register(app)
+    routes = PredictionRoutes(ctx)
+    routes.register(app)
+    app.extensions["batchline.prediction"] = routes  # serving.http.fast_prediction answers with it
