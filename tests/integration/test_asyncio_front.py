@@ -206,3 +206,81 @@ def test_a_connection_over_the_limit_is_refused_503_at_once():
         finally:
             for sock in held:
                 sock.close()
+
+
+# ---- the loop route (serving.http.fast_prediction), as front processes run it --------------------
+@pytest.fixture(scope="module")
+def loop_routed(fronts):
+    """A second asyncio front on the first server's app, answering one-text predictions on its loop;
+    ``answered``: the paths of the requests the loop answered itself."""
+    from serving.http.asyncio_front import AsyncioFront
+    from serving.http.fast_prediction import FastPrediction
+    from serving.http.front_gate import FrontGate
+
+    live, _ = fronts
+    take = FastPrediction.of(live.server.app).take
+    answered: list[str] = []
+
+    def spy(request):
+        coro = take(request)
+        if coro is None:
+            return None
+
+        async def noted():
+            answer = await coro
+            if answer is not None:
+                answered.append(request.target.decode())
+            return answer
+
+        return noted()
+
+    front = AsyncioFront(live.server.app, live.server.config.http, FrontGate(TOKEN), threads=8, loop_route=spy)
+    front.start()
+    yield front, answered
+    front.drain(live.server.app.extensions["batchline.handlers"])
+
+
+def one_text(text: str, **fields) -> bytes:
+    return json.dumps({"key": ["text"], "value": [text], **fields}).encode()
+
+
+LOOP_CASES = {
+    "/ernie/prediction": (one_text("good", logid=4), True),
+    "/ernie/v1/prediction": (one_text("bad"), True),
+    "/ernie/prediction?x=1": (one_text("__bad__"), True),
+    "/ernie/prediction#two": (json.dumps({"key": ["text", "text"], "value": ["a", "b"]}).encode(), False),
+    "/ernie/predict": (json.dumps({"inputs": [{"text": "good"}]}).encode(), False),
+    "/nope/prediction": (one_text("good"), False),
+}
+
+
+def test_one_text_predictions_are_answered_on_the_loop_as_the_app_answers(fronts, loop_routed):
+    live, _ = fronts
+    front, answered = loop_routed
+    for target, (body, on_loop) in LOOP_CASES.items():
+        path = target.split("#")[0]
+        got = []
+        for port in (live.server.port, front.port):
+            with socket.create_connection(("127.0.0.1", port), timeout=WITHIN_S) as sock:
+                sock.settimeout(WITHIN_S)
+                sock.sendall(post(path, body))
+                status, headers, answer = Reader(sock).answer()
+            got.append((status, sorted(h for h in headers if h[0] != "Date"), answer))
+        assert got[0] == got[1], target
+        assert (path in answered) == on_loop, target
+        answered.clear()
+
+
+def test_a_client_gone_while_the_loop_waits_fails_its_request(fronts, loop_routed):
+    live, _ = fronts
+    front, answered = loop_routed
+    op = live.op("cls")
+    op.released.clear()
+    try:
+        with socket.create_connection(("127.0.0.1", front.port), timeout=WITHIN_S) as sock:
+            sock.sendall(post("/ernie/prediction", one_text("__hold__")))
+            time.sleep(0.3)  # the request reaches the held op
+        # the loop notices the close within a wait slice and lets go, though the op still holds it
+        assert live.server.app.extensions["batchline.handlers"].wait_zero(WITHIN_S)
+    finally:
+        op.release()

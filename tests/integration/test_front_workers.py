@@ -24,7 +24,7 @@ import yaml
 
 from serving.config import parse_config
 from serving.config.repository_files import load_repository, repository_of
-from tests.support.client_fakes import HOLD, ocr_config, text_config
+from tests.support.client_fakes import BAD, BOOM, HOLD, OVERLOADED, ocr_config, text_config
 from tests.support.image_fakes import encode_png
 from tests.support.live_app import LiveApp
 
@@ -80,6 +80,51 @@ def test_answers_are_the_one_process_servers_byte_for_byte(fronts):
         want = [call(single, *r) for r in requests]
     got = [call(fronts, *r) for r in requests]
     assert got == want
+
+
+def one_text(text: str, **fields) -> bytes:
+    return json.dumps({"key": ["text"], "value": [text], **fields}).encode()
+
+
+LOOP_ROUTE_REQUESTS = {  # a front answers a one-text prediction on its loop (serving.http.fast_prediction)
+    "good": ("/ernie/prediction", one_text("good", logid=7), TOKEN),
+    "string logid": ("/ernie/prediction", one_text("好", logid="abc"), TOKEN),
+    "no logid": ("/ernie/prediction", one_text("bad"), TOKEN),
+    "priority": ("/ernie/prediction", one_text("good", priority=1), TOKEN),
+    "priority out of range": ("/ernie/prediction", one_text("good", priority=9), TOKEN),
+    "bad input": ("/ernie/prediction", one_text(BAD, logid=3), TOKEN),
+    "predictor failure": ("/ernie/prediction", one_text(BOOM), TOKEN),
+    "overloaded": ("/ernie/prediction", one_text(OVERLOADED), TOKEN),
+    "version": ("/ernie/v1/prediction", one_text("good"), TOKEN),
+    "no such version": ("/ernie/v9/prediction", one_text("good"), TOKEN),
+    "encoded path": ("/er%6Eie/prediction", one_text("good"), TOKEN),
+    "empty body": ("/ernie/prediction", b"", TOKEN),
+    "not an object": ("/ernie/prediction", b"[1]", TOKEN),
+    "value not text": ("/ernie/prediction", json.dumps({"key": ["text"], "value": [5]}).encode(), TOKEN),
+    "no token, no body": ("/ernie/prediction", None, None),
+    "wrong token, no body": ("/ernie/prediction", None, "nope"),
+    "two texts": ("/ernie/prediction", paddle("good", "bad"), TOKEN),
+}
+
+
+def full_call(live: LiveApp, path: str, body: bytes | None, token: str | None) -> tuple[int, list, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", live.server.port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    conn.request("POST", path, body=body, headers=headers)
+    r = conn.getresponse()
+    answer = r.status, sorted(h for h in r.getheaders() if h[0] != "Date"), r.read()
+    conn.close()
+    return answer
+
+
+def test_the_loop_route_answers_as_the_one_process_server_headers_and_all(fronts):
+    names = sorted(LOOP_ROUTE_REQUESTS)
+    with LiveApp(fronts.server.config) as single:
+        want = {n: full_call(single, *LOOP_ROUTE_REQUESTS[n]) for n in names}
+    got = {n: full_call(fronts, *LOOP_ROUTE_REQUESTS[n]) for n in names}
+    assert got == want
+    expected = {"good": 200, "bad input": 400, "predictor failure": 500, "overloaded": 503, "no token, no body": 401}
+    assert {n: want[n][0] for n in expected} == expected
 
 
 def test_the_fronts_check_the_token(fronts):
