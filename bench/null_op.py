@@ -14,23 +14,26 @@ A server that cannot start is a row saying so, not a failure of the run.
 
     python -m bench.null_op                          # all, ~5-8 min on 2 cores
     python -m bench.null_op --only batchline,mosec --duration 5
+    python -m bench.null_op --base 8c05ce7            # also batchline as that revision had it
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+from contextlib import ExitStack
 
-from bench.lib.null_contenders import Contender, contenders, this_python
+from bench.lib.null_contenders import Contender, base_contender, contenders, this_python
 from bench.lib.null_run import Served, measure
 from bench.lib.null_table import format_table, ratio_line, ratios
 from bench.lib.results import write_result
 from bench.lib.script import BenchError, chosen, first_line, run_main
 from bench.lib.venvs import ensure_venv
+from bench.revisions import worktree
 
 
-def run_one(c: Contender, args: argparse.Namespace, config_dir: str) -> dict:
-    """One server's row; ``failed`` says why it did not run."""
+def run_one(c: Contender, args: argparse.Namespace, config_dir: str, roots: dict[str, str]) -> dict:
+    """One server's row; ``failed`` says why it did not run. ``roots``: checkouts of revisions."""
     from tests.support.server_process import free_port
 
     row: dict = {"key": c.key, "title": c.title, "batching": c.batching, "note": c.note}
@@ -40,7 +43,8 @@ def run_one(c: Contender, args: argparse.Namespace, config_dir: str) -> dict:
             python, versions = ensure_venv(c.venv, install=not args.no_install)
         row["versions"] = versions
         port = free_port()
-        served = Served(c.argv(python, port, config_dir), c.key, port)
+        root = roots.get(c.revision) if c.revision else None
+        served = Served(c.argv(python, port, config_dir), c.key, port, **({"root": root} if root else {}))
     except BenchError as exc:
         return {**row, "failed": first_line(exc)}
     try:
@@ -72,14 +76,18 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds of load before")
     parser.add_argument("--lone", type=int, default=400, help="lone requests per server (after 50 unmeasured)")
     parser.add_argument("--no-install", action="store_true", help="use built peer environments only (no network)")
+    parser.add_argument("--base", default="", help="also batchline as this revision had it (a git worktree of it)")
     args = parser.parse_args()
     picked = chosen(args.only, keys)
     servers = [c for c in contenders() if c.key in picked]
+    if args.base:
+        servers.insert(0, base_contender(args.base))
     rows = []
-    with tempfile.TemporaryDirectory(prefix="null-op-") as config_dir:
+    with tempfile.TemporaryDirectory(prefix="null-op-") as config_dir, ExitStack() as checkouts:
+        roots = {args.base: checkouts.enter_context(worktree(args.base))} if args.base else {}
         for c in servers:
             print(f"=== {c.key}", flush=True)
-            row = run_one(c, args, config_dir)
+            row = run_one(c, args, config_dir, roots)
             rows.append(row)
             if row.get("failed"):
                 print(f"    could not run: {row['failed']}", flush=True)

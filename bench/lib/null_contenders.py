@@ -71,21 +71,36 @@ class Contender:
     batching: bool = True
     note: str = ""
     ready_timeout: float = 180.0
+    revision: str | None = None  # served from this revision's checkout (None: this tree)
 
 
 def _module(name: str, *extra: str) -> Callable[[str, int, str], list[str]]:
     return lambda python, port, _cfg: [python, "-m", f"bench.peers.{name}", "--port", str(port), *extra]
 
 
-def _batchline(front_workers: int) -> Callable[[str, int, str], list[str]]:
+def _batchline(front_workers: int | None, front: str | None = None) -> Callable[[str, int, str], list[str]]:
+    """``front_workers`` None: no such option (a revision from before it); ``front``: ``http.front``."""
+
     def argv(python: str, port: int, config_dir: str) -> list[str]:
         from bench.lib.null_op import write_null_config
 
-        path = write_null_config(config_dir, instances=WORKERS)
+        path = write_null_config(config_dir, instances=WORKERS, front=front)
         serve = [python, "-m", "serving.cli", "serve", path, "--host", "127.0.0.1", "--port", str(port)]
-        return [*serve, "--front-workers", str(front_workers)]
+        return serve if front_workers is None else [*serve, "--front-workers", str(front_workers)]
 
     return argv
+
+
+def base_contender(revision: str) -> Contender:
+    """``batchline serve`` as ``revision`` had it (``--base``): the same null op, its own server."""
+    return Contender(
+        "batchline_base",
+        f"batchline at {revision} (`batchline serve`, before issue 27)",
+        _batchline(None),
+        batchline_request(),
+        note=f"one process, instance_num {WORKERS}",
+        revision=revision,
+    )
 
 
 def _granian(workers: int) -> Callable[[str, int, str], list[str]]:
@@ -119,8 +134,15 @@ def contenders() -> list[Contender]:
     return [
         Contender(
             "batchline",
-            "batchline (`batchline serve`: Flask app on waitress)",
+            "batchline (`batchline serve`: one process, the asyncio front)",
             _batchline(0),
+            batchline_request(),
+            note=f"one process, instance_num {WORKERS}",
+        ),
+        Contender(
+            "batchline_waitress",
+            "batchline, `http.front: waitress` (one process)",
+            _batchline(0, front="waitress"),
             batchline_request(),
             note=f"one process, instance_num {WORKERS}",
         ),
@@ -129,7 +151,7 @@ def contenders() -> list[Contender]:
             f"batchline, `--front-workers {WORKERS}` (front processes, one engine)",
             _batchline(WORKERS),
             batchline_request(),
-            note=f"{WORKERS} front processes on waitress, one engine process and batcher",
+            note=f"{WORKERS} front processes on the asyncio front, one engine process and batcher",
         ),
         Contender(
             "flask_waitress",

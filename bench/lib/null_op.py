@@ -73,11 +73,14 @@ def null_config(instances: int = 2) -> dict[str, Any]:
     }
 
 
-def write_null_config(folder: str, instances: int = 2) -> str:
-    """``null_config`` as YAML in ``folder``; its path."""
+def write_null_config(folder: str, instances: int = 2, front: str | None = None) -> str:
+    """``null_config`` as YAML in ``folder`` (``front``: its ``http.front``; None: the default); its path."""
     import yaml
 
-    path = os.path.join(folder, f"{NAME}.yml")
+    config = null_config(instances)
+    if front is not None:
+        config["http"] = {"front": front}
+    path = os.path.join(folder, f"{NAME}-{front or 'default'}.yml")
     with open(path, "w", encoding="utf-8") as f:
-        yaml.safe_dump(null_config(instances), f, sort_keys=False)
+        yaml.safe_dump(config, f, sort_keys=False)
     return path

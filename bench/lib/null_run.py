@@ -23,16 +23,17 @@ HOST = "127.0.0.1"
 
 
 class Served:
-    """``argv`` running from the repo root, output to a log under the bench cache."""
+    """``argv`` running from the repo root (or ``root``: another revision's checkout),
+    output to a log under the bench cache."""
 
-    def __init__(self, argv: Sequence[str], label: str, port: int):
+    def __init__(self, argv: Sequence[str], label: str, port: int, root: str = ROOT):
         self.label, self.port = label, port
         self.log_path = os.path.join(cache_dir("logs"), f"null-{label}-{port}.log")
-        env = dict(os.environ, PYTHONPATH=ROOT, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONPATH=root, PYTHONUNBUFFERED="1")
         with open(self.log_path, "wb") as log:
             # its own session: stopping it never signals this process's group
             self.proc = subprocess.Popen(
-                list(argv), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                list(argv), cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
 
     def wait_ready(self, request: HttpRequest, timeout: float) -> None:
