@@ -16,14 +16,15 @@ import socket
 BACKLOG = 2048
 
 
-def _bound(host: str, port: int) -> socket.socket:
+def _bound(host: str, port: int, *, shared: bool = True) -> socket.socket:
     family, kind, proto, _, address = socket.getaddrinfo(
         host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
     except BaseException:
         sock.close()
@@ -39,5 +40,13 @@ def reserve(host: str, port: int) -> socket.socket:
 def listen_on(host: str, port: int) -> socket.socket:
     """One front's listening socket on the shared ``host:port``."""
     sock = _bound(host, port)
+    sock.listen(BACKLOG)
+    return sock
+
+
+def listen_alone(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` that no other socket may share (one front in the
+    server's own process): a second server started on the same port fails instead of taking half."""
+    sock = _bound(host, port, shared=False)
     sock.listen(BACKLOG)
     return sock

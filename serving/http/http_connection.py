@@ -1,0 +1,363 @@
+"""One client connection of the asyncio front (:mod:`serving.http.asyncio_front`):
+HTTP/1.1 parsed by ``httptools``, gated before its body, its requests answered
+in order, each by the app in a worker thread or by the loop route.
+
+The rules it applies are the module doc of :mod:`serving.http.asyncio_front`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httptools
+
+from serving.config.schema import HttpConf
+from serving.errors import Overloaded, ServingError
+from serving.http.body_budget import BodyBudget, Claim
+from serving.http.error_body import body_over_limit
+from serving.http.front_gate import FrontGate, FrontRefusal
+from serving.http.wsgi_call import (
+    DateHeader,
+    HttpAnswer,
+    HttpRequest,
+    WsgiApp,
+    answer_bytes,
+    call_app,
+    environ_of,
+    refusal_answer,
+)
+
+log = logging.getLogger(__name__)
+
+IDENT = "batchline"
+#: request line and headers together, at most (waitress's ``max_request_header_size``)
+MAX_HEADER_BYTES = 256 << 10
+#: complete requests a connection reads ahead of the one in service
+LOOKAHEAD = 1
+
+
+#: answers some requests on the loop (:mod:`serving.http.fast_prediction`): a coroutine, or None
+#: for the app; the coroutine's None also leaves the request to the app
+LoopRoute = Callable[[HttpRequest], "Coroutine[Any, Any, HttpAnswer | None] | None"]
+
+
+class FrontState:
+    """What every connection of one front shares."""
+
+    def __init__(
+        self,
+        app: WsgiApp,
+        http: HttpConf,
+        gate: FrontGate,
+        budget: BodyBudget,
+        threads: int,
+        loop_route: LoopRoute | None = None,
+    ):
+        self.app = app
+        self.loop_route = loop_route
+        self.http = http
+        self.gate = gate
+        self.budget = budget
+        self.body_limit = 0  # set by AsyncioFront.apply_body_limits
+        self.connection_limit = http.connection_limit or threads + 128
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
+        self.connections: set[Connection] = set()
+        self.date = DateHeader(time.time)
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: parses, gates, queues and answers its requests in order."""
+
+    def __init__(self, state: FrontState, loop: asyncio.AbstractEventLoop):
+        self.state = state
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        self.remote: tuple[str, int] = ("", 0)
+        self.server: tuple[str, int] = ("", 0)
+        self.closed = False
+        self.last_activity = time.monotonic()
+        # the request being read
+        self.reading = False
+        self.headers_done = False
+        self.began = 0.0
+        self.target = bytearray()
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.header_bytes = 0
+        self.body: list[bytes] = []
+        self.body_bytes = 0
+        self.claim: Claim | None = None
+        # requests read and waiting, the one in service, a refusal's after-state
+        self.queue: deque[tuple[HttpRequest, Claim | None]] = deque()
+        self.serving = False
+        self.discarding = False  # a refused request: every later byte is dropped
+        self.lingering = False  # the refusal is out and our side shut: reading only to drop
+        self._refusal: HttpAnswer | None = None  # a refusal waiting for the answer in service
+
+    # ---- asyncio.Protocol -------------------------------------------------------------------
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self.remote = _address(transport.get_extra_info("peername"))
+        self.server = _address(transport.get_extra_info("sockname"))
+        self.state.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        if self.discarding:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._refuse_plain("400 Bad Request", b"Upgrades are not supported")
+        except httptools.HttpParserError:
+            self._refuse_plain("400 Bad Request", b"Malformed HTTP request")
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too (any answer still being written is flushed first)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.state.connections.discard(self)
+        if self.claim is not None:
+            self.claim.release()
+        for _, claim in self.queue:
+            if claim is not None:
+                claim.release()
+        self.queue.clear()
+
+    # ---- httptools callbacks ------------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self.reading, self.headers_done = True, False
+        self.began = time.monotonic()
+        self.target.clear()
+        self.headers = []
+        self.header_bytes = 0
+        self.body, self.body_bytes = [], 0
+        self.claim = None
+
+    def on_url(self, url: bytes) -> None:
+        self.target += url
+        self._count_header_bytes(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+        self._count_header_bytes(len(name) + len(value) + 4)
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        if self.discarding:
+            return
+        refusal = self._gate()
+        if refusal is not None:
+            self._refuse(refusal)
+            return
+        if self._has_body() and self._header(b"expect", b"").lower() == b"100-continue":
+            self._write(f"HTTP/{self.parser.get_http_version()} 100 Continue\r\n\r\n".encode())
+
+    def on_body(self, body: bytes) -> None:
+        if self.discarding:
+            return
+        self.body_bytes += len(body)
+        if self.body_bytes > self.state.body_limit:
+            self._refuse(body_over_limit(self.state.body_limit))
+            return
+        if self.claim is not None and not self.claim.grow_to(self.body_bytes):
+            self._refuse(self.state.budget.refusal())
+            return
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        self.reading = False
+        if self.discarding:
+            return
+        request = HttpRequest(
+            method=self.parser.get_method().decode("latin-1"),
+            target=bytes(self.target),
+            version=self.parser.get_http_version(),
+            headers=self.headers,
+            body=b"".join(self.body),
+            keep_alive=self.parser.should_keep_alive(),
+            remote=self.remote,
+            server=self.server,
+            disconnected=lambda: self.closed,
+        )
+        self.body = []
+        self.queue.append((request, self.claim))
+        self.claim = None
+        if len(self.queue) > LOOKAHEAD and self.transport is not None:
+            self.transport.pause_reading()
+        if not self.serving:
+            self._serve_next()
+
+    # ---- gate ---------------------------------------------------------------------------------
+    def _gate(self) -> ServingError | None:
+        """Why the request whose headers just completed is refused before its body, or None;
+        in waitress's order: the token, the body limit, then room for the body."""
+        path = self.target.split(b"?", 1)[0].decode("latin-1")
+        authorization = self._header(b"authorization", b"").decode("latin-1")
+        length = self._content_length()
+        chunked = b"chunked" in self._header(b"transfer-encoding", b"").lower()
+        refusal = self.state.gate.refusal(path, authorization, has_body=self._has_body())
+        if refusal is not None:
+            return refusal
+        if length is not None and length > self.state.body_limit:
+            return body_over_limit(self.state.body_limit)
+        if len(self.state.connections) > self.state.connection_limit:
+            return Overloaded("the server is at http.connection_limit, retry later", retry_after=1.0)
+        if length or chunked:
+            self.claim = self.state.budget.claim()
+            if length and not self.claim.grow_to(length):
+                self.claim = None
+                return self.state.budget.refusal()
+        return None
+
+    def _has_body(self) -> bool:
+        return bool(self._content_length()) or b"chunked" in self._header(b"transfer-encoding", b"").lower()
+
+    def _content_length(self) -> int | None:
+        raw = self._header(b"content-length", None)
+        try:
+            return int(raw) if raw is not None else None
+        except ValueError:
+            return None  # httptools refuses a malformed length before the headers complete
+
+    def _header(self, name: bytes, default: Any) -> Any:
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return default
+
+    def _count_header_bytes(self, n: int) -> None:
+        self.header_bytes += n
+        if self.header_bytes > MAX_HEADER_BYTES and not self.discarding:
+            self._refuse_plain("431 Request Header Fields Too Large", b"Request header fields are too large")
+
+    def _refuse(self, err: ServingError) -> None:
+        """Answer ``err`` in the app's JSON shape, then linger (drop the rest) until the client closes."""
+        path = self.target.split(b"?", 1)[0].decode("latin-1")
+        authorization = self._header(b"authorization", b"").decode("latin-1")
+        status, headers, body = FrontRefusal(err, path, authorization).to_response()
+        log.debug("refused before the body: %s (%d)", path[:128], err.status)
+        self._answer_refusal(refusal_answer(status, headers, body))
+
+    def _refuse_plain(self, status: str, text: bytes) -> None:
+        self._answer_refusal(refusal_answer(status, [("Content-Type", "text/plain")], text))
+
+    def _answer_refusal(self, answer: HttpAnswer) -> None:
+        self.discarding = True
+        if self.claim is not None:
+            self.claim.release()
+            self.claim = None
+        if self.serving:  # the request in service answers first; the refusal then closes
+            self.queue.append((_REFUSED, None))
+            self._refusal = answer
+            return
+        self._send_refusal(answer)
+
+    def _send_refusal(self, answer: HttpAnswer) -> None:
+        data, _ = answer_bytes(answer, version="1.1", keep_alive=False, head=False, ident=IDENT, date=self.state.date())
+        self._write(data)
+        if self.transport is not None and not self.transport.is_closing():
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+                self.lingering = True
+                self.transport.resume_reading()
+            else:
+                self.transport.close()
+
+    # ---- service ------------------------------------------------------------------------------
+    def _serve_next(self) -> None:
+        if self.closed or not self.queue:
+            return
+        request, claim = self.queue.popleft()
+        if request is _REFUSED:
+            if self._refusal is not None:
+                self._send_refusal(self._refusal)
+            return
+        self.serving = True
+        if self.transport is not None and len(self.queue) <= LOOKAHEAD and not self.discarding:
+            self.transport.resume_reading()
+        route = self.state.loop_route
+        on_loop = route(request) if route is not None else None
+        future: asyncio.Future[Any]
+        if on_loop is not None:
+            future = self.loop.create_task(on_loop)
+        else:
+            future = self.loop.run_in_executor(self.state.executor, self._run, request)
+        future.add_done_callback(lambda f: self._answered(f, request, claim))
+
+    def _run(self, request: HttpRequest) -> HttpAnswer:
+        return call_app(self.state.app, environ_of(request, IDENT))
+
+    def _answered(self, future: asyncio.Future[Any], request: HttpRequest, claim: Claim | None) -> None:
+        answer = future.result() if not future.cancelled() and future.exception() is None else _failed()
+        if answer is None and not self.closed:  # the loop route left it to the app
+            retry = self.loop.run_in_executor(self.state.executor, self._run, request)
+            retry.add_done_callback(lambda f: self._answered(f, request, claim))
+            return
+        self.serving = False
+        if claim is not None:
+            claim.release()
+        if self.closed or answer is None:
+            return
+        data, keep = answer_bytes(
+            answer,
+            version=request.version,
+            keep_alive=request.keep_alive,
+            head=request.method == "HEAD",
+            ident=IDENT,
+            date=self.state.date(),
+        )
+        self._write(data)
+        self.last_activity = time.monotonic()
+        if not keep:
+            self.discarding = True
+            if self.transport is not None:
+                self.transport.close()
+            return
+        self._serve_next()
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    # ---- the client limits (checked by AsyncioFront every cleanup interval) --------------------
+    def overdue(self, now: float, http: HttpConf) -> bool:
+        """Whether this connection is to be closed now (the rules of ``client_limits.overdue``,
+        plus waitress's idle timeout)."""
+        if self.lingering:
+            return now - self.began > http.request_timeout_s
+        if self.serving:
+            return False
+        if self.reading:
+            if now - self.began > http.request_timeout_s:
+                return True
+            return not self.headers_done and now - self.began > http.header_timeout_s
+        return not self.queue and now - self.last_activity > http.channel_timeout_s
+
+    def idle(self) -> bool:
+        """Nothing in service, nothing waiting, nothing left to send."""
+        pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        return not self.serving and not self.queue and not pending
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+_REFUSED = HttpRequest(method="", target=b"", version="1.1", headers=[])  # marks a queued refusal
+
+
+def _failed() -> HttpAnswer:
+    return HttpAnswer("500 Internal Server Error", [("Content-Type", "text/plain")], b"Internal Server Error")
+
+
+def _address(info: Any) -> tuple[str, int]:
+    if isinstance(info, tuple) and len(info) >= 2:
+        return str(info[0]), int(info[1])
+    return ("", 0)
