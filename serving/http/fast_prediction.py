@@ -160,27 +160,46 @@ def _length(headers: HeaderView) -> int | None:
 
 async def settled(handles: Sequence[RequestState], wait_slice_s: float, disconnected: Callable[[], bool]) -> None:
     """Return once every handle has its outcome, its deadline passed, or the client is gone
-    (then they all fail, as the app's wait fails them)."""
+    (then they all fail, as the app's wait fails them). One future and one timer per request:
+    the handles complete in the link's (or the engine's) thread, the timer looks at the
+    client and the deadline every ``wait_slice_s``."""
     loop = asyncio.get_running_loop()
-    all_done = loop.create_future()
+    woken: asyncio.Future[None] = loop.create_future()
     pending = [len(handles)]
+    timer: asyncio.TimerHandle | None = None
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
 
     def one_more() -> None:  # on the loop
         pending[0] -= 1
-        if pending[0] == 0 and not all_done.done():
-            all_done.set_result(None)
+        if pending[0] == 0:
+            wake()
 
-    def from_elsewhere(_handle: RequestState) -> None:  # completed in the link's (or the engine's) thread
+    def from_elsewhere(_handle: RequestState) -> None:
         loop.call_soon_threadsafe(one_more)
+
+    def look() -> None:  # on the loop, every slice until woken
+        nonlocal timer
+        if woken.done():
+            return
+        if disconnected():
+            for handle in handles:  # as the app's wait does: nothing more is computed for them
+                handle.fail(ClientDisconnected("client closed the connection"))
+            wake()
+        elif max(h.remaining() for h in handles) <= 0:
+            wake()
+        else:
+            timer = loop.call_later(next_look(), look)
+
+    def next_look() -> float:  # a slice, or the last deadline if that comes sooner
+        return max(0.0, min(wait_slice_s, max(h.remaining() for h in handles)))
 
     for handle in handles:
         handle.add_done_callback(from_elsewhere)
-    while not all_done.done():
-        left = max(h.remaining() for h in handles)
-        if left <= 0:
-            return
-        await asyncio.wait([all_done], timeout=min(wait_slice_s, left))
-        if not all_done.done() and disconnected():
-            for handle in handles:  # as the app's wait does: nothing more is computed for them
-                handle.fail(ClientDisconnected("client closed the connection"))
-            return
+    timer = loop.call_later(next_look(), look)
+    try:
+        await woken
+    finally:
+        timer.cancel()  # the last one set

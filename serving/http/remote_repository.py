@@ -217,14 +217,14 @@ class RemoteRepository:
         deadline = self._clock() + self.pipeline(name, version).time_limit_s(timeout_ms)
         rid = next(self._ids)
         handles = [RemoteRequest(self, rid, i, deadline=deadline, logid=logid) for i in range(len(values))]
-        admission = _Call()
+        admission = _Call() if len(handles) > 1 else None
         with self._lock:
             self._check_link()
             self._requests[rid] = handles
-            if len(handles) > 1:
+            if admission is not None:
                 self._waiting[rid] = admission
         self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, list(values)), rid=rid)
-        if len(handles) <= 1:
+        if admission is None:
             return handles
         try:
             admission.outcome(CALL_TIMEOUT_S, "a submission")
