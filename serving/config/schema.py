@@ -607,7 +607,7 @@ class HttpConf(BaseModel):
         default=0,
         ge=0,
         le=64,
-        description="HTTP front processes. 0: waitress serves HTTP in the engine's own process (one core's "
+        description="HTTP front processes. 0: the HTTP front serves in the engine's own process (one core's "
         "worth of HTTP). N: N processes share the port and read, authenticate, parse, decode and admit "
         "requests, handing their inputs to the engine's process, which batches them all together "
         "(docs/architecture.md). Each holds its share of `max_buffered_mb` and `decode_budget_mb`, at "
@@ -643,7 +643,8 @@ class HttpConf(BaseModel):
     connection_limit: int | None = Field(
         default=None,
         ge=1,
-        description="Connections open at once; more wait in the listen backlog. null: the HTTP threads "
+        description="Connections open at once; more are answered 503 with `Retry-After` (`front: asyncio`) or "
+        "wait in the listen backlog (`front: waitress`). null: the HTTP threads "
         "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold up to two request bodies; "
         "what they hold in all is bounded by `max_buffered_mb`.",
     )

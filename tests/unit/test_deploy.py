@@ -164,16 +164,20 @@ def cpu_quantity(value: str | int) -> float:
 
 
 def http_drain_tail_s() -> float:
-    """Worst case the HTTP layer adds after the pipelines drained: the timeouts of waitress's
-    drain (in the engine's process), or the front processes' (http.front_workers)."""
+    """Worst case the HTTP layer adds after the pipelines drained: the timeouts of either HTTP
+    front's drain (in the engine's process), or the front processes' (http.front_workers)."""
+    from serving.http.asyncio_front import AsyncioFront
     from serving.http.front_workers import DRAIN_TIMEOUT_S
     from serving.http.waitress_front import WaitressFront
 
-    source = inspect.getsource(WaitressFront.drain)
-    timeouts = [float(t) for t in re.findall(r"timeout=(\d+(?:\.\d+)?)", source)]
-    assert timeouts, "WaitressFront.drain has no literal timeouts any more: update this reader"
-    assert sum(timeouts) <= DRAIN_TIMEOUT_S, "a front process is killed before its own drain can end"
-    return max(sum(timeouts), DRAIN_TIMEOUT_S)
+    tails = []
+    for front in (AsyncioFront, WaitressFront):
+        source = inspect.getsource(front.drain)
+        timeouts = [float(t) for t in re.findall(r"timeout=(\d+(?:\.\d+)?)", source)]
+        assert timeouts, f"{front.__name__}.drain has no literal timeouts any more: update this reader"
+        assert sum(timeouts) <= DRAIN_TIMEOUT_S, "a front process is killed before its own drain can end"
+        tails.append(sum(timeouts))
+    return max(*tails, DRAIN_TIMEOUT_S)
 
 
 def drain_s(config: ServingConfig) -> float:
