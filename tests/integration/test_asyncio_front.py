@@ -173,7 +173,18 @@ def test_headers_over_256_kib_are_refused_431(fronts):
         assert Reader(sock).answer()[0].startswith("HTTP/1.1 431")
 
 
-@pytest.mark.parametrize("garbage", [b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n"])
+SMUGGLED = b"POST /ernie/prediction HTTP/1.1\r\nContent-Length: 3\r\n"
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"NOT HTTP AT ALL\r\n\r\n",
+        b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+        SMUGGLED + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",  # two framings: refused, never guessed
+        SMUGGLED + b"Content-Length: 4\r\n\r\nabcd",
+    ],
+)
 def test_a_malformed_request_is_400_and_closed(fronts, garbage):
     fast, _ = fronts
     with connect(fast) as sock:
