@@ -11,10 +11,11 @@ behaviour and batchline's rules on it, so either can serve the same app:
 * :class:`~serving.http.front_gate.FrontGate`'s refusals the moment a
   request's headers are complete, before its body is read: 401 without the
   token, 413 over the body limit, 503 when the body budget has no room (a
-  chunked body claims as it arrives) or the connections are at
-  ``http.connection_limit``. A refused connection answers, shuts its side
-  and drops what the client still sends until it closes or the request's
-  deadline passes, so the client reads the answer instead of a reset.
+  chunked body claims as it arrives). A connection past
+  ``http.connection_limit`` is answered 503 as soon as it is accepted. A
+  refused connection answers, shuts its side and drops what the client still
+  sends until it closes or the request's deadline passes, so the client reads
+  the answer instead of a reset.
 * the client limits of :mod:`serving.http.client_limits`: headers within
   ``header_timeout_s`` of a request's first byte, the whole request within
   ``request_timeout_s``, idle connections closed after ``channel_timeout_s``;

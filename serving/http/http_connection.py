@@ -105,6 +105,10 @@ class Connection(asyncio.Protocol):
         self.remote = _address(transport.get_extra_info("peername"))
         self.server = _address(transport.get_extra_info("sockname"))
         self.state.connections.add(self)
+        if len(self.state.connections) > self.state.connection_limit:
+            # answered at once, not left open until it speaks: idle connections past the limit hold nothing
+            self.began = time.monotonic()
+            self._refuse(Overloaded("the server is at http.connection_limit, retry later", retry_after=1.0))
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
@@ -207,8 +211,6 @@ class Connection(asyncio.Protocol):
             return refusal
         if length is not None and length > self.state.body_limit:
             return body_over_limit(self.state.body_limit)
-        if len(self.state.connections) > self.state.connection_limit:
-            return Overloaded("the server is at http.connection_limit, retry later", retry_after=1.0)
         if length or chunked:
             self.claim = self.state.budget.claim()
             if length and not self.claim.grow_to(length):
