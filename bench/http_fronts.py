@@ -74,7 +74,8 @@ def main() -> int:
     print(f"\nresults: {write_result('http_fronts', {'clients': args.clients, 'rows': rows})}")
     rate = {r["front"]: r.get("req_per_s") for r in rows}
     if rate.get("asyncio_flask") and rate.get("waitress_flask"):
-        print(f"RATIO http_fronts req/s asyncio/waitress, Flask app: {rate['asyncio_flask'] / rate['waitress_flask']:.2f}x")
+        gain = rate["asyncio_flask"] / rate["waitress_flask"]
+        print(f"RATIO http_fronts req/s asyncio/waitress, Flask app: {gain:.2f}x")
     return 0
 
 
