@@ -16,6 +16,8 @@ Hooks:
               ``predict_system.py`` does -> :class:`DetBoxes` (boxes in
               original-image coordinates, with the normalised image)
   merge       {"image": image, "boxes": [[[x, y] x4], ...], "box_type": "quad"}
+  output_for  leaving its process (Ray) for ocr_rec ops only: {"boxes", "box_type",
+              "crops"}, the crops rec would cut itself, without the page image
   agree       (shadow traffic) the same number of boxes, each corner within
               ``BOX_AGREE_PX`` of the primary's; the image is the request's own
 """
@@ -34,6 +36,7 @@ from ops.image import (
     BOX_AGREE_PX,
     box_to_list,
     boxes_agree,
+    crop_boxes,
     filter_tag_det_res,
     filter_tag_det_res_only_clip,
     import_ppocr,
@@ -42,6 +45,7 @@ from ops.image import (
     sorted_boxes,
     to_bgr,
 )
+from ops.ocr_rec import OcrRecOp
 from serving.op import BadRequest, Op, OpContext, SubBatch
 
 logger = logging.getLogger(__name__)
@@ -188,6 +192,14 @@ class OcrDetOp(Op):
         # once in expand (a gray or BGRA upload is not converted a second time)
         (found,) = results
         return {"image": found.image, "boxes": found.boxes, "box_type": self.params.box_type}
+
+    def output_for(self, output: Any, consumers: Sequence[type[Op]]) -> Any:
+        """For rec ops only, the crops in place of the page: a fraction of its pixels
+        to copy, and rec reads given crops as the ones it would cut (``upstream_crops``)."""
+        if not consumers or not all(issubclass(c, OcrRecOp) for c in consumers):
+            return output
+        crops = crop_boxes(output["image"], output["boxes"], output["box_type"])
+        return {"boxes": output["boxes"], "box_type": output["box_type"], "crops": crops}
 
     def agree(self, primary: Any, shadow: Any) -> bool:
         """Same boxes in the same order, each corner within ``BOX_AGREE_PX``."""

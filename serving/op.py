@@ -236,6 +236,14 @@ class Op:
         """Item results (in ``expand`` order) -> this op's output for the request."""
         return results[0] if len(results) == 1 else results
 
+    def output_for(self, output: Any, consumers: Sequence[type[Op]]) -> Any:
+        """This op's output as it leaves its process (the Ray backend's op replica) for
+        ``consumers``, the classes of every op that takes it (never the answer's: a sink
+        op is not asked). What no consumer reads may be left out, so that it is not
+        copied across; what is kept must give the consumers the same results. Default:
+        all of it."""
+        return output
+
     # ---- shadow traffic -----------------------------------------------
     def agree(self, primary: Any, shadow: Any) -> bool:
         """Whether a shadow version's answer agrees with the primary's.

@@ -22,6 +22,7 @@ from serving.engine.metrics import SHARED, Metrics
 from serving.engine.request import RequestState
 from serving.engine.stage import OpStage
 from serving.errors import ClientDisconnected, ServingError, as_serving_error
+from serving.op import Op
 from serving.rayserve.metrics_hub import MetricsPusher
 from serving.rayserve.wire import OpCall, OpReply
 from serving.runners.node_cpus import NodeCpuAllocator
@@ -59,6 +60,9 @@ class OpReplica:
             labels=labels,
         )
         self._ids = itertools.count(1)
+        # the classes of the ops this op's output goes to (a shared op's differ by pipeline: none then)
+        consumers = [] if share else [c.op_class for c in config.ops if op in c.input_ops]
+        self._consumers: tuple[type[Op], ...] = () if None in consumers else tuple(filter(None, consumers))
         # replicas of one machine pin OpenVINO instances to different cores
         self._cpus = NodeCpuAllocator()
         self._cpu_sets = launch_stage(self.stage, self._cpus, warmup=warmup)
@@ -87,10 +91,19 @@ class OpReplica:
             request.fail(ClientDisconnected("the ingress cancelled the call"))
             raise
         try:
-            output = request.outcome()
+            output = self._outgoing(request.outcome())
         except ServingError as err:
             return OpReply.failed(err, request.timeline)
         return OpReply(output=output, timeline=list(request.timeline))
+
+    def _outgoing(self, output: Any) -> Any:
+        """The output as it crosses to the ingress: without what none of its consumers reads."""
+        if not self._consumers:
+            return output
+        try:
+            return self.stage.op.output_for(output, self._consumers)
+        except Exception as exc:  # noqa: BLE001 - the op's failure: the request gets the status
+            raise as_serving_error(exc) from exc
 
     def _accept(self, request: RequestState, inputs: dict[str, Any]) -> None:
         try:

@@ -285,6 +285,25 @@ def test_det_merge_hands_on_the_image_normalised_once():
     assert out["image"] is bgr and out["boxes"] == [[[0, 0], [5, 0], [5, 5], [0, 5]]]
 
 
+def test_det_output_for_rec_ops_is_the_crops_rec_would_cut_without_the_page():
+    """On Ray, det's output crosses to the ingress and on to rec: for rec consumers only,
+    the crops take the page's place, and rec reads the same crops (so the same answer)."""
+    from ops.ocr_det import DetBoxes
+    from ops.ocr_rec import upstream_crops
+
+    det = make_op(OcrDetOp)
+    page = np.random.default_rng(3).integers(0, 256, (60, 120, 3), dtype=np.uint8)
+    boxes = [[[2, 3], [50, 4], [49, 20], [1, 19]], [[10, 30], [110, 30], [110, 55], [10, 55]]]
+    out = det.merge({"input": page}, [DetBoxes(boxes, page)])
+    slim = det.output_for(out, [OcrRecOp, OcrRecOp])
+    assert "image" not in slim and slim["boxes"] == boxes
+    (want, want_boxes), (got, got_boxes) = upstream_crops({"det": out}, "rec"), upstream_crops({"det": slim}, "rec")
+    assert got_boxes == want_boxes and len(got) == len(want) == 2
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    for consumers in ([], [OcrClsOp], [OcrRecOp, OcrClsOp]):  # cls reads the page: all of it goes
+        assert det.output_for(out, consumers) is out
+
+
 def test_rec_normalisation_is_bitwise_paddleocrs():
     """resize_norm_crop + zero padding = PaddleOCR 2.10's TextRecognizer.resize_norm_img, to the bit."""
     import_ppocr()

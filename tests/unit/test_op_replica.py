@@ -22,6 +22,7 @@ import pytest
 
 from serving.rayserve.op_replica import OpReplica
 from serving.rayserve.wire import OpCall, OpReply
+from tests.support.engine_fakes import TextSplitOp
 from tests.support.ray_fakes import HANG_GUARD_S, RAY_FAKES, as_dicts, document, gate, op_conf
 
 TIMEOUT_S = 60.0  # each call's deadline: far beyond what the test needs
@@ -214,3 +215,36 @@ def test_a_replica_with_pinned_instances_claims_cpus_node_wide_and_gives_them_ba
     replica.__del__()
     assert json.loads(Path(replica._cpus.path).read_text()) == {}
     replica.__del__()  # again (Python's collector after Ray): no second release
+
+
+class ConsumerNamingSplitOp(TextSplitOp):
+    """TextSplitOp whose output, as it leaves its replica, names the op classes it goes to."""
+
+    def output_for(self, output, consumers):
+        return {**output, "consumers": sorted(c.__name__ for c in consumers)}
+
+
+@pytest.mark.parametrize(
+    "ops, consumers",
+    [
+        ({"x": op_conf("ConsumerNamingSplitOp", module=__name__), "add": op_conf("AddOp", ["x"])}, ["AddOp"]),
+        ({"x": op_conf("ConsumerNamingSplitOp", module=__name__)}, None),  # a sink: its output is the answer
+        (  # shared: its consumers differ by pipeline
+            {"x": op_conf("ConsumerNamingSplitOp", module=__name__, share="s"), "add": op_conf("AddOp", ["x"])},
+            None,
+        ),
+    ],
+    ids=["consumed", "sink", "shared"],
+)
+def test_an_output_leaves_the_replica_as_its_consumers_need_it(tmp_path, monkeypatch, ops, consumers):
+    """Op.output_for, given the classes of the ops the output goes to; never for a sink or a shared op."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    replica = OpReplica(as_dicts([document("p", ops)]), "p", 1, "x", None, warmup=False)
+    try:
+        reply = asyncio.run(replica.run(OpCall({"input": "7 3"}, TIMEOUT_S)))
+    finally:
+        replica.__del__()
+    assert reply.error is None and reply.output["id"] == 7
+    assert reply.output.get("consumers") == consumers
