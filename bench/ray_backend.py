@@ -14,11 +14,12 @@ another, the order reversed every other round:
 Reported: images (pages or crops) per second under a closed loop
 (``--ocr-clients``, ``--rec-clients``) and p50 of a lone sequential client,
 as ratios measured side by side: Ray / single-process, and rec 2 replicas / 1.
-The Ray node is this machine (one raylet with ``--ray-cpus`` logical CPUs, so
-Ray's scheduling never blocks a deployment); more machines are what Ray is for,
+The Ray nodes are this machine (``--ray-nodes`` raylets, one by default, each with
+``--ray-cpus`` logical CPUs, so Ray's scheduling never blocks a deployment; with two,
+Ray spreads the two rec replicas over them); more machines are what Ray is for,
 which one machine cannot show.
 
-    python -m bench.ray_backend [--duration 12 --rounds 2 --ocr-clients 4 --rec-clients 16]
+    python -m bench.ray_backend [--duration 12 --rounds 2 --ocr-clients 4 --rec-clients 16 --ray-nodes 1]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from bench.lib.measure import image_payloads
 from bench.lib.multi import Load, concurrent_loops, fmt_ratio, op_layout, pooled, ratio
 from bench.lib.results import write_result
 from bench.lib.script import BenchError, run_main
-from bench.lib.server import served
+from bench.lib.server import served, wait_ok
 
 SETUPS = ("ocr single", "ocr ray", "rec single", "rec ray x1", "rec ray x2")
 
@@ -94,7 +95,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2, help="rounds; the setup order reverses every other round")
     ap.add_argument("--ocr-clients", type=int, default=4)
     ap.add_argument("--rec-clients", type=int, default=16)
-    ap.add_argument("--ray-cpus", type=int, default=16, help="logical CPUs of the Ray node")
+    ap.add_argument("--ray-cpus", type=int, default=16, help="logical CPUs of each Ray node")
+    ap.add_argument("--ray-nodes", type=int, default=1, help="raylets of the local Ray cluster (all on this machine)")
     args = ap.parse_args()
     try:
         import ray
@@ -116,7 +118,7 @@ def main() -> int:
     results: dict[tuple[str, int], list[dict]] = {}
     started = time.monotonic()
     with ExitStack() as stack:
-        cluster = LocalRayCluster(cpus_per_node=(args.ray_cpus,)).start()
+        cluster = LocalRayCluster(cpus_per_node=(args.ray_cpus,) * args.ray_nodes).start()
         stack.callback(cluster.stop)
         os.environ.update(cluster.client_env)
         ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
@@ -128,6 +130,8 @@ def main() -> int:
                 urls[who] = f"http://127.0.0.1:{port}/{confs[who]['ray']['app_name']}"
             else:
                 urls[who] = stack.enter_context(served(paths[who])).url
+        for who in SETUPS:  # deploy() returns before the replicas run (and warm up): measure them running
+            wait_ok(f"{urls[who]}/health/ready")
         print(f"all setups up in {time.monotonic() - started:.0f} s", flush=True)
         for rnd in range(args.rounds):
             for who in SETUPS if rnd % 2 == 0 else SETUPS[::-1]:

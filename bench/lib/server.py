@@ -58,3 +58,21 @@ def stop_server(server: Any, timeout: float = 30.0) -> None:
         pass
     finally:
         server.stop()
+
+
+def wait_ok(url: str, timeout_s: float = 300.0) -> None:
+    """Poll ``url`` (e.g. a Ray application's ``/health/ready``, which answers 503 until
+    every replica runs) until it answers 200; BenchError after ``timeout_s``."""
+    import time
+
+    import requests
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            if requests.get(url, timeout=30).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    raise BenchError(f"{url} did not answer 200 within {timeout_s:.0f} s")
