@@ -3,10 +3,10 @@ where installed) in a thread of its own, each complete request run through
 the WSGI app in a worker thread (:mod:`serving.http.wsgi_call`).
 
 waitress hands every request from its loop thread to a worker through a
-queue and a condition; with the GIL shared by both, that hand-off, not the
-app, was what one process could answer per second (measured in
-docs/DESIGN_NOTES.md, "Front processes"). This front keeps waitress's
-behaviour and batchline's rules on it, so either can serve the same app:
+queue and a condition; with the GIL shared by both, that hand-off costs about
+as much as a small Flask app itself (docs/BENCHMARKS.md, "HTTP fronts alone").
+This front keeps waitress's behaviour and batchline's rules on it, so either
+can serve the same app:
 
 * :class:`~serving.http.front_gate.FrontGate`'s refusals the moment a
   request's headers are complete, before its body is read: 401 without the
