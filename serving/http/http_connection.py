@@ -193,10 +193,10 @@ class Connection(asyncio.Protocol):
         self.body = []
         self.queue.append((request, self.claim))
         self.claim = None
-        if len(self.queue) > LOOKAHEAD and self.transport is not None:
-            self.transport.pause_reading()
         if not self.serving:
             self._serve_next()
+        if len(self.queue) >= LOOKAHEAD and self.transport is not None:
+            self.transport.pause_reading()  # one read ahead of the one in service, no more
 
     # ---- gate ---------------------------------------------------------------------------------
     def _gate(self) -> ServingError | None:
@@ -282,7 +282,7 @@ class Connection(asyncio.Protocol):
                 self._send_refusal(self._refusal)
             return
         self.serving = True
-        if self.transport is not None and len(self.queue) <= LOOKAHEAD and not self.discarding:
+        if self.transport is not None and len(self.queue) < LOOKAHEAD and not self.discarding:
             self.transport.resume_reading()
         route = self.state.loop_route
         on_loop = route(request) if route is not None else None
