@@ -43,7 +43,6 @@ from serving.http.wsgi_call import HttpAnswer, HttpRequest
 log = logging.getLogger(__name__)
 
 PADDLE_ROUTE = re.compile(r"/([^/]+)/(?:v(\d+)/)?prediction")
-FallBack = None  # what a step returns to leave the request to the app
 
 
 class HeaderView:
@@ -136,7 +135,7 @@ class FastPrediction:
                 log.exception("unhandled error on %s", path)
                 return error_answer(path, as_serving_error(exc), authorization)
             if len(parsed.inputs) != 1:
-                return FallBack  # several: their admission waits for the engine's answer
+                return None  # to the app: the admission of several waits for the engine's answer
             try:
                 key = self.routes.route_key(name, version, headers.get)
                 handles, reservation = self.routes.start(name, version, parsed, pipeline, limits, key)

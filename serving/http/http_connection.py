@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import httptools
 
@@ -202,7 +203,7 @@ class Connection(asyncio.Protocol):
     def _gate(self) -> ServingError | None:
         """Why the request whose headers just completed is refused before its body, or None;
         in waitress's order: the token, the body limit, then room for the body."""
-        path = self.target.split(b"?", 1)[0].decode("latin-1")
+        path = self._path()
         authorization = self._header(b"authorization", b"").decode("latin-1")
         length = self._content_length()
         chunked = b"chunked" in self._header(b"transfer-encoding", b"").lower()
@@ -217,6 +218,10 @@ class Connection(asyncio.Protocol):
                 self.claim = None
                 return self.state.budget.refusal()
         return None
+
+    def _path(self) -> str:
+        """The request's path as the app sees it (%-decoded, as waitress's parser gives it)."""
+        return unquote_to_bytes(bytes(self.target).split(b"?", 1)[0]).decode("latin-1")
 
     def _has_body(self) -> bool:
         return bool(self._content_length()) or b"chunked" in self._header(b"transfer-encoding", b"").lower()
@@ -241,7 +246,7 @@ class Connection(asyncio.Protocol):
 
     def _refuse(self, err: ServingError) -> None:
         """Answer ``err`` in the app's JSON shape, then linger (drop the rest) until the client closes."""
-        path = self.target.split(b"?", 1)[0].decode("latin-1")
+        path = self._path()
         authorization = self._header(b"authorization", b"").decode("latin-1")
         status, headers, body = FrontRefusal(err, path, authorization).to_response()
         log.debug("refused before the body: %s (%d)", path[:128], err.status)

@@ -45,13 +45,6 @@ class HttpRequest:
     server: tuple[str, int] = ("", 0)
     disconnected: Callable[[], bool] = field(default=lambda: False)
 
-    def header(self, name: bytes) -> bytes | None:
-        """The first value of header ``name`` (lower case), or None."""
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return None
-
 
 def environ_of(request: HttpRequest, ident: str) -> dict[str, Any]:
     """The WSGI environ of ``request``, as waitress writes it."""

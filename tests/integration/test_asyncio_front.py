@@ -94,6 +94,7 @@ REQUESTS = {
     "native": (post("/ernie/predict", json.dumps({"inputs": [{"text": "good"}]}).encode()), False),
     "no token": (post("/ernie/prediction", token=None), False),
     "wrong token": (post("/ernie/prediction", token="nope"), False),
+    "encoded path, no token": (post("/ernie/predictio%6E", token=None), False),  # refused by its decoded path
     "bad json": (post("/ernie/prediction", b"{nope"), False),
     "bad input": (post("/ernie/prediction", json.dumps({"key": ["text"], "value": ["BAD"]}).encode()), False),
     "unknown pipeline": (post("/nope/prediction"), False),
