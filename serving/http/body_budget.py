@@ -1,13 +1,14 @@
 """The body budget: bytes of request bodies the HTTP front holds at once, in
 memory and in ``$TMPDIR``, for the whole server (``http.max_buffered_mb``).
 
-waitress stores a whole body before the app sees its request (past 512 KiB in
-a temp file) and keeps it until the request is answered; each connection may
-hold two. Without a bound, ``connection_limit`` clients with the token could
-fill ``/tmp`` or memory many times over. So a request takes its body's bytes
-from one budget the moment its headers are complete, before any of the body
-is read, and gives them back when waitress closes it; one that does not fit
-is refused at once with 503 + Retry-After (:mod:`serving.http.front_gate`).
+The HTTP front stores a whole body before the app sees its request (the
+asyncio front in memory, waitress past 512 KiB in a temp file) and keeps it
+until the request is answered; each connection may hold two. Without a bound,
+``connection_limit`` clients with the token could fill ``/tmp`` or memory many
+times over. So a request takes its body's bytes from one budget the moment its
+headers are complete, before any of the body is read, and gives them back when
+the front is done with it; one that does not fit is refused at once with
+503 + Retry-After (:mod:`serving.http.front_gate`).
 
 A chunked body has no length up front: it takes its bytes as they arrive
 (each read before it is stored), not the body limit up front, which would let
@@ -43,7 +44,7 @@ def buffered_bytes(max_buffered_mb: int | None, max_body_size: int) -> int:
 
 class BodyBudget:
     """Bytes of request bodies held at once (``capacity``). Thread-safe: bodies
-    are taken in waitress's event loop, given back in a worker thread."""
+    are taken in the front's event loop, given back in a worker thread."""
 
     def __init__(self, capacity: int):
         self._lock = threading.Lock()

@@ -1,5 +1,5 @@
 """The JSON body of a failed request and the headers beside it, in one place for
-every layer that answers one (the Flask app, the waitress front and the Ray
+every layer that answers one (the Flask app, the HTTP fronts and the Ray
 ingress, which refuse before the app runs).
 
 A Paddle Serving route (``.../prediction``) answers ``{"err_no", "err_msg",

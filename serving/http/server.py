@@ -1,5 +1,5 @@
 """``batchline serve``: load the configs (one file, several, or a directory),
-warm every predictor, serve the app with waitress, reload on SIGHUP, and
+warm every predictor, serve the app behind its HTTP front, reload on SIGHUP, and
 drain on SIGTERM/SIGINT.
 
 Shutdown order: stop admitting (new requests get 503), let every accepted
@@ -73,9 +73,10 @@ def http_threads(config: RepositoryConfig) -> int:
 
 
 class Server:
-    """The pipelines of a repository behind waitress; :meth:`run` blocks until drained.
+    """The pipelines of a repository behind an HTTP front (``http.front``); :meth:`run` blocks
+    until drained.
 
-    ``http.front_workers: 0``: waitress runs in this process. ``N``: this process
+    ``http.front_workers: 0``: the front runs in this process. ``N``: this process
     holds the engine and N front processes serve HTTP (:mod:`serving.http.front_workers`)."""
 
     def __init__(
@@ -89,7 +90,7 @@ class Server:
         front_workers: int | None = None,
     ):
         self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
-        # the tokens, resolved once: the app checks them, and the waitress front before any body
+        # the tokens, resolved once: the app checks them, and the HTTP front before any body
         self.gate = FrontGate(auth_token(self.config.auth_token), admin_token(self.config.admin_token))
         self.host = host or self.config.host
         # before anything loads: an open server on the network does not start (OpenBindRefused)
