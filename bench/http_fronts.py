@@ -12,9 +12,9 @@ import argparse
 import sys
 
 from bench.lib.null_contenders import plain_request
-from bench.lib.null_run import Served, measure
+from bench.lib.null_run import Served, measured_row
 from bench.lib.results import write_result
-from bench.lib.script import BenchError, first_line, run_main
+from bench.lib.script import run_main
 from bench.peers.front_ceiling import FRONTS
 
 TITLES = {
@@ -42,22 +42,7 @@ def main() -> int:
         argv = [sys.executable, "-m", "bench.peers.front_ceiling", "--front", front, "--port", str(port)]
         served = Served(argv, front, port)
         row: dict = {"front": front, "title": TITLES[front]}
-        try:
-            served.wait_ready(request, 60)
-            row.update(
-                measure(
-                    served,
-                    request,
-                    clients=args.clients,
-                    duration_s=args.duration,
-                    warmup_s=args.warmup,
-                    lone=args.lone,
-                )
-            )
-        except BenchError as exc:
-            row["failed"] = first_line(exc)
-        finally:
-            served.stop()
+        row.update(measured_row(served, request, args, ready_timeout=60))
         rows.append(row)
         print(f"{front}: {row.get('req_per_s', row.get('failed'))}", flush=True)
     base = next((r["req_per_s"] for r in rows if r["front"] == "waitress_flask" and "req_per_s" in r), None)

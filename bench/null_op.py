@@ -24,7 +24,7 @@ import tempfile
 from contextlib import ExitStack
 
 from bench.lib.null_contenders import Contender, base_contender, contenders, this_python
-from bench.lib.null_run import Served, measure
+from bench.lib.null_run import Served, measured_row
 from bench.lib.null_table import format_table, ratio_line, ratios
 from bench.lib.results import write_result
 from bench.lib.script import BenchError, chosen, first_line, run_main
@@ -47,23 +47,7 @@ def run_one(c: Contender, args: argparse.Namespace, config_dir: str, roots: dict
         served = Served(c.argv(python, port, config_dir), c.key, port, **({"root": root} if root else {}))
     except BenchError as exc:
         return {**row, "failed": first_line(exc)}
-    try:
-        served.wait_ready(c.request, c.ready_timeout)
-        row["log"] = served.log_path
-        row.update(
-            measure(
-                served,
-                c.request,
-                clients=args.clients,
-                duration_s=args.duration,
-                warmup_s=args.warmup,
-                lone=args.lone,
-            )
-        )
-    except BenchError as exc:
-        row["failed"] = first_line(exc)
-    finally:
-        served.stop()
+    row.update(measured_row(served, c.request, args, c.ready_timeout))
     return row
 
 

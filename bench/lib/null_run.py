@@ -12,11 +12,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from bench.lib.http_load import HttpError, HttpRequest, closed_loop, latency_summary_ms, lone_latencies, probe
 from bench.lib.measure import cpu_used, tree_cpu_seconds
 from bench.lib.paths import ROOT, cache_dir
-from bench.lib.script import BenchError
+from bench.lib.script import BenchError, first_line
 from serving.runners.process_memory import process_tree
 
 HOST = "127.0.0.1"
@@ -126,3 +127,26 @@ def measure(
         "client_cpu_pct": round(cpu_pct(client_s, duration_s), 1),
         "server_processes": len(marks["end"][0]),
     }
+
+
+def measured_row(served: Served, request: HttpRequest, args: Any, ready_timeout: float) -> dict:
+    """:func:`measure` of a started server once it answers (``args``: a script's ``--clients``,
+    ``--duration``, ``--warmup``, ``--lone``), or ``{"failed": why}``; the server is stopped after."""
+    try:
+        served.wait_ready(request, ready_timeout)
+        row = {"log": served.log_path}
+        row.update(
+            measure(
+                served,
+                request,
+                clients=args.clients,
+                duration_s=args.duration,
+                warmup_s=args.warmup,
+                lone=args.lone,
+            )
+        )
+        return row
+    except BenchError as exc:
+        return {"failed": first_line(exc)}
+    finally:
+        served.stop()

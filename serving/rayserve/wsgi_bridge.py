@@ -12,7 +12,9 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from werkzeug.test import EnvironBuilder, run_wsgi_app
+from werkzeug.test import EnvironBuilder
+
+from serving.http.wsgi_call import call_app
 
 # set by the response itself (Starlette computes the length of the body it sends)
 _DROPPED = frozenset({"content-length", "transfer-encoding", "connection"})
@@ -53,14 +55,8 @@ def wsgi_environ(request: Request, body: bytes) -> dict[str, Any]:
 
 
 def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
-    app_iter, status, headers = run_wsgi_app(app, environ, buffered=True)
-    try:
-        body = b"".join(app_iter)
-    finally:
-        close = getattr(app_iter, "close", None)
-        if close is not None:
-            close()
-    return int(status.split(" ", 1)[0]), list(headers.items()), body
+    answer = call_app(app, environ)
+    return int(answer.status.split(" ", 1)[0]), answer.headers, answer.body
 
 
 async def call_wsgi(app: Any, request: Request, body: bytes, pool: Executor) -> Response:
