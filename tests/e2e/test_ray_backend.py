@@ -133,6 +133,10 @@ def test_both_ingress_replicas_feed_shared_batches(server, docs):
     """Requests reach both ingress replicas, and the det replica batches images of several requests."""
     with PipelineClient(server.url, timeout=120) as client, ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda d: client.predict("ocr", image=png(d.image)), docs * 2))
+        # one page 16 times, 8 at once: det only batches images of one size (max_padding_ratio 0),
+        # and with its instance busy the next ones queue, however slow the machine
+        page = png(docs[0].image)
+        list(pool.map(lambda _: client.predict("ocr", image=page), range(16)))
     time.sleep(1.5)  # three metric pushes
     families = {f.name: f for f in text_string_to_metric_families(requests.get(f"{server.url}/metrics").text)}
     served = {
