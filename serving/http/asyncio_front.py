@@ -38,12 +38,11 @@ from typing import Any
 
 from serving.config.schema import HttpConf
 from serving.http import shared_port
-from serving.http.body_budget import BodyBudget, buffered_bytes
+from serving.http.body_budget import BodyBudget, front_buffered_bytes
 from serving.http.client_limits import cleanup_interval
 from serving.http.front_gate import FrontGate
 from serving.http.handler_count import HandlerCount
 from serving.http.http_connection import Connection, FrontState, LoopRoute
-from serving.http.limits import share_of
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,7 @@ class AsyncioFront:
         """The app's body limit (its ``MAX_CONTENT_LENGTH``) and the body budget derived from it."""
         limit = int(self.app.config["MAX_CONTENT_LENGTH"])
         self.state.body_limit = limit
-        self.body_budget.resize(share_of(buffered_bytes(self.http.max_buffered_mb, limit), self._budget_share, limit))
+        self.body_budget.resize(front_buffered_bytes(self.http.max_buffered_mb, limit, self._budget_share))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run_loop, name="http-loop", daemon=True)

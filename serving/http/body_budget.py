@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 
 from serving.errors import Overloaded
+from serving.http.limits import share_of
 
 MIB = 1 << 20
 BUDGET_KEY = "http.max_buffered_mb"
@@ -40,6 +41,12 @@ def default_buffered_bytes(max_body_size: int) -> int:
 def buffered_bytes(max_buffered_mb: int | None, max_body_size: int) -> int:
     """The budget a config sets: ``max_buffered_mb`` MiB, or the default derived from the body limit."""
     return max_buffered_mb * MIB if max_buffered_mb is not None else default_buffered_bytes(max_body_size)
+
+
+def front_buffered_bytes(max_buffered_mb: int | None, max_body_size: int, share: float) -> int:
+    """One HTTP front's budget: its ``share`` of the server's (a front process's), never
+    less than one body of ``max_body_size``."""
+    return share_of(buffered_bytes(max_buffered_mb, max_body_size), share, max_body_size)
 
 
 class BodyBudget:

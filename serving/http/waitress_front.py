@@ -17,11 +17,10 @@ from flask import Flask
 from waitress import create_server
 
 from serving.config.schema import HttpConf
-from serving.http.body_budget import BodyBudget, buffered_bytes
+from serving.http.body_budget import BodyBudget, front_buffered_bytes
 from serving.http.client_limits import guard_front, set_body_limit, waitress_options
 from serving.http.front_gate import FrontGate
 from serving.http.handler_count import HandlerCount
-from serving.http.limits import share_of
 
 
 class WaitressFront:
@@ -68,7 +67,7 @@ class WaitressFront:
         derived body budget; a reload may change it (``http`` itself needs a restart)."""
         limit = self.app.config["MAX_CONTENT_LENGTH"]
         set_body_limit(self.waitress, limit)
-        self.body_budget.resize(share_of(buffered_bytes(self.http.max_buffered_mb, limit), self._budget_share, limit))
+        self.body_budget.resize(front_buffered_bytes(self.http.max_buffered_mb, limit, self._budget_share))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.waitress.run, name="waitress", daemon=True)
