@@ -38,7 +38,7 @@ from serving.http.jsonio import dumps
 from serving.http.parse import parse_paddle
 from serving.http.routes.prediction import PredictionRoutes, paddle_document
 from serving.http.routes.waiting import wait_for_results
-from serving.http.wsgi_call import HttpAnswer, HttpRequest
+from serving.http.wsgi_call import HttpAnswer, HttpRequest, first_header
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +52,8 @@ class HeaderView:
         self._headers = headers
 
     def get(self, key: str, /) -> str | None:
-        wanted = key.lower().encode("latin-1")
-        for name, value in self._headers:
-            if name.lower() == wanted:
-                return value.decode("latin-1").strip()
-        return None
+        value = first_header(self._headers, key.lower().encode("latin-1"))
+        return None if value is None else value.decode("latin-1").strip()
 
 
 class RequestFacts:
@@ -122,7 +119,8 @@ class FastPrediction:
         with self.handlers:
             try:
                 self.access.check(RequestFacts(path, headers), page_file=False)
-                pipeline, limits = self.routes.target(name, version, _length(headers))
+                # the body's own length, as the app's environ gives it (a chunked body's too)
+                pipeline, limits = self.routes.target(name, version, len(request.body))
                 parsed = parse_paddle(
                     request.body,
                     kind="text",
@@ -150,11 +148,6 @@ class FastPrediction:
             except Exception as exc:
                 log.exception("unhandled error on %s", path)
                 return error_answer(path, as_serving_error(exc), authorization)
-
-
-def _length(headers: HeaderView) -> int | None:
-    raw = headers.get("Content-Length")
-    return int(raw) if raw is not None and raw.isdigit() else None
 
 
 async def settled(handles: Sequence[RequestState], wait_slice_s: float, disconnected: Callable[[], bool]) -> None:

@@ -30,6 +30,8 @@ from serving.http.wsgi_call import (
     answer_bytes,
     call_app,
     environ_of,
+    first_header,
+    internal_error,
     refusal_answer,
 )
 
@@ -98,7 +100,7 @@ class Connection(asyncio.Protocol):
         self.serving = False
         self.discarding = False  # a refused request: every later byte is dropped
         self.lingering = False  # the refusal is out and our side shut: reading only to drop
-        self._refusal: HttpAnswer | None = None  # a refusal waiting for the answer in service
+        self._refusal: HttpAnswer | None = None  # a refusal waiting for the answers before it
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:
@@ -207,7 +209,7 @@ class Connection(asyncio.Protocol):
         authorization = self._header(b"authorization", b"").decode("latin-1")
         length = self._content_length()
         chunked = b"chunked" in self._header(b"transfer-encoding", b"").lower()
-        refusal = self.state.gate.refusal(path, authorization, has_body=self._has_body())
+        refusal = self.state.gate.refusal(path, authorization, has_body=bool(length) or chunked)
         if refusal is not None:
             return refusal
         if length is not None and length > self.state.body_limit:
@@ -234,10 +236,8 @@ class Connection(asyncio.Protocol):
             return None  # httptools refuses a malformed length before the headers complete
 
     def _header(self, name: bytes, default: Any) -> Any:
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return default
+        value = first_header(self.headers, name)
+        return default if value is None else value
 
     def _count_header_bytes(self, n: int) -> None:
         self.header_bytes += n
@@ -260,8 +260,7 @@ class Connection(asyncio.Protocol):
         if self.claim is not None:
             self.claim.release()
             self.claim = None
-        if self.serving:  # the request in service answers first; the refusal then closes
-            self.queue.append((_REFUSED, None))
+        if self.serving:  # the requests read before it answer first (_serve_next); the refusal then closes
             self._refusal = answer
             return
         self._send_refusal(answer)
@@ -279,13 +278,14 @@ class Connection(asyncio.Protocol):
 
     # ---- service ------------------------------------------------------------------------------
     def _serve_next(self) -> None:
-        if self.closed or not self.queue:
+        if self.closed:
+            return
+        if not self.queue:
+            if self._refusal is not None:  # nothing is read after a refusal: it is the last answer
+                refusal, self._refusal = self._refusal, None
+                self._send_refusal(refusal)
             return
         request, claim = self.queue.popleft()
-        if request is _REFUSED:
-            if self._refusal is not None:
-                self._send_refusal(self._refusal)
-            return
         self.serving = True
         if self.transport is not None and len(self.queue) < LOOKAHEAD and not self.discarding:
             self.transport.resume_reading()
@@ -302,7 +302,7 @@ class Connection(asyncio.Protocol):
         return call_app(self.state.app, environ_of(request, IDENT))
 
     def _answered(self, future: asyncio.Future[Any], request: HttpRequest, claim: Claim | None) -> None:
-        answer = future.result() if not future.cancelled() and future.exception() is None else _failed()
+        answer = future.result() if not future.cancelled() and future.exception() is None else internal_error()
         if answer is None and not self.closed:  # the loop route left it to the app
             retry = self.loop.run_in_executor(self.state.executor, self._run, request)
             retry.add_done_callback(lambda f: self._answered(f, request, claim))
@@ -355,13 +355,6 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
-
-
-_REFUSED = HttpRequest(method="", target=b"", version="1.1", headers=[])  # marks a queued refusal
-
-
-def _failed() -> HttpAnswer:
-    return HttpAnswer("500 Internal Server Error", [("Content-Type", "text/plain")], b"Internal Server Error")
 
 
 def _address(info: Any) -> tuple[str, int]:

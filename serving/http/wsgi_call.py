@@ -46,6 +46,19 @@ class HttpRequest:
     disconnected: Callable[[], bool] = field(default=lambda: False)
 
 
+def first_header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    """The first value of header ``name`` (lower case) in raw ``headers``, or None."""
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+def internal_error() -> HttpAnswer:
+    """A 500 of the front's own (the app failed outside its error handlers), worded as waitress's."""
+    return HttpAnswer("500 Internal Server Error", [("Content-Type", "text/plain")], INTERNAL_ERROR)
+
+
 def environ_of(request: HttpRequest, ident: str) -> dict[str, Any]:
     """The WSGI environ of ``request``, as waitress writes it."""
     path, _, query = request.target.partition(b"?")
@@ -120,9 +133,9 @@ def call_app(app: WsgiApp, environ: dict[str, Any]) -> HttpAnswer:
                 close()
     except Exception:
         log.exception("the app failed on %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
-        return HttpAnswer("500 Internal Server Error", [("Content-Type", "text/plain")], INTERNAL_ERROR)
+        return internal_error()
     if not started:
-        return HttpAnswer("500 Internal Server Error", [("Content-Type", "text/plain")], INTERNAL_ERROR)
+        return internal_error()
     return HttpAnswer(started[0], list(started[1]), body)
 
 

@@ -134,6 +134,17 @@ def test_pipelined_requests_are_answered_in_order_on_one_connection(fronts):
     assert labels == ["positive", "negative", "positive"]
 
 
+def test_a_refusal_behind_a_request_in_service_comes_after_its_answer(fronts):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        sock.sendall(post("/ernie/prediction") + post("/ernie/prediction", token=None))
+        reader = Reader(sock)
+        first, second = reader.answer(), reader.answer()
+        assert first[0] == "HTTP/1.1 200 OK" and json.loads(first[2])["err_no"] == 0
+        assert second[0] == "HTTP/1.1 401 Unauthorized" and ("Connection", "close") in second[1]
+        assert reader.closed()
+
+
 def test_http_1_0_keeps_the_connection_only_when_asked(fronts):
     fast, _ = fronts
     with connect(fast) as sock:
