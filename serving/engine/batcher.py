@@ -15,12 +15,17 @@ formed when the first of these holds (see docs/batching.md, "When a batch leaves
 5. the batcher is closing (drain) -> take what is queued.
 
 With the ``adaptive`` policy and item extents (``extent_of``: ops that pad),
-a batch also ends before the first item whose padding would cost more than
-batching saves: the cost model (:mod:`serving.engine.estimators`), which has
-a term per padded unit, prices the padding an item adds against the ``fixed``
-per-batch cost it spares. Such a cut batch leaves at once (reason ``adaptive (padding)``): it
-cannot grow, since items are never reordered; it comes after rules 1 and 2
-only where a preferred size can be formed, which is taken as it is.
+the first item whose padding would cost more than batching saves cuts the
+batch: the cost model (:mod:`serving.engine.estimators`), which has a term per
+padded unit, prices the padding an item adds against the ``fixed`` per-batch
+cost it spares. The cut item stays queued; of the next ``max_batch_size``
+items of its priority level, those that pay to join (those of the batch's
+extent always do) still join, and the rest stay queued in their order. So the
+crops of one width bucket run together even when requests interleave widths,
+while the oldest item always leaves with the batch: no item waits for more
+batches than there are items before it. Such a cut batch leaves at once
+(reason ``adaptive (padding)``); it comes after rules 1 and 2 only where a
+preferred size can be formed, which is taken as it is.
 
 With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
 to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
@@ -41,8 +46,8 @@ batch. The batch is full (rule 1) when that item exists, or when no further
 item, however small, could join (any item pads to the batch's extent). An
 item that alone exceeds the budget still runs, alone: refusing it would fail
 a request the predictor may well serve, and holding it would starve it and
-everything behind it. Items are never reordered to pack a batch tighter: a
-large item at the head is not overtaken by the small ones behind it.
+everything behind it. The budget alone never reorders items to pack a batch
+tighter: a large item at the head is not overtaken by the small ones behind it.
 
 Background items (``put(..., background=True)``: a shadow version's copies)
 form a lane below every priority level, so they can never slow the foreground
@@ -98,13 +103,16 @@ class Decision:
 class _Plan:
     """The next batch as it would be taken now, not taken yet."""
 
-    # in take order: each item met, with its queue and whether it joins the batch
-    # (else it is dropped: dead, or past its deadline)
-    steps: list[tuple[deque[QueuedItem], QueuedItem, bool]] = field(default_factory=list)
+    # in take order: each item met, with its queue and what happens to it
+    steps: list[tuple[deque[QueuedItem], QueuedItem, str]] = field(default_factory=list)
     items: int = 0  # items that join the batch
     units: int = 0  # their padded units
     full: bool = False  # by max_batch_units: no further item can join
     cut: bool = False  # by the cost model: the next item's padding costs more than batching saves
+    skipped: bool = False  # some item stays queued while a later one joins (gathered by extent)
+
+
+JOINS, DROPPED, STAYS = "joins", "dropped", "stays"  # a plan step: into the batch; dead or expired; left queued
 
 
 class Batcher:
@@ -413,27 +421,43 @@ class Batcher:
 
     def _plan(self, now: float, background: bool, limit: int, fit: CostFit | None = None) -> _Plan:
         """The batch of at most ``limit`` items the batcher would take now: items in
-        take order, dead and expired ones skipped, stopping at the first that would
-        take the batch over ``max_batch_units`` or, given the cost model's ``fit``,
-        whose padding would cost more than the fixed cost batching it saves (the
-        first item always joins)."""
+        take order, dead and expired ones dropped, stopping at the first that would
+        take the batch over ``max_batch_units``. Given the cost model's ``fit``, the
+        first item whose padding would cost more than the fixed cost batching it
+        saves cuts the batch: it stays queued, and of the next ``max_batch_size``
+        items of its priority level those that pay to join (at least the ones of the
+        batch's extent) still join, the others stay queued in their order. The
+        first item always joins, so every item leaves within as many batches as
+        there are items before it."""
         plan = _Plan()
         budget = self.max_batch_units
         size = PaddedSize()
+        cut_level, lookahead = 0, 0
         for q, item in self._in_take_order(now, background):
             if plan.items >= limit:
                 break
             if self._is_dead(item.payload) or _expired(item, now):
-                plan.steps.append((q, item, False))
+                plan.steps.append((q, item, DROPPED))
                 continue
-            if budget is not None and plan.items and size.with_item(item.extent) > budget:
+            if plan.cut:  # gathering: only what pays to join, from the cut item's level, within the lookahead
+                lookahead -= 1
+                if lookahead < 0 or item.priority != cut_level:
+                    break
+                pays = fit is not None and fit.per_unit * size.padding_added(item.extent) <= fit.fixed
+                if not pays or (budget is not None and size.with_item(item.extent) > budget):
+                    plan.steps.append((q, item, STAYS))
+                    plan.skipped = True
+                    continue
+            elif budget is not None and plan.items and size.with_item(item.extent) > budget:
                 plan.full = True
                 break
-            if fit is not None and plan.items and fit.per_unit * size.padding_added(item.extent) > fit.fixed:
-                plan.cut = True
-                break
+            elif fit is not None and plan.items and fit.per_unit * size.padding_added(item.extent) > fit.fixed:
+                plan.cut, cut_level, lookahead = True, item.priority, self.max_batch_size
+                plan.steps.append((q, item, STAYS))
+                plan.skipped = True
+                continue
             size.add(item.extent)
-            plan.steps.append((q, item, True))
+            plan.steps.append((q, item, JOINS))
             plan.items += 1
         plan.units = size.units
         if budget is not None and plan.items and size.with_item(size.extent) > budget:
@@ -441,18 +465,30 @@ class Batcher:
         return plan
 
     def _take(self, plan: _Plan, k: int, decision: Decision) -> list[QueuedItem]:
-        """Remove the first ``k`` items of ``plan`` (a prefix stays within the budget)
-        and the dropped items met before them; expired ones go to ``decision``."""
+        """Remove the first ``k`` joining items of ``plan`` (a prefix stays within the
+        budget) and the dropped items met before them; expired ones go to ``decision``."""
         batch: list[QueuedItem] = []
-        for q, item, joins in plan.steps:
-            if joins and len(batch) == k:
-                break
-            q.popleft()  # the walk met each queue's items from its head, in order
-            self._count -= 1
-            if joins:
+        leaving: list[tuple[deque[QueuedItem], QueuedItem]] = []
+        for q, item, step in plan.steps:
+            if step == STAYS:
+                continue
+            if step == JOINS:
+                if len(batch) == k:
+                    break
                 batch.append(item)
             elif not self._is_dead(item.payload):
                 decision.expired.append(item)
+            leaving.append((q, item))
+        self._count -= len(leaving)
+        if not plan.skipped:  # the walk met each queue's items from its head, in order
+            for q, _ in leaving:
+                q.popleft()
+            return batch
+        gone = {id(item) for _, item in leaving}
+        for q in {id(q): q for q, _ in leaving}.values():
+            kept = [item for item in q if id(item) not in gone]
+            q.clear()
+            q.extend(kept)
         return batch
 
 

@@ -178,6 +178,70 @@ def test_a_budget_and_the_price_of_padding_both_end_a_batch():
     assert names(d) == ["a3"] and d.reason == "adaptive (padding)"
 
 
+def test_a_cut_batch_gathers_the_items_of_its_extent_from_behind():
+    b = make(FakeClock(), cost_model())
+    b.put(widths("a", 10, 50, 10, 50, 10))  # two requests' crops of two widths, interleaved
+    d = b.poll()  # the 50s stay queued, in their order; the 10s behind them join the head
+    assert names(d) == ["a0", "a2", "a4"] and d.reason == "adaptive (padding)"
+    d = b.poll()
+    assert names(d) == ["a1", "a3"] and d.reason == "adaptive"
+    assert b.depth == 0
+
+
+def test_gathering_looks_max_batch_size_items_past_the_cut():
+    b = make(FakeClock(), cost_model(), max_batch_size=2)
+    b.put(widths("a", 10, 50, 50, 50, 10))  # the last 10 is three items past the cut
+    assert names(b.poll()) == ["a0"]
+    b = make(FakeClock(), cost_model(), max_batch_size=3)
+    b.put(widths("a", 10, 50, 50, 50, 10))
+    assert names(b.poll()) == ["a0", "a4"]
+
+
+def test_gathering_never_takes_an_item_of_a_lower_priority_past_a_higher_one():
+    b = make(FakeClock(), cost_model(), priority_levels=2)
+    b.put(widths("low", 10), priority=0)
+    b.put(widths("high", 10, 50), priority=1)
+    assert names(b.poll()) == ["high0"]  # low0 would overtake high1
+    assert names(b.poll()) == ["high1"]
+    assert names(b.poll()) == ["low0"]
+
+
+def test_gathering_keeps_the_budget():
+    b = make(FakeClock(), cost_model(), max_batch_units=60)
+    b.put(widths("a", 30, 5, 30, 30))  # 5 padded to 30 costs 2.5 ms; a third 30 makes 90 > 60
+    assert names(b.poll()) == ["a0", "a2"]
+    assert names(b.poll()) == ["a1"]
+    assert names(b.poll()) == ["a3"]
+
+
+def test_gathering_drops_the_dead_and_expired_it_meets_and_counts_what_is_left():
+    clock = FakeClock()
+    dead = {"a3"}
+    b = make(clock, cost_model(), is_dead=lambda p: p[0] in dead)
+    b.put(widths("a", 10, 50, 10, 10))
+    b.put([("late", (10,))], deadline=clock() + 0.001)
+    clock.advance(0.002)
+    d = b.poll()
+    assert names(d) == ["a0", "a2"] and [q.payload[0] for q in d.expired] == ["late"]
+    assert b.depth == 1 and names(b.poll()) == ["a1"]
+
+
+def test_every_item_leaves_within_as_many_batches_as_items_were_before_it():
+    import random
+
+    rng = random.Random(7)
+    b = make(FakeClock(), cost_model(), max_batch_size=4)
+    items = [(f"i{n}", (rng.choice((10, 20, 40, 80)),)) for n in range(60)]
+    b.put(items)
+    left_in = {}
+    for batch_no in range(len(items)):
+        for q in b.poll().batch:
+            left_in[q.payload[0]] = batch_no
+    assert len(left_in) == len(items)  # nothing lost, nothing twice
+    for position, (name, _) in enumerate(items):
+        assert left_in[name] <= position
+
+
 def test_background_batches_are_cut_the_same_way():
     b = make(FakeClock(), cost_model())
     b.put(widths("bg", 10, 50), background=True)
