@@ -16,6 +16,7 @@ server's texts are checked against the bare engine's on the first crops.
 
     python -m bench.served_rec                       # ~5 min on 2 cores
     python -m bench.served_rec --only bare,batchline,mosec_b1 --duration 10
+    python -m bench.served_rec --base cf3e73e --only bare,batchline   # also batchline as cf3e73e had it
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from contextlib import ExitStack
 
 from bench.lib.bare_rec import bare_engine_loop, read_crop
 from bench.lib.configs import repo_config_path
@@ -32,9 +34,10 @@ from bench.lib.inputs import bench_crops
 from bench.lib.null_run import HOST, Served
 from bench.lib.results import write_result
 from bench.lib.script import BenchError, chosen, first_line, run_main
-from bench.lib.served_rec_contenders import COULD_NOT_RUN, WORKERS, Contender, contenders
+from bench.lib.served_rec_contenders import COULD_NOT_RUN, WORKERS, Contender, base_contender, contenders
 from bench.lib.served_rec_table import BARE, format_table, of_bare, ratio_line
 from bench.lib.venvs import ensure_venv
+from bench.revisions import worktree
 
 BARE_TITLE = f"bare engine, no server ({WORKERS} threads, one crop at a time): the limit"
 
@@ -53,8 +56,10 @@ def agreement(c: Contender, port: int, crops: list[bytes], reference: list[str])
     return f"{len(reference) - len(differ)}/{len(reference)}", differ
 
 
-def run_one(c: Contender, args: argparse.Namespace, crops: list[bytes], reference: list[str]) -> dict:
-    """One server's row; ``failed`` says why it did not run."""
+def run_one(
+    c: Contender, args: argparse.Namespace, crops: list[bytes], reference: list[str], root: str | None = None
+) -> dict:
+    """One server's row, run from ``root`` (another revision's checkout) if given; ``failed``: why it did not run."""
     from tests.support.server_process import free_port
 
     row: dict = {"key": c.key, "title": c.title, "note": c.note}
@@ -64,7 +69,8 @@ def run_one(c: Contender, args: argparse.Namespace, crops: list[bytes], referenc
             python, versions = ensure_venv(c.venv, install=not args.no_install)
         row["versions"] = versions
         port = free_port()
-        served = Served(c.argv(python, port), f"rec-{c.key}", port)
+        argv = c.argv(python, port)
+        served = Served(argv, f"rec-{c.key}", port) if root is None else Served(argv, f"rec-{c.key}", port, root)
     except BenchError as exc:
         return {**row, "failed": first_line(exc)}
     try:
@@ -94,6 +100,18 @@ def bare_row(args: argparse.Namespace, crops: list[bytes], checked: int, run: bo
     return row, reference
 
 
+def report(row: dict) -> None:
+    if row.get("failed"):
+        print(f"    could not run: {row['failed']}", flush=True)
+        return
+    lat = row["latency_ms"]
+    print(
+        f"    {row['crops_per_s']:.1f} crops/s, p50 {lat['p50']:.0f} ms, p99 {lat['p99']:.0f} ms, "
+        f"errors {row['errors']}, texts agree {row['agree']}",
+        flush=True,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     keys = [BARE, *(c.key for c in contenders())]
@@ -103,6 +121,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds of load before")
     parser.add_argument("--check", type=int, default=8, help="first crops whose texts must match the bare engine's")
     parser.add_argument("--no-install", action="store_true", help="use built peer environments only (no network)")
+    parser.add_argument("--base", default="", help="also batchline as this revision had it, just before ours")
     args = parser.parse_args()
     picked = chosen(args.only, keys)
     crops = bench_crops()
@@ -113,21 +132,15 @@ def main() -> int:
     if rows:
         print(f"    {bare['crops_per_s']:.1f} crops/s", flush=True)
     gc.collect()  # the bare engine's runners go before the servers start
-    for c in contenders():
-        if c.key not in picked:
-            continue
-        print(f"=== {c.key}", flush=True)
-        row = run_one(c, args, crops, reference)
-        rows.append(row)
-        if row.get("failed"):
-            print(f"    could not run: {row['failed']}", flush=True)
-        else:
-            lat = row["latency_ms"]
-            print(
-                f"    {row['crops_per_s']:.1f} crops/s, p50 {lat['p50']:.0f} ms, p99 {lat['p99']:.0f} ms, "
-                f"errors {row['errors']}, texts agree {row['agree']}",
-                flush=True,
-            )
+    servers = [c for c in contenders() if c.key in picked]
+    if args.base:
+        servers.insert(0, base_contender(args.base))
+    with ExitStack() as checkouts:
+        roots = {args.base: checkouts.enter_context(worktree(args.base))} if args.base else {}
+        for c in servers:
+            print(f"=== {c.key}", flush=True)
+            rows.append(run_one(c, args, crops, reference, roots.get(c.revision)))
+            report(rows[-1])
     rows += [{"key": key, "title": title, "failed": why} for key, (title, why) in COULD_NOT_RUN.items()]
     print()
     print(format_table(rows, args.clients))

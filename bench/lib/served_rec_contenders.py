@@ -89,6 +89,7 @@ class Contender:
     venv: VenvSpec | None = None
     note: str = ""
     ready_timeout: float = 180.0
+    revision: str = ""  # served from a worktree of this revision (``--base``); "": this checkout
 
 
 def _batchline(python: str, port: int) -> list[str]:
@@ -107,6 +108,18 @@ def _mosec(max_batch: int) -> Callable[[str, int], list[str]]:
         ]
 
     return argv
+
+
+def base_contender(revision: str) -> Contender:
+    """``batchline serve configs/rec.yml`` as ``revision`` had it (``--base``), the native binary upload."""
+    return Contender(
+        "batchline_base",
+        f"batchline at {revision}, native binary (the same request)",
+        _batchline,
+        native_request,
+        native_text,
+        revision=revision,
+    )
 
 
 def contenders() -> list[Contender]:
