@@ -88,6 +88,7 @@ class ErnieClsOp(Op):
     input_kind: ClassVar[str | None] = "text"
     needs_model: ClassVar[bool] = True
     pad_unit: ClassVar[str | None] = "tokens"
+    extent_groups: ClassVar[bool] = True  # collate: one call per length bucket
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)

@@ -156,6 +156,7 @@ class OcrRecOp(Op):
     Params: ClassVar[type[BaseModel]] = RecParams
     input_kind: ClassVar[str | None] = "image"
     pad_unit: ClassVar[str | None] = "pixels"
+    extent_groups: ClassVar[bool] = True  # collate: one call per padded width
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)

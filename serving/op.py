@@ -185,12 +185,17 @@ class Op:
       ``pad_unit``    what :meth:`pad_extent` counts (``"pixels"``, ``"tokens"``);
                       None (the default): the op gives no item sizes, and
                       ``local_service_conf.max_batch_units`` is refused.
+      ``extent_groups`` True if :meth:`collate` runs the items of one
+                      :meth:`pad_extent` as one call and never pads an item past
+                      its own extent (width or length buckets): the adaptive
+                      policy then batches one extent at a time (docs/batching.md).
     """
 
     Params: ClassVar[type[BaseModel]] = NoParams
     input_kind: ClassVar[str | None] = None
     needs_model: ClassVar[bool] = True
     pad_unit: ClassVar[str | None] = None
+    extent_groups: ClassVar[bool] = False
 
     def __init__(self, ctx: OpContext):
         self.ctx = ctx

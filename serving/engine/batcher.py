@@ -15,17 +15,23 @@ formed when the first of these holds (see docs/batching.md, "When a batch leaves
 5. the batcher is closing (drain) -> take what is queued.
 
 With the ``adaptive`` policy and item extents (``extent_of``: ops that pad),
-the first item whose padding would cost more than batching saves cuts the
-batch: the cost model (:mod:`serving.engine.estimators`), which has a term per
-padded unit, prices the padding an item adds against the ``fixed`` per-batch
-cost it spares. The cut item stays queued; of the next ``max_batch_size``
-items of its priority level, those that pay to join (those of the batch's
-extent always do) still join, and the rest stay queued in their order. So the
-crops of one width bucket run together even when requests interleave widths,
-while the oldest item always leaves with the batch: no item waits for more
-batches than there are items before it. Such a cut batch leaves at once
-(reason ``adaptive (padding)``); it comes after rules 1 and 2 only where a
-preferred size can be formed, which is taken as it is.
+a batch also ends before the first item whose padding would cost more than
+batching saves: the cost model (:mod:`serving.engine.estimators`), which has
+a term per padded unit, prices the padding an item adds against the ``fixed``
+per-batch cost it spares. Such a cut batch leaves at once (reason ``adaptive
+(padding)``); it comes after rules 1 and 2 only where a preferred size can be
+formed, which is taken as it is.
+
+Where the op runs the items of one extent per predictor call and never pads
+across extents (``groups_by_extent``: rec's width buckets, ERNIE's length
+buckets), padding is never the question: an item of another extent is a call
+of its own whatever batch it is in. There a batch holds one extent, the
+oldest item's: items of other extents stay queued in their order, and of the
+next ``max_batch_size`` items of the oldest one's priority level, those of its
+extent join (reason ``adaptive (one extent)``, leaving at once). So the crops
+of one width share a call even when requests interleave widths, and a batch's
+items never wait for each other's calls. The oldest item always leaves, so no
+item waits for more batches than there are items before it.
 
 With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
 to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
@@ -134,6 +140,7 @@ class Batcher:
         on_evicted: Callable[[list[QueuedItem]], None] = lambda items: None,
         max_batch_units: int | None = None,
         extent_of: Callable[[Any], Extent] | None = None,
+        groups_by_extent: bool = False,
     ):
         if max_batch_size < 1:
             raise ValueError("max_batch_size must be >= 1")
@@ -158,6 +165,8 @@ class Batcher:
         self._extent_of = extent_of
         # the adaptive policy prices padding where items have extents (runs are then observed with their units)
         self._prices_padding = policy == "adaptive" and extent_of is not None
+        # ...and where the op runs one extent per call, batches one extent at a time
+        self.groups_by_extent = self._prices_padding and groups_by_extent
         self._idle = 0  # instances inside next_batch (asking for work)
         self._levels: list[deque[QueuedItem]] = [deque() for _ in range(self.priority_levels)]
         self._background: deque[QueuedItem] = deque()
@@ -335,7 +344,7 @@ class Batcher:
         # with a budget or priced padding the batch's padded size decides when it ends, so it is planned first
         fit = self.cost.fitted() if self._prices_padding else None
         plan = None
-        if self.max_batch_units is not None or fit is not None:
+        if self.max_batch_units is not None or fit is not None or self.groups_by_extent:
             plan = self._plan(now, background, self.max_batch_size, fit)
         take, reason, wait = self._how_many(n, now, oldest, plan)
         if take and foreground and self.spread and idle > 1:
@@ -364,7 +373,7 @@ class Batcher:
             if size <= n:
                 return size, "preferred", None
         if cut:
-            return cut, "adaptive (padding)", None
+            return cut, "adaptive (one extent)" if self.groups_by_extent else "adaptive (padding)", None
         if self._closed:
             return n, "drain", None
         due = oldest + self.max_queue_delay_s
@@ -422,13 +431,10 @@ class Batcher:
     def _plan(self, now: float, background: bool, limit: int, fit: CostFit | None = None) -> _Plan:
         """The batch of at most ``limit`` items the batcher would take now: items in
         take order, dead and expired ones dropped, stopping at the first that would
-        take the batch over ``max_batch_units``. Given the cost model's ``fit``, the
-        first item whose padding would cost more than the fixed cost batching it
-        saves cuts the batch: it stays queued, and of the next ``max_batch_size``
-        items of its priority level those that pay to join (at least the ones of the
-        batch's extent) still join, the others stay queued in their order. The
-        first item always joins, so every item leaves within as many batches as
-        there are items before it."""
+        take the batch over ``max_batch_units`` or that does not join (:meth:`_apart`;
+        the batch is cut). Where the op groups by extent the walk goes on past it:
+        of the next ``max_batch_size`` items of its priority level, those of the
+        batch's extent join, the others stay queued. The first item always joins."""
         plan = _Plan()
         budget = self.max_batch_units
         size = PaddedSize()
@@ -439,22 +445,22 @@ class Batcher:
             if self._is_dead(item.payload) or _expired(item, now):
                 plan.steps.append((q, item, DROPPED))
                 continue
-            if plan.cut:  # gathering: only what pays to join, from the cut item's level, within the lookahead
+            if plan.cut:  # one extent at a time: looking past what stays for more of the batch's
                 lookahead -= 1
                 if lookahead < 0 or item.priority != cut_level:
                     break
-                pays = fit is not None and fit.per_unit * size.padding_added(item.extent) <= fit.fixed
-                if not pays or (budget is not None and size.with_item(item.extent) > budget):
+                if item.extent != size.extent:
                     plan.steps.append((q, item, STAYS))
-                    plan.skipped = True
                     continue
-            elif budget is not None and plan.items and size.with_item(item.extent) > budget:
+            if budget is not None and plan.items and size.with_item(item.extent) > budget:
                 plan.full = True
                 break
-            elif fit is not None and plan.items and fit.per_unit * size.padding_added(item.extent) > fit.fixed:
-                plan.cut, cut_level, lookahead = True, item.priority, self.max_batch_size
+            if not plan.cut and plan.items and self._apart(item.extent, size, fit):
+                plan.cut = True
+                if not self.groups_by_extent:
+                    break
+                cut_level, lookahead, plan.skipped = item.priority, self.max_batch_size, True
                 plan.steps.append((q, item, STAYS))
-                plan.skipped = True
                 continue
             size.add(item.extent)
             plan.steps.append((q, item, JOINS))
@@ -463,6 +469,14 @@ class Batcher:
         if budget is not None and plan.items and size.with_item(size.extent) > budget:
             plan.full = True  # even the smallest item would pad to the batch's extent and not fit
         return plan
+
+    def _apart(self, extent: Extent, size: PaddedSize, fit: CostFit | None) -> bool:
+        """Whether an item of ``extent`` does not join the batch so far: by extent where the
+        op groups by it, else where the cost model's ``fit`` finds its padding dearer than
+        the fixed cost batching it saves."""
+        if self.groups_by_extent:
+            return extent != size.extent
+        return fit is not None and fit.per_unit * size.padding_added(extent) > fit.fixed
 
     def _take(self, plan: _Plan, k: int, decision: Decision) -> list[QueuedItem]:
         """Remove the first ``k`` joining items of ``plan`` (a prefix stays within the

@@ -116,6 +116,7 @@ class OpStage:
             on_evicted=self._evicted,
             max_batch_units=svc.max_batch_units,
             extent_of=self._slot_extent if self.counts_units else None,
+            groups_by_extent=op.extent_groups,
         )
         self.timeout_s = None if conf.timeout_ms is None else conf.timeout_ms / 1000.0
         self.retry = conf.retry

@@ -161,6 +161,21 @@ class SizedSplitOp(SplitOp):
         return [("warm", 1.0, 4)]
 
 
+class GroupedSizedSplitOp(SizedSplitOp):
+    """SizedSplitOp whose collate runs each size as a call of its own, unpadded (as rec's width buckets)."""
+
+    extent_groups = True
+
+    def collate(self, items):
+        subs = []
+        for units in sorted({item[2] for item in items}):
+            idx = [i for i, item in enumerate(items) if item[2] == units]
+            (sub,) = super().collate([items[i] for i in idx])
+            sub.indices = idx
+            subs.append(sub)
+        return subs
+
+
 class AddOp(_FakeBase):
     """Downstream op: each upstream value -> one item; doubles again."""
 

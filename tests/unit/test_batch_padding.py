@@ -178,27 +178,41 @@ def test_a_budget_and_the_price_of_padding_both_end_a_batch():
     assert names(d) == ["a3"] and d.reason == "adaptive (padding)"
 
 
-def test_a_cut_batch_gathers_the_items_of_its_extent_from_behind():
-    b = make(FakeClock(), cost_model())
+# ---- ops that run one extent per call (groups_by_extent: rec, ERNIE) -------------------------
+def grouped(clock=None, cost=None, **kw):
+    return make(clock or FakeClock(), cost or cost_model(), groups_by_extent=True, **kw)
+
+
+def test_a_grouping_op_is_batched_one_extent_at_a_time_gathered_from_behind():
+    b = grouped()
     b.put(widths("a", 10, 50, 10, 50, 10))  # two requests' crops of two widths, interleaved
-    d = b.poll()  # the 50s stay queued, in their order; the 10s behind them join the head
-    assert names(d) == ["a0", "a2", "a4"] and d.reason == "adaptive (padding)"
+    d = b.poll()  # the 50s stay queued, in their order; the 10s behind them join the oldest
+    assert names(d) == ["a0", "a2", "a4"] and d.reason == "adaptive (one extent)"
     d = b.poll()
     assert names(d) == ["a1", "a3"] and d.reason == "adaptive"
     assert b.depth == 0
 
 
+def test_extents_a_priced_batch_would_pad_together_are_apart_where_the_op_groups():
+    b = grouped(cost=cost_model(fixed=0.020))  # padding pays: one batch without grouping
+    b.put(widths("a", 10, 10, 12))
+    assert names(b.poll()) == ["a0", "a1"]  # 12 would be a call of its own anyway
+    b = grouped(cost=CostModel())  # and it needs no fit: nothing to price
+    b.put(widths("a", 10, 12, 10))
+    assert names(b.poll()) == ["a0", "a2"]
+
+
 def test_gathering_looks_max_batch_size_items_past_the_cut():
-    b = make(FakeClock(), cost_model(), max_batch_size=2)
+    b = grouped(max_batch_size=2)
     b.put(widths("a", 10, 50, 50, 50, 10))  # the last 10 is three items past the cut
     assert names(b.poll()) == ["a0"]
-    b = make(FakeClock(), cost_model(), max_batch_size=3)
+    b = grouped(max_batch_size=3)
     b.put(widths("a", 10, 50, 50, 50, 10))
     assert names(b.poll()) == ["a0", "a4"]
 
 
 def test_gathering_never_takes_an_item_of_a_lower_priority_past_a_higher_one():
-    b = make(FakeClock(), cost_model(), priority_levels=2)
+    b = grouped(priority_levels=2)
     b.put(widths("low", 10), priority=0)
     b.put(widths("high", 10, 50), priority=1)
     assert names(b.poll()) == ["high0"]  # low0 would overtake high1
@@ -207,9 +221,10 @@ def test_gathering_never_takes_an_item_of_a_lower_priority_past_a_higher_one():
 
 
 def test_gathering_keeps_the_budget():
-    b = make(FakeClock(), cost_model(), max_batch_units=60)
-    b.put(widths("a", 30, 5, 30, 30))  # 5 padded to 30 costs 2.5 ms; a third 30 makes 90 > 60
-    assert names(b.poll()) == ["a0", "a2"]
+    b = grouped(max_batch_units=60)
+    b.put(widths("a", 30, 5, 30, 30))  # a third 30 makes 90 > 60
+    d = b.poll()
+    assert names(d) == ["a0", "a2"] and d.reason == "max_batch_units"
     assert names(b.poll()) == ["a1"]
     assert names(b.poll()) == ["a3"]
 
@@ -217,7 +232,7 @@ def test_gathering_keeps_the_budget():
 def test_gathering_drops_the_dead_and_expired_it_meets_and_counts_what_is_left():
     clock = FakeClock()
     dead = {"a3"}
-    b = make(clock, cost_model(), is_dead=lambda p: p[0] in dead)
+    b = grouped(clock, is_dead=lambda p: p[0] in dead)
     b.put(widths("a", 10, 50, 10, 10))
     b.put([("late", (10,))], deadline=clock() + 0.001)
     clock.advance(0.002)
@@ -226,16 +241,25 @@ def test_gathering_drops_the_dead_and_expired_it_meets_and_counts_what_is_left()
     assert b.depth == 1 and names(b.poll()) == ["a1"]
 
 
-def test_every_item_leaves_within_as_many_batches_as_items_were_before_it():
+def test_a_grouping_op_with_the_fixed_policy_pads_as_before():
+    b = make(FakeClock(), cost_model(), policy="fixed", max_queue_delay_s=0.0, groups_by_extent=True)
+    b.put(widths("a", 10, 50, 10))
+    assert names(b.poll()) == ["a0", "a1", "a2"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_every_item_leaves_within_as_many_batches_as_items_were_before_it(seed):
     import random
 
-    rng = random.Random(7)
-    b = make(FakeClock(), cost_model(), max_batch_size=4)
+    rng = random.Random(seed)
+    b = grouped(max_batch_size=4, priority_levels=2)
     items = [(f"i{n}", (rng.choice((10, 20, 40, 80)),)) for n in range(60)]
     b.put(items)
     left_in = {}
     for batch_no in range(len(items)):
-        for q in b.poll().batch:
+        batch = b.poll().batch
+        assert len({q.extent for q in batch}) <= 1
+        for q in batch:
             left_in[q.payload[0]] = batch_no
     assert len(left_in) == len(items)  # nothing lost, nothing twice
     for position, (name, _) in enumerate(items):
@@ -267,9 +291,9 @@ def test_the_fixed_policy_pads_as_before():
 
 
 # ---- the stage: which batchers count units, and warm-up seeds them in units ------------------
-def pipeline(**svc):
+def pipeline(op_class="SizedSplitOp", **svc):
     conf = {"max_batch_size": 8, "max_queue_delay": 2, "concurrency": 1, "instance_num": 1, **svc}
-    ops = {"split": {"class": "tests.support.engine_fakes:SizedSplitOp", "input_ops": [], "local_service_conf": conf}}
+    ops = {"split": {"class": f"tests.support.engine_fakes:{op_class}", "input_ops": [], "local_service_conf": conf}}
     return Pipeline(parse_config({"name": "fake", "dag": {"request_timeout_ms": 20000}, "op": ops}))
 
 
@@ -288,5 +312,24 @@ def test_a_stage_counts_units_for_the_adaptive_policy_or_a_budget(svc, counts):
         assert [(n, u) for n, u, _ in cost._seeds] == ([(1, 4), (8, 32)] if counts else [])
         assert [(n, u) for n, u, _ in cost._samples] == ([] if counts else [(1, 1), (8, 8)])
         assert p.submit({"id": 1, "n": 3, "units": 4}).result()["values"] == [200, 202, 204]
+    finally:
+        p.shutdown(timeout=10)
+
+
+@pytest.mark.parametrize(
+    "op_class, svc, groups",
+    [
+        ("GroupedSizedSplitOp", {}, True),
+        ("GroupedSizedSplitOp", {"batching_policy": "fixed"}, False),
+        ("SizedSplitOp", {}, False),
+    ],
+)
+def test_a_stage_batches_one_extent_at_a_time_where_its_op_groups_by_extent(op_class, svc, groups):
+    p = pipeline(op_class, **svc)
+    p.start()
+    try:
+        assert p.stages["split"].batcher.groups_by_extent is groups
+        futures = [p.submit({"id": i, "n": 2, "units": 4 + i % 2}) for i in range(1, 5)]
+        assert [f.result()["values"] for f in futures] == [[2 * (i * 100 + j) for j in range(2)] for i in range(1, 5)]
     finally:
         p.shutdown(timeout=10)
