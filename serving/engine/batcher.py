@@ -114,7 +114,7 @@ class _Plan:
     items: int = 0  # items that join the batch
     units: int = 0  # their padded units
     full: bool = False  # by max_batch_units: no further item can join
-    cut: bool = False  # by the cost model: the next item's padding costs more than batching saves
+    cut: bool = False  # an item does not join: its padding costs more than batching saves, or (groups) its extent
     skipped: bool = False  # some item stays queued while a later one joins (gathered by extent)
 
 
