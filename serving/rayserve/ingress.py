@@ -6,6 +6,8 @@ Ray Serve's proxy hands each HTTP request to an ingress replica;
 :mod:`front` refuses it before its body when the token or the length says so
 and reads the body with a cap, then :mod:`wsgi_bridge` runs the app for it in
 a thread. Admission (``max_queue_size``) counts the requests of this replica.
+The app checks a request's images as the server's does but does not decode
+them: they go to the op replicas as files (:mod:`encoded_images`).
 
 The tokens come from the replica's environment (``BATCHLINE_AUTH_TOKEN``,
 ``BATCHLINE_ADMIN_TOKEN``: a Secret on Kubernetes) unless the config gives
@@ -36,6 +38,7 @@ from serving.http.exposure import check_bind
 from serving.http.front_gate import FrontGate
 from serving.http.server import http_threads
 from serving.rayserve.deployments import op_deployment_name, ray_conf
+from serving.rayserve.encoded_images import submit_encoded_images
 from serving.rayserve.front import IngressFront
 from serving.rayserve.health import DeploymentHealth
 from serving.rayserve.loop_thread import LoopThread
@@ -67,6 +70,9 @@ def handle_sender(handle: Any) -> Send:
 
 class Ingress:
     """The body of the ingress deployment (``serving.rayserve.app`` makes it one)."""
+
+    # images go to the op replicas as their files, decoded there (False: decoded here, as before; benches)
+    images_travel_encoded = True
 
     def __init__(
         self,
@@ -113,6 +119,8 @@ class Ingress:
             admin_token=gate.admin_token,
             metrics_text=self._metrics_text,
         )
+        if self.images_travel_encoded:
+            submit_encoded_images(self.app)
         self._front = IngressFront(gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]))
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
 

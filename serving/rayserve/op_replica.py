@@ -3,7 +3,8 @@ uncollate, predictor instances, warm-up) behind an async ``run`` method.
 
 Every call carries one request's inputs for this op; the replica's batcher
 batches the items of all calls it holds, whichever ingress replica sent
-them, with the request's priority and deadline.
+them, with the request's priority and deadline. A request's image arrives
+as its checked file and is decoded here (:mod:`encoded_images`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from serving.engine.request import RequestState
 from serving.engine.stage import OpStage
 from serving.errors import ClientDisconnected, ServingError, as_serving_error
 from serving.op import Op
+from serving.rayserve.encoded_images import decoded
 from serving.rayserve.metrics_hub import MetricsPusher
 from serving.rayserve.wire import OpCall, OpReply
 from serving.runners.node_cpus import NodeCpuAllocator
@@ -108,7 +110,7 @@ class OpReplica:
     def _accept(self, request: RequestState, inputs: dict[str, Any]) -> None:
         try:
             for source, value in inputs.items():
-                self.stage.accept(source, request, value)
+                self.stage.accept(source, request, decoded(value) if source == "input" else value)
         except Exception as exc:  # noqa: BLE001 - e.g. the stage is closing: the request gets the status
             request.fail(as_serving_error(exc))
 

@@ -1,0 +1,95 @@
+"""On Ray, a request's images travel to the op replicas as their files, not their pixels.
+
+The single-process server decodes a request's images in its prediction route,
+after admission and every size limit. On Ray the decoded page would then cross
+to the first op's replica as an array many times the file's size (the largest
+sample page: 1.2 MB of pixels against 14 KB of PNG), through Ray's object store.
+So the ingress's prediction routes (:class:`EncodedPredictionRoutes`) take the
+same steps as the server's, in the same order and with the same statuses
+(admission 503, the header's pixels and the request's totals 413, an unreadable
+header 400, the decode budget 503), and stop short of decoding: each image goes
+to the pipeline as its checked :class:`PendingInput` (file bytes and header).
+The op replica decodes it (:func:`decoded`) with the server's own call, so its
+op sees the same array and gives the same answer. A file whose header passes
+but whose pixels do not decode is refused by the replica, with the server's
+status and message (``input N: cannot decode image ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flask import Flask
+
+from serving.engine.decode_budget import Reservation
+from serving.engine.request import RequestState
+from serving.http.decode import DecodePlan, PendingInput, plan_inputs
+from serving.http.limits import HttpLimits
+from serving.http.parse import ParsedRequest
+from serving.http.routes.prediction import PredictionRoutes
+from serving.http.served_repository import ServedPipeline
+
+PREDICTION_ROUTES = "batchline.prediction"  # where serving.http.routes.prediction registers its routes object
+
+
+def carried(plan: DecodePlan) -> list[Any]:
+    """A checked request's values as they go to the pipeline: images undecoded, texts as they are."""
+    return [p if p.header is not None else p.value for p in plan.inputs]
+
+
+def decoded(value: Any) -> Any:
+    """A request value as the op takes it: an image that travelled undecoded is decoded now."""
+    return value.decode() if isinstance(value, PendingInput) else value
+
+
+class EncodedPredictionRoutes(PredictionRoutes):
+    """The prediction routes, submitting images undecoded."""
+
+    def start(
+        self,
+        name: str,
+        version: int | None,
+        parsed: ParsedRequest,
+        pipeline: ServedPipeline,
+        limits: HttpLimits,
+        key: str | None,
+    ) -> tuple[Sequence[RequestState], Reservation]:
+        # PredictionRoutes.start's steps, but for the decode (serving/http has no seam for it)
+        repo = self.repository
+        repo.precheck(
+            name, len(parsed.inputs), version=version, key=key, timeout_ms=parsed.timeout_ms, logid=parsed.logid
+        )
+        plan = plan_inputs(parsed.inputs, limits.inputs)
+        # the replicas hold the pixels while the request runs: the budget counts them as the server's does
+        reservation = self.ctx.decode_budget.reserve(plan.peak_bytes, pipeline.time_limit_s(parsed.timeout_ms))
+        try:
+            reservation.shrink(plan.held_bytes)
+            handles = repo.submit(
+                name,
+                carried(plan),
+                version=version,
+                key=key,
+                priority=parsed.priority,
+                timeout_ms=parsed.timeout_ms,
+                logid=parsed.logid,
+            )
+        except BaseException:
+            reservation.release()
+            raise
+        return handles, reservation
+
+
+def submit_encoded_images(app: Flask) -> None:
+    """Make ``app``'s prediction routes submit images undecoded: every view bound to its
+    routes object is bound to an :class:`EncodedPredictionRoutes` on the same context."""
+    routes = app.extensions[PREDICTION_ROUTES]
+    encoded = EncodedPredictionRoutes(routes.ctx)
+    rebound = 0
+    for endpoint, view in list(app.view_functions.items()):
+        if getattr(view, "__self__", None) is routes:
+            app.view_functions[endpoint] = getattr(encoded, view.__name__)
+            rebound += 1
+    if not rebound:  # the app's routes changed shape: fail at start, not by decoding quietly
+        raise RuntimeError("no prediction view found to rebind")
+    app.extensions[PREDICTION_ROUTES] = encoded
