@@ -209,6 +209,14 @@ class RayConf(BaseModel):
         description="Ray Serve's access log: a line per HTTP request and per op call in every replica's log "
         "(off by default: at hundreds of calls a second it floods the logs and costs CPU).",
     )
+    direct_ingress: bool = Field(
+        default=False,
+        description="Ray Serve's direct ingress: each ingress replica also answers HTTP on a port of its own "
+        "(the lowest free from 30000 on its node; `batchline serve --ray` logs it), past Serve's proxy, which "
+        "still answers on `http_port` (on the head node only). A lone request saves the proxy's hop (about "
+        "15 ms on one machine); throughput under load does not gain. Set by `batchline serve --ray` for a "
+        "local cluster it starts; a running cluster's nodes must be started with `RAY_SERVE_ENABLE_DIRECT_INGRESS=1`.",
+    )
 
     @field_validator("ingress", mode="before")
     @classmethod

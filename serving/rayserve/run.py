@@ -27,7 +27,7 @@ from ray import serve
 from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 
 from serving.config.documents import ConfigDocument, parse_documents
-from serving.rayserve import own_processes
+from serving.rayserve import direct_ingress, own_processes
 from serving.rayserve.app import build_app, serve_config
 from serving.rayserve.deployments import app_name, ray_conf
 from serving.rayserve.ingress import RELOAD_ON_RAY
@@ -226,6 +226,14 @@ def serve_on_ray(
         except NoRoom as exc:
             log.error("%s", exc)
             return 2
+    direct = ray_conf(parse_documents(documents)).direct_ingress
+    if direct and started_here:
+        os.environ.update(direct_ingress.ENV)  # read by every process of the cluster started below
+    elif direct:
+        log.warning(
+            "ray.direct_ingress: on a running cluster, only if its nodes were started with %s",
+            " ".join(f"{k}={v}" for k, v in direct_ingress.ENV.items()),
+        )
     stop = threading.Event()
     _on_signals(stop)  # a signal while Ray starts: stop once it has
     try:
@@ -241,6 +249,8 @@ def serve_on_ray(
                 http = config["http_options"]
                 log.info("serving on http://%s:%s/ (Ray Serve application %r)", http["host"], http["port"], name)
                 outcome.append(watch(name, stop))
+                if direct and outcome[-1]:
+                    _report_direct(name, http["host"], int(http["port"]))
             except Exception:
                 log.exception("deploying application %s failed", name)
                 outcome.append(False)
@@ -259,6 +269,20 @@ def serve_on_ray(
     finally:
         _disconnect(started_here)
     return 1 if outcome and outcome[-1] is False else 0
+
+
+def _report_direct(name: str, host: str, proxy_port: int) -> None:
+    """Log where the ingress replicas answer past the proxy (direct ingress)."""
+    try:
+        ports = direct_ingress.replica_ports(direct_ingress.target_groups(name), proxy_port)
+    except Exception as exc:  # noqa: BLE001 - the proxy's address still serves
+        log.warning("could not read the ingress replicas' direct ports: %s", exc)
+        return
+    if not ports:
+        log.warning("ray.direct_ingress is set, but no ingress replica reports a port of its own")
+        return
+    addresses = ", ".join(f"http://{host}:{port}/" for port in ports)
+    log.info("direct ingress: the ingress replicas also answer on %s (past Serve's proxy)", addresses)
 
 
 def _on_signals(stop: threading.Event) -> None:

@@ -4,16 +4,20 @@ itself: the deployments' default CPUs (5) are fitted to the machine, so it
 becomes ready and answers an OCR request; ``/health/ready`` always answers
 while it starts (503 JSON until every replica runs; Ray's proxy holds a
 request only while the ingress's own replica starts); and SIGTERM stops it
-within a bounded time, leaving none of the processes it started."""
+within a bounded time, leaving none of the processes it started. With
+``ray.direct_ingress``, the same, and the ingress replica answers on its own
+port too (the command logs it), past Serve's proxy."""
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 import time
 
 import pytest
 import requests
+import yaml
 
 from serving.rayserve import own_processes
 from tests.support.server_process import ROOT, ServerProcess
@@ -57,9 +61,36 @@ def wait_ready(server: ServerProcess) -> list[int]:
     raise AssertionError(f"not ready within {READY_S}s (answers {sorted(set(seen))}):\n{server.log()}")
 
 
-def test_ocr_on_a_local_cluster_gets_ready_answers_and_stops_clean():
+def ocr_config(tmp_path, direct: bool) -> str:
+    """configs/ocr.yml as it is, or with ``ray.direct_ingress`` on (its model paths are ``pkg://``)."""
+    path = os.path.join(ROOT, "configs", "ocr.yml")
+    if not direct:
+        return path
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    data["ray"] = {**(data.get("ray") or {}), "direct_ingress": True}
+    out = tmp_path / "ocr.yml"
+    out.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(out)
+
+
+def direct_address(server: ServerProcess) -> str:
+    """The ingress replica's own address, as the command logs it once the application runs."""
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        with open(server.log_path, encoding="utf-8", errors="replace") as log:
+            found = re.search(r"direct ingress: the ingress replicas also answer on (http://\S+?)/?[ ,]", log.read())
+        if found:
+            return found.group(1)
+        time.sleep(0.5)
+    raise AssertionError(f"no direct-ingress address logged:\n{server.log()}")
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["proxy", "direct-ingress"])
+def test_ocr_on_a_local_cluster_gets_ready_answers_and_stops_clean(tmp_path, direct):
     env = {"RAY_ADDRESS": "", "RAY_USAGE_STATS_ENABLED": "0"}
-    server = ServerProcess(os.path.join(ROOT, "configs", "ocr.yml"), extra_args=("--ray",), env=env, wait_ready=False)
+    config = ocr_config(tmp_path, direct)
+    server = ServerProcess(config, extra_args=("--ray",), env=env, wait_ready=False)
     try:
         seen = wait_ready(server)
         assert set(seen) <= {0, 404, 503, 200}, seen  # 404: the proxy is up, the application not yet submitted
@@ -69,6 +100,12 @@ def test_ocr_on_a_local_cluster_gets_ready_answers_and_stops_clean():
         answer = requests.post(f"{server.url}/ocr/prediction", json=body, timeout=120)
         assert answer.status_code == 200, answer.text
         assert "Hello" in answer.json()["value"][0], answer.text
+        if direct:  # the same application on the replica's own port, the proxy still on the documented one
+            address = direct_address(server)
+            assert address != server.url
+            assert requests.get(f"{address}/health/ready", timeout=READY_ANSWER_S).status_code == 200
+            past_proxy = requests.post(f"{address}/ocr/prediction", json=body, timeout=120)
+            assert (past_proxy.status_code, past_proxy.json()) == (200, answer.json())
         started = own_processes.descendants(server.proc.pid)  # its Ray cluster: GCS, raylet, replicas...
         assert len(started) > 3, started
         began = time.monotonic()

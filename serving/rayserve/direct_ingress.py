@@ -1,0 +1,52 @@
+"""Ray Serve's direct ingress (``ray.direct_ingress``): each ingress replica also
+answers HTTP itself, past Serve's proxy.
+
+Ray Serve 2.60 turns it on by an environment variable that every process of the
+cluster reads when it imports Ray (``RAY_SERVE_ENABLE_DIRECT_INGRESS=1``); the
+controller then gives each ingress replica a port of its own from
+``RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT`` (30000) up, the lowest free one on its
+node, and the replica serves the application there, route prefix included. The
+proxy still runs (on the head node only) at the documented ``http_port``.
+
+On one machine the proxy's hop is most of Ray's own cost for a lone request
+(docs/BENCHMARKS.md, "Ray backend"), so a client on the replica's port skips it.
+So that a stop is not held up, the replica's minimum drain (30 s by default,
+for load balancers to deregister it) is set to none: ``batchline serve --ray``
+drains as without it. The variables can only be set for a cluster the command
+starts; the nodes of a running cluster must have been started with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+ENV = {
+    "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1",
+    # Ray holds a stopping ingress replica open this long for load balancers; none in front here
+    "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "0",
+}
+
+
+def replica_ports(target_groups: Iterable[Any], proxy_port: int) -> list[int]:
+    """The HTTP ports the ingress replicas answer on, from Ray's target groups of one
+    application (targets on ``proxy_port``: the proxy, while no replica runs)."""
+    ports = {
+        target.port
+        for group in target_groups
+        if str(getattr(group.protocol, "value", group.protocol)).upper() == "HTTP"
+        for target in group.targets
+        if target.port != proxy_port
+    }
+    return sorted(ports)
+
+
+def target_groups(app: str) -> list[Any]:
+    """Ray's target groups of ``app``, from Serve's controller (no public API reports them in 2.60)."""
+    import ray
+    from ray.serve.context import _get_global_client
+
+    client = _get_global_client()
+    if client is None:
+        raise RuntimeError("Ray Serve is not running")
+    return list(ray.get(client._controller.get_target_groups.remote(app), timeout=10))
