@@ -17,9 +17,12 @@ as ratios measured side by side: Ray / single-process, and rec 2 replicas / 1.
 The Ray nodes are this machine (``--ray-nodes`` raylets, one by default, each with
 ``--ray-cpus`` logical CPUs, so Ray's scheduling never blocks a deployment; with two,
 Ray spreads the two rec replicas over them); more machines are what Ray is for,
-which one machine cannot show.
+which one machine cannot show. With ``--direct-ingress``, Ray Serve's direct
+ingress is on and every Ray setup is measured on its ingress replica's own
+port, past the proxy; ``ocr ray proxy`` is ``ocr ray`` through the proxy.
 
     python -m bench.ray_backend [--duration 12 --rounds 2 --ocr-clients 4 --rec-clients 16 --ray-nodes 1]
+        [--direct-ingress]
 """
 
 from __future__ import annotations
@@ -97,11 +100,18 @@ def main() -> int:
     ap.add_argument("--rec-clients", type=int, default=16)
     ap.add_argument("--ray-cpus", type=int, default=16, help="logical CPUs of each Ray node")
     ap.add_argument("--ray-nodes", type=int, default=1, help="raylets of the local Ray cluster (all on this machine)")
+    ap.add_argument(
+        "--direct-ingress",
+        action="store_true",
+        help="Ray Serve's direct ingress on: the Ray setups measured past the proxy, plus ocr ray through it",
+    )
     args = ap.parse_args()
     try:
         import ray
 
+        from bench.ray_lone_path import direct_urls
         from serving.config.documents import ConfigDocument
+        from serving.rayserve import direct_ingress
         from serving.rayserve.run import deploy
         from tests.support.ray_cluster import LocalRayCluster
         from tests.support.server_process import free_port
@@ -109,6 +119,7 @@ def main() -> int:
         raise BenchError(f"needs the ray extra: pip install -e '.[ray]' ({exc})") from None
 
     confs = configs()
+    setups = SETUPS + (("ocr ray proxy",) if args.direct_ingress else ())
     paths = {who: write_config(conf, tag=who.replace(" ", "-")) for who, conf in confs.items()}
     for who in SETUPS:
         print(f"{who}: {op_layout(confs[who])}", flush=True)
@@ -118,7 +129,10 @@ def main() -> int:
     results: dict[tuple[str, int], list[dict]] = {}
     started = time.monotonic()
     with ExitStack() as stack:
-        cluster = LocalRayCluster(cpus_per_node=(args.ray_cpus,) * args.ray_nodes).start()
+        cluster = LocalRayCluster(cpus_per_node=(args.ray_cpus,) * args.ray_nodes)
+        if args.direct_ingress:
+            cluster.env.update(direct_ingress.ENV)
+        cluster.start()
         stack.callback(cluster.stop)
         os.environ.update(cluster.client_env)
         ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
@@ -132,9 +146,14 @@ def main() -> int:
                 urls[who] = stack.enter_context(served(paths[who])).url
         for who in SETUPS:  # deploy() returns before the replicas run (and warm up): measure them running
             wait_ok(f"{urls[who]}/health/ready")
+        if args.direct_ingress:  # the same applications, past the proxy; ocr also through it
+            confs["ocr ray proxy"], urls["ocr ray proxy"] = confs["ocr ray"], urls["ocr ray"]
+            apps = {who: confs[who]["ray"]["app_name"] for who in SETUPS if "ray" in who}
+            direct = direct_urls(list(apps.values()), port)
+            urls.update({who: f"{direct[app]}/{app}" for who, app in apps.items()})
         print(f"all setups up in {time.monotonic() - started:.0f} s", flush=True)
         for rnd in range(args.rounds):
-            for who in SETUPS if rnd % 2 == 0 else SETUPS[::-1]:
+            for who in setups if rnd % 2 == 0 else setups[::-1]:
                 kind = who.split()[0]
                 name = confs[who]["name"]
                 for c in levels[kind]:
@@ -171,6 +190,9 @@ def main() -> int:
         "pooled": {f"{who} {c}": pooled(rs) for (who, c), rs in results.items()},
         "rec_lone_breakdown_ms": breakdown,
     }
+    if args.direct_ingress:
+        proxy_rate = pooled_at("ocr ray proxy", oc)["rate"]
+        summary["ocr_throughput_ray_proxy_vs_single"] = ratio(proxy_rate, pooled_at("ocr single", oc)["rate"])
     ocr_lone, rec_lone = summary["ocr_lone_p50_ms"], summary["rec_lone_p50_ms"]
     summary["ocr_lone_overhead_ms"] = ocr_lone["ocr ray"] - ocr_lone["ocr single"]
     summary["rec_lone_overhead_ms"] = rec_lone["rec ray x1"] - rec_lone["rec single"]
@@ -178,7 +200,7 @@ def main() -> int:
         "ray_backend",
         {
             "args": vars(args),
-            "layouts": {who: op_layout(confs[who]) for who in SETUPS},
+            "layouts": {who: op_layout(confs[who]) for who in setups},
             "summary": summary,
             "rounds": {
                 f"{who} {c}": [{k: v for k, v in r.items() if k != "latencies_s"} for r in rs]
@@ -196,6 +218,9 @@ def main() -> int:
         "one op call)",
         flush=True,
     )
+    if args.direct_ingress:
+        proxied = summary["ocr_throughput_ray_proxy_vs_single"]
+        print(f"(Ray setups past the proxy; full OCR through it: {fmt_ratio(proxied)})", flush=True)
     return 0
 
 
