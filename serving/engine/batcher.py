@@ -71,6 +71,7 @@ with a fake clock instead of sleeping.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from collections import deque
@@ -82,6 +83,11 @@ from serving.engine.estimators import ArrivalEstimator, CostFit, CostModel
 from serving.engine.units import Extent, PaddedSize
 
 Clock = Callable[[], float]
+
+# Batching an item must spare at least this share of what it costs alone, or items run one
+# at a time: below it, the fit's noise on a busy CPU and what the model does not see (a
+# batch's larger working set, with other instances running beside it) outweigh the saving.
+MIN_BATCHING_SAVING = 0.1
 
 
 @dataclass
@@ -116,6 +122,7 @@ class _Plan:
     full: bool = False  # by max_batch_units: no further item can join
     cut: bool = False  # an item does not join: its padding costs more than batching saves, or (groups) its extent
     skipped: bool = False  # some item stays queued while a later one joins (gathered by extent)
+    alone: bool = False  # cut after its first item: batching saves too little (MIN_BATCHING_SAVING)
 
 
 JOINS, DROPPED, STAYS = "joins", "dropped", "stays"  # a plan step: into the batch; dead or expired; left queued
@@ -373,7 +380,9 @@ class Batcher:
             if size <= n:
                 return size, "preferred", None
         if cut:
-            return cut, "adaptive (one extent)" if self.groups_by_extent else "adaptive (padding)", None
+            alone = plan is not None and plan.alone
+            kind = "one item" if alone else "one extent" if self.groups_by_extent else "padding"
+            return cut, f"adaptive ({kind})", None
         if self._closed:
             return n, "drain", None
         due = oldest + self.max_queue_delay_s
@@ -465,6 +474,9 @@ class Batcher:
             size.add(item.extent)
             plan.steps.append((q, item, JOINS))
             plan.items += 1
+            if plan.items == 1 and not _batching_saves(fit, size):
+                plan.cut = plan.alone = True  # nothing would pay to join it, nor to be waited for
+                break
         plan.units = size.units
         if budget is not None and plan.items and size.with_item(size.extent) > budget:
             plan.full = True  # even the smallest item would pad to the batch's extent and not fit
@@ -504,6 +516,15 @@ class Batcher:
             q.clear()
             q.extend(kept)
         return batch
+
+
+def _batching_saves(fit: CostFit | None, size: PaddedSize) -> bool:
+    """Whether batching is worth it for a batch like ``size`` so far (its first item's
+    extent): the fixed cost it spares is at least :data:`MIN_BATCHING_SAVING` of what
+    that item costs alone. True without a fit (nothing measured to say otherwise)."""
+    if fit is None:
+        return True
+    return fit.fixed > 0 and fit.fixed >= MIN_BATCHING_SAVING * fit.alone(math.prod(size.extent))
 
 
 def _expired(item: QueuedItem, now: float) -> bool:

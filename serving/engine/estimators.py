@@ -34,6 +34,10 @@ class CostFit(NamedTuple):
     per_item: float  # seconds per item
     per_unit: float  # seconds per padded unit (0 where items have no extents)
 
+    def alone(self, units: int) -> float:
+        """Seconds one item of ``units`` padded units takes as a batch of its own."""
+        return self.fixed + self.per_item + self.per_unit * units
+
 
 class CostModel:
     def __init__(self, window: int = 128):

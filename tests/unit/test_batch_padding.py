@@ -133,14 +133,38 @@ def test_a_narrow_item_behind_a_wide_one_is_cut_too():
     assert names(b.poll()) == ["a1", "a2"]
 
 
-def test_equal_widths_are_taken_whole_even_when_batching_saves_nothing():
+def test_equal_widths_are_taken_whole_where_batching_saves():
     clock = FakeClock()
-    b = make(clock, cost_model(fixed=0.0))
-    for i in range(3):  # a dense stream: without a fixed cost to save there is no reason to wait
+    b = make(clock, cost_model())
+    for i in range(3):  # arriving slower than the 2 ms batching saves: no reason to wait
         b.put(widths(f"r{i}-", 30, 30))
-        clock.advance(0.0001)
+        clock.advance(0.003)
     d = b.poll()
     assert len(d.batch) == 6 and d.reason == "adaptive"
+
+
+@pytest.mark.parametrize("groups", [False, True])
+@pytest.mark.parametrize("fixed", [0.0, 0.0002])
+def test_where_batching_saves_too_little_items_run_one_at_a_time(groups, fixed):
+    # on a CPU a batch of rec crops costs each crop as much as running alone, or more (the two
+    # instances' larger working sets): the fit finds no fixed cost, or one within its noise
+    # (0.2 ms against 3.2 ms a 30-unit item costs alone), and batches hold one item
+    clock = FakeClock()
+    b = make(clock, cost_model(fixed=fixed), groups_by_extent=groups)
+    for i in range(3):
+        b.put(widths(f"r{i}-", 30, 30))
+        clock.advance(0.0001)
+    sizes = [len(b.poll().batch) for _ in range(6)]
+    assert sizes == [1] * 6 and b.depth == 0
+
+
+def test_the_saving_is_weighed_against_the_oldest_items_own_cost():
+    b = make(FakeClock(), cost_model(fixed=0.002))  # 10% of a 20-unit item (2 + 2 ms), not of a 200
+    b.put(widths("a", 20, 20))
+    assert len(b.poll().batch) == 2
+    b = make(FakeClock(), cost_model(fixed=0.002))
+    b.put(widths("a", 200, 200))
+    assert len(b.poll().batch) == 1
 
 
 def test_a_cut_batch_leaves_at_once_where_the_stream_would_be_waited_for():
