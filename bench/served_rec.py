@@ -4,6 +4,9 @@ bench's text-line crops, 32 closed-loop clients, side by side in one run:
 
 * the bare engine, no server (the limit): one thread per instance, each
   decoding, preprocessing and reading one crop at a time (bench/lib/bare_rec.py);
+* the engine alone: configs/rec.yml's pipeline in the bench's process, 32
+  submitting threads, no HTTP (what the batcher and hand-offs cost, apart from
+  the HTTP front's share);
 * ``batchline serve configs/rec.yml``, the binary native upload (PNG body) and
   the Paddle Serving JSON (base64);
 * mosec with max batch 1 and with dynamic batching (max batch 32, 5 ms wait),
@@ -26,7 +29,7 @@ import gc
 import sys
 from contextlib import ExitStack
 
-from bench.lib.bare_rec import bare_engine_loop, read_crop
+from bench.lib.bare_rec import bare_engine_loop, engine_loop, read_crop
 from bench.lib.configs import repo_config_path
 from bench.lib.http_load import HttpError, probe, rotating_closed_loop
 from bench.lib.inprocess import make_op
@@ -40,6 +43,8 @@ from bench.lib.venvs import ensure_venv
 from bench.revisions import worktree
 
 BARE_TITLE = f"bare engine, no server ({WORKERS} threads, one crop at a time): the limit"
+ENGINE = "engine"
+ENGINE_TITLE = "the engine of `configs/rec.yml` in the bench's process, no HTTP (submitting threads)"
 
 
 def agreement(c: Contender, port: int, crops: list[bytes], reference: list[str]) -> tuple[str, list[str]]:
@@ -112,9 +117,32 @@ def report(row: dict) -> None:
     )
 
 
+def engine_row(args: argparse.Namespace, crops: list[bytes], reference: list[str]) -> dict:
+    """The served engine without its HTTP front, ``args.clients`` submitting threads."""
+    result, texts = engine_loop(
+        repo_config_path("rec"),
+        crops,
+        clients=args.clients,
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        texts=len(reference),
+    )
+    doc = result.to_dict()
+    differ = [f"{got!r} != {want!r}" for got, want in zip(texts, reference) if got != want]
+    agree = f"{len(reference) - len(differ)}/{len(reference)}"
+    return {
+        "key": ENGINE,
+        "title": ENGINE_TITLE,
+        "agree": agree,
+        "differ": differ,
+        **doc,
+        "crops_per_s": doc.pop("req_per_s"),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    keys = [BARE, *(c.key for c in contenders())]
+    keys = [BARE, ENGINE, *(c.key for c in contenders())]
     parser.add_argument("--only", default="", help=f"comma-separated, of: {','.join(keys)} (default: all)")
     parser.add_argument("--clients", type=int, default=32, help="closed-loop connections per server")
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per row")
@@ -132,6 +160,11 @@ def main() -> int:
     if rows:
         print(f"    {bare['crops_per_s']:.1f} crops/s", flush=True)
     gc.collect()  # the bare engine's runners go before the servers start
+    if ENGINE in picked:
+        print(f"=== {ENGINE}", flush=True)
+        rows.append(engine_row(args, crops, reference))
+        report(rows[-1])
+        gc.collect()
     servers = [c for c in contenders() if c.key in picked]
     if args.base:
         servers.insert(0, base_contender(args.base))

@@ -74,6 +74,48 @@ def test_bare_engine_loop_counts_only_its_window_and_uses_every_runner(monkeypat
     assert {r for r, _ in used} == {"r0", "r1"} and {p for _, p in used} == {b"a", b"b", b"c"}
 
 
+class _Handle:
+    def __init__(self, image):
+        self.image = image
+
+    def result(self):
+        if self.image == "bad":
+            raise RuntimeError("a failed request")
+        return {"text": f"text of {self.image}", "score": 1.0}
+
+
+class _Pipeline:
+    started = stopped = False
+
+    def __init__(self, config):
+        self.config = config
+        _Pipeline.seen = []
+
+    def start(self):
+        _Pipeline.started = True
+
+    def submit(self, image):
+        _Pipeline.seen.append(image)
+        return _Handle(image)
+
+    def shutdown(self, timeout=None):
+        _Pipeline.stopped = True
+
+
+def test_the_engine_loop_runs_the_configs_pipeline_reads_texts_first_and_counts_failures(monkeypatch):
+    import serving.config
+    import serving.engine.pipeline
+
+    monkeypatch.setattr(serving.config, "load_config", lambda path: {"path": path})
+    monkeypatch.setattr(serving.engine.pipeline, "Pipeline", _Pipeline)
+    monkeypatch.setattr(bare_rec, "decode_png", lambda png: png.decode())
+    crops = [b"a", b"b", b"bad"]
+    result, texts = bare_rec.engine_loop("cfg.yml", crops, clients=3, duration_s=0.2, warmup_s=0.05, texts=2)
+    assert texts == ["text of a", "text of b"] and _Pipeline.seen[:2] == ["a", "b"]
+    assert result.clients == 3 and result.ok > 0 and result.errors > 0 and "a failed request" in result.first_error
+    assert set(_Pipeline.seen) == {"a", "b", "bad"} and _Pipeline.started and _Pipeline.stopped
+
+
 ROWS = [
     {"key": "bare", "title": "bare", "crops_per_s": 100.0, "latency_ms": {"p50": 20, "p99": 30}},
     {"key": "batchline", "title": "ours", "crops_per_s": 80.0, "latency_ms": {"p50": 300, "p99": 700}, "agree": "8/8"},
