@@ -17,18 +17,12 @@ status and message (``input N: cannot decode image ...``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from flask import Flask
 
-from serving.engine.decode_budget import Reservation
-from serving.engine.request import RequestState
-from serving.http.decode import DecodePlan, PendingInput, plan_inputs
-from serving.http.limits import HttpLimits
-from serving.http.parse import ParsedRequest
+from serving.http.decode import DecodePlan, PendingInput
 from serving.http.routes.prediction import PredictionRoutes
-from serving.http.served_repository import ServedPipeline
 
 PREDICTION_ROUTES = "batchline.prediction"  # where serving.http.routes.prediction registers its routes object
 
@@ -46,38 +40,10 @@ def decoded(value: Any) -> Any:
 class EncodedPredictionRoutes(PredictionRoutes):
     """The prediction routes, submitting images undecoded."""
 
-    def start(
-        self,
-        name: str,
-        version: int | None,
-        parsed: ParsedRequest,
-        pipeline: ServedPipeline,
-        limits: HttpLimits,
-        key: str | None,
-    ) -> tuple[Sequence[RequestState], Reservation]:
-        # PredictionRoutes.start's steps, but for the decode (serving/http has no seam for it)
-        repo = self.repository
-        repo.precheck(
-            name, len(parsed.inputs), version=version, key=key, timeout_ms=parsed.timeout_ms, logid=parsed.logid
-        )
-        plan = plan_inputs(parsed.inputs, limits.inputs)
-        # the replicas hold the pixels while the request runs: the budget counts them as the server's does
-        reservation = self.ctx.decode_budget.reserve(plan.peak_bytes, pipeline.time_limit_s(parsed.timeout_ms))
-        try:
-            reservation.shrink(plan.held_bytes)
-            handles = repo.submit(
-                name,
-                carried(plan),
-                version=version,
-                key=key,
-                priority=parsed.priority,
-                timeout_ms=parsed.timeout_ms,
-                logid=parsed.logid,
-            )
-        except BaseException:
-            reservation.release()
-            raise
-        return handles, reservation
+    def values(self, plan: DecodePlan) -> list[Any]:
+        # the replicas hold the pixels while the request runs: the decode budget counts them
+        # as the server's does (PredictionRoutes.start reserves it before this)
+        return carried(plan)
 
 
 def submit_encoded_images(app: Flask) -> None:

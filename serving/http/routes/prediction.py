@@ -14,7 +14,7 @@ from flask import Flask, Response, g, jsonify, request
 from serving.engine.decode_budget import Reservation
 from serving.engine.request import RequestState
 from serving.errors import ServingError
-from serving.http.decode import plan_inputs
+from serving.http.decode import DecodePlan, plan_inputs
 from serving.http.encode import plain, to_json
 from serving.http.error_body import body_over_limit
 from serving.http.limits import HttpLimits, limits_from_config
@@ -133,7 +133,7 @@ class PredictionRoutes:
         # the arrays live until the answer
         reservation = self.ctx.decode_budget.reserve(plan.peak_bytes, pipeline.time_limit_s(parsed.timeout_ms))
         try:
-            values = plan.decode()
+            values = self.values(plan)
             reservation.shrink(plan.held_bytes)  # decoding's transient copies are gone
             handles = repo.submit(
                 name,
@@ -148,6 +148,10 @@ class PredictionRoutes:
             reservation.release()
             raise
         return handles, reservation
+
+    def values(self, plan: DecodePlan) -> list[Any]:
+        """A checked request's values as the pipeline takes them: its images decoded."""
+        return plan.decode()
 
 
 def paddle_document(handles: Sequence[RequestState], logid: Any) -> dict[str, Any]:
