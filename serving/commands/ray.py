@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         documents = read_documents(args.config)
         from serving.rayserve.app import serve_config
-        from serving.rayserve.run import serve_config_yaml
+        from serving.rayserve.run import build_notes, serve_config_yaml
         from serving.rayserve.secrets import literal_secrets
 
         secret = literal_secrets(documents)
@@ -37,13 +37,16 @@ def main(args: argparse.Namespace) -> int:
             raise secret
 
         config = serve_config(documents, host=args.host, port=args.port, warmup=not args.no_warmup)
+        notes = build_notes(documents)
     except ConfigError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
     except ImportError as exc:
         sys.stderr.write(f"batchline ray: needs Ray Serve: pip install -e '.[ray]' ({exc})\n")
         return 2
-    text = serve_config_yaml(config, "batchline ray build " + " ".join(shlex.quote(c) for c in args.config))
+    text = serve_config_yaml(config, "batchline ray build " + " ".join(shlex.quote(c) for c in args.config), notes)
+    for note in notes:
+        sys.stderr.write(f"batchline ray build: {note}\n")
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -28,6 +28,11 @@ ENV = {
 }
 
 
+def node_env() -> str:
+    """The variables every node of a cluster must be started with, as a shell would set them."""
+    return " ".join(f"{k}={v}" for k, v in ENV.items())
+
+
 def replica_ports(target_groups: Iterable[Any], proxy_port: int) -> list[int]:
     """The HTTP ports the ingress replicas answer on, from Ray's target groups of one
     application (targets on ``proxy_port``: the proxy, while no replica runs)."""

@@ -232,7 +232,7 @@ def serve_on_ray(
     elif direct:
         log.warning(
             "ray.direct_ingress: on a running cluster, only if its nodes were started with %s",
-            " ".join(f"{k}={v}" for k, v in direct_ingress.ENV.items()),
+            direct_ingress.node_env(),
         )
     stop = threading.Event()
     _on_signals(stop)  # a signal while Ray starts: stop once it has
@@ -340,8 +340,17 @@ def _stop_application(name: str, *, shutdown_serve: bool, timeout_s: float) -> N
         log.warning("Ray did not confirm that application %s stopped within %.0f s; exiting", name, timeout_s)
 
 
-def serve_config_yaml(config: dict[str, Any], command: str) -> str:
+def serve_config_yaml(config: dict[str, Any], command: str, notes: Sequence[str] = ()) -> str:
+    """The Ray Serve config file: a header naming ``command``, then ``notes`` as comments."""
     import yaml
 
-    header = f"# Ray Serve config written by: {command}\n# deploy with: serve deploy <this file>\n"
+    lines = [f"Ray Serve config written by: {command}", "deploy with: serve deploy <this file>", *notes]
+    header = "".join(f"# {line}\n" for line in lines)
     return header + yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+
+
+def build_notes(documents: Sequence[ConfigDocument]) -> list[str]:
+    """What a Ray Serve config file cannot carry of ``documents`` and its deployer must do."""
+    if not ray_conf(parse_documents(documents)).direct_ingress:
+        return []
+    return [f"ray.direct_ingress: start every node of the cluster with {direct_ingress.node_env()} (this file cannot)"]

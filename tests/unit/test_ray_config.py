@@ -447,6 +447,22 @@ def test_ray_build_to_stdout(tmp_path, capsys):
     assert written["applications"][0]["name"] == "p"
 
 
+def test_ray_build_says_what_direct_ingress_needs_of_the_cluster(tmp_path, capsys):
+    data = document("p", split_add()).data
+    data["ray"] = {"direct_ingress": True}
+    config = write_config(tmp_path / "p.yml", data)
+    out = tmp_path / "serve.yaml"
+    assert cli.main(["ray", "build", str(config), "-o", str(out)]) == 0
+    need = "start every node of the cluster with RAY_SERVE_ENABLE_DIRECT_INGRESS=1"
+    assert need in capsys.readouterr().err
+    text = out.read_text()
+    assert f"# ray.direct_ingress: {need}" in text.split("\napplications:")[0]
+    ServeDeploySchema.model_validate(yaml.safe_load(text))
+    plain = write_config(tmp_path / "q.yml", document("q", split_add()).data)
+    assert cli.main(["ray", "build", str(plain)]) == 0
+    assert "direct_ingress" not in capsys.readouterr().out
+
+
 def test_ray_build_of_a_bad_config_names_file_and_key(tmp_path, capsys):
     data = document("p", split_add()).data
     data["op"]["add"]["ray"] = {"num_replica": 2}
