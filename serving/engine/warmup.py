@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from serving.engine.stage import OpStage
 from serving.op import Runner
@@ -19,7 +23,9 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
     predictor batch size), then seed the batcher's cost model with the
     first shape at batch 1 and at the largest batch of it: max_batch_size, or
     fewer where max_batch_units holds fewer (warm-up must not run out of the
-    memory the budget protects); in padded units where the batcher counts them."""
+    memory the budget protects); in padded units where the batcher counts them.
+    Each seed is timed with every instance running it at once, as batches run
+    under load (:func:`seed_seconds`)."""
     items = list(stage.op.warmup_items())
     if not items:
         return
@@ -39,11 +45,40 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
             if size <= largest:
                 stage.run_batch(runner, [items[0]] * size, record=False)
     for size in sorted({1, largest}):
-        elapsed = 0.0
-        for _ in range(2):  # the second run is the warm one
-            began = time.monotonic()
-            stage.run_batch(runners[0], [items[0]] * size, record=False)
-            elapsed = time.monotonic() - began
+        elapsed = seed_seconds(stage, runners, [items[0]] * size)
         # with units the seeds are kept for good: the runs sure to vary the item count at one item size
         units = size * math.prod(stage.item_extent(items[0])) if stage.counts_units else None
         stage.batcher.record_run(size, elapsed, units, seed=stage.counts_units)
+
+
+def seed_seconds(stage: OpStage, runners: Sequence[Runner], batch: list[Any]) -> float:
+    """Seconds ``batch`` takes on an instance while every instance runs it: the mean over
+    instances of the second (warm) of two runs started together. Timed alone, one instance
+    has the machine's caches and memory bandwidth to itself, and a CPU batch looks cheaper
+    next to a single item than it is once the other instances run beside it, as they do
+    under load: the seeds would then tell the batcher that batching saves what it does not."""
+    if len(runners) == 1:
+        return _timed_twice(stage, runners[0], batch, None)
+    start = threading.Barrier(len(runners))
+    with ThreadPoolExecutor(len(runners), thread_name_prefix=f"{stage.name}-seed") as pool:
+        futures = [pool.submit(_timed_twice, stage, runner, batch, start) for runner in runners]
+    errors = [e for e in (f.exception() for f in futures) if e is not None]
+    if errors:  # the instance that failed, not the ones it left waiting
+        raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
+    return sum(f.result() for f in futures) / len(futures)
+
+
+def _timed_twice(stage: OpStage, runner: Runner, batch: list[Any], start: threading.Barrier | None) -> float:
+    elapsed = 0.0
+    try:
+        for _ in range(2):  # the second run is the warm one
+            if start is not None:
+                start.wait()
+            began = time.monotonic()
+            stage.run_batch(runner, batch, record=False)
+            elapsed = time.monotonic() - began
+    except BaseException:
+        if start is not None:
+            start.abort()  # the other instances stop waiting for this one
+        raise
+    return elapsed
