@@ -35,6 +35,7 @@ from bench.lib.http_load import HttpError, probe, rotating_closed_loop
 from bench.lib.inprocess import make_op
 from bench.lib.inputs import bench_crops
 from bench.lib.null_run import HOST, Served
+from bench.lib.paths import ROOT
 from bench.lib.results import write_result
 from bench.lib.script import BenchError, chosen, first_line, run_main
 from bench.lib.served_rec_contenders import COULD_NOT_RUN, WORKERS, Contender, base_contender, contenders
@@ -61,10 +62,8 @@ def agreement(c: Contender, port: int, crops: list[bytes], reference: list[str])
     return f"{len(reference) - len(differ)}/{len(reference)}", differ
 
 
-def run_one(
-    c: Contender, args: argparse.Namespace, crops: list[bytes], reference: list[str], root: str | None = None
-) -> dict:
-    """One server's row, run from ``root`` (another revision's checkout) if given; ``failed``: why it did not run."""
+def run_one(c: Contender, args: argparse.Namespace, crops: list[bytes], reference: list[str], root: str = ROOT) -> dict:
+    """One server's row, run from ``root`` (a worktree for ``--base``); ``failed``: why it did not run."""
     from tests.support.server_process import free_port
 
     row: dict = {"key": c.key, "title": c.title, "note": c.note}
@@ -74,8 +73,7 @@ def run_one(
             python, versions = ensure_venv(c.venv, install=not args.no_install)
         row["versions"] = versions
         port = free_port()
-        argv = c.argv(python, port)
-        served = Served(argv, f"rec-{c.key}", port) if root is None else Served(argv, f"rec-{c.key}", port, root)
+        served = Served(c.argv(python, port), f"rec-{c.key}", port, root)
     except BenchError as exc:
         return {**row, "failed": first_line(exc)}
     try:
@@ -172,7 +170,7 @@ def main() -> int:
         roots = {args.base: checkouts.enter_context(worktree(args.base))} if args.base else {}
         for c in servers:
             print(f"=== {c.key}", flush=True)
-            rows.append(run_one(c, args, crops, reference, roots.get(c.revision)))
+            rows.append(run_one(c, args, crops, reference, roots.get(c.revision, ROOT)))
             report(rows[-1])
     rows += [{"key": key, "title": title, "failed": why} for key, (title, why) in COULD_NOT_RUN.items()]
     print()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.lib.http_load import LoadResult, round_robin
@@ -29,32 +29,14 @@ def bare_engine_loop(
 ) -> LoadResult:
     """Crops read by ``len(runners)`` threads in a closed loop; the answers of the
     ``duration_s`` window after ``warmup_s`` are counted (latency: one crop's time)."""
-    order = round_robin(len(crops))
-    lock = threading.Lock()
-    result = LoadResult(len(runners), duration_s)
-    began = time.monotonic()
-    window = (began + warmup_s, began + warmup_s + duration_s)
 
-    def work(runner: Any) -> None:
-        while True:
-            t0 = time.monotonic()
-            if t0 >= window[1]:
-                return
-            with lock:
-                png = crops[next(order)]
-            read_crop(op, runner, png)
-            t1 = time.monotonic()
-            if window[0] <= t0 and t1 <= window[1]:
-                with lock:
-                    result.ok += 1
-                    result.latencies_s.append(t1 - t0)
+    def reader(runner: Any) -> Callable[[bytes], str | None]:
+        def read(png: bytes) -> None:
+            read_crop(op, runner, png)  # a failure ends its thread, as it always did here
 
-    threads = [threading.Thread(target=work, args=(r,), name=f"bare-rec-{i}") for i, r in enumerate(runners)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return result
+        return read
+
+    return _closed_loop([reader(r) for r in runners], crops, "bare-rec", duration_s, warmup_s)
 
 
 def engine_loop(
@@ -71,39 +53,55 @@ def engine_loop(
     images = [decode_png(png) for png in crops]
     pipeline = Pipeline(load_config(config_path))
     pipeline.start()
-    read = [pipeline.submit(image).result()["text"] for image in images[:texts]]
-    order = round_robin(len(images))
+
+    def submit(image: Any) -> str | None:
+        try:
+            pipeline.submit(image).result()
+        except Exception as exc:  # noqa: BLE001 - counted, as the HTTP client counts a failed answer
+            return repr(exc)
+        return None
+
+    try:
+        read = [pipeline.submit(image).result()["text"] for image in images[:texts]]
+        result = _closed_loop([submit] * clients, images, "engine-rec", duration_s, warmup_s)
+    finally:
+        pipeline.shutdown(timeout=30)
+    return result, read
+
+
+def _closed_loop(
+    serves: Sequence[Callable[[Any], str | None]], inputs: Sequence[Any], name: str, duration_s: float, warmup_s: float
+) -> LoadResult:
+    """One thread per ``serves`` entry, each calling it on the next of ``inputs`` (in turn, the
+    threads together going round them) when its last call returned. The calls of the
+    ``duration_s`` window after ``warmup_s`` are counted, with one call's time as latency; a
+    call that returns an error text counts as an error (the first text kept)."""
+    order = round_robin(len(inputs))
     lock = threading.Lock()
-    result = LoadResult(clients, duration_s)
+    result = LoadResult(len(serves), duration_s)
     began = time.monotonic()
     window = (began + warmup_s, began + warmup_s + duration_s)
 
-    def client() -> None:
+    def client(serve: Callable[[Any], str | None]) -> None:
         while True:
             t0 = time.monotonic()
             if t0 >= window[1]:
                 return
             with lock:
-                image = images[next(order)]
-            try:
-                pipeline.submit(image).result()
-            except Exception as exc:  # noqa: BLE001 - counted, as the HTTP client counts a failed answer
-                with lock:
-                    result.errors += 1
-                    result.first_error = result.first_error or repr(exc)
-                continue
+                value = inputs[next(order)]
+            error = serve(value)
             t1 = time.monotonic()
-            if window[0] <= t0 and t1 <= window[1]:
-                with lock:
+            with lock:
+                if error is not None:
+                    result.errors += 1
+                    result.first_error = result.first_error or error
+                elif window[0] <= t0 and t1 <= window[1]:
                     result.ok += 1
                     result.latencies_s.append(t1 - t0)
 
-    threads = [threading.Thread(target=client, name=f"engine-rec-{i}") for i in range(clients)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        pipeline.shutdown(timeout=30)
-    return result, read
+    threads = [threading.Thread(target=client, args=(s,), name=f"{name}-{i}") for i, s in enumerate(serves)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return result

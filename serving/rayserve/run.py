@@ -226,7 +226,8 @@ def serve_on_ray(
         except NoRoom as exc:
             log.error("%s", exc)
             return 2
-    direct = ray_conf(parse_documents(documents)).direct_ingress
+    repo = parse_documents(documents)
+    direct = ray_conf(repo).direct_ingress
     if direct and started_here:
         os.environ.update(direct_ingress.ENV)  # read by every process of the cluster started below
     elif direct:
@@ -240,7 +241,7 @@ def serve_on_ray(
         _connect(address, num_cpus=supply)
         _on_signals(stop)  # again: ray.init installs its own
         config = serve_config(list(documents), host=host, port=port, warmup=warmup, num_cpus=num_cpus)
-        name = app_name(parse_documents(documents))
+        name = app_name(repo)
         outcome: list[bool | None] = []
 
         def deploy_and_watch() -> None:
