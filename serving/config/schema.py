@@ -207,6 +207,8 @@ class LocalServiceConf:
         default="adaptive",
         description="`adaptive`: an idle instance starts a batch early when waiting is not expected to pay "
         "off, and (ops that pad) ends it before an item whose padding would cost more than batching saves; "
+        "where the warmed-up cost model says batching saves under a tenth of an item's cost, items run one "
+        "at a time (docs/batching.md); "
         "`fixed`: wait for a full or preferred batch, or for `max_queue_delay`.",
     )
     spread_batches: bool | None = Field(
