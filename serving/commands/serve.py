@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from serving import server
 from serving.config import ConfigError
-from serving.http import server
 from serving.http.auth import auth_token
 from serving.http.exposure import OpenBindRefused, check_bind
 

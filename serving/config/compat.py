@@ -15,7 +15,7 @@ from typing import Any
 from serving.config.schema import OP_ALIASES, ServingConfig, device_type_value, is_int, is_number
 
 # Paddle Serving keys that have no meaning here: accepted, logged once, dropped.
-IGNORED_TOP_KEYS = frozenset({"rpc_port", "grpc_gateway_port", "build_dag_each_worker"})
+IGNORED_TOP_KEYS = frozenset({"grpc_gateway_port", "build_dag_each_worker"})
 IGNORED_DAG_KEYS = frozenset({"is_thread_op", "retry", "client_type", "channel_recv_frist_arrive"})
 IGNORED_OP_KEYS = frozenset(
     {

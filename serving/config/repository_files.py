@@ -41,6 +41,7 @@ SERVER_KEYS = MappingProxyType(
     {
         "host": "one server binds one address",
         "http_port": "one server listens on one port",
+        "rpc_port": "one server listens for gRPC on one port",
         "worker_num": "one server has one pool of HTTP threads",
         "auth_token": "one server checks one token",
         "admin_token": "one server checks one admin token",
@@ -105,6 +106,7 @@ class RepositoryConfig:
     shares: dict[str, SharedOp]  # share name -> ops, in file order
     host: str
     http_port: int
+    rpc_port: int | None  # gRPC (serving/grpc); None: none
     worker_num: int
     auth_token: str | None
     admin_token: str | None
@@ -475,6 +477,7 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
         shares=shares,
         host=_server_value(entries, "host"),
         http_port=_server_value(entries, "http_port"),
+        rpc_port=_server_value(entries, "rpc_port"),
         worker_num=_server_value(entries, "worker_num"),
         auth_token=_server_value(entries, "auth_token"),
         admin_token=_server_value(entries, "admin_token"),

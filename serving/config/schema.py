@@ -821,6 +821,16 @@ class ServingConfig(BaseModel):
         json_schema_extra={"doc_default": "the file name's stem"},
     )
     http_port: int = Field(default=9999, ge=1, le=65535, description="The HTTP port.")
+    rpc_port: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=65535,
+        description="The gRPC port: Paddle Serving's pipeline service (`PipelineClient`) and the Open Inference "
+        "Protocol's `GRPCInferenceService` (`tritonclient.grpc`, KServe) on one port, with the HTTP API's routing, "
+        "token, limits and statuses (docs/protocols.md). null: no gRPC; 0: a free port. Also `batchline serve "
+        "--rpc-port`.",
+    )
     host: str = Field(
         default="127.0.0.1",
         description="Bind address (`0.0.0.0` listens on all interfaces: it needs `auth_token`, or "

@@ -27,8 +27,8 @@ from serving.http.fast_prediction import FastPrediction
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront
 from serving.http.front_link import FrontHello, Wire
+from serving.http.limits import http_threads
 from serving.http.remote_repository import RemoteRepository
-from serving.http.server import http_threads
 from serving.http.waitress_front import WaitressFront
 from serving.runners.process import name_process
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from serving.config.repository_files import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.engine.decode_budget import budget_bytes, default_budget_bytes, request_bytes_limit
 from serving.http.decode import InputLimits
@@ -53,3 +54,11 @@ def decode_budget_bytes(repository: ServedRepository) -> int:
 def one_request_decode_bytes(repository: ServedRepository) -> int:
     """What the largest request of any served pipeline may hold of the decode budget."""
     return default_budget_bytes(p.max_image_pixels for p in repository.config.pipelines)
+
+
+def http_threads(config: RepositoryConfig) -> int:
+    """``worker_num`` threads do the HTTP work; one more per admissible
+    request lets a request beyond ``max_queue_size`` (summed over the
+    pipelines) reach admission control and get a fast 503 instead of waiting
+    in the socket backlog. gRPC calls get as many."""
+    return config.worker_num + config.max_queue_size

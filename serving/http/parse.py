@@ -83,14 +83,16 @@ def _logid(body: dict) -> int | str | None:
     )
 
 
-def _options(obj: dict, parsed: ParsedRequest, priority_levels: int) -> None:
+def read_options(obj: dict, parsed: ParsedRequest, priority_levels: int) -> None:
+    """``priority``, ``timeout_ms`` and ``timing`` from a JSON body, a query string or gRPC metadata."""
     parsed.priority = _int_option(obj, "priority", 0, priority_levels - 1) or 0
     parsed.timeout_ms = _int_option(obj, "timeout_ms", 1, None)
     timing = obj.get("timing", False)
     parsed.timing = timing in (True, 1, "1", "true", "yes")
 
 
-def _check_count(n: int, max_inputs: int) -> None:
+def check_count(n: int, max_inputs: int) -> None:
+    """400 for no inputs, 413 for more than ``max_inputs``."""
     if n == 0:
         raise BadRequest("request has no inputs")
     if n > max_inputs:
@@ -107,9 +109,9 @@ def parse_paddle(data: bytes, *, kind: str, max_inputs: int, priority_levels: in
         raise BadRequest("request needs 'key' and 'value' lists")
     if len(keys) != len(values):
         raise BadRequest(f"'key' has {len(keys)} entries but 'value' has {len(values)}")
-    _check_count(len(keys), max_inputs)
+    check_count(len(keys), max_inputs)
     parsed = ParsedRequest(logid=_logid(body))
-    _options(body, parsed, priority_levels)
+    read_options(body, parsed, priority_levels)
     for i, (key, value) in enumerate(zip(keys, values)):
         if not isinstance(key, str):
             raise BadRequest(f"key[{i}] must be a string, got {type(key).__name__}")
@@ -129,8 +131,8 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
         body = _json_body(request.get_data(), max_inputs)
         if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
             raise BadRequest("JSON body must be an object with an 'inputs' list")
-        _options(body, parsed, priority_levels)
-        _check_count(len(body["inputs"]), max_inputs)
+        read_options(body, parsed, priority_levels)
+        check_count(len(body["inputs"]), max_inputs)
         for i, entry in enumerate(body["inputs"]):
             if not isinstance(entry, dict) or len(entry) != 1:
                 raise BadRequest(f'inputs[{i}] must be an object with one key, e.g. {{"{kind}": ...}}')
@@ -139,14 +141,14 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
                 raise BadRequest(f"inputs[{i}] has key {str(key)[:64]!r}; this pipeline takes {kind!r}")
             parsed.inputs.append((kind, value, False))
         return parsed
-    _options(request.args.to_dict(), parsed, priority_levels)
+    read_options(request.args.to_dict(), parsed, priority_levels)
     if mimetype == "multipart/form-data":
         parsed.inputs = _form_inputs(request, kind, max_inputs)
-        _check_count(len(parsed.inputs), max_inputs)
+        check_count(len(parsed.inputs), max_inputs)
         return parsed
     if (kind == "image" and mimetype.startswith("image/")) or (kind == "text" and mimetype == "text/plain"):
         parsed.inputs = [(kind, request.get_data(), True)]
-        _check_count(1 if parsed.inputs[0][1] else 0, max_inputs)
+        check_count(1 if parsed.inputs[0][1] else 0, max_inputs)
         return parsed
     raise BadRequest(
         f"unsupported Content-Type {mimetype or '(none)'!r}; send application/json, "

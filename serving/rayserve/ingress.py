@@ -36,7 +36,7 @@ from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
 from serving.http.exposure import check_bind
 from serving.http.front_gate import FrontGate
-from serving.http.server import http_threads
+from serving.http.limits import http_threads
 from serving.rayserve.deployments import op_deployment_name, ray_conf
 from serving.rayserve.encoded_images import submit_encoded_images
 from serving.rayserve.front import IngressFront

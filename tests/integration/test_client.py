@@ -1,7 +1,7 @@
 """PipelineClient, `batchline predict` and `batchline bench` against the real app.
 
 Every server here is the real one (:class:`tests.support.live_app.LiveApp`:
-``serving.http.server.Server`` with waitress, the Flask app and a started
+``serving.server.Server`` with waitress, the Flask app and a started
 Pipeline, on a free port in a background thread) running model-free ops
 (tests/support/client_fakes.py): an OCR-shaped pipeline ``ocr`` (det -> rec)
 and a text classifier ``ernie``. Every status a test sees is one the server

@@ -1,4 +1,4 @@
-"""The real server in the test process: :class:`serving.http.server.Server`
+"""The real server in the test process: :class:`serving.server.Server`
 (waitress + the Flask app + a started Pipeline) on a free port of 127.0.0.1,
 run by a background thread.
 
@@ -24,8 +24,8 @@ from serving.config.repository_files import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
-from serving.http.server import Server
 from serving.op import Op
+from serving.server import Server
 
 
 class LiveApp:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from serving.cli import build_parser
-from serving.http import server
+from serving import server
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env, is_loopback
 from tests.support.engine_fakes import op_conf
 

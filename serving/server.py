@@ -23,6 +23,8 @@ from serving.config.repository_files import RepositoryConfig, load_repository, r
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
+from serving.grpc.context import GrpcServices
+from serving.grpc.front import GrpcFront
 from serving.http import shared_port
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
@@ -31,10 +33,12 @@ from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
+from serving.http.limits import http_threads
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG = "pkg://configs/ocr.yml"
+GRPC_GRACE_S = 10.0  # drain: how long grpc may take to write the answers of finished calls
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=None, help="bind address (default: config 'host', 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port (default: config 'http_port')")
     parser.add_argument(
+        "--rpc-port",
+        type=int,
+        default=None,
+        help="gRPC port: Paddle Serving's pipeline service and the Open Inference Protocol (default: config "
+        "'rpc_port'; none: no gRPC; 0: a free port)",
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help=f"serve a non-loopback --host without a token (behind your own gateway; also: config "
@@ -62,14 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="HTTP front processes (default: config 'http.front_workers'; 0: HTTP in the engine's process)",
     )
-
-
-def http_threads(config: RepositoryConfig) -> int:
-    """``worker_num`` threads do the HTTP work; one more per admissible
-    request lets a request beyond ``max_queue_size`` (summed over the
-    pipelines) reach admission control and get a fast 503 instead of waiting
-    in the socket backlog."""
-    return config.worker_num + config.max_queue_size
 
 
 class Server:
@@ -88,6 +91,7 @@ class Server:
         warmup: bool = True,
         insecure: bool = False,
         front_workers: int | None = None,
+        rpc_port: int | None = None,
     ):
         self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
         # the tokens, resolved once: the app checks them, and the HTTP front before any body
@@ -100,6 +104,8 @@ class Server:
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
         self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         self.port = self.config.http_port if port is None else port
+        self.rpc_port = self.config.rpc_port if rpc_port is None else rpc_port
+        self.grpc: GrpcFront | None = None  # on rpc_port, in this process
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
         self.front: HttpFront | None = None  # in this process (front_workers: 0)
@@ -114,6 +120,10 @@ class Server:
         return self.front.body_budget
 
     def start_listening(self) -> None:
+        if self.rpc_port is not None:
+            services = GrpcServices.of(self.app, self.gate.auth_token)
+            self.grpc = GrpcFront(services, self.config, host=self.host, port=self.rpc_port)
+            self.rpc_port = self.grpc.port
         if self.front_workers:
             self._port_holder = shared_port.reserve(self.host, self.port)
             self.port = self._port_holder.getsockname()[1]
@@ -139,6 +149,13 @@ class Server:
         self.start_listening()
         for pconf in self.config.pipelines:
             log.info("pipeline %s v%d:\n%s", pconf.name, pconf.effective_version, format_op_table(pconf.op_table()))
+        if self.grpc is not None:
+            self.grpc.start()
+            log.info(
+                "gRPC on %s:%d: Paddle Serving's PipelineService and the Open Inference Protocol",
+                self.host,
+                self.rpc_port,
+            )
         if self.front is not None:
             self.front.start()
         else:
@@ -192,6 +209,9 @@ class Server:
             self.front.drain(self.app.extensions["batchline.handlers"])
         if self.fronts is not None:
             self.fronts.drain()
+        if self.grpc is not None:
+            # every accepted call is answered already; this lets grpc write the last answers
+            self.grpc.drain(GRPC_GRACE_S)
         if self._port_holder is not None:
             self._port_holder.close()
         log.info("stopped (%s)", "all accepted requests answered" if drained else "drain timed out")
@@ -211,8 +231,9 @@ def main(args: argparse.Namespace) -> int:
             warmup=not args.no_warmup,
             insecure=args.insecure,
             front_workers=args.front_workers,
+            rpc_port=args.rpc_port,
         )
-    except OpenBindRefused as exc:
+    except (OpenBindRefused, OSError) as exc:
         log.error("%s", exc)
         return 2
     try:

@@ -1,0 +1,28 @@
+"""What every gRPC service is built from: the HTTP app's own prediction routes
+(their pipeline choice, limits, admission, decode budget and submission, so a
+gRPC call is checked and run exactly as an HTTP request is), the token, and the
+count of calls in flight that drain waits for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flask import Flask
+
+from serving.http.handler_count import HandlerCount
+from serving.http.routes.prediction import PredictionRoutes
+
+PREDICTION_ROUTES = "batchline.prediction"  # serving.http.routes.prediction registers its routes object there
+HANDLERS = "batchline.handlers"
+
+
+@dataclass(frozen=True)
+class GrpcServices:
+    routes: Callable[[], PredictionRoutes]  # read per call: the Ray ingress rebinds the app's routes object
+    auth_token: str | None
+    handlers: HandlerCount  # calls running now (drain waits for zero)
+
+    @classmethod
+    def of(cls, app: Flask, auth_token: str | None) -> GrpcServices:
+        return cls(lambda: app.extensions[PREDICTION_ROUTES], auth_token, app.extensions[HANDLERS])

@@ -1,0 +1,60 @@
+"""The gRPC server on ``rpc_port``: every service of :data:`SERVICES` on one port,
+in the engine's process. Its thread pool is as large as the HTTP front's, and calls
+beyond it are refused at once (RESOURCE_EXHAUSTED) rather than queued without
+bound; a message over the largest pipeline's ``max_body_size`` is refused by grpc
+before it is parsed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from serving.config.repository_files import RepositoryConfig
+from serving.grpc import pipeline_service
+from serving.grpc.context import GrpcServices
+from serving.http.limits import http_threads, limits_from_config
+
+log = logging.getLogger(__name__)
+
+SERVICES: tuple[Callable[[GrpcServices], grpc.GenericRpcHandler], ...] = (pipeline_service.handler,)
+
+
+def max_message_bytes(config: RepositoryConfig) -> int:
+    """The largest request any pipeline takes over HTTP (a reload that raises a limit
+    needs a restart for gRPC to take larger messages)."""
+    return max(limits_from_config(p).max_body_size for p in config.pipelines)
+
+
+def address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class GrpcFront:
+    """Started by :meth:`start`; :meth:`drain` lets calls in flight finish."""
+
+    def __init__(self, services: GrpcServices, config: RepositoryConfig, *, host: str, port: int):
+        threads = http_threads(config)
+        self._server = grpc.server(
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="grpc"),
+            handlers=[make(services) for make in SERVICES],
+            maximum_concurrent_rpcs=threads,
+            options=[
+                ("grpc.max_receive_message_length", max_message_bytes(config)),
+                ("grpc.max_send_message_length", -1),
+                # one server per port: without this a second server binds the same port silently
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        self.port = self._server.add_insecure_port(address(host, port))
+        if not self.port:
+            raise OSError(f"cannot listen for gRPC on {address(host, port)} (rpc_port)")
+
+    def start(self) -> None:
+        self._server.start()
+
+    def drain(self, grace_s: float) -> None:
+        """Refuse new calls; wait up to ``grace_s`` for the running ones, then cancel them."""
+        self._server.stop(grace_s).wait()

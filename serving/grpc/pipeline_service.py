@@ -1,0 +1,84 @@
+"""Paddle Serving's ``PipelineService.inference`` (``rpc_port``): the answer
+``/{name}/prediction`` gives over HTTP, as a ``Response`` message.
+
+A failure is answered as Paddle Serving answers it, in the message: ``err_no``
+(the HTTP status the same request gets over HTTP) and ``err_msg``; Paddle
+Serving's clients read those, not a gRPC status. Only a missing or wrong token
+ends the call with a status (UNAUTHENTICATED), as HTTP refuses it before any
+route runs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from serving.errors import ServingError, Unauthorized, as_serving_error
+from serving.grpc.call import Call
+from serving.grpc.context import GrpcServices
+from serving.grpc.pipeline_request import OPTION_KEYS, parse_pipeline_request, route_of
+from serving.http.routes.prediction import paddle_document
+from serving.http.routes.waiting import wait_for_results
+from serving.protos import PIPELINE_PACKAGE, pipeline_messages
+
+log = logging.getLogger(__name__)
+
+SERVICE = f"{PIPELINE_PACKAGE}.PipelineService"
+
+
+class PipelineService:
+    def __init__(self, services: GrpcServices):
+        self.services = services
+        self.messages = pipeline_messages()
+
+    def inference(self, request: Any, context: grpc.ServicerContext) -> Any:
+        call = Call.of(context)
+        with self.services.handlers:
+            try:
+                call.check_token(self.services.auth_token)
+                return self._answer(request, call)
+            except Unauthorized as err:
+                call.abort(err)
+            except ServingError as err:
+                return self.messages.Response(err_no=err.err_no, err_msg=err.message)
+            except Exception as exc:  # a fault here must not become grpc's bare UNKNOWN
+                log.exception("unhandled error in PipelineService.inference")
+                fault = as_serving_error(exc)
+                return self.messages.Response(err_no=fault.err_no, err_msg=fault.message)
+
+    def _answer(self, request: Any, call: Call) -> Any:
+        routes = self.services.routes()
+        name, version = route_of(request, next(iter(routes.repository.config.routes)))
+        pipeline, limits = routes.target(name, version, request.ByteSize())
+        parsed = parse_pipeline_request(
+            request,
+            {key: call.headers.get(key) for key in OPTION_KEYS},
+            kind=pipeline.input_kind() or "image",
+            max_inputs=limits.max_inputs,
+            priority_levels=pipeline.config.dag.priority_levels,
+        )
+        parsed.timeout_ms = call.timeout_ms(parsed.timeout_ms)
+        key = routes.route_key(name, version, call.headers.get)
+        handles, reservation = routes.start(name, version, parsed, pipeline, limits, key)
+        try:
+            wait_for_results(handles, limits.wait_slice_s, call.gone())
+            document = paddle_document(handles, parsed.logid)
+        finally:
+            reservation.release()
+        return self.messages.Response(err_no=0, key=document["key"], value=document["value"])
+
+
+def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
+    service = PipelineService(services)
+    messages = service.messages
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "inference": grpc.unary_unary_rpc_method_handler(
+                service.inference,
+                request_deserializer=messages.Request.FromString,
+                response_serializer=messages.Response.SerializeToString,
+            )
+        },
+    )
