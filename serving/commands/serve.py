@@ -52,6 +52,11 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, OpenBindRefused) as exc:
         log.error("%s", exc)
         return 2
+    if args.rpc_port is not None or repo.rpc_port is not None:
+        log.warning(
+            "rpc_port: gRPC (Paddle Serving's PipelineService, the Open Inference Protocol's gRPC service) is not "
+            "served on Ray yet; the HTTP protocols are, on the HTTP port (docs/protocols.md)"
+        )
     try:
         from serving.rayserve.run import serve_on_ray
     except ImportError as exc:

@@ -97,6 +97,13 @@ class Metrics:
         self.requests = Counter(
             "batchline_requests", "Finished requests by status", [*PIPELINE_LABELS, "status"], registry=r
         )
+        self.protocol_requests = Counter(
+            "batchline_protocol_requests",
+            "Finished requests by the front end they came in by (http, grpc, v2, v2-grpc; shadow: shadow copies) "
+            "and status",
+            [*PIPELINE_LABELS, "protocol", "status"],
+            registry=r,
+        )
         self.in_flight = Gauge(
             "batchline_requests_in_flight", "Admitted, unfinished requests", PIPELINE_LABELS, registry=r
         )

@@ -185,6 +185,7 @@ class Pipeline:
         timeout_ms: int | None = None,
         logid: Any = None,
         background: bool = False,
+        protocol: str = "http",
     ) -> RequestState:
         """Admit one request (one image or text) and start it; never blocks on
         a full server: beyond ``max_queue_size`` it raises Overloaded (503).
@@ -203,6 +204,7 @@ class Pipeline:
             clock=self.clock,
             owner=self,
             background=background,
+            protocol=protocol,
         )
         with self._lock:
             self._active[request.id] = request
@@ -269,6 +271,7 @@ class Pipeline:
         self._in_flight_gauge.dec()
         counter = self._ok_requests if status == 200 else self.metrics.requests.labels(*self.labels, str(status))
         counter.inc()
+        self.metrics.protocol_requests.labels(*self.labels, request.protocol, str(status)).inc()
         self._request_time.observe(max(0.0, (request.finished_at or 0) - request.created))
         if self.config.dag.use_profile:
             self._log_profile(request, status)

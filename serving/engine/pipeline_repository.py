@@ -237,6 +237,7 @@ class PipelineRepository:
         priority: int = 0,
         timeout_ms: int | None = None,
         logid: Any = None,
+        protocol: str = "http",
     ) -> list[RequestState]:
         """Admit the values of one HTTP request to one version of ``name``:
         ``version`` if given, else the one the route picks for ``key`` (sticky)
@@ -252,7 +253,7 @@ class PipelineRepository:
                 chosen = None  # unknown name: gen.pipeline raises NotFound
             pipeline = gen.pipeline(name, chosen)
             try:
-                handles = self._submit_all(pipeline, values, priority, timeout_ms, logid)
+                handles = self._submit_all(pipeline, values, priority, timeout_ms, logid, protocol)
             except ShuttingDown:
                 if gen is self._gen:
                     raise
@@ -307,12 +308,14 @@ class PipelineRepository:
 
     @staticmethod
     def _submit_all(
-        pipeline: Pipeline, values: Sequence[Any], priority: int, timeout_ms: int | None, logid: Any
+        pipeline: Pipeline, values: Sequence[Any], priority: int, timeout_ms: int | None, logid: Any, protocol: str
     ) -> list[RequestState]:
         handles: list[RequestState] = []
         try:
             for value in values:
-                handles.append(pipeline.submit(value, priority=priority, timeout_ms=timeout_ms, logid=logid))
+                handles.append(
+                    pipeline.submit(value, priority=priority, timeout_ms=timeout_ms, logid=logid, protocol=protocol)
+                )
         except ServingError as err:  # e.g. overloaded half-way: cancel what was admitted
             for handle in handles:
                 handle.fail(err)

@@ -41,6 +41,7 @@ class RequestState:
         clock: Callable[[], float] = time.monotonic,
         owner: Any = None,
         background: bool = False,
+        protocol: str = "http",
     ):
         self.id = request_id
         self.value = value
@@ -52,6 +53,7 @@ class RequestState:
         self.owner = owner
         # a shadow copy: queued behind every foreground item, evicted first when full
         self.background = background
+        self.protocol = protocol  # the front end it came in by (metrics: batchline_protocol_requests)
         self.created = clock()
         self.finished_at: float | None = None
         self.outputs: dict[str, Any] = {}

@@ -62,7 +62,9 @@ class Shadow:
                 self._count("dropped")
                 continue
             try:
-                copy = self.pipeline.submit(value, timeout_ms=timeout_ms, logid=logid, background=True)
+                copy = self.pipeline.submit(
+                    value, timeout_ms=timeout_ms, logid=logid, background=True, protocol="shadow"
+                )
             except ServingError:
                 self._release()
                 self._count("dropped")

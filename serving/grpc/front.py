@@ -15,17 +15,13 @@ import grpc
 from serving.config.repository_files import RepositoryConfig
 from serving.grpc import pipeline_service
 from serving.grpc.context import GrpcServices
-from serving.http.limits import http_threads, limits_from_config
+from serving.http.limits import http_threads, largest_body_size
 
 log = logging.getLogger(__name__)
 
-SERVICES: tuple[Callable[[GrpcServices], grpc.GenericRpcHandler], ...] = (pipeline_service.handler,)
-
-
-def max_message_bytes(config: RepositoryConfig) -> int:
-    """The largest request any pipeline takes over HTTP (a reload that raises a limit
-    needs a restart for gRPC to take larger messages)."""
-    return max(limits_from_config(p).max_body_size for p in config.pipelines)
+SERVICES: tuple[Callable[[GrpcServices], grpc.GenericRpcHandler], ...] = (
+    pipeline_service.handler,
+)
 
 
 def address(host: str, port: int) -> str:
@@ -42,7 +38,8 @@ class GrpcFront:
             handlers=[make(services) for make in SERVICES],
             maximum_concurrent_rpcs=threads,
             options=[
-                ("grpc.max_receive_message_length", max_message_bytes(config)),
+                # the largest body any pipeline takes over HTTP (a reload that raises it needs a restart here)
+                ("grpc.max_receive_message_length", largest_body_size(config)),
                 ("grpc.max_send_message_length", -1),
                 # one server per port: without this a second server binds the same port silently
                 ("grpc.so_reuseport", 0),

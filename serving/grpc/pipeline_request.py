@@ -10,11 +10,20 @@ from typing import Any
 from serving.errors import BadRequest, NotFound
 from serving.http.decode import KEYS_BY_KIND, key_kind
 from serving.http.parse import ParsedRequest, check_count, read_options
+from serving.protos import pipeline_messages
 
 #: what Paddle Serving's PipelineClient adds with ``profile=True``; it asks for a timeline, not an input
 PROFILE_KEY = "pipeline.profile"
 #: the call metadata read as request options (as the HTTP API reads them from the body)
 OPTION_KEYS = ("priority", "timeout_ms")
+#: what np.save writes first (PipelineClient's use_tensor_bytes)
+NPY_MAGIC = b"\x93NUMPY"
+#: the Tensor fields that carry numbers
+NUMERIC_FIELDS = tuple(
+    f
+    for f in pipeline_messages().Tensor.DESCRIPTOR.fields
+    if f.name.endswith("_data") and f.name not in ("str_data", "byte_data")
+)
 
 
 def route_of(request: Any, first_route: str) -> tuple[str, int | None]:
@@ -35,6 +44,17 @@ def _check_key(key: str, kind: str, where: str) -> None:
         raise BadRequest(f"{where} is {key[:64]!r}; this pipeline takes {KEYS_BY_KIND[kind][0]!r}")
 
 
+def _check_tensor(tensor: Any, where: str) -> None:
+    """Only what a request file or string can be: PipelineClient's numpy tensors hold pixels
+    or tokens already decoded, which would bypass every decoding limit."""
+    numeric = [f.name for f in NUMERIC_FIELDS if len(getattr(tensor, f.name))]
+    if numeric or tensor.byte_data.startswith(NPY_MAGIC):
+        raise BadRequest(
+            f"{where} holds a numpy array ({', '.join(numeric) or 'np.save bytes'}); send the image file "
+            "(byte_data) or base64 / text (str_data): inputs are decoded and checked by the server"
+        )
+
+
 def parse_pipeline_request(
     request: Any, options: dict[str, str | None], *, kind: str, max_inputs: int, priority_levels: int
 ) -> ParsedRequest:
@@ -50,6 +70,7 @@ def parse_pipeline_request(
     # (the message is bounded by the gRPC size limit already, so its entries are too)
     for i, tensor in enumerate(request.tensors):
         _check_key(tensor.name, kind, f"tensors[{i}].name")
+        _check_tensor(tensor, f"tensors[{i}]")
         if tensor.byte_data:
             parsed.inputs.append((kind, tensor.byte_data, True))
         parsed.inputs.extend((kind, value, False) for value in tensor.str_data)

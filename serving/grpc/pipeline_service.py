@@ -25,6 +25,7 @@ from serving.protos import PIPELINE_PACKAGE, pipeline_messages
 log = logging.getLogger(__name__)
 
 SERVICE = f"{PIPELINE_PACKAGE}.PipelineService"
+PROTOCOL = "grpc"  # its name in metrics and in the client's --protocol
 
 
 class PipelineService:
@@ -60,7 +61,7 @@ class PipelineService:
         )
         parsed.timeout_ms = call.timeout_ms(parsed.timeout_ms)
         key = routes.route_key(name, version, call.headers.get)
-        handles, reservation = routes.start(name, version, parsed, pipeline, limits, key)
+        handles, reservation = routes.start(name, version, parsed, pipeline, limits, key, protocol=PROTOCOL)
         try:
             wait_for_results(handles, limits.wait_slice_s, call.gone())
             document = paddle_document(handles, parsed.logid)

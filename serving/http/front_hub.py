@@ -156,11 +156,19 @@ class _FrontLink:
         priority: int,
         timeout_ms: int | None,
         logid: Any,
+        protocol: str,
         values: list[Any],
     ) -> None:
         try:
             handles = self.repository.submit(
-                name, values, version=version, key=key, priority=priority, timeout_ms=timeout_ms, logid=logid
+                name,
+                values,
+                version=version,
+                key=key,
+                priority=priority,
+                timeout_ms=timeout_ms,
+                logid=logid,
+                protocol=protocol,
             )
         except ServingError as err:
             self.send((REFUSED, rid, err))

@@ -42,7 +42,12 @@ def share_of(total: int, share: float, floor: int) -> int:
 
 def max_body_size(repository: ServedRepository) -> int:
     """The largest body any served pipeline takes (the app-wide limit; each pipeline checks its own)."""
-    return max(limits_from_config(config).max_body_size for config in repository.config.pipelines)
+    return largest_body_size(repository.config)
+
+
+def largest_body_size(config: RepositoryConfig) -> int:
+    """The largest body any pipeline of ``config`` takes."""
+    return max(limits_from_config(pipeline).max_body_size for pipeline in config.pipelines)
 
 
 def decode_budget_bytes(repository: ServedRepository) -> int:

@@ -208,6 +208,7 @@ class RemoteRepository:
         priority: int = 0,
         timeout_ms: int | None = None,
         logid: Any = None,
+        protocol: str = "http",
     ) -> list[RemoteRequest]:
         """Hand ``values`` to the engine; returns once it admitted them (or raises its refusal).
 
@@ -223,7 +224,7 @@ class RemoteRepository:
             self._requests[rid] = handles
             if admission is not None:
                 self._waiting[rid] = admission
-        self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, list(values)), rid=rid)
+        self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, protocol, list(values)), rid=rid)
         if admission is None:
             return handles
         try:

@@ -73,4 +73,5 @@ class ServedRepository(Protocol):
         priority: int = 0,
         timeout_ms: int | None = None,
         logid: Any = None,
+        protocol: str = "http",
     ) -> Sequence[RequestState]: ...

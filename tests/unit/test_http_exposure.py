@@ -144,3 +144,16 @@ def test_serve_on_ray_checks_the_address_before_a_cluster_starts(tmp_path, no_lo
         serve(config_file(tmp_path), "--ray", "--host", "0.0.0.0", "--insecure")
     with pytest.raises(Loaded):
         serve(config_file(tmp_path), "--ray")  # 127.0.0.1
+
+
+def test_serve_on_ray_says_grpc_is_not_served_there(tmp_path, no_loading, monkeypatch, caplog):
+    pytest.importorskip("ray")
+    import serving.rayserve.run as ray_run
+
+    def no_cluster(*args, **kwargs):
+        raise Loaded
+
+    monkeypatch.setattr(ray_run, "serve_on_ray", no_cluster)
+    with caplog.at_level(logging.WARNING), pytest.raises(Loaded):
+        serve(config_file(tmp_path), "--ray", "--rpc-port", "9998")
+    assert "gRPC" in caplog.text and "not served on Ray yet" in caplog.text

@@ -121,9 +121,11 @@ class PredictionRoutes:
         pipeline: ServedPipeline,
         limits: HttpLimits,
         key: str | None,
+        protocol: str = "http",
     ) -> tuple[Sequence[RequestState], Reservation]:
         """Admit, check, decode and submit ``parsed``: its handles, and the decode budget its
-        inputs hold until the answer (the caller releases it; a failure here releases it)."""
+        inputs hold until the answer (the caller releases it; a failure here releases it).
+        ``protocol``: the front end it came in by (metrics)."""
         repo = self.repository
         # nothing is decoded before admission (503) and every size limit (413, from the headers) pass
         repo.precheck(
@@ -143,6 +145,7 @@ class PredictionRoutes:
                 priority=parsed.priority,
                 timeout_ms=parsed.timeout_ms,
                 logid=parsed.logid,
+                protocol=protocol,
             )
         except BaseException:
             reservation.release()
