@@ -90,6 +90,11 @@ class ErnieClsOp(Op):
     pad_unit: ClassVar[str | None] = "tokens"
     extent_groups: ClassVar[bool] = True  # collate: one call per length bucket
 
+    @classmethod
+    def answer_fields(cls, *, source: bool) -> Mapping[str, str]:
+        # a text's answer is one {"label", "score", "probs"}; OCR lines keep their own shape
+        return {"label": "BYTES", "score": "FP32"} if source else {}
+
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
         self.tokenizer: Tokenizer | None = None

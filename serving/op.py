@@ -205,6 +205,17 @@ class Op:
             ctx.params if isinstance(ctx.params, self.Params) else self.Params.model_validate(ctx.params.model_dump())
         )
 
+    # ---- what the answer holds ----------------------------------------
+    @classmethod
+    def answer_fields(cls, *, source: bool) -> Mapping[str, str]:
+        """Fields every answer of this op holds when it ends its pipeline: name ->
+        ``"BYTES"`` (a string) or ``"FP32"`` (a number). The Open Inference Protocol
+        front ends offer each as a typed output beside the JSON ``result``, so this is
+        read from the class, before any model loads. ``source``: whether the request
+        feeds the op (an op fed by another may answer in another shape, e.g. ERNIE's
+        lines). Default: none."""
+        return {}
+
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:
         """Read dictionaries, vocabularies etc. Called once before serving."""

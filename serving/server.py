@@ -25,6 +25,7 @@ from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
 from serving.grpc.context import GrpcServices
 from serving.grpc.front import GrpcFront
+from serving.grpc.message_slots import MessageSlots
 from serving.http import shared_port
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
@@ -121,7 +122,7 @@ class Server:
 
     def start_listening(self) -> None:
         if self.rpc_port is not None:
-            services = GrpcServices.of(self.app, self.gate.auth_token)
+            services = GrpcServices.of(self.app, self.gate.auth_token, MessageSlots.for_config(self.config))
             self.grpc = GrpcFront(services, self.config, host=self.host, port=self.rpc_port)
             self.rpc_port = self.grpc.port
         if self.front_workers:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from flask import Flask
 
+from serving.grpc.message_slots import MessageSlots
 from serving.http.handler_count import HandlerCount
 from serving.http.routes.prediction import PredictionRoutes
 
@@ -22,7 +23,8 @@ class GrpcServices:
     routes: Callable[[], PredictionRoutes]  # read per call: the Ray ingress rebinds the app's routes object
     auth_token: str | None
     handlers: HandlerCount  # calls running now (drain waits for zero)
+    slots: MessageSlots  # messages read and decoded at once
 
     @classmethod
-    def of(cls, app: Flask, auth_token: str | None) -> GrpcServices:
-        return cls(lambda: app.extensions[PREDICTION_ROUTES], auth_token, app.extensions[HANDLERS])
+    def of(cls, app: Flask, auth_token: str | None, slots: MessageSlots) -> GrpcServices:
+        return cls(lambda: app.extensions[PREDICTION_ROUTES], auth_token, app.extensions[HANDLERS], slots)

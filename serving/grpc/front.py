@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 from serving.config.repository_files import RepositoryConfig
-from serving.grpc import pipeline_service
+from serving.grpc import inference_service, pipeline_service
 from serving.grpc.context import GrpcServices
 from serving.http.limits import http_threads, largest_body_size
 
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 SERVICES: tuple[Callable[[GrpcServices], grpc.GenericRpcHandler], ...] = (
     pipeline_service.handler,
+    inference_service.handler,
 )
 
 

@@ -10,6 +10,7 @@ route runs."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -33,12 +34,12 @@ class PipelineService:
         self.services = services
         self.messages = pipeline_messages()
 
-    def inference(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def inference(self, messages: Iterator[Any], context: grpc.ServicerContext) -> Any:
         call = Call.of(context)
         with self.services.handlers:
             try:
-                call.check_token(self.services.auth_token)
-                return self._answer(request, call)
+                call.check_token(self.services.auth_token)  # before a byte of the message is read
+                return self._answer(messages, call)
             except Unauthorized as err:
                 call.abort(err)
             except ServingError as err:
@@ -48,20 +49,25 @@ class PipelineService:
                 fault = as_serving_error(exc)
                 return self.messages.Response(err_no=fault.err_no, err_msg=fault.message)
 
-    def _answer(self, request: Any, call: Call) -> Any:
+    def _answer(self, messages: Iterator[Any], call: Call) -> Any:
         routes = self.services.routes()
-        name, version = route_of(request, next(iter(routes.repository.config.routes)))
-        pipeline, limits = routes.target(name, version, request.ByteSize())
-        parsed = parse_pipeline_request(
-            request,
-            {key: call.headers.get(key) for key in OPTION_KEYS},
-            kind=pipeline.input_kind() or "image",
-            max_inputs=limits.max_inputs,
-            priority_levels=pipeline.config.dag.priority_levels,
-        )
-        parsed.timeout_ms = call.timeout_ms(parsed.timeout_ms)
-        key = routes.route_key(name, version, call.headers.get)
-        handles, reservation = routes.start(name, version, parsed, pipeline, limits, key, protocol=PROTOCOL)
+        slots = self.services.slots
+        with slots.holding(call):
+            request = slots.read_one(messages, call)
+            name, version = route_of(request, next(iter(routes.repository.config.routes)))
+            pipeline, limits = routes.target(name, version, request.ByteSize())
+            parsed = parse_pipeline_request(
+                request,
+                {key: call.headers.get(key) for key in OPTION_KEYS},
+                kind=pipeline.input_kind() or "image",
+                max_inputs=limits.max_inputs,
+                priority_levels=pipeline.config.dag.priority_levels,
+            )
+            del request  # the message's bytes: the parsed inputs hold what is still needed
+            parsed.timeout_ms = call.timeout_ms(parsed.timeout_ms)
+            key = routes.route_key(name, version, call.headers.get)
+            handles, reservation = routes.start(name, version, parsed, pipeline, limits, key, protocol=PROTOCOL)
+            parsed.inputs.clear()  # decoded into the handles: the encoded values go with the slot
         try:
             wait_for_results(handles, limits.wait_slice_s, call.gone())
             document = paddle_document(handles, parsed.logid)
@@ -76,7 +82,8 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
-            "inference": grpc.unary_unary_rpc_method_handler(
+            # stream-unary on our side (the same wire as unary): read under a slot (message_slots)
+            "inference": grpc.stream_unary_rpc_method_handler(
                 service.inference,
                 request_deserializer=messages.Request.FromString,
                 response_serializer=messages.Response.SerializeToString,

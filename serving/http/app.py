@@ -21,7 +21,7 @@ from serving.http.jsonio import FlaskJSON
 from serving.http.limits import HttpLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
-from serving.http.routes import admin, errors, health, listing, metrics, prediction
+from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
 from serving.http.routes.context import RouteContext
 from serving.http.served_repository import ServedRepository
 
@@ -29,6 +29,7 @@ from serving.http.served_repository import ServedRepository
 ROUTE_GROUPS: tuple[Callable[[Flask, RouteContext], None], ...] = (
     errors.register,
     prediction.register,
+    v2.register,
     listing.register,
     admin.register,
     health.register,

@@ -3,7 +3,8 @@ every layer that answers one (the Flask app, the HTTP fronts and the Ray
 ingress, which refuse before the app runs).
 
 A Paddle Serving route (``.../prediction``) answers ``{"err_no", "err_msg",
-"key": [], "value": [], "logid"}``; every other route ``{"error": {"status",
+"key": [], "value": [], "logid"}``; an Open Inference Protocol route (``/v2/...``)
+KServe's ``{"error": "<message>"}``; every other route ``{"error": {"status",
 "message"}}``. Either way the number is the HTTP status."""
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ def is_paddle_route(path: str) -> bool:
     return path.endswith("/prediction")
 
 
+def is_inference_protocol_route(path: str) -> bool:
+    """Whether ``path`` is an Open Inference Protocol route (KServe v2: its errors are ``{"error": "<message>"}``)."""
+    return path == "/v2" or path.startswith("/v2/")
+
+
 def error_document(path: str, err: ServingError, logid: Any = None) -> dict[str, Any]:
     """What a request to ``path`` that failed with ``err`` gets as its JSON body."""
     if is_paddle_route(path):
         return {"err_no": err.err_no, "err_msg": err.message, "key": [], "value": [], "logid": logid}
+    if is_inference_protocol_route(path):
+        return {"error": err.message}
     return {"error": {"status": err.status, "message": err.message}}
 
 

@@ -34,7 +34,8 @@ class ParsedRequest:
     timing: bool = False
 
 
-def _json_body(data: bytes, max_inputs: int) -> Any:
+def json_body(data: bytes, max_inputs: int) -> Any:
+    """A JSON request body, its shape checked before it is parsed (400 naming what is wrong)."""
     if not data:
         raise BadRequest("empty request body; expected JSON")
     check_json_shape(data, max_values=value_budget(max_inputs))
@@ -101,7 +102,7 @@ def check_count(n: int, max_inputs: int) -> None:
 
 def parse_paddle(data: bytes, *, kind: str, max_inputs: int, priority_levels: int) -> ParsedRequest:
     """Paddle Serving's ``{"key": [...], "value": [...], "logid": 0}``."""
-    body = _json_body(data, max_inputs)
+    body = json_body(data, max_inputs)
     if not isinstance(body, dict):
         raise BadRequest(f"request body must be a JSON object, got {type(body).__name__}")
     keys, values = body.get("key"), body.get("value")
@@ -128,7 +129,7 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
     mimetype = request.mimetype or ""
     parsed = ParsedRequest()
     if mimetype == "application/json":
-        body = _json_body(request.get_data(), max_inputs)
+        body = json_body(request.get_data(), max_inputs)
         if not isinstance(body, dict) or not isinstance(body.get("inputs"), list):
             raise BadRequest("JSON body must be an object with an 'inputs' list")
         read_options(body, parsed, priority_levels)

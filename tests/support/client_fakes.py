@@ -151,6 +151,10 @@ class FakeLabelOp(Op):
     input_kind = "text"
     needs_model = False
 
+    @classmethod
+    def answer_fields(cls, *, source):
+        return {"label": "BYTES", "score": "FP32"} if source else {}
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.released = threading.Event()

@@ -1,0 +1,149 @@
+"""An inference request, as either transport delivers it, -> the same
+:class:`~serving.http.parse.ParsedRequest` the HTTP API makes of its bodies.
+
+One input tensor, named after the pipeline's input kind (or an alias of
+:data:`~serving.http.decode.KEYS_BY_KIND`), datatype BYTES, shape ``[N]`` or
+``[N, 1]``: N rows, one input each. N is checked against
+``max_inputs_per_request`` before any element is read. An element is a string
+(JSON: a text, or an image as base64, since JSON strings cannot carry a file's
+bytes) or bytes (the binary forms: a text's UTF-8, an image's file).
+
+Request parameters: Triton's ``priority`` (0: the default, our lowest level;
+1 the highest, then down: level ``max(levels - p, 0)``) and ``timeout``
+(microseconds, rounded up to milliseconds; 0: none). Others are ignored, as
+Triton ignores them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.errors import BadRequest
+from serving.http.decode import KEYS_BY_KIND, key_kind
+from serving.http.inference_protocol.model import BYTES, TensorSpec
+from serving.http.inference_protocol.tensors import deserialize_bytes
+from serving.http.parse import ParsedRequest, check_count
+
+MAX_NAME_CHARS = 64  # of a name quoted back in an error
+
+
+@dataclass(frozen=True)
+class InputTensor:
+    name: str
+    datatype: str
+    shape: Sequence[int]
+    elements: Sequence[Any] | None = None  # JSON's data (maybe nested by the shape), gRPC's bytes_contents
+    serialized: bytes | memoryview | None = None  # the binary form (serving.http.inference_protocol.tensors)
+
+
+@dataclass(frozen=True)
+class RequestedOutput:
+    name: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InferRequest:
+    inputs: Sequence[InputTensor]
+    outputs: Sequence[RequestedOutput] = ()
+    id: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _shown(name: str) -> str:
+    return repr(name[:MAX_NAME_CHARS])
+
+
+def rows(shape: Sequence[int], where: str) -> int:
+    """N of a shape ``[N]`` or ``[N, 1]``."""
+    if len(shape) in (1, 2) and shape[0] >= 0 and list(shape[1:]) in ([], [1]):
+        return int(shape[0])
+    raise BadRequest(f"{where}: shape {list(shape)[:4]} is not [N] or [N, 1] (N rows, one input each)")
+
+
+def _flat(elements: Sequence[Any], shape: Sequence[int]) -> Sequence[Any]:
+    """JSON data as the shape nests it ([[a], [b]] for [2, 1]) or flat, as Triton takes both."""
+    if len(shape) == 2 and elements and all(isinstance(e, list) and len(e) == 1 for e in elements):
+        return [e[0] for e in elements]
+    return elements
+
+
+def _elements(tensor: InputTensor, n: int, where: str) -> Sequence[Any]:
+    if tensor.serialized is not None and tensor.elements is not None:
+        raise BadRequest(f"{where}: data given twice (as elements and in binary form)")
+    if tensor.serialized is not None:
+        return deserialize_bytes(tensor.serialized, n, where)
+    if tensor.elements is None:
+        raise BadRequest(f"{where}: no data")
+    elements = _flat(tensor.elements, tensor.shape)
+    if len(elements) != n:
+        raise BadRequest(f"{where}: {len(elements)} elements for shape {list(tensor.shape)} ({n} rows)")
+    return elements
+
+
+def _input(kind: str, value: Any, where: str) -> tuple[str, Any, bool]:
+    if isinstance(value, bytes):
+        return kind, value, True
+    if isinstance(value, str):  # a text, or an image's base64
+        return kind, value, False
+    raise BadRequest(f"{where}: a BYTES element must be a string, got {type(value).__name__}")
+
+
+def _int_parameter(parameters: Mapping[str, Any], name: str) -> int | None:
+    value = parameters.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest(f"parameter {name!r} must be an integer >= 0, got {str(value)[:20]!r}")
+    return value
+
+
+def priority_level(parameters: Mapping[str, Any], levels: int) -> int:
+    """Triton's ``priority`` as one of our ``levels`` (higher runs first): 0 -> 0, p -> max(levels - p, 0)."""
+    p = _int_parameter(parameters, "priority")
+    return 0 if not p else max(levels - p, 0)
+
+
+def timeout_ms(parameters: Mapping[str, Any]) -> int | None:
+    """Triton's ``timeout`` (microseconds; 0: none) in whole milliseconds, rounded up."""
+    us = _int_parameter(parameters, "timeout")
+    return -(-us // 1000) if us else None
+
+
+def parse_request(request: InferRequest, *, kind: str, max_inputs: int, priority_levels: int) -> ParsedRequest:
+    """``request``'s one tensor as ``parsed.inputs`` (kind, value, value_is_raw_bytes); 400/413 as the HTTP API."""
+    if len(request.inputs) != 1:
+        raise BadRequest(f"the model takes one input tensor, {kind!r}; got {len(request.inputs)}")
+    tensor = request.inputs[0]
+    where = f"input {_shown(tensor.name)}"
+    if key_kind(tensor.name) != kind:
+        raise BadRequest(f"{where}: this model's input is {KEYS_BY_KIND[kind][0]!r}")
+    if tensor.datatype != BYTES:
+        raise BadRequest(f"{where}: datatype {tensor.datatype[:16]!r}; this model takes {BYTES}")
+    n = rows(tensor.shape, where)
+    check_count(n, max_inputs)  # before any element is read
+    parsed = ParsedRequest(
+        inputs=[_input(kind, v, f"{where} element {i}") for i, v in enumerate(_elements(tensor, n, where))],
+        priority=priority_level(request.parameters, priority_levels),
+        timeout_ms=timeout_ms(request.parameters),
+    )
+    return parsed
+
+
+def chosen_outputs(requested: Sequence[RequestedOutput], offered: Sequence[TensorSpec]) -> list[TensorSpec]:
+    """The outputs to answer: those requested, in their order (none: every one offered); 400 for one not offered."""
+    if not requested:
+        return list(offered)
+    by_name = {spec.name: spec for spec in offered}
+    chosen: list[TensorSpec] = []
+    for out in requested:
+        if "classification" in out.parameters:
+            raise BadRequest(f"output {_shown(out.name)}: the classification extension is not supported")
+        spec = by_name.get(out.name)
+        if spec is None:
+            raise BadRequest(f"no output {_shown(out.name)}; this model offers {', '.join(by_name)}")
+        if spec in chosen:
+            raise BadRequest(f"output {_shown(out.name)} requested twice")
+        chosen.append(spec)
+    return chosen

@@ -1,0 +1,42 @@
+"""The binary form of the tensors the protocol carries here (the binary tensor
+extension over HTTP, ``raw_input_contents``/``raw_output_contents`` over gRPC):
+BYTES as each element's 4-byte little-endian length and then its bytes, FP32 as
+little-endian IEEE floats, both row-major."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+import numpy as np
+
+from serving.errors import BadRequest
+
+_LENGTH = struct.Struct("<I")
+
+
+def serialize_bytes(elements: Iterable[bytes]) -> bytes:
+    return b"".join(_LENGTH.pack(len(e)) + e for e in elements)
+
+
+def deserialize_bytes(data: bytes | memoryview, count: int, where: str) -> list[bytes]:
+    """Exactly ``count`` elements filling ``data``, else 400; costs ``count`` steps whatever
+    the lengths say (each one is checked against what is left before it is used)."""
+    items: list[bytes] = []
+    pos, end = 0, len(data)
+    for i in range(count):
+        if end - pos < _LENGTH.size:
+            raise BadRequest(f"{where}: binary data ends at element {i} of {count} (shape)")
+        (size,) = _LENGTH.unpack_from(data, pos)
+        pos += _LENGTH.size
+        if size > end - pos:
+            raise BadRequest(f"{where}: element {i} claims {size} bytes, {end - pos} are left")
+        items.append(bytes(data[pos : pos + size]))
+        pos += size
+    if pos != end:
+        raise BadRequest(f"{where}: {end - pos} bytes of binary data left after the {count} elements of its shape")
+    return items
+
+
+def serialize_fp32(values: Iterable[float]) -> bytes:
+    return np.asarray(list(values), dtype="<f4").tobytes()

@@ -1,0 +1,92 @@
+"""The Open Inference Protocol (KServe v2) over HTTP: ``GET /v2`` (the server),
+``GET /v2/models/<name>[/versions/<v>]`` (a model's metadata), ``.../ready``
+and ``POST .../infer`` (the JSON tensor format and the binary tensor
+extension). Each pipeline is a model (:mod:`serving.http.inference_protocol`).
+The probes ``/v2/health/*`` are the health group's; every route here passes
+the app's access check first, like the other prediction routes. Failures answer
+KServe's ``{"error": "<message>"}`` with the status the native API gives."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, current_app, jsonify, request
+
+from serving.errors import UnsupportedMediaType
+from serving.http.inference_protocol import http_body
+from serving.http.inference_protocol.infer import CallFacts, infer, model
+from serving.http.inference_protocol.request import InferRequest
+from serving.http.inference_protocol.server import server_metadata
+from serving.http.limits import HttpLimits
+from serving.http.routes.context import RouteContext
+from serving.http.routes.prediction import PredictionRoutes
+
+PROTOCOL = "v2"  # requests by front end (metrics)
+PREDICTION_ROUTES = "batchline.prediction"  # serving.http.routes.prediction registers its routes object there
+MODEL = "/v2/models/<name>"
+VERSION = "/v2/models/<name>/versions/<int:version>"
+
+
+def _text(version: int | None) -> str:
+    """A route's version as the protocol's string ("": none, the route picks)."""
+    return "" if version is None else str(version)
+
+
+class InferenceProtocolRoutes:
+    def __init__(self, ctx: RouteContext):
+        self.ctx = ctx
+
+    def register(self, app: Flask) -> None:
+        app.add_url_rule("/v2", "v2_server", self.server, methods=["GET"])
+        for prefix, suffix, defaults in ((MODEL, "", {"version": None}), (VERSION, "_version", None)):
+            app.add_url_rule(prefix, f"v2_model{suffix}", self.metadata, methods=["GET"], defaults=defaults)
+            app.add_url_rule(f"{prefix}/ready", f"v2_ready{suffix}", self.ready, methods=["GET"], defaults=defaults)
+            app.add_url_rule(f"{prefix}/infer", f"v2_infer{suffix}", self.infer, methods=["POST"], defaults=defaults)
+
+    @staticmethod
+    def _routes() -> PredictionRoutes:
+        # per request: the Ray ingress rebinds the app's routes object after the app is built
+        routes: PredictionRoutes = current_app.extensions[PREDICTION_ROUTES]
+        return routes
+
+    def server(self) -> Response:
+        return jsonify(server_metadata())
+
+    def metadata(self, name: str, version: int | None) -> Response:
+        return jsonify(model(self._routes(), name, _text(version)).metadata())
+
+    def ready(self, name: str, version: int | None) -> Response | tuple[Response, int]:
+        routes = self._routes()
+        model(routes, name, _text(version))  # 404 for a model not served
+        ready = routes.repository.ready
+        return jsonify(name=name, ready=ready), 200 if ready else 503
+
+    def infer(self, name: str, version: int | None) -> Response:
+        with self.ctx.handlers:
+            if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+                raise UnsupportedMediaType("compressed request bodies are not supported (Content-Encoding)")
+            choices: list[http_body.BinaryChoice] = []
+
+            def read(limits: HttpLimits) -> InferRequest:
+                body = request.get_data()  # after the size check: target() refused a body over max_body_size
+                parsed, choice = http_body.read_request(
+                    body, request.headers.get(http_body.HEADER_LENGTH), limits.max_inputs
+                )
+                choices.append(choice)
+                return parsed
+
+            call = CallFacts(
+                protocol=PROTOCOL,
+                size=request.content_length,
+                header=request.headers.get,
+                gone=request.environ.get("waitress.client_disconnected", lambda: False),
+            )
+            answer = infer(self._routes(), name, _text(version), read, call)
+            body, header_length = http_body.write_answer(answer, choices[0])
+        if header_length is None:
+            return Response(body, content_type="application/json")
+        response = Response(body, content_type="application/octet-stream")
+        response.headers[http_body.HEADER_LENGTH] = str(header_length)
+        return response
+
+
+def register(app: Flask, ctx: RouteContext) -> None:
+    InferenceProtocolRoutes(ctx).register(app)

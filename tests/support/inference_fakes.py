@@ -1,0 +1,40 @@
+"""A repository for the Open Inference Protocol tests (tests/integration/test_v2_*.py):
+the model-free pipelines of :mod:`tests.support.client_fakes` as models: ``ocr``
+(images) and ``ernie`` in two versions (texts; typed outputs ``label`` and ``score``),
+with gRPC on a free port."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serving.config import parse_config
+from serving.config.repository_files import RepositoryConfig, repository_from
+from serving.op import Op
+from tests.support.client_fakes import ocr_config, text_config
+from tests.support.live_app import LiveApp
+
+
+def v2_repository(*, auth_token: str | None = None, max_inputs: int = 4, hold_load: bool = False) -> RepositoryConfig:
+    """``ocr`` v1, ``ernie`` v1 and v2 (routed requests reach v2, the highest); ``hold_load``:
+    ernie's ops load only once released (:func:`release_all`)."""
+    text = text_config(max_inputs_per_request=max_inputs, auth_token=auth_token, hold_load=hold_load)
+    configs: list[tuple[str, dict[str, Any]]] = [
+        ("ocr.yml", ocr_config(max_inputs_per_request=max_inputs, auth_token=auth_token)),
+        ("ernie1.yml", {**text, "version": 1}),
+        ("ernie2.yml", {**text, "version": 2}),
+    ]
+    parsed = []
+    for file, config in configs:
+        config["rpc_port"] = 0
+        parsed.append((file, parse_config(config, source=file)))
+    return repository_from([file for file, _ in configs], parsed)
+
+
+def label_op(live: LiveApp, version: int) -> Op:
+    """The live ``cls`` op of ``ernie`` at ``version`` (to release a held batch)."""
+    return live.repository.pipeline("ernie", version).stages["cls"].op
+
+
+def release_all(live: LiveApp) -> None:
+    for version in (1, 2):
+        label_op(live, version).release()  # type: ignore[attr-defined]
