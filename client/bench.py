@@ -31,10 +31,10 @@ from typing import Any, TextIO
 
 from .bench_progress import BenchProgress
 from .bench_table import print_results
-from .cli import TOKEN_HELP, expand_images, resolve_token
+from .cli import PROTOCOL_HELP, RPC_URL_HELP, TOKEN_HELP, expand_images, protocol_problem, resolve_token, rpc_address
 from .loadgen import LevelResult, run_closed_loop, run_open_loop
 from .pipeline_client import PipelineClient, PipelineError
-from .request_body import PROTOCOLS, RequestBody, encode_request
+from .protocols import PROTOCOLS, prepare
 from .stats import MetricsSnapshot, op_stats
 
 log = logging.getLogger(__name__)
@@ -58,13 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-requests", type=int, help="stop a level after N measured requests")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument("--token", help=TOKEN_HELP)
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="paddle", help=PROTOCOL_HELP)
+    parser.add_argument("--rpc-url", metavar="HOST:PORT", help=RPC_URL_HELP)
     parser.add_argument(
-        "--protocol",
-        choices=PROTOCOLS,
-        default="paddle",
-        help="paddle: Paddle Serving JSON (default); native: batchline's JSON; binary: raw uploads, no base64",
+        "--priority",
+        type=int,
+        help="priority sent with each request (v2, v2-grpc: Triton's priority parameter, 1 = the highest)",
     )
-    parser.add_argument("--priority", type=int, help="priority field sent with each request")
     parser.add_argument("--label", help="name of this run in tables, JSON and plots")
     parser.add_argument("--json", metavar="OUT", help="write results as JSON")
     parser.add_argument("--plot", metavar="OUT.png", help="plot qps and p99 vs load")
@@ -90,8 +90,9 @@ def _levels(text: str, kind: Callable[[str], Any]) -> list[Any]:
 
 def load_payloads(
     image_specs: list[str], text_file: str | None, protocol: str, priority: int | None = None
-) -> list[RequestBody]:
-    """One request per input (images first, then text lines), encoded once before the run."""
+) -> list[Any]:
+    """One request per input (images first, then text lines), encoded once before the run
+    (:func:`client.protocols.prepare`)."""
     inputs = []
     for path in expand_images(image_specs):
         with open(path, "rb") as f:
@@ -99,7 +100,7 @@ def load_payloads(
     if text_file:
         with open(text_file, encoding="utf-8") as f:
             inputs.extend(("text", line.rstrip("\n")) for line in f if line.strip())
-    return [encode_request([inp], protocol=protocol, priority=priority) for inp in inputs]
+    return [prepare([inp], protocol, priority=priority) for inp in inputs]
 
 
 def scrape(client: PipelineClient) -> MetricsSnapshot | None:
@@ -112,6 +113,10 @@ def scrape(client: PipelineClient) -> MetricsSnapshot | None:
 
 
 def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
+    rpc_url = rpc_address(args.rpc_url, args.url)
+    problem = protocol_problem(args.protocol, rpc_url)
+    if problem:
+        raise ValueError(problem)
     payloads = load_payloads(args.inputs, args.text_file, args.protocol, args.priority)
     if not payloads:
         raise ValueError("no inputs: give --inputs DIR|GLOB and/or --text-file F")
@@ -120,10 +125,10 @@ def run_levels(args: argparse.Namespace, err: TextIO) -> list[LevelResult]:
     token = resolve_token(args.token)
 
     def factory() -> PipelineClient:
-        return PipelineClient(args.url, timeout=args.timeout, token=token, pool_size=2)
+        return PipelineClient(args.url, timeout=args.timeout, token=token, pool_size=2, rpc_url=rpc_url)
 
     def make_request(client: PipelineClient, i: int) -> None:
-        client.send(name, payloads[i % len(payloads)], protocol)
+        client.results(name, payloads[i % len(payloads)], protocol)
 
     show = args.progress or err.isatty()
     open_loop = bool(args.rate)
@@ -174,6 +179,7 @@ def results_document(args: argparse.Namespace, results: list[LevelResult]) -> di
             "url": args.url,
             "pipeline": args.pipeline,
             "protocol": args.protocol,
+            "rpc_url": args.rpc_url,
             "mode": "open" if args.rate else "closed",
             "duration_s": args.duration,
             "warmup_s": args.warmup,

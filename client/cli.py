@@ -5,6 +5,7 @@
     batchline predict --url ... --draw out/ card.jpg
     batchline predict --url ... --version 2 card.jpg        # POST /ocr/v2/prediction
     batchline predict --url ... --route-key user-7 card.jpg  # sticky A/B routing
+    batchline predict --url ... --protocol grpc --rpc-url 127.0.0.1:9998 card.jpg  # gRPC on rpc_port
 
 One request per image (a directory means every image in it, sorted) and one
 per ``--text``. Output per input: ``== <path or text>`` then, for OCR, one
@@ -24,14 +25,26 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
+from .grpc_calls import rpc_target
 from .pipeline_client import ROUTE_HEADER, PipelineClient, PipelineError
-from .request_body import PROTOCOLS
+from .protocols import GRPC_PROTOCOLS, PROTOCOLS
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 # the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
-TOKEN_HELP = f"bearer token (default: ${TOKEN_ENV}, the variable the server reads)"
+TOKEN_HELP = f"bearer token (default: ${TOKEN_ENV}, the variable the server reads; gRPC: 'authorization' metadata)"
+PROTOCOL_HELP = (
+    "paddle: POST /NAME/prediction (default); native: POST /NAME/predict, JSON; "
+    "binary: POST /NAME/predict, the image or text as the raw body (no base64); "
+    "grpc: Paddle Serving's PipelineService.inference at --rpc-url; "
+    "v2: the Open Inference Protocol (KServe v2) over HTTP, POST /v2/models/NAME/infer with binary tensors; "
+    "v2-grpc: its GRPCInferenceService/ModelInfer at --rpc-url"
+)
+RPC_URL_HELP = (
+    "the server's gRPC address, HOST:PORT or PORT (then --url's host): its rpc_port, for --protocol grpc and v2-grpc"
+)
 
 
 def resolve_token(given: str | None, environ: Mapping[str, str] | None = None) -> str | None:
@@ -40,6 +53,26 @@ def resolve_token(given: str | None, environ: Mapping[str, str] | None = None) -
         return given
     env = os.environ if environ is None else environ
     return env.get(TOKEN_ENV) or None
+
+
+def rpc_address(rpc_url: str | None, url: str) -> str | None:
+    """``--rpc-url`` as HOST:PORT: a bare PORT takes ``url``'s host; None when not given."""
+    if not rpc_url or not rpc_url.isdigit():
+        return rpc_url or None
+    host = urlsplit(url if "://" in url else "http://" + url).hostname or "127.0.0.1"
+    return f"[{host}]:{rpc_url}" if ":" in host else f"{host}:{rpc_url}"
+
+
+def protocol_problem(protocol: str, rpc_url: str | None) -> str | None:
+    """Why ``protocol`` cannot be used as asked (a gRPC one without --rpc-url), or None."""
+    if protocol in GRPC_PROTOCOLS and not rpc_url:
+        return f"--protocol {protocol} needs --rpc-url HOST:PORT (the server's rpc_port)"
+    if rpc_url:
+        try:
+            rpc_target(rpc_url)
+        except ValueError as e:
+            return f"--rpc-url: {e}"
+    return None
 
 
 def expand_images(specs: Iterable[str]) -> list[str]:
@@ -79,13 +112,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--draw", metavar="OUT_DIR", help="save each image with its boxes and text drawn into OUT_DIR")
     parser.add_argument("--token", help=TOKEN_HELP)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    parser.add_argument(
-        "--protocol",
-        choices=PROTOCOLS,
-        default="paddle",
-        help="paddle: POST /NAME/prediction (default); native: POST /NAME/predict, JSON; "
-        "binary: POST /NAME/predict, the image or text as the raw body (no base64)",
-    )
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="paddle", help=PROTOCOL_HELP)
+    parser.add_argument("--rpc-url", metavar="HOST:PORT", help=RPC_URL_HELP)
     parser.add_argument(
         "--version",
         type=_version,
@@ -167,10 +195,15 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
     if not images and not args.text:
         err.write("error: nothing to send: give IMAGE|DIR arguments or --text\n")
         return 1
+    rpc_url = rpc_address(args.rpc_url, args.url)
+    problem = protocol_problem(args.protocol, rpc_url)
+    if problem:
+        err.write(f"error: {problem}\n")
+        return 2
     failed = 0
     token = resolve_token(args.token)
     routing = {"version": args.version, "route_key": args.route_key, "route_header": args.route_header}
-    with PipelineClient(args.url, timeout=args.timeout, token=token) as client:
+    with PipelineClient(args.url, timeout=args.timeout, token=token, rpc_url=rpc_url) as client:
         for path in images:
             try:
                 with open(path, "rb") as f:

@@ -9,6 +9,12 @@
         c.predict("ocr", image="card.jpg", route_key="user-7")  # the same key, the same version
         c.pipelines()["generation"]                       # GET /pipelines
 
+    # the same answers over the other protocols (client/protocols.py); gRPC ones on the server's rpc_port
+    with PipelineClient("http://127.0.0.1:9999", rpc_url="127.0.0.1:9998") as c:
+        c.predict("ernie", text="很好", protocol="grpc")     # Paddle Serving's PipelineService
+        c.predict("ernie", text="很好", protocol="v2")       # Open Inference Protocol, HTTP
+        c.predict("ernie", text="很好", protocol="v2-grpc")  # Open Inference Protocol, gRPC
+
 A server running several pipelines routes ``/{name}/prediction`` among the
 versions of ``name`` (A/B weights), sticky per route key: the ``X-Route-Key``
 header by default (a route may name another header, ``route_header``), else
@@ -16,7 +22,8 @@ the request's ``logid`` (0, Paddle clients' default, is no key).
 
 Every failure raises :class:`PipelineError` carrying the HTTP status (``0``
 when no HTTP answer arrived: connection refused, reset or client timeout), the
-server's message and ``Retry-After`` (seconds) when the server sent one.
+server's message and ``Retry-After`` (seconds) when the server sent one; over
+gRPC, the HTTP status the same request gets over HTTP (client/grpc_calls.py).
 
 Thread-safety: one client may be shared between threads (its connection pool
 holds ``pool_size`` kept-alive connections; more threads open extra ones); load
@@ -31,10 +38,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from collections.abc import Iterable
 from typing import Any, Union
 from urllib.parse import urlsplit
 
+from .answers import PipelineError, answer_error, parse_value
+from .protocols import HTTP_PROTOCOLS, Front, check_protocol, open_front, prepare
 from .request_body import PROTOCOLS, RequestBody, encode_request, json_body, make_payload, route
 from .transport import Answer, Transport, TransportError
 
@@ -42,18 +52,6 @@ ImageLike = Union[bytes, bytearray, str, "os.PathLike[str]", Any]  # Any: numpy 
 __all__ = ["PROTOCOLS", "PipelineClient", "PipelineError", "RequestBody", "encode_request", "make_payload"]
 # the header a batchline route reads its sticky key from unless its config names another (routing.key_header)
 ROUTE_HEADER = "X-Route-Key"
-
-
-class PipelineError(Exception):
-    """A request failed: ``status`` (HTTP code, 0 = no answer), ``message``,
-    ``retry_after`` (seconds or None) and the raw response ``body`` (str)."""
-
-    def __init__(self, status: int, message: str, *, retry_after: float | None = None, body: str = ""):
-        super().__init__(f"HTTP {status}: {message}" if status else message)
-        self.status = status
-        self.message = message
-        self.retry_after = retry_after
-        self.body = body
 
 
 def image_bytes(image: ImageLike) -> bytes:
@@ -85,47 +83,10 @@ def image_bytes(image: ImageLike) -> bytes:
     )
 
 
-def _retry_after(resp: Answer) -> float | None:
-    value = resp.headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:  # an HTTP date: not worth parsing for a client hint
-        return None
-
-
-def _error_message(resp: Answer) -> str:
-    try:
-        body = resp.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        if body.get("err_msg"):
-            return str(body["err_msg"])
-        err = body.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    text = resp.text.strip()
-    return text[:300] if text else (resp.reason or "error")
-
-
-def _parse_value(value: Any) -> Any:
-    """Paddle-protocol values are JSON strings; fall back to the raw value."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def _check(resp: Answer) -> Any:
     """The JSON body of a 200 answer; PipelineError for any other status or a non-JSON body."""
     if resp.status_code != 200:
-        raise PipelineError(resp.status_code, _error_message(resp), retry_after=_retry_after(resp), body=resp.text)
+        raise answer_error(resp)
     try:
         return resp.json()
     except ValueError as e:
@@ -150,9 +111,18 @@ def prediction_answer(resp: Answer, protocol: str) -> dict:
 
 class PipelineClient:
     """HTTP client for ``/{name}/prediction`` (Paddle Serving) and ``/{name}/predict``
-    (native: JSON, or ``binary`` uploads without base64; see client/request_body.py)."""
+    (native: JSON, or ``binary`` uploads without base64; see client/request_body.py),
+    and for the other protocols' predictions (:meth:`results`; gRPC ones at ``rpc_url``,
+    ``HOST:PORT``)."""
 
-    def __init__(self, url: str, timeout: float = 30.0, token: str | None = None, pool_size: int = 64):
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 30.0,
+        token: str | None = None,
+        pool_size: int = 64,
+        rpc_url: str | None = None,
+    ):
         if "://" not in url:
             url = "http://" + url
         self.url = url.rstrip("/")
@@ -162,6 +132,10 @@ class PipelineClient:
         self._prefix = base.path  # a server mounted under a path
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._transport = Transport(f"{base.scheme}://{base.netloc}", pool_size=pool_size, headers=headers)
+        self._token = token
+        self.rpc_url = rpc_url
+        self._fronts: dict[str, Front] = {}  # the other protocols', opened on first use
+        self._fronts_lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
     def _request(
@@ -241,19 +215,46 @@ class PipelineClient:
     ) -> list[Any]:
         """Send images then texts in one request; return one parsed result per input, in order.
 
+        ``protocol``: any of client/protocols.py (``grpc`` and ``v2-grpc`` need ``rpc_url``);
         ``version``: that version of ``name`` only; ``route_key``: a sticky
         routing key (see :meth:`predict_raw`)."""
         inputs = build_inputs(image=image, images=images, text=text, texts=texts)
-        request = encode_request(
-            inputs, protocol=protocol, priority=priority, timeout_ms=timeout_ms, logid=next(self._logids)
-        )
+        request = prepare(inputs, protocol, priority=priority, timeout_ms=timeout_ms, logid=next(self._logids))
+        return self.results(name, request, protocol, version=version, route_key=route_key, route_header=route_header)
+
+    def results(
+        self,
+        name: str,
+        request: Any,
+        protocol: str = "paddle",
+        *,
+        version: int | None = None,
+        route_key: str | None = None,
+        route_header: str = ROUTE_HEADER,
+    ) -> list[Any]:
+        """Send a request :func:`~client.protocols.prepare` encoded for ``protocol`` (once, e.g.
+        before a load test); return one parsed result per input, whatever the protocol."""
+        if protocol not in HTTP_PROTOCOLS:
+            front = self._front(protocol)
+            return front.results(name, request, version=version, route_key=route_key, route_header=route_header)
         body = self.send(name, request, protocol, version=version, route_key=route_key, route_header=route_header)
         if protocol != "paddle":
             results = body.get("results")
             if not isinstance(results, list):
                 raise PipelineError(200, "answer has no 'results' list", body=json.dumps(body))
             return results
-        return [_parse_value(v) for v in body.get("value", [])]
+        return [parse_value(v) for v in body.get("value", [])]
+
+    def _front(self, protocol: str) -> Front:
+        check_protocol(protocol)
+        with self._fronts_lock:
+            front = self._fronts.get(protocol)
+            if front is None:
+                front = open_front(
+                    protocol, http_request=self._request, rpc_url=self.rpc_url, timeout=self.timeout, token=self._token
+                )
+                self._fronts[protocol] = front
+        return front
 
     # ------------------------------------------------------------------ admin
     def health_live(self) -> bool:
@@ -272,7 +273,7 @@ class PipelineClient:
     def metrics_text(self) -> str:
         resp = self._request("GET", "/metrics")
         if resp.status_code != 200:
-            raise PipelineError(resp.status_code, _error_message(resp), body=resp.text)
+            raise answer_error(resp)
         return resp.text
 
     def config(self, name: str, version: int | None = None) -> list[dict]:
@@ -306,6 +307,10 @@ class PipelineClient:
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         self._transport.close()
+        with self._fronts_lock:
+            fronts, self._fronts = self._fronts, {}
+        for front in fronts.values():
+            front.close()
 
     def __enter__(self) -> PipelineClient:
         return self
