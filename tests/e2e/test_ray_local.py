@@ -11,6 +11,7 @@ port too (the command logs it), past Serve's proxy."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import time
@@ -61,6 +62,18 @@ def wait_ready(server: ServerProcess) -> list[int]:
     raise AssertionError(f"not ready within {READY_S}s (answers {sorted(set(seen))}):\n{server.log()}")
 
 
+def v2_result(url: str, image: bytes):
+    """The ``result`` of ``image`` through tritonclient.http (the binary tensor extension)."""
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    client = httpclient.InferenceServerClient(url.removeprefix("http://"), network_timeout=120)
+    tensor = httpclient.InferInput("image", [1], "BYTES")
+    tensor.set_data_from_numpy(np.array([image], dtype=np.object_), binary_data=True)
+    result = client.infer("ocr", [tensor], outputs=[httpclient.InferRequestedOutput("result", binary_data=True)])
+    return json.loads(result.as_numpy("result")[0])
+
+
 def ocr_config(tmp_path, direct: bool) -> str:
     """configs/ocr.yml as it is, or with ``ray.direct_ingress`` on (its model paths are ``pkg://``)."""
     path = os.path.join(ROOT, "configs", "ocr.yml")
@@ -100,6 +113,8 @@ def test_ocr_on_a_local_cluster_gets_ready_answers_and_stops_clean(tmp_path, dir
         answer = requests.post(f"{server.url}/ocr/prediction", json=body, timeout=120)
         assert answer.status_code == 200, answer.text
         assert "Hello" in answer.json()["value"][0], answer.text
+        # the Open Inference Protocol over HTTP answers through the same ingress (docs/protocols.md)
+        assert v2_result(server.url, page_png()) == json.loads(answer.json()["value"][0])
         if direct:  # the same application on the replica's own port, the proxy still on the documented one
             address = direct_address(server)
             assert address != server.url
