@@ -10,11 +10,13 @@ parses, checks and decodes it, and gives the slot back before it waits for the
 answer. A message is read only under a slot, and slots are as many as the
 buffered-bytes budget holds messages of the largest size; grpc's flow control
 keeps a call waiting for a slot to a window's worth of bytes. A client that
-trickles its message is cut off after ``http.request_timeout_s``, as over HTTP."""
+trickles its message is cut off after ``http.request_timeout_s`` (give or take
+:class:`ReadWatch`'s tick), as over HTTP."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -47,6 +49,7 @@ class MessageSlots:
         self.count = count
         self.read_timeout_s = read_timeout_s
         self._slots = threading.BoundedSemaphore(count)
+        self._watch = ReadWatch()
 
     @classmethod
     def for_config(cls, config: RepositoryConfig) -> MessageSlots:
@@ -79,15 +82,46 @@ class MessageSlots:
 
     def read_one(self, messages: Iterator[Any], call: Call) -> Any:
         """The call's one message, read within ``read_timeout_s`` (else the call is cancelled)."""
-        timer = threading.Timer(self.read_timeout_s, call.context.cancel)
-        timer.daemon = True
-        timer.start()
-        try:
-            message = next(messages, None)
-        except grpc.RpcError:  # the call was cancelled (by the client, or by the timer above)
-            raise ClientDisconnected("the call ended before its message arrived") from None
-        finally:
-            timer.cancel()
+        with self._watch.reading(call.context, self.read_timeout_s):
+            try:
+                message = next(messages, None)
+            except grpc.RpcError:  # the call was cancelled (by the client, or by the watch)
+                raise ClientDisconnected("the call ended before its message arrived") from None
         if message is None:
             raise BadRequest("the call carried no request message")
         return message
+
+
+class ReadWatch:
+    """Cancels calls whose message takes longer than their limit to arrive: one thread for
+    all of them, started with the first read, that looks every ``tick_s`` (a timer per
+    call would start a thread per request)."""
+
+    def __init__(self, tick_s: float = 0.5):
+        self.tick_s = tick_s
+        self._reading: dict[int, tuple[float, Any]] = {}  # id(context) -> (cancel at, context)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def reading(self, context: Any, limit_s: float) -> Iterator[None]:
+        key = id(context)
+        with self._lock:
+            self._reading[key] = (time.monotonic() + limit_s, context)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="grpc-read-watch", daemon=True)
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reading.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.tick_s)
+            now = time.monotonic()
+            with self._lock:
+                late = [ctx for at, ctx in self._reading.values() if at <= now]
+            for context in late:
+                context.cancel()
