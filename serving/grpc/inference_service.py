@@ -23,7 +23,7 @@ from serving.errors import BadRequest, ServingError, as_serving_error
 from serving.grpc.call import Call
 from serving.grpc.context import GrpcServices
 from serving.http.inference_protocol.infer import CallFacts, infer, model
-from serving.http.inference_protocol.model import PLATFORM
+from serving.http.inference_protocol.model import PLATFORM, ModelViews
 from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput
 from serving.http.inference_protocol.server import server_metadata
 from serving.http.limits import HttpLimits
@@ -74,6 +74,7 @@ class InferenceService:
     def __init__(self, services: GrpcServices):
         self.services = services
         self.messages = inference_messages()
+        self.views = ModelViews()
 
     def _answer(self, context: grpc.ServicerContext, answer: Callable[[Call], Any], *, token: bool = True) -> Any:
         call = Call.of(context)
@@ -100,7 +101,7 @@ class InferenceService:
     def model_ready(self, request: Any, context: grpc.ServicerContext) -> Any:
         def ready(call: Call) -> Any:
             routes = self.services.routes()
-            model(routes, request.name, request.version)  # NOT_FOUND for a model not served
+            model(routes, self.views, request.name, request.version)  # NOT_FOUND for a model not served
             return self.messages.ModelReadyResponse(ready=routes.repository.ready)
 
         return self._answer(context, ready)
@@ -111,7 +112,7 @@ class InferenceService:
 
     def model_metadata(self, request: Any, context: grpc.ServicerContext) -> Any:
         def metadata(call: Call) -> Any:
-            view = model(self.services.routes(), request.name, request.version)
+            view = model(self.services.routes(), self.views, request.name, request.version)
             tensor = self.messages.ModelMetadataResponse.TensorMetadata
             specs = [tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in (view.input, *view.outputs)]
             return self.messages.ModelMetadataResponse(
@@ -142,7 +143,7 @@ class InferenceService:
                 held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
                 del message
                 read: Callable[[HttpLimits], InferRequest] = lambda limits: infer_request(held.pop())
-                answer = infer(self.services.routes(), name, version, read, facts)
+                answer = infer(self.services.routes(), self.views, name, version, read, facts)
             finally:
                 slot.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor

@@ -59,3 +59,19 @@ def test_output_tensors_hold_each_rows_json_and_fields():
 def test_an_answer_without_its_declared_fields_is_a_server_fault(row):
     with pytest.raises(InternalError):
         output_tensors([row], [TensorSpec("label", BYTES), TensorSpec("score", FP32)])
+
+
+def test_model_views_are_worked_out_once_per_config_and_anew_after_a_reload():
+    from dataclasses import replace
+
+    from serving.http.inference_protocol.model import ModelViews
+
+    repo = repository({**text_config(name="m"), "version": 1}, {**text_config(name="m"), "version": 2})
+    views = ModelViews()
+    first = views.get(repo, "m", None)
+    assert views.get(repo, "m", None) is first
+    assert views.get(repo, "m", 1) == model_view(repo, "m", 1)
+    reloaded = replace(repo)  # a reload's new config object
+    assert views.get(reloaded, "m", None) is not first and views.get(reloaded, "m", None) == first
+    with pytest.raises(NotFound):
+        views.get(reloaded, "x", None)

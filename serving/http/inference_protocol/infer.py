@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from serving.http.inference_protocol.answer import OutputTensor, output_tensors
-from serving.http.inference_protocol.model import ModelView, model_view, parse_version
+from serving.http.inference_protocol.model import ModelView, ModelViews, parse_version
 from serving.http.inference_protocol.request import InferRequest, chosen_outputs, parse_request
 from serving.http.limits import HttpLimits
 from serving.http.routes.prediction import PredictionRoutes
@@ -41,13 +41,14 @@ class CallFacts:
     submitted: Callable[[], None] = lambda: None
 
 
-def model(routes: PredictionRoutes, name: str, version: str) -> ModelView:
+def model(routes: PredictionRoutes, views: ModelViews, name: str, version: str) -> ModelView:
     """The model a request names (404 when not served)."""
-    return model_view(routes.repository.config, name, parse_version(version))
+    return views.get(routes.repository.config, name, parse_version(version))
 
 
 def infer(
     routes: PredictionRoutes,
+    views: ModelViews,
     name: str,
     version_text: str,
     read: Callable[[HttpLimits], InferRequest],
@@ -58,7 +59,7 @@ def infer(
     version = parse_version(version_text)
     pipeline, limits = routes.target(name, version, call.size)
     request = read(limits)
-    view = model_view(routes.repository.config, name, version)
+    view = views.get(routes.repository.config, name, version)
     chosen = chosen_outputs(request.outputs, view.outputs)
     parsed = parse_request(
         request,

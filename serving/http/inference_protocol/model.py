@@ -8,6 +8,7 @@ any of them may answer."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -104,3 +105,26 @@ def model_view(config: RepositoryConfig, name: str, version: int | None) -> Mode
         input=TensorSpec(chosen.input_kind or "image", BYTES),
         outputs=output_specs(list(answering)),
     )
+
+
+class ModelViews:
+    """:func:`model_view` of each (name, version), worked out once per repository config: a
+    request asks for its model's view, and a reload brings a new config (a new set of views)."""
+
+    def __init__(self) -> None:
+        self._config: RepositoryConfig | None = None
+        self._views: dict[tuple[str, int | None], ModelView] = {}
+        self._lock = threading.Lock()
+
+    def get(self, config: RepositoryConfig, name: str, version: int | None) -> ModelView:
+        with self._lock:
+            if config is self._config:
+                view = self._views.get((name, version))
+                if view is not None:
+                    return view
+        view = model_view(config, name, version)  # 404 for a model not served: never kept
+        with self._lock:
+            if config is not self._config:
+                self._config, self._views = config, {}
+            self._views[(name, version)] = view
+        return view

@@ -13,6 +13,7 @@ from flask import Flask, Response, current_app, jsonify, request
 from serving.errors import UnsupportedMediaType
 from serving.http.inference_protocol import http_body
 from serving.http.inference_protocol.infer import CallFacts, infer, model
+from serving.http.inference_protocol.model import ModelViews
 from serving.http.inference_protocol.request import InferRequest
 from serving.http.inference_protocol.server import server_metadata
 from serving.http.limits import HttpLimits
@@ -33,6 +34,7 @@ def _text(version: int | None) -> str:
 class InferenceProtocolRoutes:
     def __init__(self, ctx: RouteContext):
         self.ctx = ctx
+        self.views = ModelViews()
 
     def register(self, app: Flask) -> None:
         app.add_url_rule("/v2", "v2_server", self.server, methods=["GET"])
@@ -51,11 +53,11 @@ class InferenceProtocolRoutes:
         return jsonify(server_metadata())
 
     def metadata(self, name: str, version: int | None) -> Response:
-        return jsonify(model(self._routes(), name, _text(version)).metadata())
+        return jsonify(model(self._routes(), self.views, name, _text(version)).metadata())
 
     def ready(self, name: str, version: int | None) -> Response | tuple[Response, int]:
         routes = self._routes()
-        model(routes, name, _text(version))  # 404 for a model not served
+        model(routes, self.views, name, _text(version))  # 404 for a model not served
         ready = routes.repository.ready
         return jsonify(name=name, ready=ready), 200 if ready else 503
 
@@ -79,7 +81,7 @@ class InferenceProtocolRoutes:
                 header=request.headers.get,
                 gone=request.environ.get("waitress.client_disconnected", lambda: False),
             )
-            answer = infer(self._routes(), name, _text(version), read, call)
+            answer = infer(self._routes(), self.views, name, _text(version), read, call)
             body, header_length = http_body.write_answer(answer, choices[0])
         if header_length is None:
             return Response(body, content_type="application/json")
