@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 
 from serving.errors import BadRequest, ServingError, as_serving_error
-from serving.grpc.call import Call
+from serving.grpc.call import Call, checked, lenient
 from serving.grpc.context import GrpcServices
 from serving.http.inference_protocol.infer import CallFacts, infer, model
 from serving.http.inference_protocol.model import PLATFORM, ModelViews
@@ -76,12 +76,20 @@ class InferenceService:
         self.messages = inference_messages()
         self.views = ModelViews()
 
-    def _answer(self, context: grpc.ServicerContext, answer: Callable[[Call], Any], *, token: bool = True) -> Any:
+    def _answer(
+        self,
+        context: grpc.ServicerContext,
+        answer: Callable[[Call], Any],
+        *,
+        token: bool = True,
+        request: Any = None,
+    ) -> Any:
         call = Call.of(context)
         with self.services.handlers:
             try:
                 if token:
                     call.check_token(self.services.auth_token)
+                checked(request)  # a message that did not parse: 400, after the token
                 return answer(call)
             except ServingError as err:
                 failure = err
@@ -92,11 +100,11 @@ class InferenceService:
 
     def server_live(self, request: Any, context: grpc.ServicerContext) -> Any:
         live = lambda call: self.messages.ServerLiveResponse(live=self.services.routes().repository.live)
-        return self._answer(context, live, token=False)
+        return self._answer(context, live, token=False, request=request)
 
     def server_ready(self, request: Any, context: grpc.ServicerContext) -> Any:
         ready = lambda call: self.messages.ServerReadyResponse(ready=self.services.routes().repository.ready)
-        return self._answer(context, ready, token=False)
+        return self._answer(context, ready, token=False, request=request)
 
     def model_ready(self, request: Any, context: grpc.ServicerContext) -> Any:
         def ready(call: Call) -> Any:
@@ -104,11 +112,11 @@ class InferenceService:
             model(routes, self.views, request.name, request.version)  # NOT_FOUND for a model not served
             return self.messages.ModelReadyResponse(ready=routes.repository.ready)
 
-        return self._answer(context, ready)
+        return self._answer(context, ready, request=request)
 
     def server_metadata(self, request: Any, context: grpc.ServicerContext) -> Any:
         metadata = lambda call: self.messages.ServerMetadataResponse(**server_metadata())
-        return self._answer(context, metadata)
+        return self._answer(context, metadata, request=request)
 
     def model_metadata(self, request: Any, context: grpc.ServicerContext) -> Any:
         def metadata(call: Call) -> Any:
@@ -123,14 +131,14 @@ class InferenceService:
                 outputs=specs[1:],
             )
 
-        return self._answer(context, metadata)
+        return self._answer(context, metadata, request=request)
 
     def model_infer(self, messages: Iterator[Any], context: grpc.ServicerContext) -> Any:
         def run(call: Call) -> Any:
             # read under a slot, given back once the inputs are decoded (serving/grpc/message_slots.py)
             slot = self.services.slots.take(call)
             try:
-                message = self.services.slots.read_one(messages, call)
+                message = checked(self.services.slots.read_one(messages, call))
                 name, version = message.model_name, message.model_version
                 facts = CallFacts(
                     protocol=PROTOCOL,
@@ -172,7 +180,7 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
         SERVICE,
         {
             name: grpc.unary_unary_rpc_method_handler(
-                method, request_deserializer=req.FromString, response_serializer=resp.SerializeToString
+                method, request_deserializer=lenient(req), response_serializer=resp.SerializeToString
             )
             for name, (method, req, resp) in methods.items()
         }
@@ -180,7 +188,7 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
             # stream-unary on our side (the same wire as unary): its message is read under a slot
             "ModelInfer": grpc.stream_unary_rpc_method_handler(
                 service.model_infer,
-                request_deserializer=m.ModelInferRequest.FromString,
+                request_deserializer=lenient(m.ModelInferRequest),
                 response_serializer=m.ModelInferResponse.SerializeToString,
             )
         },

@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from serving.errors import ServingError, Unauthorized, as_serving_error
-from serving.grpc.call import Call
+from serving.grpc.call import Call, checked, lenient
 from serving.grpc.context import GrpcServices
 from serving.grpc.pipeline_request import OPTION_KEYS, parse_pipeline_request, route_of
 from serving.http.routes.prediction import paddle_document
@@ -53,7 +53,7 @@ class PipelineService:
         routes = self.services.routes()
         slots = self.services.slots
         with slots.holding(call):
-            request = slots.read_one(messages, call)
+            request = checked(slots.read_one(messages, call))
             name, version = route_of(request, next(iter(routes.repository.config.routes)))
             pipeline, limits = routes.target(name, version, request.ByteSize())
             parsed = parse_pipeline_request(
@@ -85,7 +85,7 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
             # stream-unary on our side (the same wire as unary): read under a slot (message_slots)
             "inference": grpc.stream_unary_rpc_method_handler(
                 service.inference,
-                request_deserializer=messages.Request.FromString,
+                request_deserializer=lenient(messages.Request),
                 response_serializer=messages.Response.SerializeToString,
             )
         },

@@ -295,3 +295,13 @@ def test_a_call_waiting_for_its_answer_holds_no_message_slot(serve):
     assert [a.result().err_no for a in answers] == [400] * 8
     live.op("cls").release()
     assert future.result(timeout=DEADLINE_S).err_no == 0
+
+
+@pytest.mark.parametrize("payload", [b"\xff\xff\xff", b"\x0a\x05ab", b"\x1a\x80"])
+def test_a_message_that_does_not_parse_gets_err_no_400_and_the_server_goes_on(serve, payload):
+    live = serve(text_config())
+    with grpc.insecure_channel(f"127.0.0.1:{live.server.rpc_port}") as channel:
+        answer = channel.unary_unary(METHOD, response_deserializer=M.Response.FromString)(payload, timeout=30)
+    assert answer.err_no == 400 and "not a valid baidu.paddle_serving.pipeline_serving.Request" in answer.err_msg
+    assert inference(live)(M.Request(key=["text"], value=["good"])).err_no == 0
+

@@ -202,3 +202,13 @@ def test_requests_are_counted_as_v2_grpc(live, client):
     client.infer("ernie", [texts(["good"])])
     metrics = requests.get(f"{live.url}/metrics").text
     assert 'protocol="v2-grpc",status="200"' in metrics
+
+
+@pytest.mark.parametrize("method", ["ModelInfer", "ModelMetadata", "ModelReady", "ServerLive"])
+@pytest.mark.parametrize("payload", [b"\xff\xff\xff", b"\x0a\x05ab", b"\x2a\x80"])
+def test_a_message_that_does_not_parse_is_invalid_argument_and_the_server_goes_on(live, client, method, payload):
+    with grpc.insecure_channel(target(live)) as channel, pytest.raises(grpc.RpcError) as caught:
+        channel.unary_unary(f"/inference.GRPCInferenceService/{method}")(payload, timeout=30)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value
+    assert "not a valid inference." in caught.value.details()
+    assert client.is_server_live()
