@@ -305,3 +305,26 @@ def test_a_message_that_does_not_parse_gets_err_no_400_and_the_server_goes_on(se
     assert answer.err_no == 400 and "not a valid baidu.paddle_serving.pipeline_serving.Request" in answer.err_msg
     assert inference(live)(M.Request(key=["text"], value=["good"])).err_no == 0
 
+
+def test_a_reload_reaches_grpc_calls(serve, tmp_path):
+    from serving.protos import inference_messages
+
+    def write(version: int) -> None:
+        body = {"name": "echo", "version": version, "rpc_port": 0, "op": {"echo": op_conf("EchoTextOp")}}
+        (tmp_path / f"echo-{version}.yml").write_text(yaml.safe_dump(body))
+
+    write(1)
+    live = serve(load_repository([str(tmp_path)]))
+    call = inference(live)
+    assert call(M.Request(key=["text"], value=["hi"], method="v2/prediction")).err_no == 404
+    write(2)
+    live.repository.reload()  # what SIGHUP runs
+    assert call(M.Request(key=["text"], value=["hi"], method="v2/prediction")).err_no == 0
+    im = inference_messages()
+    with grpc.insecure_channel(f"127.0.0.1:{live.server.rpc_port}") as channel:
+        metadata = channel.unary_unary(
+            "/inference.GRPCInferenceService/ModelMetadata",
+            request_serializer=im.ModelMetadataRequest.SerializeToString,
+            response_deserializer=im.ModelMetadataResponse.FromString,
+        )(im.ModelMetadataRequest(name="echo"))
+    assert list(metadata.versions) == ["1", "2"]
