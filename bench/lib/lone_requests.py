@@ -19,6 +19,18 @@ def lone_p50_ms(
 ) -> dict[str, float]:
     """Each call ``warmup`` times, then ``rounds`` rounds of every call once;
     returns the median milliseconds per name."""
+    seconds = lone_seconds(calls, rounds, warmup=warmup, seed=seed)
+    return {name: statistics.median(v) * 1000 for name, v in seconds.items()}
+
+
+def lone_seconds(
+    calls: Mapping[str, Callable[[], object]],
+    rounds: int,
+    *,
+    warmup: int = 20,
+    seed: int = 7,
+) -> dict[str, list[float]]:
+    """As :func:`lone_p50_ms`, but every measured call's seconds, per name."""
     for fn in calls.values():
         for _ in range(warmup):
             fn()
@@ -33,4 +45,4 @@ def lone_p50_ms(
             began = time.perf_counter()
             calls[name]()
             seconds[name].append(time.perf_counter() - began)
-    return {name: statistics.median(v) * 1000 for name, v in seconds.items()}
+    return seconds
