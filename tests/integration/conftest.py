@@ -1,6 +1,10 @@
 """Fixtures shared by the integration tests."""
 
+from typing import Any
+
 import pytest
+
+from tests.support.live_app import LiveApp
 
 
 @pytest.fixture(scope="module")
@@ -10,3 +14,21 @@ def tiny_model(tmp_path_factory):
     from tests.support.tiny_model import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def live_app():
+    """Start servers for one test: ``live_app(config, rpc=False, **LiveApp kwargs)``; ``rpc``
+    adds gRPC on a free port (a config dict only). Afterwards every held op is released
+    and each server drained."""
+    started: list[LiveApp] = []
+
+    def start(config: Any, *, rpc: bool = False, **kwargs: Any) -> LiveApp:
+        live = LiveApp({**config, "rpc_port": 0} if rpc else config, **kwargs)
+        started.append(live)
+        return live
+
+    yield start
+    for live in started:
+        live.release_held()
+        live.close()

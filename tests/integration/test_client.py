@@ -72,29 +72,6 @@ def ernie():
 
 
 @pytest.fixture
-def live_app():
-    """Start servers for one test; afterwards every held op is released and each server drained."""
-    started: list[LiveApp] = []
-
-    def start(config, **kwargs) -> LiveApp:
-        live = LiveApp(config, **kwargs)
-        started.append(live)
-        return live
-
-    yield start
-    for live in started:
-        release_all(live)
-        live.close()
-
-
-def release_all(live: LiveApp) -> None:
-    for stage in live.pipeline.stages.values():
-        release = getattr(stage.op, "release", None)
-        if release is not None:
-            release()
-
-
-@pytest.fixture
 def image_dir(tmp_path):
     d = tmp_path / "imgs"
     d.mkdir()

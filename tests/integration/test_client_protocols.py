@@ -59,23 +59,6 @@ def ernie():
         yield live
 
 
-@pytest.fixture
-def live_app():
-    """Servers for one test; afterwards every held op is released and each server drained."""
-    started: list[LiveApp] = []
-
-    def start(config: dict[str, Any]) -> LiveApp:
-        live = serve(config)
-        started.append(live)
-        return live
-
-    yield start
-    for live in started:
-        for stage in live.pipeline.stages.values():
-            getattr(stage.op, "release", lambda: None)()
-        live.close()
-
-
 @pytest.fixture(scope="module")
 def image_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("imgs")
@@ -165,7 +148,7 @@ def test_overloaded_is_503_with_retry_after(ernie, protocol):
 
 @pytest.mark.parametrize("protocol", OTHERS)
 def test_admission_503_and_deadline_504(live_app, protocol):
-    live = live_app(text_config(max_queue_size=1))
+    live = live_app(text_config(max_queue_size=1), rpc=True)
     with ThreadPoolExecutor(1) as pool, client_of(live) as c:
         try:
             held = pool.submit(c.predict, "ernie", text=HOLD, protocol=protocol)
@@ -178,7 +161,7 @@ def test_admission_503_and_deadline_504(live_app, protocol):
     assert full.value.status == 503 and (protocol == "grpc" or full.value.retry_after >= 1)
     assert "max_queue_size 1" in full.value.message
 
-    live = live_app(text_config())
+    live = live_app(text_config(), rpc=True)
     try:
         with client_of(live) as c, pytest.raises(PipelineError) as late:
             c.predict("ernie", text=HOLD, timeout_ms=50, protocol=protocol)
@@ -199,7 +182,7 @@ def _wait_until(condition, timeout: float = 30.0) -> None:
 
 @pytest.mark.parametrize("protocol", OTHERS)
 def test_bearer_token(live_app, protocol):
-    live = live_app(text_config(auth_token="s3cret"))
+    live = live_app(text_config(auth_token="s3cret"), rpc=True)
     for token in (None, "wrong"):
         with client_of(live, token=token) as c, pytest.raises(PipelineError) as info:
             c.predict("ernie", text="good", protocol=protocol)

@@ -42,21 +42,9 @@ def no_token_in_env(monkeypatch):
 
 
 @pytest.fixture
-def serve():
-    started: list[LiveApp] = []
-
-    def start(config: Any, **kwargs: Any) -> LiveApp:
-        if isinstance(config, dict):
-            config = {**config, "rpc_port": 0}
-        live = LiveApp(config, **kwargs)
-        started.append(live)
-        return live
-
-    yield start
-    for live in started:
-        for stage in live.pipeline.stages.values():
-            getattr(stage.op, "release", lambda: None)()
-        live.close()
+def serve(live_app):
+    """A server with gRPC on a free port (a RepositoryConfig must set rpc_port itself)."""
+    return lambda config, **kwargs: live_app(config, rpc=isinstance(config, dict), **kwargs)
 
 
 def inference(live: LiveApp):

@@ -18,7 +18,7 @@ from tritonclient.utils import InferenceServerException
 from serving.protos import inference_messages
 from tests.support.client_fakes import HOLD, ocr_lines
 from tests.support.image_fakes import encode_png, make_image
-from tests.support.inference_fakes import label_op, release_all, v2_repository
+from tests.support.inference_fakes import label_op, recorded_submissions, v2_repository, v2_server
 from tests.support.live_app import LiveApp
 
 TOKEN = "v2-grpc-t0ken"
@@ -26,11 +26,8 @@ TOKEN = "v2-grpc-t0ken"
 
 @pytest.fixture(scope="module")
 def live():
-    with LiveApp(v2_repository()) as app:
-        try:
-            yield app
-        finally:
-            release_all(app)
+    with v2_server() as app:
+        yield app
 
 
 def target(live) -> str:
@@ -176,14 +173,7 @@ def test_token_needed_when_set_and_accepted_with_it():
 
 
 def test_priority_and_timeout_reach_the_request(live, client, monkeypatch):
-    seen = []
-    submit = live.repository.submit
-
-    def recording(*args, **kwargs):
-        seen.append((kwargs["priority"], kwargs["timeout_ms"]))
-        return submit(*args, **kwargs)
-
-    monkeypatch.setattr(live.repository, "submit", recording)
+    seen = recorded_submissions(live, monkeypatch)
     client.infer("ernie", [texts(["good"])], priority=1, timeout=2500)
     client.infer("ernie", [texts(["good"])], priority=2)
     assert seen == [(1, 3), (0, None)]

@@ -20,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 
 from tests.support.client_fakes import HOLD, LINE2, ocr_lines
 from tests.support.image_fakes import encode_png, make_image
-from tests.support.inference_fakes import label_op, release_all, v2_repository
+from tests.support.inference_fakes import label_op, recorded_submissions, v2_repository, v2_server
 from tests.support.live_app import LiveApp
 
 TOKEN = "v2-t0ken"
@@ -28,11 +28,8 @@ TOKEN = "v2-t0ken"
 
 @pytest.fixture(scope="module")
 def live():
-    with LiveApp(v2_repository()) as app:
-        try:
-            yield app
-        finally:
-            release_all(app)
+    with v2_server() as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +147,7 @@ def test_model_not_ready_is_503_until_loaded():
             resp = requests.get(f"{live.url}/v2/models/ernie/ready")
             assert resp.status_code == 503 and resp.json() == {"name": "ernie", "ready": False}
         finally:
-            release_all(live)
+            live.release_held()
         live.wait_ready()
         assert requests.get(f"{live.url}/v2/models/ernie/ready").json()["ready"] is True
 
@@ -263,14 +260,7 @@ def test_token_needed_when_set_and_accepted_with_it():
 
 
 def test_priority_and_timeout_reach_the_request(live, client, monkeypatch):
-    seen = []
-    submit = live.repository.submit
-
-    def recording(*args, **kwargs):
-        seen.append((kwargs["priority"], kwargs["timeout_ms"]))
-        return submit(*args, **kwargs)
-
-    monkeypatch.setattr(live.repository, "submit", recording)
+    seen = recorded_submissions(live, monkeypatch)
     client.infer("ernie", [texts(["good"])])
     client.infer("ernie", [texts(["good"])], priority=1, timeout=2500)
     client.infer("ernie", [texts(["good"])], priority=7)

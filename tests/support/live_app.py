@@ -96,6 +96,14 @@ class LiveApp:
         """The live op object of op ``name``."""
         return self.pipeline.stages[name].op
 
+    def release_held(self) -> None:
+        """Let every op of every served pipeline that holds batches (the fakes' ``HOLD``) go on."""
+        for pipeline in self.repository.generation.pipelines.values():
+            for stage in pipeline.stages.values():
+                release = getattr(stage.op, "release", None)
+                if release is not None:
+                    release()
+
     def close(self, timeout: float = 60.0) -> None:
         """Stop as SIGTERM would (refuse new requests, drain, stop) and wait."""
         self.server.stop()
