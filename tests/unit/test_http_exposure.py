@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from serving.cli import build_parser
 from serving import server
+from serving.cli import build_parser
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env, is_loopback
 from tests.support.engine_fakes import op_conf
 
