@@ -3,7 +3,7 @@ every layer that answers one (the Flask app, the HTTP fronts and the Ray
 ingress, which refuse before the app runs).
 
 A Paddle Serving route (``.../prediction``) answers ``{"err_no", "err_msg",
-"key": [], "value": [], "logid"}``; an Open Inference Protocol route (``/v2/...``)
+"key": [], "value": [], "logid"}``; an Open Inference Protocol route (``/v2``, ``/v2/models/...``, ``/v2/health/...``)
 KServe's ``{"error": "<message>"}``; every other route ``{"error": {"status",
 "message"}}``. Either way the number is the HTTP status."""
 
@@ -22,7 +22,8 @@ def is_paddle_route(path: str) -> bool:
 
 def is_inference_protocol_route(path: str) -> bool:
     """Whether ``path`` is an Open Inference Protocol route (KServe v2: its errors are ``{"error": "<message>"}``)."""
-    return path == "/v2" or path.startswith("/v2/")
+    # not every /v2/...: a pipeline may be called "v2" (its /v2/predict answers the native shape)
+    return path == "/v2" or path.startswith(("/v2/models/", "/v2/health/"))
 
 
 def error_document(path: str, err: ServingError, logid: Any = None) -> dict[str, Any]:
