@@ -15,6 +15,7 @@ from serving.config.schema import LocalServiceConf
 from serving.op import Runner
 from serving.runners.cpu_plan import CpuSet
 from serving.runners.engines import load_in_process
+from serving.runners.placement import gpu_of
 from serving.runners.process import ModelFactory, ProcessPredictor
 
 
@@ -26,7 +27,7 @@ def create_process_predictors(
     label: str = "",
     factory: ModelFactory | None = None,
 ) -> list[ProcessPredictor]:
-    """``count`` predictor processes; on GPU spread round-robin over ``device_ids``.
+    """``count`` predictor processes; on GPU spread over ``devices`` (:mod:`serving.runners.placement`).
     ``label`` (the op's name) names them for ``ps`` and ``top``; ``factory``
     builds the op's own model in them (default: the model ``conf`` names)."""
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
@@ -35,7 +36,7 @@ def create_process_predictors(
     runners = [
         ProcessPredictor(
             conf,
-            _device(conf, i),
+            gpu_of(conf, i),
             wait_ready=False,
             cpus=sets[i],
             idle_cpu=idle_cpu,
@@ -54,12 +55,6 @@ def create_process_predictors(
     return runners
 
 
-def _device(conf: LocalServiceConf, index: int) -> int | None:
-    """The GPU of instance ``index`` (round-robin over ``devices``); None on CPU."""
-    devices = conf.device_ids or [0]
-    return devices[index % len(devices)] if conf.device_type >= 1 else None
-
-
 def create_runners(
     conf: LocalServiceConf,
     count: int,
@@ -75,5 +70,5 @@ def create_runners(
     if conf.instance_mode == "process":
         return list(create_process_predictors(conf, count, cpu_sets, idle_cpu, label, factory))
     if factory is not None:
-        return [factory(_device(conf, i)) for i in range(count)]
+        return [factory(gpu_of(conf, i)) for i in range(count)]
     return list(load_in_process(conf, count))

@@ -47,6 +47,7 @@ import numpy as np
 
 from serving.config.schema import LocalServiceConf
 from serving.paths import model_files
+from serving.runners.placement import gpu_of
 
 logger = logging.getLogger(__name__)
 
@@ -316,13 +317,12 @@ def create_predictors(conf: LocalServiceConf, count: int) -> list[PaddlePredicto
     """
     if count < 1:
         raise ValueError(f"predictor count must be >= 1, got {count}")
-    devices: list[int | None] = [None] if conf.device_type == 0 else [*conf.device_ids] or [0]
 
     loaded: dict[int | None, PaddlePredictor] = {}
     result: list[PaddlePredictor] = []
     model_dir = conf.model_config
     for i in range(count):
-        dev = devices[i % len(devices)]
+        dev = gpu_of(conf, i)
         start = time.perf_counter()
         source = loaded.get(dev)
         if source is None:

@@ -46,6 +46,7 @@ from serving.errors import DeadlineExceeded, InstanceRestarting
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
+from serving.runners.placement import device_name
 from serving.runners.process_memory import rss_bytes
 from serving.runners.shared_memory import (
     Segment,
@@ -262,7 +263,7 @@ class ProcessPredictor:
         self._child: _Child | None = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []
-        self.device = "cpu" if conf.device_type == 0 else f"gpu:{device_id or 0}"
+        self.device = "cpu" if conf.device_type == 0 else device_name(device_id or 0)
         self._child = self._spawn()
         if wait_ready:
             self.wait_ready()

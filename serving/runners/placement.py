@@ -1,0 +1,26 @@
+"""Which device each predictor instance of an op runs on: instances go
+round-robin over ``devices`` (default GPU 0) on GPU, and all on the CPU
+otherwise. The runners load their instances where this says, and the
+``batchline_op_instance_device`` metric reports the same answer."""
+
+from __future__ import annotations
+
+from serving.config.schema import LocalServiceConf
+
+
+def gpu_of(conf: LocalServiceConf, index: int) -> int | None:
+    """The GPU id of instance ``index``; None on CPU."""
+    if conf.device_type == 0:
+        return None
+    devices = conf.device_ids or [0]
+    return devices[index % len(devices)]
+
+
+def device_name(gpu: int | None) -> str:
+    """``"cpu"``, or ``"gpu:N"`` (Paddle's spelling; N is the id in ``devices``)."""
+    return "cpu" if gpu is None else f"gpu:{gpu}"
+
+
+def device_of(conf: LocalServiceConf, index: int) -> str:
+    """The device instance ``index`` runs on, by name (:func:`device_name`)."""
+    return device_name(gpu_of(conf, index))
