@@ -20,6 +20,7 @@ from typing import Any
 from serving.config import ConfigError, ServingConfig
 from serving.config.report import format_op_table
 from serving.config.repository_files import RepositoryConfig, load_repository, repository_of
+from serving.engine.metrics import Metrics
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
@@ -35,6 +36,7 @@ from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
 from serving.http.limits import http_threads
+from serving.runners.gpus import Nvml, open_gpus
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,7 @@ class Server:
         insecure: bool = False,
         front_workers: int | None = None,
         rpc_port: int | None = None,
+        nvml: Nvml | None = None,
     ):
         self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
         # the tokens, resolved once: the app checks them, and the HTTP front before any body
@@ -100,7 +103,9 @@ class Server:
         self.host = host or self.config.host
         # before anything loads: an open server on the network does not start (OpenBindRefused)
         check_bind(self.host, token=self.gate.auth_token, insecure=insecure or self.config.security.insecure)
-        self.repository = PipelineRepository(self.config, warmup=warmup)
+        # GPU metrics where NVML (default: pynvml, if installed) sees GPUs; ``nvml``: a stand-in (tests)
+        metrics = Metrics(gpus=open_gpus(nvml))
+        self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
         self.warmup = warmup
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
         self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)

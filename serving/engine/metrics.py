@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from serving.engine.gpu_metrics import GpuCollector
+from serving.engine.instance_devices import InstanceDevices
+from serving.runners.gpus import Gpus
+
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128)
 # share of a limit a dispatch used; units fill above 1.0 (+Inf only) is an item over the budget, alone
@@ -17,9 +21,12 @@ SHARED = "shared"
 
 
 class Metrics:
-    """Names are part of the public API (the bench client scrapes them)."""
+    """Names are part of the public API (the bench client scrapes them).
 
-    def __init__(self, registry: CollectorRegistry | None = None):
+    ``gpus`` (:func:`serving.runners.gpus.open_gpus`): the GPUs whose
+    ``batchline_gpu_*`` families this registry exports; None: no such families."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, gpus: Gpus | None = None):
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.batch_size = Histogram(
@@ -150,6 +157,10 @@ class Metrics:
         )
         self.generation = Gauge("batchline_generation", "Generation of the served pipeline set (reloads)", registry=r)
         self.reloads = Counter("batchline_reloads", "Reloads by outcome (ok, invalid, failed)", ["outcome"], registry=r)
+        # read at scrape time: where each running instance is (the repository names its stages),
+        # and each GPU's utilisation and memory
+        self.instance_devices = InstanceDevices(r)
+        self.gpus = GpuCollector(gpus, r) if gpus is not None else None
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -17,7 +17,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -32,12 +32,14 @@ from serving.config.repository_files import (
     repository_of,
 )
 from serving.config.schema import OpConfig, ServingConfig
+from serving.engine.instance_devices import Placement
 from serving.engine.metrics import Metrics
 from serving.engine.pipeline import Pipeline
 from serving.engine.request import RequestState
 from serving.engine.routing import Router
 from serving.engine.shadow import Shadow
 from serving.engine.shared import SharedStages, User
+from serving.engine.stage import OpStage
 from serving.engine.stage_api import Stage
 from serving.errors import Conflict, InternalError, InvalidConfig, NotFound, ServingError, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator
@@ -174,6 +176,7 @@ class PipelineRepository:
         self._draining: list[threading.Thread] = []
         self._closed = False
         self._reload_listeners: list[Callable[[], None]] = []
+        self.metrics.instance_devices.read_from(self._placements)
 
     @classmethod
     def of(cls, pipeline: Pipeline) -> PipelineRepository:
@@ -200,6 +203,16 @@ class PipelineRepository:
 
     def pipeline(self, name: str, version: int | None = None) -> Pipeline:
         return self._gen.pipeline(name, version)
+
+    def _placements(self) -> Iterator[Placement]:
+        """Where the instances of the served generation's stages run (a shared stage once; remote ones
+        are placed by their own process)."""
+        seen: set[int] = set()
+        for pipeline in list(self._gen.pipelines.values()):
+            for stage in list(pipeline.stages.values()):
+                if isinstance(stage, OpStage) and id(stage) not in seen:
+                    seen.add(id(stage))
+                    yield stage.labels, stage.devices
 
     # ---- life cycle -----------------------------------------------------------------
     def start(self) -> None:

@@ -32,6 +32,7 @@ from serving.engine.worker_threads import SupervisedThreads
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import use_idle_cpu
+from serving.runners.placement import device_of
 from serving.runners.process_supervisor import Restartable, Supervisor
 
 log = logging.getLogger(__name__)
@@ -384,6 +385,12 @@ class OpStage:
             self.metrics.op_errors.labels(*self.labels, str(error.status)).inc()
 
     # ---- introspection -----------------------------------------------------------------------
+    @property
+    def devices(self) -> list[str]:
+        """The device of each started instance (none before :meth:`start`), as the runners placed them."""
+        svc = self.conf.local_service_conf
+        return [device_of(svc, index) for index in range(len(self._runners))]
+
     @property
     def healthy(self) -> bool:
         """Some instance takes work (a supervised predictor process may be restarting)."""

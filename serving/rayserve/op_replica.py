@@ -68,6 +68,8 @@ class OpReplica:
         # replicas of one machine pin OpenVINO instances to different cores
         self._cpus = NodeCpuAllocator()
         self._cpu_sets = launch_stage(self.stage, self._cpus, warmup=warmup)
+        # where this replica's instances run (gpu:N counts the GPUs Ray gave the replica)
+        self.metrics.instance_devices.read_from(lambda: [(self.stage.labels, self.stage.devices)])
         replica = f"{self.stage.name}-{os.getpid()}"
         self._pusher = MetricsPusher(hub, replica, self.metrics, config.ray.metrics_interval_s)
         self._pusher.start()

@@ -25,6 +25,7 @@ from serving.config.schema import ServingConfig
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.op import Op
+from serving.runners.gpus import Nvml
 from serving.server import Server
 
 
@@ -34,7 +35,8 @@ class LiveApp:
 
     The constructor returns once the socket listens and, with ``wait_ready``
     (default), once the pipeline is ready; with ``wait_ready=False`` it may
-    not be yet (call :meth:`wait_ready`)."""
+    not be yet (call :meth:`wait_ready`). ``nvml``: a fake NVML module for the
+    GPU metrics (``tests/support/fake_nvml.py``; default: pynvml where installed)."""
 
     def __init__(
         self,
@@ -44,10 +46,11 @@ class LiveApp:
         warmup: bool = True,
         timeout: float = 60.0,
         front_workers: int | None = None,
+        nvml: Nvml | None = None,
     ):
         if isinstance(config, dict):
             config = parse_config(config)
-        self.server = Server(config, host="127.0.0.1", port=0, warmup=warmup, front_workers=front_workers)
+        self.server = Server(config, host="127.0.0.1", port=0, warmup=warmup, front_workers=front_workers, nvml=nvml)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="live-app", daemon=True)
         self._thread.start()

@@ -147,15 +147,23 @@ def test_add_an_op_example_serves_a_request(tmp_path, monkeypatch):
 
 def test_metrics_reference_lists_every_family_as_exported():
     """docs/reference/metrics.md names every family of the server's registry, with its type
-    and labels, and nothing else."""
+    and labels, and nothing else: the GPU families too (a fake NVML with one GPU)."""
     from serving.engine.metrics import Metrics
+    from serving.runners.gpus import open_gpus
+    from tests.support.fake_nvml import FakeGpu, FakeNvml
 
-    metrics = Metrics()
+    metrics = Metrics(gpus=open_gpus(FakeNvml([FakeGpu()])))
     in_code = {
         m._name: (m._type, ", ".join(m._labelnames) or "(none)")  # noqa: SLF001 - the families' own record
         for m in vars(metrics).values()
         if hasattr(m, "_labelnames")
     }
+    # the families read at scrape time (custom collectors) declare theirs in describe()
+    collectors = [m for m in vars(metrics).values() if hasattr(m, "describe") and not hasattr(m, "_labelnames")]
+    for family in (f for c in collectors for f in c.describe()):
+        in_code[family.name] = (family.type, ", ".join(family._labelnames))  # noqa: SLF001
+    # and nothing the registry exports escapes this list (counters are exported as name_total)
+    assert {f.name for f in metrics.registry.collect()} == set(in_code)
     text = (ROOT / "docs" / "reference" / "metrics.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(batchline_\w+)` \| (\w+) \| ([^|]+) \|", _section(text, "## Families"), flags=re.M)
     in_doc = {name: (kind, labels.strip()) for name, kind, labels in rows}

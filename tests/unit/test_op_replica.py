@@ -248,3 +248,12 @@ def test_an_output_leaves_the_replica_as_its_consumers_need_it(tmp_path, monkeyp
         replica.__del__()
     assert reply.error is None and reply.output["id"] == 7
     assert reply.output.get("consumers") == consumers
+
+
+def test_the_replica_exports_where_its_instances_run(replicas):
+    gate("placed").go.set()
+    replica = replicas("placed", instance_num=2)
+    text = replica.metrics.render().decode()
+    for index in (0, 1):
+        labels = f'device="cpu",instance="{index}",op="echo",pipeline="p",version="1"'
+        assert f"batchline_op_instance_device{{{labels}}} 1.0" in text
