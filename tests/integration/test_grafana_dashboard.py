@@ -5,7 +5,10 @@ prometheus.yml scrapes the path and port the server serves.
 The server is the real one (``batchline serve`` in a child process) on the
 fault-injection op with predictor processes, ``max_rss_mb`` and
 ``max_batch_units``, so the process and budget metrics exist; a few requests
-make the histograms and labelled series appear."""
+make the histograms and labelled series appear. That server has no GPU (nor
+may a child process be handed a fake NVML), so the GPU row's families come
+from a second, in-process server (LiveApp) with a fake NVML: the dashboard
+must read only what one of the two exports."""
 
 from __future__ import annotations
 
@@ -22,8 +25,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from serving.config import parse_config
+from tests.support.engine_fakes import op_conf
+from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.fault_op import fault_config
 from tests.support.image_fakes import encode_png, make_image
+from tests.support.live_app import LiveApp
 from tests.support.reliability.known_good import paddle_body
 from tests.support.server_process import ROOT, ServerProcess
 from tests.support.waiting import until
@@ -145,16 +151,24 @@ def scrape(tmp_path_factory) -> str:
         return text()
 
 
-def exported(text: str) -> tuple[set[str], set[str]]:
-    """(sample names that have samples, sample names of every declared family)."""
-    families = list(text_string_to_metric_families(text))
+@pytest.fixture(scope="module")
+def gpu_scrape() -> str:
+    """/metrics of a server whose NVML (a fake) sees one GPU."""
+    config = {"name": "gpu", "op": {"add": op_conf("AddOp")}}
+    with LiveApp(config, nvml=FakeNvml([FakeGpu(utilization=40, used=1 << 30)])) as live:
+        return requests.get(live.url + prometheus_job()["metrics_path"], timeout=10).text
+
+
+def exported(*texts: str) -> tuple[set[str], set[str]]:
+    """(sample names that have samples, sample names of every declared family) of these scrapes."""
+    families = [f for text in texts for f in text_string_to_metric_families(text)]
     with_samples = {s.name for f in families for s in f.samples}
     declared = {f.name + suffix for f in families for suffix in SUFFIXES.get(f.type, ("",))}
     return with_samples, declared
 
 
-def test_every_metric_the_dashboard_reads_is_exported(scrape):
-    with_samples, declared = exported(scrape)
+def test_every_metric_the_dashboard_reads_is_exported(scrape, gpu_scrape):
+    with_samples, declared = exported(scrape, gpu_scrape)
     read = {name: where for where, expr in queries(load_dashboard()) for name in metric_names(expr)}
     unknown = {name: where for name, where in read.items() if name not in declared}
     assert not unknown, f"the dashboard reads metrics the server does not export: {unknown}"
@@ -163,6 +177,10 @@ def test_every_metric_the_dashboard_reads_is_exported(scrape):
     assert not silent, f"exported, but no series after requests: {sorted(silent)}"
     # the panels of this change have data: fills, and the budget's
     assert {"batchline_op_batch_fill_bucket", "batchline_op_units_fill_bucket"} <= with_samples
+    # the GPU row: the GPU families only where NVML sees a GPU, where each instance runs everywhere
+    gpu_row = {"batchline_gpu_utilization_ratio", "batchline_gpu_memory_used_bytes", "batchline_gpu_memory_total_bytes"}
+    assert gpu_row <= set(read) and gpu_row <= exported(gpu_scrape)[0]
+    assert "batchline_op_instance_device" in exported(scrape)[0]
 
 
 def test_a_metric_named_without_the_suffix_it_is_exported_with_counts_as_unknown(scrape):
