@@ -71,8 +71,3 @@ def pipeline_messages() -> Messages:
 def inference_messages() -> Messages:
     """The Open Inference Protocol's messages (``ModelInferRequest``, ...)."""
     return Messages(INFERENCE, INFERENCE_PACKAGE)
-
-
-def method_path(proto: str, package: str, service: str, method: str) -> str:
-    """A gRPC method's wire path, e.g. ``/inference.GRPCInferenceService/ModelInfer``."""
-    return f"/{package}.{service}/{method}"
