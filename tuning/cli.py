@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from serving.config.engines import ENGINE_NAMES, foreign_keys
 from serving.config.errors import ConfigError
 from serving.config.load import load_config, parse_config, read_config
 from serving.config.schema import LocalServiceConf, ServingConfig
@@ -75,7 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-file", help="text inputs like yours, one per line")
     parser.add_argument("-o", "--output", help="the tuned config to write (default: <name>.tuned.yml here)")
     parser.add_argument("--budget-s", type=float, default=240.0, help="time for the whole run (default 240 s)")
-    parser.add_argument("--engines", help="engines to try, comma separated (paddle, openvino; default: each op's own)")
+    parser.add_argument(
+        "--engines", help=f"engines to try, comma separated ({', '.join(ENGINE_NAMES)}; default: each op's own)"
+    )
     parser.add_argument(
         "--memory-mb",
         type=float,
@@ -373,8 +376,9 @@ def _changes(config: ServingConfig, plans: list[OpPlan], memory_mb: float | None
             was = getattr(svc, key)
             if was != value:
                 changes.append(Change(plan.name, key, value, f"was {_shown(was)}; {why}"))
-        if lay.engine != "openvino" and svc.conv_kernels != "auto":
-            changes.append(Change(plan.name, "conv_kernels", None, "an OpenVINO Runtime setting"))
+        for key, owner in foreign_keys(lay.engine).items():
+            if getattr(svc, key) != owner.own_keys[key]:
+                changes.append(Change(plan.name, key, None, owner.setting_phrase))
     return changes
 
 

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from serving.config.engines import foreign_keys
 from serving.config.load import parse_config
 from serving.config.schema import ServingConfig
 from serving.engine.execute import run_batch
@@ -94,8 +95,8 @@ def variant(data: dict[str, Any], source: str, path: str, changes: dict[str, dic
 
 def layout_changes(layout: Layout) -> dict[str, Any]:
     changes: dict[str, Any] = {"instance_num": layout.instances, "thread_num": layout.threads, "engine": layout.engine}
-    if layout.engine != "openvino":
-        changes["conv_kernels"] = "auto"  # an OpenVINO Runtime setting only
+    for key, owner in foreign_keys(layout.engine).items():  # another engine's setting: back to its default
+        changes[key] = owner.own_keys[key]
     return changes
 
 

@@ -19,11 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from serving.config.dag import Dag
+from serving.config.engines import ENGINE_NAMES, ENGINES, EngineName, check_keys, engine_description
 from serving.config.errors import FieldProblem
 from serving.config.netloc import normalize_host_pattern, normalize_origin
 from serving.config.ray_schema import RayConf, RayDeploymentConf
 from serving.op import Op
-from serving.paths import model_files, openvino_model_file, resolve_pkg_path
+from serving.paths import resolve_pkg_path
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 HEADER_PATTERN = r"^[A-Za-z0-9-]+$"
@@ -123,12 +124,7 @@ class LocalServiceConf:
         "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference. Required when the op "
         "class has `needs_model = True`; after loading, the absolute path.",
     )
-    engine: Literal["paddle", "openvino"] = Field(
-        default="paddle",
-        description="The runtime that runs the model: Paddle Inference (CPU on oneDNN, plain kernels or its "
-        "embedded OpenVINO engine; GPU; TensorRT), or OpenVINO Runtime (CPU only: GIL-free in-process "
-        "instances sharing one copy of the weights).",
-    )
+    engine: EngineName = Field(default=ENGINE_NAMES[0], description=engine_description())
     conv_kernels: Literal["auto", "jit"] = Field(
         default="auto",
         description="`engine: openvino` only: the convolution kernels OpenVINO's CPU plugin runs: its own "
@@ -336,68 +332,15 @@ class LocalServiceConf:
         if self.model_config is None:
             return self
         try:
-            if self.engine == "openvino":
-                openvino_model_file(self.model_config)
-            else:
-                model_files(self.model_config)
+            ENGINES[self.engine].model_files(self.model_config)
         except FileNotFoundError as exc:
             raise FieldProblem("model_config", str(exc)) from None
         return self
 
     @model_validator(mode="after")
-    def _openvino_runtime(self) -> LocalServiceConf:
-        """``engine: openvino`` takes none of Paddle Inference's engine switches."""
-        if self.engine != "openvino":
-            if self.conv_kernels != "auto":
-                raise FieldProblem(
-                    "conv_kernels", "is an OpenVINO Runtime setting: it needs engine: openvino (or drop it)"
-                )
-            return self
-        if self.device_type != 0:
-            raise FieldProblem(
-                "engine", f"openvino is a CPU engine; device_type is {self.device_type} (use device_type 0)"
-            )
-        if self.use_openvino:
-            raise FieldProblem(
-                "use_openvino",
-                "selects Paddle Inference's embedded OpenVINO engine; with engine: openvino, "
-                "OpenVINO Runtime runs the model itself: drop use_openvino",
-            )
-        if self.use_mkldnn or self.mkldnn_cache_capacity:
-            key = "use_mkldnn" if self.use_mkldnn else "mkldnn_cache_capacity"
-            raise FieldProblem(key, "is a Paddle Inference (oneDNN) setting; with engine: openvino drop it")
-        if self.precision not in ("fp32", "bf16"):
-            raise FieldProblem(
-                "precision",
-                f"{self.precision} is not available with engine: openvino (fp32 or bf16; an int8 model is an "
-                "OpenVINO IR quantised beforehand, e.g. by NNCF, and runs with precision fp32)",
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _engine_and_precision(self) -> LocalServiceConf:
-        """Combinations Paddle cannot honour, refused here so ``batchline check`` names them."""
-        if self.engine == "openvino":
-            return self
-        if self.use_openvino:
-            if self.device_type != 0:
-                raise FieldProblem(
-                    "use_openvino",
-                    f"is a CPU engine; device_type is {self.device_type} (use device_type 0, or drop use_openvino)",
-                )
-            if self.use_mkldnn:
-                raise FieldProblem(
-                    "use_openvino", "and use_mkldnn are two alternative CPU engines: set only one of them"
-                )
-            if self.precision not in ("fp32", "bf16"):
-                raise FieldProblem("precision", f"{self.precision} is not available with use_openvino (fp32 or bf16)")
-        elif self.device_type == 0:
-            if self.precision == "fp16":
-                raise FieldProblem("precision", "fp16 needs a GPU (device_type 1 or 2); use fp32 or bf16 on CPU")
-            if self.precision in ("bf16", "int8") and not self.use_mkldnn:
-                raise FieldProblem(
-                    "precision", f"{self.precision} on CPU needs use_mkldnn: true (or use_openvino: true for bf16)"
-                )
+    def _engine_keys(self) -> LocalServiceConf:
+        """The keys and precisions the engine refuses (serving.config.engines: each engine's own checks)."""
+        check_keys(self.engine, self)
         return self
 
     @model_validator(mode="after")
@@ -422,16 +365,10 @@ class LocalServiceConf:
         """Batch sizes predictor calls are made at (ascending; always has 1), or [] for any size."""
         if self.run_batch_sizes == []:
             return []
-        if self.run_batch_sizes is None and self.engine == "openvino":
-            # OpenVINO Runtime's first run of a new batch size costs ~1.1x a warm
-            # one (oneDNN: ~2x; docs/DESIGN_NOTES.md, "First-seen shapes"): splitting batches would cost more
-            return []
         if self.run_batch_sizes is None:
-            sizes = {1 << k for k in range(self.max_batch_size.bit_length()) if 1 << k <= self.max_batch_size}
-            sizes.add(self.max_batch_size)
-        else:
-            sizes = set(self.run_batch_sizes)
-        return sorted(sizes | {1})
+            sizes = ENGINES[self.engine].default_run_sizes(self.max_batch_size)
+            return sorted(set(sizes) | {1}) if sizes else []
+        return sorted(set(self.run_batch_sizes) | {1})
 
     @property
     def spreads_batches(self) -> bool:
@@ -442,9 +379,9 @@ class LocalServiceConf:
 
     @property
     def instances_overlap(self) -> bool:
-        """Whether instances compute at the same time: processes, or OpenVINO Runtime
-        (GIL released); Paddle's in-process instances take turns on the GIL."""
-        return self.instance_mode == "process" or self.engine == "openvino"
+        """Whether instances compute at the same time: processes, or thread instances of
+        an engine that releases the GIL (OpenVINO Runtime; Paddle's take turns on it)."""
+        return self.instance_mode == "process" or ENGINES[self.engine].threads_overlap
 
     @property
     def device_ids(self) -> list[int]:
@@ -453,13 +390,8 @@ class LocalServiceConf:
 
     @property
     def device_label(self) -> str:
-        """``"cpu"``, ``"cpu+openvino"``, ``"gpu"``, ``"gpu:0,1"`` or ``"gpu:0+trt"``."""
-        if self.device_type == 0:
-            if self.engine == "openvino":
-                return "cpu+openvino-runtime"
-            return "cpu+openvino" if self.use_openvino else "cpu"
-        label = "gpu" + (f":{self.devices}" if self.devices else "")
-        return label + ("+trt" if self.device_type == 2 else "")
+        """``"cpu"``, ``"cpu+openvino"``, ``"gpu"``, ``"gpu:0,1"``, ``"gpu:0+trt"``: the engine's label."""
+        return ENGINES[self.engine].device_label(self)
 
 
 class OpConfig(BaseModel):

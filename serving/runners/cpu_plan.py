@@ -3,9 +3,10 @@
 OpenVINO binds its inference threads to cores, and every process picks the
 same first cores of its affinity mask: two OpenVINO processes on a 2-core
 machine shared one core, each at half speed (docs/DESIGN_NOTES.md, "OpenVINO pinning").
-So OpenVINO predictor processes get sets of ``thread_num`` CPUs, the least
-used CPUs this server may use first. Other engines, and thread instances,
-stay unpinned (``None``): the OS balances them better than a fixed plan.
+So predictor processes of engines that pin cores (the engine table's
+``pins_cores``) get sets of ``thread_num`` CPUs, the least used CPUs this
+server may use first. Other engines, and thread instances, stay unpinned
+(``None``): the OS balances them better than a fixed plan.
 
 One :class:`CpuAllocator` is meant to serve everything the server runs, every
 pipeline of a repository and every reload, so no two ops are pinned to the
@@ -18,6 +19,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 
+from serving.config.engines import ENGINES
 from serving.config.schema import LocalServiceConf
 
 CpuSet = list[int] | None
@@ -38,11 +40,10 @@ def use_idle_cpu(tid: int = 0) -> str:
 
 
 def pins_cpus(conf: LocalServiceConf) -> bool:
-    """Whether predictor processes of ``conf`` get pinned CPU sets (OpenVINO processes on CPU,
-    either engine). In-process OpenVINO Runtime instances are left to the OS scheduler
-    (``ENABLE_CPU_PINNING`` off, serving.runners.openvino_runtime)."""
-    openvino = conf.use_openvino or conf.engine == "openvino"
-    return openvino and conf.device_type == 0 and conf.instance_mode == "process"
+    """Whether predictor processes of ``conf`` get pinned CPU sets: the engine says whether
+    it binds threads to cores (OpenVINO on CPU, either engine). In-process OpenVINO Runtime
+    instances are left to the OS scheduler (``ENABLE_CPU_PINNING`` off, serving.runners.openvino_runtime)."""
+    return conf.instance_mode == "process" and ENGINES[conf.engine].pins_cores(conf)
 
 
 def available_cpus() -> list[int]:

@@ -1,20 +1,22 @@
 """The engine seam: which runtime builds an op's predictor instances.
 
-``engine: paddle`` is Paddle Inference (in-process instances are clones that
-share the weights; GPU instances round-robin over ``devices``);
-``engine: openvino`` is OpenVINO Runtime (in-process instances are infer
-requests on one compiled model). Both give :class:`serving.op.Runner`
-objects; the child-process runner loads one instance with :func:`load_one`.
+The engine table (:data:`serving.config.engines.ENGINES`) names, for each
+engine, the runner module that loads it; that module gives
+``load_in_process(conf, count)`` (instances in this process, sharing weights
+where the runtime can) and ``load_one(conf, device_id)`` (one instance with its
+own weights: what a predictor process loads). Runner modules are imported on
+first use, so a config check loads no runtime.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+from collections.abc import Sequence
+from typing import Protocol, cast
 
+from serving.config.engines import ENGINES
 from serving.config.schema import LocalServiceConf
 from serving.op import Runner
-from serving.runners.openvino_runtime import create_openvino_runners
-from serving.runners.paddle_inference import PaddlePredictor, create_predictors
 
 
 class ModelRunner(Runner, Protocol):
@@ -24,15 +26,24 @@ class ModelRunner(Runner, Protocol):
     device: str
 
 
+class EngineLoader(Protocol):
+    """What an engine's runner module gives (its module-level functions)."""
+
+    def load_in_process(self, conf: LocalServiceConf, count: int) -> Sequence[ModelRunner]: ...
+
+    def load_one(self, conf: LocalServiceConf, device_id: int | None = None) -> ModelRunner: ...
+
+
+def loader(engine: str) -> EngineLoader:
+    """The runner module of ``engine`` (the table's ``loader``)."""
+    return cast(EngineLoader, importlib.import_module(ENGINES[engine].loader))
+
+
 def load_in_process(conf: LocalServiceConf, count: int) -> list[ModelRunner]:
     """``count`` instances of ``conf``'s model in this process, sharing weights."""
-    if conf.engine == "openvino":
-        return list(create_openvino_runners(conf, count))
-    return list(create_predictors(conf, count))
+    return list(loader(conf.engine).load_in_process(conf, count))
 
 
 def load_one(conf: LocalServiceConf, device_id: int | None = None) -> ModelRunner:
     """One instance with its own weights (a predictor process's), on GPU ``device_id``."""
-    if conf.engine == "openvino":
-        return create_openvino_runners(conf, 1)[0]
-    return PaddlePredictor.load(conf, device_id)
+    return loader(conf.engine).load_one(conf, device_id)

@@ -153,3 +153,13 @@ def create_openvino_runners(conf: LocalServiceConf, count: int) -> list[OpenVino
         runners[0].output_names,
     )
     return runners
+
+
+# The engine table's loader (serving.runners.engines)
+def load_in_process(conf: LocalServiceConf, count: int) -> list[OpenVinoRunner]:
+    return create_openvino_runners(conf, count)
+
+
+def load_one(conf: LocalServiceConf, device_id: int | None = None) -> OpenVinoRunner:
+    """One instance with its own compiled model; ``device_id`` is a GPU's, and OpenVINO here runs on CPU only."""
+    return create_openvino_runners(conf, 1)[0]

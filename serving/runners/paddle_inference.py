@@ -344,3 +344,12 @@ def create_predictors(conf: LocalServiceConf, count: int) -> list[PaddlePredicto
             logger.info("cloned predictor %s on %s in %.3fs", model_dir, predictor.device, time.perf_counter() - start)
         result.append(predictor)
     return result
+
+
+# The engine table's loader (serving.runners.engines)
+def load_in_process(conf: LocalServiceConf, count: int) -> list[PaddlePredictor]:
+    return create_predictors(conf, count)
+
+
+def load_one(conf: LocalServiceConf, device_id: int | None = None) -> PaddlePredictor:
+    return PaddlePredictor.load(conf, device_id)

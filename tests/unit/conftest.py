@@ -7,7 +7,6 @@ import multiprocessing.process
 
 import pytest
 
-import serving.runners.engines
 import serving.runners.openvino_runtime
 import serving.runners.paddle_inference
 
@@ -36,4 +35,3 @@ def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
     load_model = _refuse("loaded a model")
     monkeypatch.setattr(serving.runners.paddle_inference, "build_config", load_model)
     monkeypatch.setattr(serving.runners.openvino_runtime, "create_openvino_runners", load_model)
-    monkeypatch.setattr(serving.runners.engines, "create_openvino_runners", load_model)

@@ -1,0 +1,77 @@
+"""What an engine is on the config side: the facts and checks one engine module
+states (:class:`Engine`), and the settings it reads (:class:`EngineSettings`).
+
+Engines read a ``local_service_conf`` through a protocol, not the schema's
+class: the schema imports the engine table, so the table cannot import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class EngineSettings(Protocol):
+    """The ``local_service_conf`` keys engines read (read-only: an engine never changes them)."""
+
+    @property
+    def model_config(self) -> str | None: ...
+    @property
+    def device_type(self) -> int: ...
+    @property
+    def devices(self) -> str: ...
+    @property
+    def use_openvino(self) -> bool: ...
+    @property
+    def use_mkldnn(self) -> bool: ...
+    @property
+    def mkldnn_cache_capacity(self) -> int: ...
+    @property
+    def precision(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine: what the config layer, the CPU plan and the tuner need to know about it.
+
+    ``precisions`` maps each ``device_type`` the engine runs on to the precisions it
+    offers there (finer refusals, e.g. Paddle's bf16 needing oneDNN, are ``check``'s).
+    ``own_keys`` are the ``local_service_conf`` keys only this engine reads, with the
+    value every other engine requires them to keep (their default).
+    ``loader`` is the import path of the runner module that loads it: a module with
+    ``load_in_process(conf, count)`` and ``load_one(conf, device_id)``
+    (:mod:`serving.runners.engines`). A path, not an import: the config layer sits
+    below the runners (setup.cfg, import contracts) and must not load a runtime.
+    """
+
+    name: str
+    runtime: str
+    summary: str
+    precisions: Mapping[int, tuple[str, ...]]
+    threads_overlap: bool
+    own_keys: Mapping[str, Any]
+    loader: str
+    model_files: Callable[[str], Sequence[str]]
+    check: Callable[[EngineSettings], None]
+    default_run_sizes: Callable[[int], list[int]]
+    pins_cores: Callable[[EngineSettings], bool]
+    device_label: Callable[[EngineSettings], str]
+
+    @property
+    def setting_phrase(self) -> str:
+        """``"an OpenVINO Runtime setting"``: how a refusal names one of its ``own_keys``."""
+        article = "an" if self.runtime[:1].upper() in "AEIOU" else "a"
+        return f"{article} {self.runtime} setting"
+
+
+def gpu_label(conf: EngineSettings) -> str:
+    """``"gpu"``, ``"gpu:0,1"`` or ``"gpu:0+trt"``: the ``device`` column of a GPU op."""
+    label = "gpu" + (f":{conf.devices}" if conf.devices else "")
+    return label + ("+trt" if conf.device_type == 2 else "")
+
+
+def powers_of_two(max_batch_size: int) -> list[int]:
+    """1, 2, 4, ... up to ``max_batch_size``, and ``max_batch_size`` itself."""
+    sizes = {1 << k for k in range(max_batch_size.bit_length()) if 1 << k <= max_batch_size}
+    return sorted(sizes | {max_batch_size})

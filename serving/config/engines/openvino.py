@@ -1,0 +1,72 @@
+"""``engine: openvino``: OpenVINO Runtime, the CPU engine.
+
+Its Python API releases the GIL, so thread instances (infer requests on one
+compiled model) compute at the same time; its first run of a new batch size
+costs ~1.1x a warm one (oneDNN: ~2x; docs/DESIGN_NOTES.md, "First-seen shapes"),
+so any batch size runs. It binds its threads to cores, so its predictor
+processes get CPU sets of their own. Loaded by :mod:`serving.runners.openvino_runtime`.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from serving.config.engines.base import Engine, EngineSettings
+from serving.config.errors import FieldProblem
+from serving.paths import openvino_model_file
+
+PRECISIONS = MappingProxyType({0: ("fp32", "bf16")})
+
+
+def check(conf: EngineSettings) -> None:
+    """``engine: openvino`` takes none of Paddle Inference's engine switches."""
+    if conf.device_type not in PRECISIONS:
+        raise FieldProblem("engine", f"openvino is a CPU engine; device_type is {conf.device_type} (use device_type 0)")
+    if conf.use_openvino:
+        raise FieldProblem(
+            "use_openvino",
+            "selects Paddle Inference's embedded OpenVINO engine; with engine: openvino, "
+            "OpenVINO Runtime runs the model itself: drop use_openvino",
+        )
+    if conf.use_mkldnn or conf.mkldnn_cache_capacity:
+        key = "use_mkldnn" if conf.use_mkldnn else "mkldnn_cache_capacity"
+        raise FieldProblem(key, "is a Paddle Inference (oneDNN) setting; with engine: openvino drop it")
+    if conf.precision not in PRECISIONS[conf.device_type]:
+        raise FieldProblem(
+            "precision",
+            f"{conf.precision} is not available with engine: openvino ({' or '.join(PRECISIONS[conf.device_type])}; "
+            "an int8 model is an OpenVINO IR quantised beforehand, e.g. by NNCF, and runs with precision fp32)",
+        )
+
+
+def model_files(model_dir: str) -> tuple[str]:
+    return (openvino_model_file(model_dir),)
+
+
+def any_size(max_batch_size: int) -> list[int]:
+    """[]: any batch size (a new one costs little, so splitting batches would cost more)."""
+    return []
+
+
+def pins_cores(conf: EngineSettings) -> bool:
+    return conf.device_type == 0
+
+
+def device_label(conf: EngineSettings) -> str:
+    return "cpu+openvino-runtime"
+
+
+ENGINE = Engine(
+    name="openvino",
+    runtime="OpenVINO Runtime",
+    summary="OpenVINO Runtime (CPU only: GIL-free in-process instances sharing one copy of the weights)",
+    precisions=PRECISIONS,
+    threads_overlap=True,
+    own_keys=MappingProxyType({"conv_kernels": "auto"}),
+    loader="serving.runners.openvino_runtime",
+    model_files=model_files,
+    check=check,
+    default_run_sizes=any_size,
+    pins_cores=pins_cores,
+    device_label=device_label,
+)
