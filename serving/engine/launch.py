@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from serving.config.engines import ENGINES
 from serving.config.schema import DagConfig, OpConfig
 from serving.engine.metrics import Metrics
 from serving.engine.stage import OpStage
@@ -70,11 +71,14 @@ def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
     stage.op.load()
     svc = stage.conf.local_service_conf
     if svc.instance_num > 1 and not svc.instances_overlap and svc.device_type == 0 and stage.op.needs_model:
+        overlapping = [f"engine: {e.name}" for e in ENGINES.values() if e.threads_overlap and 0 in e.precisions]
         log.warning(
-            "op %s: %d thread instances on CPU take turns (Paddle holds the GIL in run()) and "
-            "each keeps its own workspace memory; consider engine: openvino or instance_mode: process",
+            "op %s: %d thread instances on CPU take turns (%s holds the GIL while it runs) and "
+            "each keeps its own workspace memory; consider %s",
             stage.name,
             svc.instance_num,
+            ENGINES[svc.engine].runtime,
+            " or ".join([*overlapping, "instance_mode: process"]),
         )
     cpu_sets = cpus.allocate(svc)
     try:
