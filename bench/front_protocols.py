@@ -5,8 +5,12 @@ serve --rpc-port``) measured through the bundled client over each protocol
 rpc_port), ``v2`` (the Open Inference Protocol over HTTP, binary tensors) and
 ``v2-grpc`` (its ModelInfer on rpc_port).
 
-* lone requests: one at a time, every protocol once per round in a fresh random
-  order (bench/lib/lone_requests.py), p50/p99 and the p50's difference to http's;
+* lone requests, one at a time, two ways: interleaved, every protocol once per
+  round in a fresh random order (bench/lib/lone_requests.py), p50/p99 and the
+  p50's difference to http's; and in blocks, ``--lone`` requests of one protocol
+  back to back, the protocols in a rotated order each round, the median of the
+  blocks' p50s (a client that only speaks one protocol: measured, the interleaved
+  order makes an HTTP call after a gRPC one slower, and so hides gRPC's cost);
 * throughput: ``--clients`` closed-loop clients (client/loadgen.py) for
   ``--duration`` s per protocol, the protocols one after another in a rotated
   order each round (ABCD, BCDA, ...), so a noisy moment hits all of them alike;
@@ -113,11 +117,19 @@ def paired_ratio(rounds: Sequence[Mapping[str, float]], name: str, base: str = B
 
 
 def summarize(
-    lone_s: Mapping[str, Sequence[float]], rounds: Sequence[Mapping[str, Mapping[str, Any]]], base: str = BASE
+    lone_s: Mapping[str, Sequence[float]],
+    rounds: Sequence[Mapping[str, Mapping[str, Any]]],
+    blocks_s: Mapping[str, Sequence[Sequence[float]]] | None = None,
+    base: str = BASE,
 ) -> list[dict[str, Any]]:
-    """One row per front: lone p50/p99 (ms) and the p50 over ``base``'s, the median req/s over
-    rounds and the paired ratio to ``base``, CPU per request (server, client) and errors."""
+    """One row per front: lone p50/p99 (ms) and the p50 over ``base``'s, interleaved and (``blocks_s``:
+    each round's seconds of one block per front) in blocks, the median req/s over rounds and the
+    paired ratio to ``base``, CPU per request (server, client) and errors."""
     lone = {name: latency_summary_ms(list(v)) for name, v in lone_s.items()}
+    block_p50 = {
+        name: statistics.median(latency_summary_ms(list(b))["p50"] for b in blocks)
+        for name, blocks in (blocks_s or {}).items()
+    }
     qps = [{name: m["req_per_s"] for name, m in r.items()} for r in rounds]
     rows = []
     for name in lone_s:
@@ -133,6 +145,8 @@ def summarize(
                 "lone_p50_ms": lone[name]["p50"],
                 "lone_p99_ms": lone[name]["p99"],
                 "lone_delta_ms": round(lone[name]["p50"] - lone[base]["p50"], 3),
+                "block_p50_ms": block_p50.get(name, float("nan")),
+                "block_delta_ms": round(block_p50[name] - block_p50[base], 3) if block_p50 else float("nan"),
                 "req_per_s": median_of("req_per_s"),
                 "throughput_ratio": paired_ratio(qps, name, base),
                 "server_cpu_ms": median_of("server_cpu_ms"),
@@ -145,13 +159,14 @@ def summarize(
 
 def format_table(rows: Sequence[Mapping[str, Any]], clients: int) -> str:
     lines = [
-        f"| front | lone p50 / p99 ms | lone p50 vs http | req/s at {clients} clients | vs http "
-        "| server CPU ms/request | client CPU ms/request | errors |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| front | lone p50 / p99 ms | lone p50 vs http | lone p50 in blocks ms | vs http "
+        f"| req/s at {clients} clients | vs http | server CPU ms/request | client CPU ms/request | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['front']} | {r['lone_p50_ms']:.2f} / {r['lone_p99_ms']:.2f} | {r['lone_delta_ms']:+.3f} ms "
+            f"| {r['block_p50_ms']:.2f} | {r['block_delta_ms']:+.3f} ms "
             f"| {r['req_per_s']:,.0f} | {r['throughput_ratio']:.3f}x | {r['server_cpu_ms']:.3f} "
             f"| {r['client_cpu_ms']:.3f} | {r['errors']} |"
         )
@@ -164,10 +179,12 @@ def goal_lines(workload: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in rows:
         if r["front"] in ("grpc", "v2-grpc"):
             lone = verdict(r["lone_delta_ms"], 0.0, higher_is_better=False)
+            block = verdict(r["block_delta_ms"], 0.0, higher_is_better=False)
             rate = verdict(r["throughput_ratio"], GOAL_THROUGHPUT)
             out.append(
-                f"GOAL {workload} {r['front']}: lone p50 {r['lone_delta_ms']:+.3f} ms vs http {lone}; "
-                f"throughput {r['throughput_ratio']:.3f}x of http {rate}"
+                f"GOAL {workload} {r['front']}: lone p50 {r['lone_delta_ms']:+.3f} ms vs http {lone} "
+                f"(in blocks {r['block_delta_ms']:+.3f} ms {block}); throughput {r['throughput_ratio']:.3f}x "
+                f"of http {rate}"
             )
     return out
 
@@ -215,6 +232,28 @@ def measure_lone(senders: Mapping[str, Sender], n: int) -> dict[str, list[float]
             c.close()
 
 
+def measure_lone_blocks(senders: Mapping[str, Sender], n: int, rounds: int) -> dict[str, list[list[float]]]:
+    """Per front, each round's block of ``n`` lone requests back to back (fronts in a rotated order)."""
+    clients = {name: s.client() for name, s in senders.items()}
+    blocks: dict[str, list[list[float]]] = {name: [] for name in senders}
+    try:
+        for r in range(rounds):
+            for name in rotated(list(senders), r):
+                sender, client = senders[name], clients[name]
+                for _ in range(20):  # this front's connection and the server's path warm again
+                    sender.send(client)
+                seconds = []
+                for _ in range(n):
+                    began = time.perf_counter()
+                    sender.send(client)
+                    seconds.append(time.perf_counter() - began)
+                blocks[name].append(seconds)
+    finally:
+        for c in clients.values():
+            c.close()
+    return blocks
+
+
 def measure_loaded(served: Served, sender: Sender, clients: int, duration_s: float, warmup_s: float) -> dict:
     """``clients`` closed-loop clients: a warm-up level, then the measured one with the server tree's CPU."""
     from bench.lib.measure import cpu_used, tree_cpu_seconds
@@ -247,6 +286,7 @@ def run_workload(w: Workload, args: argparse.Namespace, folder: str) -> dict:
         senders = {name: Sender(url, rpc_url, protocol, w.pipeline, w.text) for name, protocol in FRONTS.items()}
         same_answers(senders)
         lone = measure_lone(senders, args.lone)
+        blocks = measure_lone_blocks(senders, args.lone, args.rounds)
         rounds: list[dict[str, dict]] = []
         for r in range(args.rounds):
             measured = {}
@@ -256,7 +296,7 @@ def run_workload(w: Workload, args: argparse.Namespace, folder: str) -> dict:
             rounds.append(measured)
     finally:
         served.stop()
-    rows = summarize(lone, rounds)
+    rows = summarize(lone, rounds, blocks)
     return {"workload": w.key, "title": w.title, "rows": rows, "rounds": rounds, "log": served.log_path}
 
 

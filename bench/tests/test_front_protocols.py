@@ -42,7 +42,8 @@ def test_rows_table_and_goals():
         {"http": _loaded(1000, 0.5), "grpc": _loaded(990, 0.55), "v2-grpc": _loaded(900, 0.6, errors=1)},
         {"http": _loaded(800, 0.5), "grpc": _loaded(830, 0.57), "v2-grpc": _loaded(720, 0.6)},
     ]
-    rows = fp.summarize(lone, rounds)
+    blocks = {"http": [[0.001] * 5, [0.0012] * 5], "grpc": [[0.0011] * 5, [0.0013] * 5], "v2-grpc": [[0.002] * 5] * 2}
+    rows = fp.summarize(lone, rounds, blocks)
     by = {r["front"]: r for r in rows}
     assert [r["front"] for r in rows] == ["http", "grpc", "v2-grpc"]
     assert by["http"]["lone_p50_ms"] == 1.0 and by["http"]["lone_p99_ms"] == 3.0
@@ -51,9 +52,11 @@ def test_rows_table_and_goals():
     assert by["grpc"]["server_cpu_ms"] == pytest.approx(0.56) and by["v2-grpc"]["errors"] == 1
     table = fp.format_table(rows, 8)
     assert "req/s at 8 clients" in table.splitlines()[0]
-    assert "| grpc | 0.90 / 2.00 | -0.100 ms | 910 | 1.014x | 0.560 | 0.200 | 0 |" in table
+    assert by["grpc"]["block_p50_ms"] == pytest.approx(1.2) and by["grpc"]["block_delta_ms"] == pytest.approx(0.1)
+    assert "| grpc | 0.90 / 2.00 | -0.100 ms | 1.20 | +0.100 ms | 910 | 1.014x | 0.560 | 0.200 | 0 |" in table
     goals = fp.goal_lines("null", rows)
     assert goals == [
-        "GOAL null grpc: lone p50 -0.100 ms vs http MET; throughput 1.014x of http MET",
-        "GOAL null v2-grpc: lone p50 +0.200 ms vs http MISSED; throughput 0.900x of http MISSED",
+        "GOAL null grpc: lone p50 -0.100 ms vs http MET (in blocks +0.100 ms MISSED); throughput 1.014x of http MET",
+        "GOAL null v2-grpc: lone p50 +0.200 ms vs http MISSED (in blocks +0.900 ms MISSED); throughput 0.900x of "
+        "http MISSED",
     ]
