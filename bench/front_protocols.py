@@ -9,8 +9,8 @@ rpc_port), ``v2`` (the Open Inference Protocol over HTTP, binary tensors) and
   round in a fresh random order (bench/lib/lone_requests.py), p50/p99 and the
   p50's difference to http's; and in blocks, ``--lone`` requests of one protocol
   back to back, the protocols in a rotated order each round, the median of the
-  blocks' p50s (a client that only speaks one protocol: measured, the interleaved
-  order makes an HTTP call after a gRPC one slower, and so hides gRPC's cost);
+  blocks' p50s (what a client that speaks one protocol sees: in the interleaved
+  order each call follows another protocol's, whose threads and caches it inherits);
 * throughput: ``--clients`` closed-loop clients (client/loadgen.py) for
   ``--duration`` s per protocol, the protocols one after another in a rotated
   order each round (ABCD, BCDA, ...), so a noisy moment hits all of them alike;
