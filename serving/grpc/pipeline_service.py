@@ -3,9 +3,10 @@
 
 A failure is answered as Paddle Serving answers it, in the message: ``err_no``
 (the HTTP status the same request gets over HTTP) and ``err_msg``; Paddle
-Serving's clients read those, not a gRPC status. Only a missing or wrong token
-ends the call with a status (UNAUTHENTICATED), as HTTP refuses it before any
-route runs."""
+Serving's clients read those, not a gRPC status; the trailing metadata carries
+the status and, with a 503, ``retry-after``. Only a missing or wrong token ends
+the call with a status (UNAUTHENTICATED), as HTTP refuses it before any route
+runs."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from serving.errors import ServingError, Unauthorized, as_serving_error
 from serving.grpc.call import Call, checked, lenient
 from serving.grpc.context import GrpcServices
 from serving.grpc.pipeline_request import OPTION_KEYS, parse_pipeline_request, route_of
+from serving.grpc.status import trailers
 from serving.http.routes.prediction import paddle_document
 from serving.http.routes.waiting import wait_for_results
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
@@ -43,6 +45,8 @@ class PipelineService:
             except Unauthorized as err:
                 call.abort(err)
             except ServingError as err:
+                # the message has no field for Retry-After: the trailers carry it (and the status)
+                context.set_trailing_metadata(trailers(err))
                 return self.messages.Response(err_no=err.err_no, err_msg=err.message)
             except Exception as exc:  # a fault here must not become grpc's bare UNKNOWN
                 log.exception("unhandled error in PipelineService.inference")

@@ -316,3 +316,15 @@ def test_a_reload_reaches_grpc_calls(serve, tmp_path):
             response_deserializer=im.ModelMetadataResponse.FromString,
         )(im.ModelMetadataRequest(name="echo"))
     assert list(metadata.versions) == ["1", "2"]
+
+
+def test_a_refusal_carries_its_status_and_retry_after_in_the_trailers(serve):
+    live = serve(text_config(max_queue_size=1))
+    call = inference(live)
+    future = call.future(M.Request(key=["text"], value=[HOLD]))
+    held(live)
+    answer, finished = call.with_call(M.Request(key=["text"], value=["good"]))
+    trailers = dict(finished.trailing_metadata())
+    assert answer.err_no == 503 and trailers["batchline-http-status"] == "503" and int(trailers["retry-after"]) >= 1
+    live.op("cls").release()
+    assert future.result(timeout=DEADLINE_S).err_no == 0
