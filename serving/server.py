@@ -35,6 +35,7 @@ from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
+from serving.http.handler_count import HANDLERS
 from serving.http.limits import http_threads
 from serving.runners.gpus import Nvml, open_gpus
 
@@ -212,7 +213,7 @@ class Server:
         log.info("draining: refusing new requests, finishing accepted ones")
         drained = self.repository.shutdown()
         if self.front is not None:
-            self.front.drain(self.app.extensions["batchline.handlers"])
+            self.front.drain(self.app.extensions[HANDLERS])
         if self.fronts is not None:
             self.fronts.drain()
         if self.grpc is not None:

@@ -11,11 +11,8 @@ from dataclasses import dataclass
 from flask import Flask
 
 from serving.grpc.message_slots import MessageSlots
-from serving.http.handler_count import HandlerCount
-from serving.http.routes.prediction import PredictionRoutes
-
-PREDICTION_ROUTES = "batchline.prediction"  # serving.http.routes.prediction registers its routes object there
-HANDLERS = "batchline.handlers"
+from serving.http.handler_count import HANDLERS, HandlerCount
+from serving.http.routes.prediction import PREDICTION_ROUTES, PredictionRoutes
 
 
 @dataclass(frozen=True)

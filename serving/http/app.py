@@ -16,7 +16,7 @@ from serving.engine.decode_budget import DecodeBudget
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.access import Access
-from serving.http.handler_count import HandlerCount
+from serving.http.handler_count import HANDLERS, HandlerCount
 from serving.http.jsonio import FlaskJSON
 from serving.http.limits import HttpLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.http.origins import AccessPolicy
@@ -82,7 +82,7 @@ def create_app(
     app = Flask("batchline")
     app.request_class = BoundedRequest
     app.json = FlaskJSON(app)  # orjson; answers keep UTF-8 text readable
-    app.extensions["batchline.handlers"] = ctx.handlers
+    app.extensions[HANDLERS] = ctx.handlers
     app.extensions["batchline.repository"] = repo
     app.extensions["batchline.decode_budget"] = ctx.decode_budget
     _follow_reloads(app, ctx, budget_share if decode_budget is None else None)

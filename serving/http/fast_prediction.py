@@ -33,10 +33,10 @@ from serving.engine.request import RequestState
 from serving.errors import ClientDisconnected, ServingError, as_serving_error
 from serving.http.access import Access
 from serving.http.error_body import error_document, error_headers
-from serving.http.handler_count import HandlerCount
+from serving.http.handler_count import HANDLERS, HandlerCount
 from serving.http.jsonio import dumps
 from serving.http.parse import parse_paddle
-from serving.http.routes.prediction import PredictionRoutes, paddle_document
+from serving.http.routes.prediction import PREDICTION_ROUTES, PredictionRoutes, paddle_document
 from serving.http.routes.waiting import wait_for_results
 from serving.http.wsgi_call import HttpAnswer, HttpRequest, first_header
 
@@ -92,7 +92,7 @@ class FastPrediction:
     @classmethod
     def of(cls, app: Flask) -> FastPrediction:
         ext = app.extensions
-        return cls(ext["batchline.prediction"], ext["batchline.access"], ext["batchline.handlers"])
+        return cls(ext[PREDICTION_ROUTES], ext["batchline.access"], ext[HANDLERS])
 
     def take(self, request: HttpRequest) -> Coroutine[Any, Any, HttpAnswer | None] | None:
         """The coroutine that answers ``request`` on the loop (None when it returns None:

@@ -27,6 +27,7 @@ from serving.http.fast_prediction import FastPrediction
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront
 from serving.http.front_link import FrontHello, Wire
+from serving.http.handler_count import HANDLERS
 from serving.http.limits import http_threads
 from serving.http.remote_repository import RemoteRepository
 from serving.http.waitress_front import WaitressFront
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     threading.Thread(target=repository.serve, args=(stop.set,), name="engine-link", daemon=True).start()
     front.start()
     stop.wait()
-    front.drain(app.extensions["batchline.handlers"])
+    front.drain(app.extensions[HANDLERS])
     return 0
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+#: where the app keeps its count (``app.extensions``): the fronts' drains wait on it
+HANDLERS = "batchline.handlers"
+
 
 class HandlerCount:
     """Prediction handlers running now (the server waits for zero on shutdown)."""

@@ -22,9 +22,7 @@ from typing import Any
 from flask import Flask
 
 from serving.http.decode import DecodePlan, PendingInput
-from serving.http.routes.prediction import PredictionRoutes
-
-PREDICTION_ROUTES = "batchline.prediction"  # where serving.http.routes.prediction registers its routes object
+from serving.http.routes.prediction import PREDICTION_ROUTES, PredictionRoutes
 
 
 def carried(plan: DecodePlan) -> list[Any]:

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from serving.http.handler_count import HANDLERS
 from tests.support.client_fakes import text_config
 from tests.support.live_app import LiveApp
 
@@ -259,7 +260,7 @@ def loop_routed(fronts):
     front = AsyncioFront(live.server.app, live.server.config.http, FrontGate(TOKEN), threads=8, loop_route=spy)
     front.start()
     yield front, answered
-    front.drain(live.server.app.extensions["batchline.handlers"])
+    front.drain(live.server.app.extensions[HANDLERS])
 
 
 def one_text(text: str, **fields) -> bytes:
@@ -303,6 +304,6 @@ def test_a_client_gone_while_the_loop_waits_fails_its_request(fronts, loop_route
             sock.sendall(post("/ernie/prediction", one_text("__hold__")))
             time.sleep(0.3)  # the request reaches the held op
         # the loop notices the close within a wait slice and lets go, though the op still holds it
-        assert live.server.app.extensions["batchline.handlers"].wait_zero(WITHIN_S)
+        assert live.server.app.extensions[HANDLERS].wait_zero(WITHIN_S)
     finally:
         op.release()

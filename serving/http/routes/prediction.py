@@ -24,6 +24,9 @@ from serving.http.routes.errors import error_response
 from serving.http.routes.waiting import wait_for_results
 from serving.http.served_repository import ServedPipeline
 
+#: where the app keeps its routes object (``app.extensions``); the Ray ingress rebinds it there
+PREDICTION_ROUTES = "batchline.prediction"
+
 
 def release_decode_budget(exc: BaseException | None) -> None:
     """After each request: give back the decode budget its inputs held."""
@@ -166,4 +169,4 @@ def paddle_document(handles: Sequence[RequestState], logid: Any) -> dict[str, An
 def register(app: Flask, ctx: RouteContext) -> None:
     routes = PredictionRoutes(ctx)
     routes.register(app)
-    app.extensions["batchline.prediction"] = routes  # serving.http.fast_prediction answers with it
+    app.extensions[PREDICTION_ROUTES] = routes  # the other fronts answer with it (fast_prediction, v2, gRPC)

@@ -18,10 +18,9 @@ from serving.http.inference_protocol.request import InferRequest
 from serving.http.inference_protocol.server import server_metadata
 from serving.http.limits import HttpLimits
 from serving.http.routes.context import RouteContext
-from serving.http.routes.prediction import PredictionRoutes
+from serving.http.routes.prediction import PREDICTION_ROUTES, PredictionRoutes
 
 PROTOCOL = "v2"  # requests by front end (metrics)
-PREDICTION_ROUTES = "batchline.prediction"  # serving.http.routes.prediction registers its routes object there
 MODEL = "/v2/models/<name>"
 VERSION = "/v2/models/<name>/versions/<int:version>"
 
