@@ -4,7 +4,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.client_fakes import ocr_config, text_config
 from tests.support.live_app import LiveApp
+
+
+def with_rpc(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with gRPC on a free port."""
+    return {**config, "rpc_port": 0}
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +30,7 @@ def live_app():
     started: list[LiveApp] = []
 
     def start(config: Any, *, rpc: bool = False, **kwargs: Any) -> LiveApp:
-        live = LiveApp({**config, "rpc_port": 0} if rpc else config, **kwargs)
+        live = LiveApp(with_rpc(config) if rpc else config, **kwargs)
         started.append(live)
         return live
 
@@ -32,3 +38,17 @@ def live_app():
     for live in started:
         live.release_held()
         live.close()
+
+
+@pytest.fixture(scope="module")
+def ocr():
+    """The model-free OCR-shaped pipeline (tests/support/client_fakes.py), on HTTP and gRPC."""
+    with LiveApp(with_rpc(ocr_config())) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def ernie():
+    """The model-free text-shaped pipeline, on HTTP and gRPC."""
+    with LiveApp(with_rpc(text_config())) as live:
+        yield live

@@ -59,18 +59,6 @@ def no_token_in_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-@pytest.fixture(scope="module")
-def ocr():
-    with LiveApp(ocr_config()) as live:
-        yield live
-
-
-@pytest.fixture(scope="module")
-def ernie():
-    with LiveApp(text_config()) as live:
-        yield live
-
-
 @pytest.fixture
 def image_dir(tmp_path):
     d = tmp_path / "imgs"

@@ -20,7 +20,7 @@ from PIL import Image
 from client import bench as bench_cmd
 from client import cli as predict_cmd
 from client.pipeline_client import PipelineClient, PipelineError
-from tests.support.client_fakes import BAD, BOOM, HOLD, OVERLOADED, ocr_config, ocr_lines, text_config
+from tests.support.client_fakes import BAD, BOOM, HOLD, OVERLOADED, ocr_lines, text_config
 from tests.support.live_app import LiveApp
 from tests.support.server_process import free_port
 
@@ -35,28 +35,8 @@ def no_token_in_env(monkeypatch):
     monkeypatch.delenv("BATCHLINE_AUTH_TOKEN", raising=False)
 
 
-def serve(config: dict[str, Any], **kwargs: Any) -> LiveApp:
-    return LiveApp({**config, "rpc_port": 0}, **kwargs)
-
-
 def client_of(live: LiveApp, **kwargs: Any) -> PipelineClient:
-    return PipelineClient(live.url, rpc_url=rpc_url(live), **kwargs)
-
-
-def rpc_url(live: LiveApp) -> str:
-    return f"127.0.0.1:{live.server.rpc_port}"
-
-
-@pytest.fixture(scope="module")
-def ocr():
-    with serve(ocr_config()) as live:
-        yield live
-
-
-@pytest.fixture(scope="module")
-def ernie():
-    with serve(text_config()) as live:
-        yield live
+    return PipelineClient(live.url, rpc_url=live.rpc_address, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +203,7 @@ def test_cli_predict_prints_what_http_prints(ocr, ernie, image_dir, capsys, prot
     assert _predict(["--url", ocr.url, "--json", "--protocol", protocol, "--rpc-url", port, str(image_dir)]) == 0
     assert capsys.readouterr().out == http
     argv = ["--url", ernie.url, "--pipeline", "ernie", "--text", "很好", "--text", BOOM]
-    assert _predict([*argv, "--protocol", protocol, "--rpc-url", rpc_url(ernie)]) == 1
+    assert _predict([*argv, "--protocol", protocol, "--rpc-url", ernie.rpc_address]) == 1
     cap = capsys.readouterr()
     assert cap.out == "== 很好\npositive\t0.9000\n" and "HTTP 500" in cap.err
 
@@ -244,9 +224,9 @@ def test_bench_counts_each_protocol_like_http(ernie, tmp_path, capsys, protocol)
     out_json = tmp_path / "t.json"
     argv = ["--url", ernie.url, "--pipeline", "ernie", "--text-file", str(texts), "--concurrency", "2"]
     argv += ["--duration", "60", "--warmup", "0", "--max-requests", "9", "--json", str(out_json)]
-    assert _bench([*argv, "--protocol", protocol, "--rpc-url", rpc_url(ernie)]) == 0
+    assert _bench([*argv, "--protocol", protocol, "--rpc-url", ernie.rpc_address]) == 0
     doc = json.loads(out_json.read_text())
     (level,) = doc["levels"]
-    assert doc["protocol"] == protocol and doc["rpc_url"] == rpc_url(ernie)
+    assert doc["protocol"] == protocol and doc["rpc_url"] == ernie.rpc_address
     assert level["requests"] == 9 and level["ok"] == 6 and level["errors"] == {"500": 3}
     assert level["op_stats"]["cls"]["items"] == 9  # /metrics is still read at --url

@@ -48,7 +48,7 @@ def serve(live_app):
 
 
 def inference(live: LiveApp):
-    channel = grpc.insecure_channel(f"127.0.0.1:{live.server.rpc_port}")
+    channel = grpc.insecure_channel(live.rpc_address)
     return channel.unary_unary(
         METHOD, request_serializer=M.Request.SerializeToString, response_deserializer=M.Response.FromString
     )
@@ -93,17 +93,15 @@ def test_paddle_servings_own_client_gets_what_http_prediction_answers(serve):
     image = serve(ocr_config())
     b64 = base64.b64encode(png(64, 40)).decode()
     got = paddle_serving_client.predict(
-        f"127.0.0.1:{text.server.rpc_port}",
+        text.rpc_address,
         [{"text": "good movie"}, {"text": "bad film", "logid": 7}],
         fetch=["result"],
     )
-    got += paddle_serving_client.predict(
-        f"127.0.0.1:{text.server.rpc_port}", [{"text": "fine"}], pack_tensor_format=True
-    )
+    got += paddle_serving_client.predict(text.rpc_address, [{"text": "fine"}], pack_tensor_format=True)
     want = [http_prediction(text, "ernie", "text", [t]) for t in ("good movie", "bad film", "fine")]
     assert [(g["err_no"], g["key"], g["value"]) for g in got] == [(0, w["key"], w["value"]) for w in want]
 
-    (answer,) = paddle_serving_client.predict(f"127.0.0.1:{image.server.rpc_port}", [{"image": b64}])
+    (answer,) = paddle_serving_client.predict(image.rpc_address, [{"image": b64}])
     want = http_prediction(image, "ocr", "image", [b64])
     assert (answer["err_no"], answer["value"]) == (0, want["value"])
 
@@ -111,7 +109,7 @@ def test_paddle_servings_own_client_gets_what_http_prediction_answers(serve):
 @pytest.mark.slow
 def test_paddle_servings_own_client_reads_a_failure_from_err_no_as_over_http(serve):
     live = serve(text_config())
-    (answer,) = paddle_serving_client.predict(f"127.0.0.1:{live.server.rpc_port}", [{"image": "aGk="}])
+    (answer,) = paddle_serving_client.predict(live.rpc_address, [{"image": "aGk="}])
     want = http_prediction(live, "ernie", "image", ["aGk="])
     assert answer["err_no"] == want["err_no"] == 400 and answer["err_msg"] == want["err_msg"]
     assert answer["value"] == []
@@ -288,7 +286,7 @@ def test_a_call_waiting_for_its_answer_holds_no_message_slot(serve):
 @pytest.mark.parametrize("payload", [b"\xff\xff\xff", b"\x0a\x05ab", b"\x1a\x80"])
 def test_a_message_that_does_not_parse_gets_err_no_400_and_the_server_goes_on(serve, payload):
     live = serve(text_config())
-    with grpc.insecure_channel(f"127.0.0.1:{live.server.rpc_port}") as channel:
+    with grpc.insecure_channel(live.rpc_address) as channel:
         answer = channel.unary_unary(METHOD, response_deserializer=M.Response.FromString)(payload, timeout=30)
     assert answer.err_no == 400 and "not a valid baidu.paddle_serving.pipeline_serving.Request" in answer.err_msg
     assert inference(live)(M.Request(key=["text"], value=["good"])).err_no == 0
@@ -309,7 +307,7 @@ def test_a_reload_reaches_grpc_calls(serve, tmp_path):
     live.repository.reload()  # what SIGHUP runs
     assert call(M.Request(key=["text"], value=["hi"], method="v2/prediction")).err_no == 0
     im = inference_messages()
-    with grpc.insecure_channel(f"127.0.0.1:{live.server.rpc_port}") as channel:
+    with grpc.insecure_channel(live.rpc_address) as channel:
         metadata = channel.unary_unary(
             "/inference.GRPCInferenceService/ModelMetadata",
             request_serializer=im.ModelMetadataRequest.SerializeToString,

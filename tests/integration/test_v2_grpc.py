@@ -30,13 +30,9 @@ def live():
         yield app
 
 
-def target(live) -> str:
-    return f"127.0.0.1:{live.server.rpc_port}"
-
-
 @pytest.fixture(scope="module")
 def client(live):
-    with triton.InferenceServerClient(target(live)) as c:
+    with triton.InferenceServerClient(live.rpc_address) as c:
         yield c
 
 
@@ -88,7 +84,7 @@ def test_contents_instead_of_raw_and_the_requested_outputs(live):
     request = messages.ModelInferRequest(model_name="ernie", model_version="1")
     request.inputs.add(name="text", datatype="BYTES", shape=[2, 1]).contents.bytes_contents.extend([b"good", b"bad"])
     request.outputs.add(name="label")
-    with grpc.insecure_channel(target(live)) as channel:
+    with grpc.insecure_channel(live.rpc_address) as channel:
         infer = channel.unary_unary(
             "/inference.GRPCInferenceService/ModelInfer",
             request_serializer=messages.ModelInferRequest.SerializeToString,
@@ -160,7 +156,7 @@ def test_unknown_output_is_invalid_argument(client):
 
 
 def test_token_needed_when_set_and_accepted_with_it():
-    with LiveApp(v2_repository(auth_token=TOKEN)) as live, triton.InferenceServerClient(target(live)) as c:
+    with LiveApp(v2_repository(auth_token=TOKEN)) as live, triton.InferenceServerClient(live.rpc_address) as c:
         assert c.is_server_live() and c.is_server_ready()  # the probes need no token
         assert status_of(lambda: c.infer("ernie", [texts(["good"])])) == "StatusCode.UNAUTHENTICATED"
         assert status_of(lambda: c.get_server_metadata()) == "StatusCode.UNAUTHENTICATED"
@@ -180,7 +176,7 @@ def test_priority_and_timeout_reach_the_request(live, client, monkeypatch):
 
 
 def test_a_short_timeout_on_a_held_op_is_deadline_exceeded():
-    with LiveApp(v2_repository()) as live, triton.InferenceServerClient(target(live)) as c:
+    with LiveApp(v2_repository()) as live, triton.InferenceServerClient(live.rpc_address) as c:
         try:
             status = status_of(lambda: c.infer("ernie", [texts([HOLD])], model_version="1", timeout=50_000))
         finally:
@@ -197,7 +193,7 @@ def test_requests_are_counted_as_v2_grpc(live, client):
 @pytest.mark.parametrize("method", ["ModelInfer", "ModelMetadata", "ModelReady", "ServerLive"])
 @pytest.mark.parametrize("payload", [b"\xff\xff\xff", b"\x0a\x05ab", b"\x2a\x80"])
 def test_a_message_that_does_not_parse_is_invalid_argument_and_the_server_goes_on(live, client, method, payload):
-    with grpc.insecure_channel(target(live)) as channel, pytest.raises(grpc.RpcError) as caught:
+    with grpc.insecure_channel(live.rpc_address) as channel, pytest.raises(grpc.RpcError) as caught:
         channel.unary_unary(f"/inference.GRPCInferenceService/{method}")(payload, timeout=30)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value
     assert "not a valid inference." in caught.value.details()

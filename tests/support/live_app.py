@@ -95,6 +95,11 @@ class LiveApp:
     def url(self) -> str:
         return self.server.url
 
+    @property
+    def rpc_address(self) -> str:
+        """``HOST:PORT`` of its gRPC front (a config with ``rpc_port``)."""
+        return f"{self.server.host}:{self.server.rpc_port}"
+
     def op(self, name: str) -> Op:
         """The live op object of op ``name``."""
         return self.pipeline.stages[name].op
