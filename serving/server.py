@@ -1,9 +1,9 @@
 """``batchline serve``: load the configs (one file, several, or a directory),
-warm every predictor, serve the app behind its HTTP front, reload on SIGHUP, and
-drain on SIGTERM/SIGINT.
+warm every predictor, serve the app behind its HTTP front (and gRPC on
+``rpc_port``), reload on SIGHUP, and drain on SIGTERM/SIGINT.
 
 Shutdown order: stop admitting (new requests get 503), let every accepted
-request finish, let the HTTP layer write the answers, then stop. Exit 0.
+request finish, let the HTTP and gRPC fronts write the answers, then stop. Exit 0.
 """
 
 from __future__ import annotations
