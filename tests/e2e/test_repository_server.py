@@ -17,6 +17,7 @@ of the pipelines served alone are computed once, before the repository
 server starts, and those servers are stopped again.
 """
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -87,9 +88,21 @@ def alone(docs, short_docs):
 
 
 @pytest.fixture(scope="module")
-def repo_server(alone):
+def repo_server(alone, tmp_path_factory):
+    """configs/repository/ with the shared rec stage under ``batching_policy: fixed``.
+    The shipped adaptive policy runs crops one at a time on a CPU where its warmed-up cost
+    model finds that batching saves too little (which depends on the machine); this one
+    always batches what its queue holds, so crops of both pipelines share predictor calls.
+    Answers do not depend on the policy (same padding either way)."""
+    folder = tmp_path_factory.mktemp("repository")
+    for name in sorted(os.listdir(os.path.join(ROOT, REPOSITORY))):
+        with open(os.path.join(ROOT, REPOSITORY, name), encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+        if "rec" in data.get("op", {}):
+            data["op"]["rec"]["local_service_conf"]["batching_policy"] = "fixed"
+        (folder / name).write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     # ``alone`` first: its servers are stopped before this one starts (2 cores)
-    with ServerProcess(REPOSITORY) as srv:
+    with ServerProcess(str(folder)) as srv:
         yield srv
 
 
