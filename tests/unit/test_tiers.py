@@ -7,6 +7,7 @@ import os
 import pytest
 
 from serving.config import LocalServiceConf
+from serving.config.engines import ENGINE_NAMES
 from serving.runners.engines import load_in_process, load_one
 from tests.conftest import ROOT, tier_of
 from tests.unit.conftest import UnitTierViolation
@@ -41,7 +42,7 @@ def test_a_unit_test_cannot_start_a_child_process():
         multiprocessing.get_context("spawn").Process(target=print).start()
 
 
-@pytest.mark.parametrize("engine", ["paddle", "openvino"])
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
 def test_a_unit_test_cannot_load_a_model(engine, tmp_path):
     for name in ("inference.json", "inference.onnx", "inference.pdiparams"):  # the config accepts the folder
         (tmp_path / name).write_bytes(b"")

@@ -1,0 +1,74 @@
+"""``engine: torch``: PyTorch, on the CPU or a CUDA GPU.
+
+The model runs as a ``torch.nn.Module`` built from ONNX: the directory's own
+``inference.onnx``, or its Paddle program converted once by paddle2onnx and
+cached (:mod:`serving.runners.onnx_export`). Its kernels release the GIL, so
+thread instances overlap (the graph's Python step loop does not); a new batch
+size costs no compilation, so any batch size runs. It does not bind threads to
+cores. On a GPU each instance runs on its own CUDA stream, its inputs staged in
+pinned host memory; ``fp16`` and ``bf16`` are autocast (weights stay fp32).
+Loaded by :mod:`serving.runners.torch_runtime`.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from serving.config.engines.base import Engine, EngineSettings, gpu_label
+from serving.config.errors import FieldProblem
+from serving.paths import torch_model_files
+
+PRECISIONS = MappingProxyType({0: ("fp32", "bf16"), 1: ("fp32", "fp16", "bf16")})
+
+
+def check(conf: EngineSettings) -> None:
+    """``engine: torch`` takes none of Paddle Inference's engine switches, and no TensorRT."""
+    if conf.device_type not in PRECISIONS:
+        raise FieldProblem(
+            "device_type",
+            f"{conf.device_type} (TensorRT) is Paddle Inference's; engine: torch runs on device_type 0 (CPU) "
+            "or 1 (CUDA GPU)",
+        )
+    if conf.use_openvino:
+        raise FieldProblem(
+            "use_openvino", "selects Paddle Inference's embedded OpenVINO engine: drop it with engine: torch"
+        )
+    if conf.use_mkldnn or conf.mkldnn_cache_capacity:
+        key = "use_mkldnn" if conf.use_mkldnn else "mkldnn_cache_capacity"
+        raise FieldProblem(key, "is a Paddle Inference (oneDNN) setting; with engine: torch drop it")
+    if conf.precision not in PRECISIONS[conf.device_type]:
+        where = "on CPU (device_type 0)" if conf.device_type == 0 else "on a GPU"
+        raise FieldProblem(
+            "precision",
+            f"{conf.precision} is not available with engine: torch {where} "
+            f"({' or '.join(PRECISIONS[conf.device_type])})",
+        )
+
+
+def any_size(max_batch_size: int) -> list[int]:
+    """[]: any batch size (eager kernels compile nothing per shape)."""
+    return []
+
+
+def pins_cores(conf: EngineSettings) -> bool:
+    return False
+
+
+def device_label(conf: EngineSettings) -> str:
+    return "cpu+torch" if conf.device_type == 0 else gpu_label(conf) + "+torch"
+
+
+ENGINE = Engine(
+    name="torch",
+    runtime="PyTorch",
+    summary="PyTorch (CPU or CUDA GPU: the model's ONNX form as a torch module, fp16/bf16 by autocast)",
+    precisions=PRECISIONS,
+    threads_overlap=True,
+    own_keys=MappingProxyType({}),
+    loader="serving.runners.torch_runtime",
+    model_files=torch_model_files,
+    check=check,
+    default_run_sizes=any_size,
+    pins_cores=pins_cores,
+    device_label=device_label,
+)

@@ -1,0 +1,155 @@
+"""An ONNX model as a ``torch.nn.Module``: how ``engine: torch`` runs a model.
+
+The graph is read once: constants (initializers, ``Constant`` nodes and every
+node computable from constants alone) are folded on the CPU; floating-point
+constants become buffers, so ``module.to(device)`` moves the weights, while
+integer constants (shapes, axes, indices) stay on the CPU where reading them
+costs no device synchronisation. Every other node becomes one step: a
+function of :data:`serving.runners.onnx_ops.OPS` with its attributes bound.
+``forward`` runs the steps in the graph's order, dropping each intermediate
+tensor after its last use, so a batch holds no more memory than the graph
+needs at its widest point.
+
+Why not onnx2torch: it imports torchvision, whose registry wheels fail to
+import beside a CPU build of torch, and it computed two operators of our
+models differently from ONNX (docs/DESIGN_NOTES.md, "engine: torch").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import onnx
+import torch
+from onnx import numpy_helper
+
+from serving.runners.onnx_ops import OPS, Compute, UnsupportedNode
+
+# Constant node attributes other than ``value`` (a tensor), with their data types
+CONSTANT_SCALARS = {"value_float": torch.float32, "value_floats": torch.float32}
+CONSTANT_INTEGERS = ("value_int", "value_ints")
+
+
+def attributes(node: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def constant_value(node: onnx.NodeProto) -> torch.Tensor:
+    """What a ``Constant`` node holds, as a CPU tensor."""
+    attrs = attributes(node)
+    if "value" in attrs:
+        return torch.from_numpy(numpy_helper.to_array(attrs["value"]).copy())
+    for key, dtype in CONSTANT_SCALARS.items():
+        if key in attrs:
+            return torch.tensor(attrs[key], dtype=dtype)
+    for key in CONSTANT_INTEGERS:
+        if key in attrs:
+            return torch.tensor(attrs[key], dtype=torch.int64)
+    raise UnsupportedNode(f"Constant {node.name!r} with attributes {sorted(attrs)}")
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return int(entry.version)
+    raise UnsupportedNode("the model imports no version of the default ONNX domain")
+
+
+def unsupported_operators(graph: onnx.GraphProto) -> list[str]:
+    return sorted({n.op_type for n in graph.node if n.op_type != "Constant" and n.op_type not in OPS})
+
+
+class Step:
+    """One node to compute at run time."""
+
+    __slots__ = ("compute", "inputs", "outputs", "drop")
+
+    def __init__(self, compute: Compute, inputs: Sequence[str], outputs: Sequence[str]):
+        self.compute = compute
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.drop: tuple[str, ...] = ()  # values whose last use is this step
+
+
+class OnnxGraph(torch.nn.Module):
+    """``forward(*inputs)`` (in :attr:`input_names` order) -> a tuple in :attr:`output_names` order.
+
+    Raises :class:`UnsupportedNode` at construction, naming every operator (or
+    attribute value) it cannot compute, rather than computing it wrongly."""
+
+    def __init__(self, model: onnx.ModelProto):
+        super().__init__()
+        graph = model.graph
+        missing = unsupported_operators(graph)
+        if missing:
+            raise UnsupportedNode(f"engine: torch cannot run ONNX operator(s) {', '.join(missing)}")
+        opset = default_opset(model)
+        constants = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in graph.initializer}
+        self.input_names = [i.name for i in graph.input if i.name not in constants]
+        self.output_names = [o.name for o in graph.output]
+        steps: list[Step] = []
+        for node in graph.node:
+            if node.op_type == "Constant":
+                constants[node.output[0]] = constant_value(node)
+                continue
+            try:
+                compute = OPS[node.op_type](attributes(node), opset)
+            except UnsupportedNode as e:
+                raise UnsupportedNode(f"node {node.name!r}: {e}") from None
+            if all(not name or name in constants for name in node.input):
+                # computable now, once: the same CPU kernels would give the same values at run time
+                result = compute(*[constants[n] if n else None for n in node.input])
+                results = result if isinstance(result, tuple) else (result,)
+                constants.update(zip(node.output, results))
+            else:
+                steps.append(Step(compute, node.input, node.output))
+        self._steps = steps
+        self._keep_constants(constants)
+        self._plan_drops()
+
+    def _keep_constants(self, constants: dict[str, torch.Tensor]) -> None:
+        """Keep the constants the steps or outputs read: floats as buffers, the rest on the CPU."""
+        used = {n for s in self._steps for n in s.inputs} | set(self.output_names)
+        self._cpu_constants: dict[str, torch.Tensor] = {}
+        self._buffer_names: list[tuple[str, str]] = []  # (ONNX name, attribute)
+        for i, (name, value) in enumerate(constants.items()):
+            if name not in used:
+                continue
+            if value.is_floating_point():
+                attribute = f"constant_{i}"
+                self.register_buffer(attribute, value, persistent=False)
+                self._buffer_names.append((name, attribute))
+            else:
+                self._cpu_constants[name] = value
+
+    def _plan_drops(self) -> None:
+        last_use: dict[str, int] = {}
+        for index, step in enumerate(self._steps):
+            for name in step.inputs:
+                if name:
+                    last_use[name] = index
+        for name in self.output_names:
+            last_use.pop(name, None)
+        by_step: dict[int, list[str]] = {}
+        for name, index in last_use.items():
+            by_step.setdefault(index, []).append(name)
+        for index, names in by_step.items():
+            self._steps[index].drop = tuple(names)
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if len(inputs) != len(self.input_names):
+            raise ValueError(f"expected {len(self.input_names)} inputs ({self.input_names}), got {len(inputs)}")
+        values: dict[str, Any] = dict(self._cpu_constants)
+        for name, attribute in self._buffer_names:
+            values[name] = getattr(self, attribute)
+        values.update(zip(self.input_names, inputs))
+        for step in self._steps:
+            result = step.compute(*[values[n] if n else None for n in step.inputs])
+            if len(step.outputs) == 1:
+                values[step.outputs[0]] = result
+            else:
+                values.update(zip(step.outputs, result))
+            for name in step.drop:
+                del values[name]
+        return tuple(values[name] for name in self.output_names)

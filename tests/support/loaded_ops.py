@@ -1,0 +1,28 @@
+"""Real ops of a shipped config, loaded in this process with some keys changed:
+how the engine tests run one op (or a det -> rec chain) on each engine."""
+
+from __future__ import annotations
+
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def loaded_ops(config_name: str, overrides: dict[str, dict]) -> dict:
+    """``{op: (op, runner)}`` for the ops of ``configs/<config_name>`` named in
+    ``overrides``, each with its ``local_service_conf`` updated by them (one instance each)."""
+    from serving.config import parse_config
+    from serving.config.load import read_config
+    from serving.engine.launch import make_op, runners_for
+
+    path = os.path.join(ROOT, "configs", config_name)
+    _, data = read_config(path)
+    for name, keys in overrides.items():
+        data["op"][name]["local_service_conf"].update(keys)
+    config = parse_config(data, path, path=path)
+    loaded = {}
+    for name in overrides:
+        op = make_op(config.op[name])
+        op.load()
+        loaded[name] = (op, runners_for(op, 1)[0])
+    return loaded
