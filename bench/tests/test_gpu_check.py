@@ -79,6 +79,12 @@ def test_an_engine_override_refuses_an_engine_that_cannot_run_the_device():
         configs.with_engine(load_repo_config("ocr_gpu"), "tensorflow")
 
 
+def test_a_cap_lowers_max_batch_sizes_above_it_only():
+    capped = configs.check_config("cpu", max_batch_size=4)
+    assert {n: op["local_service_conf"]["max_batch_size"] for n, op in capped["op"].items()} == {"det": 4, "rec": 4}
+    assert configs.capped(capped, 100) == capped
+
+
 def test_batching_off_differs_only_in_max_batch_size():
     on = configs.check_config("cpu")
     off = configs.batching_off(on)
@@ -139,6 +145,7 @@ def test_plan_levels_override_and_quick_is_small():
     assert plan.FULL.with_levels("1,8").levels == (1, 8)
     assert plan.FULL.with_levels("").levels == plan.FULL.levels == (1, 8, 32, 64)
     assert plan.QUICK.levels == (1, 8) and plan.QUICK.rec_sizes == (1, 2, 4) and len(plan.QUICK.pages) == 2
+    assert plan.QUICK.max_batch_size == max(plan.QUICK.rec_sizes) and plan.FULL.max_batch_size is None
     assert max(plan.FULL.det_sizes) == load_repo_config("ocr_gpu")["op"]["det"]["local_service_conf"]["max_batch_size"]
     assert max(plan.FULL.rec_sizes) == load_repo_config("ocr_gpu")["op"]["rec"]["local_service_conf"]["max_batch_size"]
 
@@ -155,7 +162,7 @@ def test_paddleocr_own_lines_pass_the_line_check_and_missing_ones_fail():
 
 def fake_doc(lines_ok: bool = True) -> dict:
     point = {"batch": 1, "ms": 2.0, "ms_per_item": 2.0}
-    level = {"req_per_s": 10.0, "p99_ms": 5.0, "failed": 0}
+    level = {"req_per_s": 10.0, "p99_ms": 5.0, "failed": 0, "mean_batch": {"det": 1.0, "rec": 3.5}}
     lines = {"pages": 2, "lines": 14, "matched": 14, "rate": 1.0, "min_match": 0.98, "ok": lines_ok}
     return {
         "config": "configs/ocr_gpu.yml",
@@ -176,7 +183,7 @@ def test_markdown_has_every_section_and_the_on_off_ratio():
     page = report.markdown(fake_doc())
     for heading in ("# GPU check", "## Lines", "## Batch curves", "## Served ocr", "## Served rec"):
         assert heading in page
-    assert "| 1 | 10 | 5 | 5 | 5 | 2 | 0 |" in page
+    assert "| 1 | 10 | 5 | 5 | 5 | 2 | 3.5 | 0 |" in page
     assert "| batch | det ms/call | det ms/item | rec ms/call | rec ms/item |" in page
     assert "FAILED" in report.markdown(fake_doc(lines_ok=False))
 

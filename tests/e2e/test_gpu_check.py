@@ -70,7 +70,9 @@ def test_both_pipelines_ran_with_batching_on_and_off_at_each_level(result):
         for row in rows:
             for batching in ("on", "off"):
                 level = row[batching]
-                assert level["req_per_s"] > 0 and level["ok"] > 0 and level["failed"] == 0
+                # every client's requests are counted (no warm-up), but a short window on 2 cores
+                # may close before 8 clients' first OCR answers: the rate can be 0 there
+                assert level["ok"] >= row["clients"] and level["failed"] == 0 and level["req_per_s"] >= 0
                 assert level["p99_ms"] >= level["p50_ms"] > 0
     assert doc["rec_crops"] >= LINES  # det's crops of the pages feed the rec pipeline
 
@@ -79,7 +81,7 @@ def test_environment_and_the_ops_as_run(result):
     doc, _, stdout = result
     env = doc["environment"]
     assert env["device"] == "cpu" and env["torch"] and env["commit"] != "unknown"
-    assert all(svc["device_type"] == 0 for svc in doc["ops"].values())
+    assert all(svc["device_type"] == 0 and svc["engine"] == "torch" for svc in doc["ops"].values())
     assert stdout.splitlines()[0].startswith("CPU; torch ")
 
 

@@ -83,7 +83,7 @@ def run_check(args: argparse.Namespace, steps: plan.Plan, env: dict[str, Any]) -
     from bench.lib.server import served_together
 
     timer = Steps()
-    data = configs.check_config(args.device, args.engine or None)
+    data = configs.check_config(args.device, args.engine or None, steps.max_batch_size)
     repositories = configs.served_repositories(data)
     print(f"configs: {repositories['on']} (batching on), {repositories['off']} (off)", flush=True)
     curves, crops = batch_curves(configs.ocr_file(repositories["on"]), steps)

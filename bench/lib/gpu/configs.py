@@ -29,14 +29,26 @@ BATCHING = ("on", "off")
 CPU_OPS = {"device_type": 0, "devices": "", "instance_num": 1, "thread_num": 1}
 
 
-def check_config(device: str, engine: str | None = None) -> dict[str, Any]:
-    """configs/ocr_gpu.yml for ``device`` (``cuda``: as shipped; ``cpu``), on ``engine`` when given."""
+def check_config(device: str, engine: str | None = None, max_batch_size: int | None = None) -> dict[str, Any]:
+    """configs/ocr_gpu.yml for ``device`` (``cuda``: as shipped; ``cpu``), on ``engine`` when
+    given, each op's max_batch_size at most ``max_batch_size`` when given."""
     data = load_repo_config(CONFIG)
     if device == "cpu":
         data = apply_overrides(data, all_ops=CPU_OPS)
     if engine:
         data = with_engine(data, engine)
+    if max_batch_size is not None:
+        data = capped(data, max_batch_size)
     return data
+
+
+def capped(data: Mapping[str, Any], max_batch_size: int) -> dict[str, Any]:
+    """Every op's max_batch_size at most ``max_batch_size``."""
+    ops = {
+        name: {"max_batch_size": min(op["local_service_conf"].get("max_batch_size", 1), max_batch_size)}
+        for name, op in data["op"].items()
+    }
+    return apply_overrides(data, ops=ops)
 
 
 def with_engine(data: Mapping[str, Any], engine: str) -> dict[str, Any]:

@@ -33,7 +33,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
     ]
     for pipeline, rows in doc["load"].items():
         parts += [f"## Served {pipeline}: closed-loop clients, batching on and off", load_table(rows)]
-    parts.append(f"Run time: {doc['elapsed_s']:.0f} s.")
+    steps = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in doc["steps_s"].items())
+    parts.append(f"Run time: {doc['elapsed_s']:.0f} s ({steps}).")
     return "\n\n".join(parts) + "\n"
 
 
@@ -95,12 +96,14 @@ def curves_table(curves: Mapping[str, Any]) -> str:
 
 
 def load_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Clients against requests/s and p99 of each server, and their ratio."""
+    """Clients against requests/s and p99 of each server, their ratio, and rec's mean batch
+    with batching on (whether crops did share calls)."""
     out = []
     for r in rows:
         on, off = r["on"], r["off"]
         ratio = on["req_per_s"] / off["req_per_s"] if off["req_per_s"] else None
         errors = on["failed"] + off["failed"]
-        out.append((r["clients"], on["req_per_s"], on["p99_ms"], off["req_per_s"], off["p99_ms"], ratio, errors))
-    header = ["clients", "on req/s", "on p99 ms", "off req/s", "off p99 ms", "on/off", "failed"]
+        batch = on.get("mean_batch", {}).get("rec")
+        out.append((r["clients"], on["req_per_s"], on["p99_ms"], off["req_per_s"], off["p99_ms"], ratio, batch, errors))
+    header = ["clients", "on req/s", "on p99 ms", "off req/s", "off p99 ms", "on/off", "rec batch (on)", "failed"]
     return table(header, out)
