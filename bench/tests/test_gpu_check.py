@@ -213,3 +213,44 @@ def test_prepare_downloads_exactly_the_travelling_wheels_for_cpython_3_12():
     assert argv[argv.index("--python-version") + 1] == "3.12"
     pinned = [a for a in argv if "==" in a]
     assert [p.split("==")[0] for p in pinned] == list(host.TRAVELLING)
+
+
+def test_a_level_that_measures_nothing_is_recorded_and_the_rest_still_run(monkeypatch):
+    from bench.lib.script import BenchError
+
+    calls = []
+
+    def fake_loop(url, name, payloads, clients, duration_s, warmup_s):
+        calls.append((url, clients))
+        if clients == 8 and url == "off":
+            raise BenchError("no request to off/ocr succeeded (errors: {})")
+        return {"qps": 1.0, "latency_ms": {"p50": 1.0, "p99": 2.0}, "ok": 3, "failed": 0, "errors": {}}
+
+    monkeypatch.setattr(load, "closed_loop", fake_loop)
+    rows = load.levels({"on": "on", "off": "off"}, "ocr", [{}], [1, 8, 32], 1.0, 0.0)
+    assert calls == [("on", 1), ("off", 1), ("off", 8), ("on", 8), ("on", 32), ("off", 32)]
+    assert rows[1]["off"] == {"error": "no request to off/ocr succeeded (errors: {})"}
+    assert rows[1]["on"]["req_per_s"] == 1.0 and rows[2]["off"]["ok"] == 3
+    page = report.load_table(rows)
+    assert "| 8 | 1 | 2 | - | - | - | - | 0 / no request to off/ocr succeeded (errors: {}) |" in page
+
+
+def test_a_run_that_fails_midway_writes_what_it_measured_and_exits_2(tmp_path, monkeypatch):
+    from bench.lib.gpu import cli, device
+    from bench.lib.script import BenchError
+
+    def half_run(args, steps, doc):
+        doc["curves"] = fake_doc()["curves"]
+        doc["steps_s"]["curves"] = 1.0
+        raise RuntimeError("the OCR ops need PaddleOCR 2.10\nTraceback ...")
+
+    monkeypatch.setattr(sys, "argv", ["gpu_check", "--device", "cpu", "--quick", "--out", str(tmp_path)])
+    env = {"device": "cpu", "commit": "abc", "torch": "2", "cuda": None, "nproc": 2, "cpu": "x", "python": "3"}
+    monkeypatch.setattr(device, "environment", lambda *a: env)
+    monkeypatch.setattr(cli, "run_check", half_run)
+    with pytest.raises(BenchError, match=r"^RuntimeError: the OCR ops need PaddleOCR 2.10 \(what was measured"):
+        cli.main()
+    page = (tmp_path / "gpu_check.md").read_text(encoding="utf-8")
+    assert "## Batch curves" in page and "## Lines" not in page
+    assert "**Stopped:** RuntimeError: the OCR ops need PaddleOCR 2.10" in page
+    assert "(curves 1 s)" in page

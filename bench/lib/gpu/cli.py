@@ -57,19 +57,33 @@ def main() -> int:
         os.environ[ONNX_CACHE_ENV] = os.path.abspath(os.path.join(args.prepared, ONNX_CACHE_DIR))
     env = device.environment(args.device, args.prepared or None)
     print(device.summary_line(env), flush=True)
-    doc = run_check(args, chosen_plan(args), env)
-    doc["elapsed_s"] = round(time.perf_counter() - started, 1)
-    write_outputs(args.out, doc)
+    steps = chosen_plan(args)
+    doc: dict[str, Any] = {
+        "config": f"configs/{configs.CONFIG}.yml",
+        "engine": args.engine or "as configured",
+        "quick": args.quick,
+        "plan": asdict(steps),
+        "environment": env,
+        "steps_s": {},
+    }
+    try:
+        run_check(args, steps, doc)
+    except Exception as exc:  # noqa: BLE001 - a GPU is lent rarely: what was measured before a failure is kept
+        doc["failed"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        raise BenchError(f"{doc['failed']} (what was measured before is in {args.out})") from exc
+    finally:
+        doc["elapsed_s"] = round(time.perf_counter() - started, 1)
+        write_outputs(args.out, doc)
     ok = all(r["ok"] for r in doc["lines"].values())
     print(f"lines {'ok' if ok else 'FAILED'}; {doc['elapsed_s']:.0f} s; results in {args.out}", flush=True)
     return 0 if ok else 1
 
 
 class Steps:
-    """Seconds each step took, for the report: the 8 minutes a GPU run gets are spent here."""
+    """Seconds each step took, into the document: the 8 minutes a GPU run gets are spent here."""
 
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
         self._last = time.perf_counter()
 
     def done(self, name: str) -> None:
@@ -78,36 +92,25 @@ class Steps:
         self._last = now
 
 
-def run_check(args: argparse.Namespace, steps: plan.Plan, env: dict[str, Any]) -> dict[str, Any]:
-    """Every measurement of one run, as the JSON document (without its run time)."""
+def run_check(args: argparse.Namespace, steps: plan.Plan, doc: dict[str, Any]) -> None:
+    """Every measurement of one run, into ``doc`` step by step (a failure keeps the ones before)."""
     from bench.lib.server import served_together
 
-    timer = Steps()
+    timer = Steps(doc["steps_s"])
     data = configs.check_config(args.device, args.engine or None, steps.max_batch_size)
+    doc["ops"] = {name: op["local_service_conf"] for name, op in data["op"].items()}
     repositories = configs.served_repositories(data)
     print(f"configs: {repositories['on']} (batching on), {repositories['off']} (off)", flush=True)
-    curves, crops = batch_curves(configs.ocr_file(repositories["on"]), steps)
+    doc["curves"], crops = batch_curves(configs.ocr_file(repositories["on"]), steps)
+    doc["rec_crops"] = len(crops)
     timer.done("curves")
     with served_together(repositories) as servers:
         timer.done("servers_start")
         urls = {batching: server.url for batching, server in servers.items()}
-        checked = line_checks(urls, configs.pipeline_names(data)["ocr"], steps)
+        doc["lines"] = line_checks(urls, configs.pipeline_names(data)["ocr"], steps)
         timer.done("lines")
-        measured = served_load(urls, configs.pipeline_names(data), steps, crops)
+        doc["load"] = served_load(urls, configs.pipeline_names(data), steps, crops)
         timer.done("load")
-    return {
-        "config": f"configs/{configs.CONFIG}.yml",
-        "engine": args.engine or "as configured",
-        "quick": args.quick,
-        "plan": asdict(steps),
-        "environment": env,
-        "ops": {name: op["local_service_conf"] for name, op in data["op"].items()},
-        "lines": checked,
-        "curves": curves,
-        "load": measured,
-        "rec_crops": len(crops),
-        "steps_s": timer.seconds,
-    }
 
 
 def line_checks(urls: dict[str, str], name: str, steps: plan.Plan) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench.lib.measure import closed_loop
+from bench.lib.script import BenchError, first_line
 
 from .configs import BATCHING
 
@@ -48,8 +49,12 @@ def levels(
     for i, count in enumerate(clients):
         row: dict[str, Any] = {"clients": count, "first": order(i)[0]}
         for batching in order(i):
-            result = closed_loop(urls[batching], name, payloads, count, duration_s, warmup_s)
-            row[batching] = level_summary(result)
+            try:
+                result = closed_loop(urls[batching], name, payloads, count, duration_s, warmup_s)
+            except BenchError as exc:  # no request answered at this level: the other levels still run
+                row[batching] = {"error": first_line(exc)}
+            else:
+                row[batching] = level_summary(result)
             if measured is not None:
                 measured(name, count, batching, row[batching])
         rows.append(row)

@@ -21,20 +21,22 @@ ENV_ROWS = (
 
 
 def markdown(doc: Mapping[str, Any]) -> str:
-    """The whole page."""
+    """The whole page: the sections a run got to (a failed one says where it stopped)."""
     parts = [
         f"# GPU check: {doc['config']} on {doc['environment']['device']}, engine {doc['engine']}"
         + (" (--quick)" if doc["quick"] else ""),
         environment_table(doc["environment"]),
-        "## Lines of the committed sample pages against PaddleOCR 2.10's answers",
-        lines_table(doc["lines"]),
-        "## Batch curves: one predictor call, in process",
-        curves_table(doc["curves"]),
     ]
-    for pipeline, rows in doc["load"].items():
+    if "lines" in doc:
+        parts += ["## Lines of the committed sample pages against PaddleOCR 2.10's answers", lines_table(doc["lines"])]
+    if "curves" in doc:
+        parts += ["## Batch curves: one predictor call, in process", curves_table(doc["curves"])]
+    for pipeline, rows in doc.get("load", {}).items():
         parts += [f"## Served {pipeline}: closed-loop clients, batching on and off", load_table(rows)]
+    if doc.get("failed"):
+        parts.append(f"**Stopped:** {doc['failed']}")
     steps = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in doc["steps_s"].items())
-    parts.append(f"Run time: {doc['elapsed_s']:.0f} s ({steps}).")
+    parts.append(f"Run time: {doc['elapsed_s']:.0f} s ({steps or 'no step finished'}).")
     return "\n\n".join(parts) + "\n"
 
 
@@ -97,13 +99,14 @@ def curves_table(curves: Mapping[str, Any]) -> str:
 
 def load_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Clients against requests/s and p99 of each server, their ratio, and rec's mean batch
-    with batching on (whether crops did share calls)."""
+    with batching on (whether crops did share calls); a level that measured nothing: its error."""
     out = []
     for r in rows:
         on, off = r["on"], r["off"]
-        ratio = on["req_per_s"] / off["req_per_s"] if off["req_per_s"] else None
-        errors = on["failed"] + off["failed"]
+        ratio = on["req_per_s"] / off["req_per_s"] if off.get("req_per_s") and "req_per_s" in on else None
         batch = on.get("mean_batch", {}).get("rec")
-        out.append((r["clients"], on["req_per_s"], on["p99_ms"], off["req_per_s"], off["p99_ms"], ratio, batch, errors))
+        failed = on.get("failed", on.get("error")), off.get("failed", off.get("error"))
+        row = (r["clients"], on.get("req_per_s"), on.get("p99_ms"), off.get("req_per_s"), off.get("p99_ms"))
+        out.append((*row, ratio, batch, failed[0] if failed[0] == failed[1] else f"{failed[0]} / {failed[1]}"))
     header = ["clients", "on req/s", "on p99 ms", "off req/s", "off p99 ms", "on/off", "rec batch (on)", "failed"]
     return table(header, out)
