@@ -63,23 +63,19 @@ def prepare(folder: str) -> int:
 
 
 def fill_onnx_cache(cache: str) -> list[dict[str, Any]]:
-    """Convert each op's model of the shipped config into ``cache`` (kept if already there)."""
-    from serving.runners.onnx_export import onnx_file
+    """Convert the model of each torch op of the shipped config into ``cache`` (kept if already
+    there), as ``python -m serving.runners.onnx_export configs/ocr_gpu.yml`` does."""
+    from bench.lib.configs import repo_config_path
+    from serving.runners.onnx_export import onnx_file, torch_model_dirs
 
-    data = configs.check_config("cpu")
     out = []
-    for name, op in data["op"].items():
-        model_dir = model_path(op["local_service_conf"]["model_config"])
+    for model_dir in torch_model_dirs([repo_config_path(configs.CONFIG)]):
         path = onnx_file(model_dir, environ={ONNX_CACHE_ENV: cache})
-        out.append({"op": name, "model": op["local_service_conf"]["model_config"], "onnx": os.path.basename(path)})
-        print(f"ONNX of op {name}: {path}", flush=True)
+        out.append({"model": os.path.basename(model_dir), "onnx": os.path.basename(path)})
+        print(f"ONNX of {os.path.basename(model_dir)}: {path}", flush=True)
+    if not out:
+        raise BenchError(f"no op of configs/{configs.CONFIG}.yml runs on engine: torch: nothing to convert")
     return out
-
-
-def model_path(spec: str) -> str:
-    from serving.paths import resolve_pkg_path
-
-    return str(resolve_pkg_path(spec))
 
 
 def pins() -> list[str]:
