@@ -12,5 +12,6 @@
   shared-op and shadow metrics;
 * ``results``: bench/results/*.json with machine info, verdicts;
 * ``lone_requests``: lone requests to several targets in a fresh random order, median each;
-* ``paddleocr_engines``: PaddleOCR predictors on another engine or precision.
+* ``paddleocr_engines``: PaddleOCR predictors on another engine or precision;
+* ``gpu/``: ``bench.gpu_check``'s steps (the GPU check, its ``--prepare`` for a GPU host).
 """

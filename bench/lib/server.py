@@ -49,6 +49,27 @@ def served(
         stop_server(server)
 
 
+@contextmanager
+def served_together(config_paths: Mapping[str, str], *, ready_timeout: float = 300.0) -> Iterator[dict[str, Any]]:
+    """``batchline serve`` on each config at once (their imports and model loads overlap),
+    each on a free port; yields ``{key: ServerProcess}`` once every one is ready."""
+    from tests.support.server_process import ServerProcess
+
+    servers: dict[str, Any] = {}
+    try:
+        for key, path in config_paths.items():
+            servers[key] = ServerProcess(path, extra_args=("--host", "127.0.0.1"), wait_ready=False)
+        for key, server in servers.items():
+            try:
+                server.wait_ready(ready_timeout)
+            except RuntimeError as exc:
+                raise BenchError(f"server for {config_paths[key]} did not start: {exc}") from None
+        yield servers
+    finally:
+        for server in servers.values():
+            stop_server(server)
+
+
 def stop_server(server: Any, timeout: float = 30.0) -> None:
     """SIGTERM (drain), then kill if it does not exit in time."""
     try:

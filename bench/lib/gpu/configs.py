@@ -1,0 +1,113 @@
+"""The configs a GPU check serves and loads, derived from configs/ocr_gpu.yml (the
+shipped GPU config, as it is) by overrides:
+
+* ``--device cpu``: every op on the CPU (device_type 0), one 1-thread instance;
+* ``--engine NAME``: every op on that engine, without the keys another engine owns;
+* batching off: ``max_batch_size: 1`` on every op (the only difference from on);
+* the rec pipeline: the config's rec op alone, fed one crop a request, with configs/rec.yml's
+  params (width buckets: a lone crop padded as PaddleOCR pads it would batch only with
+  crops of its exact width).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from bench.lib.configs import apply_overrides, load_repo_config
+from bench.lib.paths import cache_dir
+from bench.lib.script import BenchError
+
+CONFIG = "ocr_gpu"
+REC_PARAMS_CONFIG = "rec"
+BATCHING = ("on", "off")
+
+# on the CPU one 1-thread instance per op: two servers (batching on and off) share a 2-core machine
+CPU_OPS = {"device_type": 0, "devices": "", "instance_num": 1, "thread_num": 1}
+
+
+def check_config(device: str, engine: str | None = None, max_batch_size: int | None = None) -> dict[str, Any]:
+    """configs/ocr_gpu.yml for ``device`` (``cuda``: as shipped; ``cpu``), on ``engine`` when
+    given, each op's max_batch_size at most ``max_batch_size`` when given."""
+    data = load_repo_config(CONFIG)
+    if device == "cpu":
+        data = apply_overrides(data, all_ops=CPU_OPS)
+    if engine:
+        data = with_engine(data, engine)
+    if max_batch_size is not None:
+        data = capped(data, max_batch_size)
+    return data
+
+
+def capped(data: Mapping[str, Any], max_batch_size: int) -> dict[str, Any]:
+    """Every op's max_batch_size at most ``max_batch_size``."""
+    ops = {
+        name: {"max_batch_size": min(op["local_service_conf"].get("max_batch_size", 1), max_batch_size)}
+        for name, op in data["op"].items()
+    }
+    return apply_overrides(data, ops=ops)
+
+
+def with_engine(data: Mapping[str, Any], engine: str) -> dict[str, Any]:
+    """Every op on ``engine``, each dropping the keys another engine owns (which ``engine``
+    refuses away from their default); BenchError when it cannot run an op's device."""
+    from serving.config.engines import ENGINES, foreign_keys
+
+    if engine not in ENGINES:
+        raise BenchError(f"--engine {engine}: not an engine of this checkout ({', '.join(ENGINES)})")
+    out = copy.deepcopy(dict(data))
+    for name, op in out["op"].items():
+        svc = op["local_service_conf"]
+        device_type = svc.get("device_type", 0)
+        if device_type not in ENGINES[engine].precisions:
+            raise BenchError(f"--engine {engine} does not run op {name}'s device_type {device_type}")
+        for key in foreign_keys(engine):
+            svc.pop(key, None)
+        svc["engine"] = engine
+    return out
+
+
+def batching_off(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The same config with every op's batches of one item."""
+    return apply_overrides(data, all_ops={"max_batch_size": 1})
+
+
+def rec_pipeline(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data``'s rec op as a pipeline of its own (``<name>_rec``), fed by the request."""
+    rec = copy.deepcopy(data["op"]["rec"])
+    rec["input_ops"] = []
+    rec["params"] = dict(load_repo_config(REC_PARAMS_CONFIG)["op"]["rec"]["params"])
+    return {**copy.deepcopy(dict(data)), "name": pipeline_names(data)["rec"], "op": {"rec": rec}}
+
+
+def served_repositories(data: Mapping[str, Any]) -> dict[str, str]:
+    """A repository folder per batching (``on``, ``off``) that one server serves: the OCR
+    pipeline (``ocr.yml``: the curves load their ops from it) and the rec pipeline (``rec.yml``)."""
+    return {
+        batching: write_repository(data if batching == "on" else batching_off(data), batching) for batching in BATCHING
+    }
+
+
+def write_repository(data: Mapping[str, Any], tag: str) -> str:
+    """A temp folder (under the bench's cache, never in the repo) holding ``data`` as ocr.yml
+    and its rec pipeline as rec.yml."""
+    import yaml
+
+    folder = tempfile.mkdtemp(prefix=f"batchline-gpu-check-{tag}-", dir=cache_dir("configs"))
+    for name, pipeline in (("ocr", dict(data)), ("rec", rec_pipeline(data))):
+        with open(os.path.join(folder, f"{name}.yml"), "w", encoding="utf-8") as f:
+            yaml.safe_dump(pipeline, f, sort_keys=False, allow_unicode=True)
+    return folder
+
+
+def ocr_file(repository: str) -> str:
+    """The OCR pipeline's file in a folder of :func:`served_repositories`."""
+    return os.path.join(repository, "ocr.yml")
+
+
+def pipeline_names(data: Mapping[str, Any]) -> dict[str, str]:
+    """The name each pipeline is served under: ``{"ocr": ..., "rec": ...}``."""
+    return {"ocr": str(data["name"]), "rec": f"{data['name']}_rec"}

@@ -1,0 +1,93 @@
+"""``python -m bench.gpu_check --device cpu --quick``: the GPU check's every step on the CPU,
+with real servers and the real models: lines of two committed pages against PaddleOCR's,
+det's and rec's batch curves, the served OCR and rec pipelines at 1 and 8 clients with
+batching on and off; its JSON and markdown hold those values. (Without a GPU,
+``--device cuda`` is refused: bench/tests/test_gpu_check.py.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.server_process import ROOT
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(m) for m in ("paddle", "torch", "onnx", "rapidocr_paddle")),
+        reason="needs paddle (the OCR ops, paddle2onnx), torch, onnx and rapidocr_paddle",
+    ),
+]
+
+# the plan of --quick (bench/lib/gpu/plan.py)
+PAGES, LINES, LEVELS, SIZES = 2, 14, [1, 8], [1, 2, 4]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu-check")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.gpu_check", "--device", "cpu", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(out / "gpu_check.json", encoding="utf-8") as f:
+        doc = json.load(f)
+    return doc, (out / "gpu_check.md").read_text(encoding="utf-8"), proc.stdout
+
+
+def test_lines_of_both_servers_are_paddleocr_s(result):
+    doc, _, _ = result
+    assert set(doc["lines"]) == {"on", "off"}
+    for checked in doc["lines"].values():
+        assert (checked["pages"], checked["lines"]) == (PAGES, LINES)
+        assert checked["ok"] and checked["matched"] >= 0.98 * LINES and checked["rate"] >= checked["min_match"]
+
+
+def test_curves_have_a_time_per_batch_size(result):
+    doc, _, _ = result
+    for op in ("det", "rec"):
+        points = doc["curves"][op]["points"]
+        assert [p["batch"] for p in points] == SIZES
+        assert all(p["ms"] > 0 and p["ms_per_item"] == pytest.approx(p["ms"] / p["batch"], abs=1e-2) for p in points)
+    assert doc["curves"]["rec"]["input_per_item"][:2] == [3, 48]
+
+
+def test_both_pipelines_ran_with_batching_on_and_off_at_each_level(result):
+    doc, _, _ = result
+    assert set(doc["load"]) == {"ocr", "rec"}
+    for rows in doc["load"].values():
+        assert [r["clients"] for r in rows] == LEVELS
+        for row in rows:
+            for batching in ("on", "off"):
+                level = row[batching]
+                # every client's requests are counted (no warm-up), but a short window on 2 cores
+                # may close before 8 clients' first OCR answers: the rate can be 0 there
+                assert level["ok"] >= row["clients"] and level["failed"] == 0 and level["req_per_s"] >= 0
+                assert level["p99_ms"] >= level["p50_ms"] > 0
+    assert doc["rec_crops"] >= LINES  # det's crops of the pages feed the rec pipeline
+
+
+def test_environment_and_the_ops_as_run(result):
+    doc, _, stdout = result
+    env = doc["environment"]
+    assert env["device"] == "cpu" and env["torch"] and env["commit"] != "unknown"
+    assert all(svc["device_type"] == 0 and svc["engine"] == "torch" for svc in doc["ops"].values())
+    assert stdout.splitlines()[0].startswith("CPU; torch ")
+
+
+def test_markdown_shows_the_same_run(result):
+    doc, page, _ = result
+    assert page.startswith("# GPU check: configs/ocr_gpu.yml on cpu")
+    for heading in ("## Lines", "## Batch curves", "## Served ocr", "## Served rec"):
+        assert heading in page
+    assert f"| batching on, all pages at once | {PAGES} | {LINES} |" in page
