@@ -260,9 +260,13 @@ def test_gpu_image_serves_the_gpu_config():
         assert conf.device_type in (1, 2) and conf.devices, op.name
     text = DOCKERFILES["gpu"].read_text(encoding="utf-8")
     assert "UNTESTED HERE" in text
-    # the base image's paddlepaddle-gpu must not be replaced by setup.cfg's CPU paddlepaddle
-    runs = [args for word, args in dockerfile_instructions(text) if word == "RUN" and "pip install" in args]
-    assert any("--no-deps ." in run and "startswith('paddlepaddle')" in run for run in runs), runs
+    assert all(op.local_service_conf.engine == "torch" for op in config.ops)
+    # the torch extra installed, and the models converted into the image's ONNX cache at build
+    instructions = dockerfile_instructions(text)
+    runs = [args for word, args in instructions if word == "RUN" and "pip install" in args]
+    assert any('".[torch]"' in run and "serving.runners.onnx_export pkg://configs/ocr_gpu.yml" in run for run in runs)
+    env = " ".join(args for word, args in instructions if word == "ENV")
+    assert "BATCHLINE_ONNX_CACHE=/opt/batchline/onnx" in env
 
 
 @pytest.mark.parametrize("variant", sorted(DOCKERFILES))
