@@ -18,6 +18,7 @@ small int64 tensors the graph keeps on the CPU; they are read with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -124,41 +125,50 @@ def identity(attrs: Attributes, opset: int) -> Compute:
 # ---- convolution and pooling ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ConvSettings:
+    """What ``Conv`` and ``ConvTranspose`` share: the torch function for their rank, and its settings."""
+
+    fn: Callable[..., Tensor]
+    rank: int
+    padding: list[int]
+    stride: list[int]
+    dilation: list[int]
+    groups: int
+
+
+def conv_settings(op: str, attrs: Attributes, by_rank: Mapping[int, Callable[..., Tensor]]) -> ConvSettings:
+    no_auto_pad(op, attrs)
+    rank = len(attrs.get("kernel_shape", [])) or 2
+    if rank not in by_rank:
+        raise UnsupportedNode(f"{op} over {rank} spatial axes")
+    return ConvSettings(
+        by_rank[rank],
+        rank,
+        symmetric_pads(op, attrs.get("pads", []), rank),
+        list(attrs.get("strides", [1] * rank)),
+        list(attrs.get("dilations", [1] * rank)),
+        int(attrs.get("group", 1)),
+    )
+
+
 def conv(attrs: Attributes, opset: int) -> Compute:
-    no_auto_pad("Conv", attrs)
-    kernel = list(attrs.get("kernel_shape", []))
-    rank = len(kernel) or 2
-    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}.get(rank)
-    if fn is None:
-        raise UnsupportedNode(f"Conv over {rank} spatial axes")
-    padding = symmetric_pads("Conv", attrs.get("pads", []), rank)
-    stride = list(attrs.get("strides", [1] * rank))
-    dilation = list(attrs.get("dilations", [1] * rank))
-    groups = int(attrs.get("group", 1))
+    c = conv_settings("Conv", attrs, {1: F.conv1d, 2: F.conv2d, 3: F.conv3d})
 
     def compute(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
-        return fn(x, w, b, stride, padding, dilation, groups)
+        return c.fn(x, w, b, c.stride, c.padding, c.dilation, c.groups)
 
     return compute
 
 
 def conv_transpose(attrs: Attributes, opset: int) -> Compute:
-    no_auto_pad("ConvTranspose", attrs)
     if attrs.get("output_shape"):
         raise UnsupportedNode("ConvTranspose with output_shape")
-    kernel = list(attrs.get("kernel_shape", []))
-    rank = len(kernel) or 2
-    fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}.get(rank)
-    if fn is None:
-        raise UnsupportedNode(f"ConvTranspose over {rank} spatial axes")
-    padding = symmetric_pads("ConvTranspose", attrs.get("pads", []), rank)
-    stride = list(attrs.get("strides", [1] * rank))
-    dilation = list(attrs.get("dilations", [1] * rank))
-    output_padding = list(attrs.get("output_padding", [0] * rank))
-    groups = int(attrs.get("group", 1))
+    c = conv_settings("ConvTranspose", attrs, {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d})
+    output_padding = list(attrs.get("output_padding", [0] * c.rank))
 
     def compute(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
-        return fn(x, w, b, stride, padding, output_padding, groups, dilation)
+        return c.fn(x, w, b, c.stride, c.padding, output_padding, c.groups, c.dilation)
 
     return compute
 
