@@ -20,5 +20,5 @@ holds each one to PaddleOCR's own on many random inputs, to exact equality.
 * :mod:`ops.ppocr.crop`: ``get_rotate_crop_image``, ``get_minarea_rect_crop``
   (``tools/infer/utility.py``)
 
-Imports numpy/OpenCV/pyclipper/shapely only, each module when it is imported.
+Imports numpy, OpenCV, pyclipper and shapely only; the ops import these modules on first use.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cv2
 import numpy as np
 
 
@@ -24,8 +25,6 @@ def get_rotate_crop_image(img: np.ndarray, points: np.ndarray) -> np.ndarray:
     points[:, 0] = points[:, 0] - left
     points[:, 1] = points[:, 1] - top
     """
-    import cv2
-
     assert len(points) == 4, "shape of points must be 4*2"
     img_crop_width = int(max(np.linalg.norm(points[0] - points[1]), np.linalg.norm(points[2] - points[3])))
     img_crop_height = int(max(np.linalg.norm(points[0] - points[3]), np.linalg.norm(points[1] - points[2])))
@@ -54,8 +53,6 @@ def get_rotate_crop_image(img: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def get_minarea_rect_crop(img: np.ndarray, points: Any) -> np.ndarray:
-    import cv2
-
     bounding_box = cv2.minAreaRect(np.array(points).astype(np.int32))
     points = sorted(list(cv2.boxPoints(bounding_box)), key=lambda x: x[0])
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import cv2
 import numpy as np
+import pyclipper
+from shapely.geometry import Polygon
 
 
 class DBPostProcess:
@@ -51,8 +54,6 @@ class DBPostProcess:
         _bitmap: single map with shape (1, H, W),
             whose values are binarized as {0, 1}
         """
-        import cv2
-
         bitmap: Any = _bitmap
         height, width = bitmap.shape
 
@@ -100,8 +101,6 @@ class DBPostProcess:
         _bitmap: single map with shape (1, H, W),
                 whose values are binarized as {0, 1}
         """
-        import cv2
-
         bitmap: Any = _bitmap
         height, width = bitmap.shape
 
@@ -146,9 +145,6 @@ class DBPostProcess:
         return np.array(boxes, dtype="int32"), scores
 
     def unclip(self, box: np.ndarray, unclip_ratio: float) -> Any:
-        import pyclipper
-        from shapely.geometry import Polygon
-
         poly = Polygon(box)
         distance = poly.area * unclip_ratio / poly.length
         offset = pyclipper.PyclipperOffset()
@@ -157,8 +153,6 @@ class DBPostProcess:
         return expanded
 
     def get_mini_boxes(self, contour: np.ndarray) -> tuple[list[Any], float]:
-        import cv2
-
         bounding_box = cv2.minAreaRect(contour)
         points = sorted(list(cv2.boxPoints(bounding_box)), key=lambda x: x[0])
 
@@ -183,8 +177,6 @@ class DBPostProcess:
         """
         box_score_fast: use bbox mean score as the mean score
         """
-        import cv2
-
         h, w = bitmap.shape[:2]
         box = _box.copy()
         xmin = np.clip(np.floor(box[:, 0].min()).astype("int32"), 0, w - 1)
@@ -202,8 +194,6 @@ class DBPostProcess:
         """
         box_score_slow: use polyon mean score as the mean score
         """
-        import cv2
-
         h, w = bitmap.shape[:2]
         contour = contour.copy()
         contour = np.reshape(contour, (-1, 2))
@@ -222,8 +212,6 @@ class DBPostProcess:
         return cv2.mean(bitmap[ymin : ymax + 1, xmin : xmax + 1], mask)[0]
 
     def __call__(self, outs_dict: dict[str, Any], shape_list: Any) -> list[dict[str, Any]]:
-        import cv2
-
         pred = outs_dict["maps"]
         pred = pred[:, 0, :, :]
         segmentation = pred > self.thresh

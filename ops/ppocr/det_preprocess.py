@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import cv2
 import numpy as np
 
 
@@ -52,8 +53,6 @@ class DetResizeForTest:
         return(tuple):
             img, (ratio_h, ratio_w)
         """
-        import cv2
-
         limit_side_len = self.limit_side_len
         h, w, c = img.shape
 
