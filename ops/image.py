@@ -5,11 +5,12 @@ The HTTP layer hands a source op the image as decoded (``cv2.IMREAD_UNCHANGED``)
 BGR; BGRA -> composited on white with ``alpha_to_color``'s formula; 16 bit ->
 8 bit), block by block: the conversions of a large image hold one uint8 output
 and a few MB of float64 temporaries, not float64 copies of the whole image,
-with PaddleOCR's values to the byte (tests/unit/test_image_blocks.py). The crop and box helpers are PaddleOCR 2.10's own
-(``tools/infer/utility.py``, ``predict_det.py``, ``predict_system.py``),
-imported on first use because those modules import Paddle.
+with PaddleOCR's values to the byte (tests/unit/test_image_blocks.py). The crop and box helpers are PaddleOCR 2.10's
+(``tools/infer/utility.py``, ``predict_det.py``, ``predict_system.py``), ported
+without Paddle in :mod:`ops.ppocr` (tests/unit/test_ppocr_port.py holds them to
+PaddleOCR's own, to the byte).
 
-Cheap to import: numpy only at module level; cv2/paddleocr lazily.
+Cheap to import: numpy only at module level; cv2 and ops.ppocr lazily.
 """
 
 from __future__ import annotations
@@ -124,64 +125,41 @@ def check_crop(crop: Any, what: str = "text crop") -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
-# PaddleOCR's own code (ppocr) -- importable once paddleocr has set sys.path
+# boxes and crops: PaddleOCR 2.10's own functions, ported without Paddle (ops/ppocr)
 # ---------------------------------------------------------------------------
-def import_ppocr() -> None:
-    """Make PaddleOCR's ``ppocr`` package importable (heavy: imports paddle).
-
-    ``import paddleocr`` appends its install dir to ``sys.path``, after which
-    ``ppocr.data`` / ``ppocr.postprocess`` import as PaddleOCR's tools do.
-    Call from ``load()``, never at module import time.
-    """
-    try:
-        import paddleocr  # noqa: F401  (side effect: sys.path gains the ppocr dir)
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError(
-            "the OCR ops need PaddleOCR 2.10, which batchline installs: pip install 'paddleocr==2.10.0'"
-        ) from exc
-
-
-# ---------------------------------------------------------------------------
-# boxes and crops: PaddleOCR 2.10's own functions (tools/infer), imported on use
-# ---------------------------------------------------------------------------
-def _paddleocr_tools() -> Any:
-    """PaddleOCR's ``tools.infer`` modules (heavy: imports paddle; call after ``load()``)."""
-    import_ppocr()
-    from tools.infer import predict_det, predict_system, utility
-
-    return predict_det, predict_system, utility
-
-
-def _box_filters() -> Any:
-    """A bare ``TextDetector``: its box filters use no instance state, so no
-    predictor is built (``__init__`` would load a model)."""
-    predict_det = _paddleocr_tools()[0]
-    return predict_det.TextDetector.__new__(predict_det.TextDetector)
-
-
 def filter_tag_det_res(dt_boxes: Sequence[Any], image_shape: Sequence[int]) -> np.ndarray:
     """PaddleOCR: order each quad clockwise, clip to the image, drop boxes <= 3 px."""
-    return _box_filters().filter_tag_det_res(dt_boxes, image_shape)
+    from ops.ppocr import det_boxes
+
+    return det_boxes.filter_tag_det_res(dt_boxes, image_shape)
 
 
 def filter_tag_det_res_only_clip(dt_boxes: Sequence[Any], image_shape: Sequence[int]) -> np.ndarray:
     """PaddleOCR's polygon variant: clip only."""
-    return _box_filters().filter_tag_det_res_only_clip(dt_boxes, image_shape)
+    from ops.ppocr import det_boxes
+
+    return det_boxes.filter_tag_det_res_only_clip(dt_boxes, image_shape)
 
 
 def sorted_boxes(dt_boxes: np.ndarray) -> list[np.ndarray]:
     """PaddleOCR's reading order: top to bottom, then left to right within ~10 px rows."""
-    return _paddleocr_tools()[1].sorted_boxes(dt_boxes)
+    from ops.ppocr import det_boxes
+
+    return det_boxes.sorted_boxes(dt_boxes)
 
 
 def get_rotate_crop_image(img: np.ndarray, points: np.ndarray) -> np.ndarray:
     """PaddleOCR's perspective crop of a quad (tall crops rotated 90 degrees)."""
-    return _paddleocr_tools()[2].get_rotate_crop_image(img, points)
+    from ops.ppocr import crop
+
+    return crop.get_rotate_crop_image(img, points)
 
 
 def get_minarea_rect_crop(img: np.ndarray, points: Any) -> np.ndarray:
     """PaddleOCR's crop of the minimum-area rectangle around a polygon."""
-    return _paddleocr_tools()[2].get_minarea_rect_crop(img, points)
+    from ops.ppocr import crop
+
+    return crop.get_minarea_rect_crop(img, points)
 
 
 def box_to_list(box: Any) -> list[list[float]]:

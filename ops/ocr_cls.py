@@ -6,7 +6,7 @@ Hooks:
               ``get_minarea_rect_crop`` for polygons)
   preprocess  PaddleOCR's cls ``resize_norm_img`` to ``cls_image_shape``
               (3, 48, 192): every item has the same shape, so collate is a stack
-  postprocess PaddleOCR's ``ClsPostProcess``; a crop labelled '180' with score
+  postprocess PaddleOCR's ``ClsPostProcess`` (ported in ops/ppocr); a crop labelled '180' with score
               > ``cls_thresh`` is rotated by 180 degrees
   merge       {"image", "boxes", "box_type", "crops", "angles": [[label, score]]}
   agree       (shadow traffic, when cls is a sink) the det op's rule for the
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ops.image import BOX_AGREE_PX, boxes_agree, check_crop, crop_boxes, import_ppocr, pad_batch, resize_norm_crop
+from ops.image import BOX_AGREE_PX, boxes_agree, check_crop, crop_boxes, pad_batch, resize_norm_crop
 from serving.op import Op, OpContext, SubBatch
 
 logger = logging.getLogger(__name__)
@@ -68,10 +68,9 @@ class OcrClsOp(Op):
         self._post: Any = None
 
     def load(self) -> None:
-        import_ppocr()
-        from ppocr.postprocess import build_post_process
+        from ops.ppocr.cls_postprocess import ClsPostProcess
 
-        self._post = build_post_process({"name": "ClsPostProcess", "label_list": list(self.params.label_list)})
+        self._post = ClsPostProcess(label_list=list(self.params.label_list))
 
     def _require_loaded(self) -> None:
         if self._post is None:

