@@ -8,17 +8,19 @@ Ported because importing ``ppocr.data`` imports Paddle, which a GPU host running
 builds it (``limit_side_len`` + ``limit_type`` max / min / resize_long: resize type
 0), the padding of images under 64 px (sum of sides). Dropped: resize types 1 and 2
 (``image_shape``, ``resize_long`` keys: the ops never pass them) and the PIL-image
-branches (the ops hand numpy arrays). The arithmetic is PaddleOCR's, unchanged.
+branches (the ops hand numpy arrays). The arithmetic is PaddleOCR's, unchanged; where
+PaddleOCR exits the process on a failed resize, this raises BadRequest (that image's request).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import cv2
 import numpy as np
+
+from serving.op import BadRequest
 
 
 class DetResizeForTest:
@@ -83,13 +85,13 @@ class DetResizeForTest:
         resize_h = max(int(round(resize_h / 32) * 32), 32)
         resize_w = max(int(round(resize_w / 32) * 32), 32)
 
+        if int(resize_w) <= 0 or int(resize_h) <= 0:
+            return None, [None, None]
         try:
-            if int(resize_w) <= 0 or int(resize_h) <= 0:
-                return None, [None, None]
             img = cv2.resize(img, (int(resize_w), int(resize_h)))
-        except:  # noqa: E722 - PaddleOCR's own handling, kept as it is
-            print(img.shape, resize_w, resize_h)  # noqa: T201
-            sys.exit(0)
+        except cv2.error as exc:
+            # PaddleOCR prints and calls sys.exit(0) here; a server fails this image's request instead
+            raise BadRequest(f"cannot resize a {img.shape} image to {int(resize_w)}x{int(resize_h)}") from exc
         ratio_h = resize_h / float(h)
         ratio_w = resize_w / float(w)
         return img, [ratio_h, ratio_w]
