@@ -19,6 +19,8 @@ holds each one to PaddleOCR's own on many random inputs, to exact equality.
   ``sorted_boxes`` (``tools/infer/predict_det.py``, ``predict_system.py``)
 * :mod:`ops.ppocr.crop`: ``get_rotate_crop_image``, ``get_minarea_rect_crop``
   (``tools/infer/utility.py``)
+* :mod:`ops.ppocr.quad`: the minimum-area rectangle's corners in PaddleOCR's order,
+  which ``get_mini_boxes`` and ``get_minarea_rect_crop`` both write out
 
 Imports numpy, OpenCV, pyclipper and shapely only; the ops import these modules on first use.
 """

@@ -17,6 +17,8 @@ import numpy as np
 import pyclipper
 from shapely.geometry import Polygon
 
+from ops.ppocr.quad import ordered_box_points
+
 
 class DBPostProcess:
     """
@@ -154,23 +156,7 @@ class DBPostProcess:
 
     def get_mini_boxes(self, contour: np.ndarray) -> tuple[list[Any], float]:
         bounding_box = cv2.minAreaRect(contour)
-        points = sorted(list(cv2.boxPoints(bounding_box)), key=lambda x: x[0])
-
-        index_1, index_2, index_3, index_4 = 0, 1, 2, 3
-        if points[1][1] > points[0][1]:
-            index_1 = 0
-            index_4 = 1
-        else:
-            index_1 = 1
-            index_4 = 0
-        if points[3][1] > points[2][1]:
-            index_2 = 2
-            index_3 = 3
-        else:
-            index_2 = 3
-            index_3 = 2
-
-        box = [points[index_1], points[index_2], points[index_3], points[index_4]]
+        box = ordered_box_points(bounding_box)
         return box, min(bounding_box[1])
 
     def box_score_fast(self, bitmap: np.ndarray, _box: np.ndarray) -> float:
