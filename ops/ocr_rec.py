@@ -159,19 +159,19 @@ class OcrRecOp(Op):
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
-        self._decode: Any = None
+        self._dictionary: Any = None
 
     # ---- life cycle -------------------------------------------------
     def load(self) -> None:
         path = resolve_pkg_path(self.params.char_dict)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"char_dict not found: {path} (from {self.params.char_dict!r})")
-        from ops.ppocr.rec_postprocess import CTCLabelDecode
+        from ops.ppocr.rec_postprocess import CtcDictionary
 
-        self._decode = CTCLabelDecode(character_dict_path=path, use_space_char=self.params.use_space_char)
+        self._dictionary = CtcDictionary(character_dict_path=path, use_space_char=self.params.use_space_char)
 
     def _require_loaded(self) -> None:
-        if self._decode is None:
+        if self._dictionary is None:
             self.load()
 
     def bucket_width(self, width: int) -> int:
@@ -231,9 +231,9 @@ class OcrRecOp(Op):
     def postprocess(self, item: RecItem, output: Any) -> tuple[str, float]:
         self._require_loaded()
         pred = output[0] if isinstance(output, (list, tuple)) else output
-        text, score = ctc_greedy_decode(pred, self._decode.character)
-        if self._decode.reverse:  # right-to-left dictionaries (arabic), as PaddleOCR reverses them
-            text = self._decode.pred_reverse(text)
+        text, score = ctc_greedy_decode(pred, self._dictionary.character)
+        if self._dictionary.reverse:  # right-to-left dictionaries (arabic), as PaddleOCR reverses them
+            text = self._dictionary.pred_reverse(text)
         if score != score:  # NaN
             score = 0.0
         return str(text), score

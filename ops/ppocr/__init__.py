@@ -13,7 +13,8 @@ holds each one to PaddleOCR's own on many random inputs, to exact equality.
 * :mod:`ops.ppocr.det_preprocess`: ``DetResizeForTest``, ``NormalizeImage``,
   ``ToCHWImage``, ``KeepKeys`` and ``transform`` (``ppocr/data``)
 * :mod:`ops.ppocr.db_postprocess`: ``DBPostProcess`` (``ppocr/postprocess``)
-* :mod:`ops.ppocr.rec_postprocess`: ``CTCLabelDecode`` (``ppocr/postprocess``)
+* :mod:`ops.ppocr.rec_postprocess`: ``CTCLabelDecode``'s dictionary (``ppocr/postprocess``; the
+  decode is ops/ctc.py's)
 * :mod:`ops.ppocr.cls_postprocess`: ``ClsPostProcess`` (``ppocr/postprocess``)
 * :mod:`ops.ppocr.det_boxes`: ``TextDetector``'s box filters and
   ``sorted_boxes`` (``tools/infer/predict_det.py``, ``predict_system.py``)

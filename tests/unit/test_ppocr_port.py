@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ops.ctc import ctc_greedy_decode
 from ops.ppocr import crop, det_boxes
 from ops.ppocr.cls_postprocess import ClsPostProcess
 from ops.ppocr.db_postprocess import DBPostProcess
 from ops.ppocr.det_preprocess import det_operators, transform
-from ops.ppocr.rec_postprocess import CTCLabelDecode
+from ops.ppocr.rec_postprocess import CtcDictionary
 from serving.paths import resolve_pkg_path
 from tests.support.paddleocr_code import import_ppocr
 
@@ -167,7 +168,7 @@ def test_db_postprocess_batches_as_paddleocr(ref):
 
 
 # ---------------------------------------------------------------------------
-# CTCLabelDecode and ClsPostProcess
+# CTCLabelDecode's dictionary and ClsPostProcess
 # ---------------------------------------------------------------------------
 def arabic_dict() -> str:
     import paddleocr
@@ -177,14 +178,21 @@ def arabic_dict() -> str:
 
 @pytest.mark.parametrize("use_space_char", [True, False])
 @pytest.mark.parametrize("which", ["keys_v1", "arabic", "default"])
-def test_ctc_label_decode_is_paddleocrs(ref, which, use_space_char):
+def test_ctc_dictionary_decodes_as_paddleocrs_ctc_label_decode(ref, which, use_space_char):
+    """The ported dictionary, decoded as the rec op decodes (ops/ctc.py, then ``pred_reverse``
+    for a right-to-left dictionary), reads every line as PaddleOCR's ``CTCLabelDecode``."""
     path = {"keys_v1": lambda: resolve_pkg_path(DICT), "arabic": arabic_dict, "default": lambda: None}[which]()
     want_decode = ref.post.build_post_process(
         {"name": "CTCLabelDecode", "character_dict_path": path, "use_space_char": use_space_char}
     )
-    mine = CTCLabelDecode(character_dict_path=path, use_space_char=use_space_char)
-    assert mine.character == want_decode.character and mine.dict == want_decode.dict
+    mine = CtcDictionary(character_dict_path=path, use_space_char=use_space_char)
+    assert mine.character == want_decode.character
     assert mine.reverse == want_decode.reverse == (which == "arabic")
+
+    def read(logits):
+        lines = [ctc_greedy_decode(row, mine.character) for row in logits]
+        return [(mine.pred_reverse(text) if mine.reverse else text, score) for text, score in lines]
+
     classes = len(mine.character)
     rng = np.random.default_rng(classes + use_space_char)
     for _ in range(30):
@@ -194,8 +202,7 @@ def test_ctc_label_decode_is_paddleocrs(ref, which, use_space_char):
         logits[:, 1::2] = logits[:, 0:-1:2] if steps > 1 else logits[:, 1::2]  # repeats, which CTC merges
         if rng.random() < 0.2:
             logits[0, 0, :] = 0.0  # a tie: argmax picks the first
-        assert mine(logits) == want_decode(logits)
-        assert mine([logits]) == want_decode([logits])
+        assert read(logits) == want_decode(logits)
     for _ in range(200):  # reversing mixed runs of letters, digits and other characters
         text = "".join(rng.choice(list("ab1 :*./%+-") + mine.character[1:40], int(rng.integers(0, 12))))
         assert mine.pred_reverse(text) == want_decode.pred_reverse(text)
