@@ -13,12 +13,13 @@ from typing import Any
 
 from bench.lib.results import write_result
 from bench.lib.script import BenchError
+from serving.runners.onnx_export import CACHE_ENV
 
 from . import configs, device, lines, load, plan, report
 
 RESULT = "gpu_check"
-# where a carried ONNX cache is looked up (serving/runners/onnx_export.py reads the same variable)
-ONNX_CACHE_ENV = "BATCHLINE_ONNX_CACHE"
+# where a carried ONNX cache is looked up: the variable serving/runners/onnx_export.py reads
+ONNX_CACHE_ENV = CACHE_ENV
 ONNX_CACHE_DIR = "onnx-cache"
 
 

@@ -36,12 +36,12 @@ class Loaded:
 
 
 def load_runner(config_path: str, op_name: str) -> Any:
-    """One runner of the op's model, on its first device, as a predictor process loads it."""
+    """One runner of the op's model, on its first device (``load_one``'s default), as a
+    predictor process loads it."""
     from serving.config import load_config
     from serving.runners.engines import load_one
 
-    conf = load_config(config_path).op[op_name].local_service_conf
-    return load_one(conf, conf.device_ids[0] if conf.device_type and conf.device_ids else None)
+    return load_one(load_config(config_path).op[op_name].local_service_conf)
 
 
 @contextmanager
