@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from serving.config.errors import FieldProblem
+
 
 class EngineSettings(Protocol):
     """The ``local_service_conf`` keys engines read (read-only: an engine never changes them)."""
@@ -61,6 +63,13 @@ class Engine:
         """``"an OpenVINO Runtime setting"``: how a refusal names one of its ``own_keys``."""
         article = "an" if self.runtime[:1].upper() in "AEIOU" else "a"
         return f"{article} {self.runtime} setting"
+
+
+def refuse_onednn_keys(conf: EngineSettings, engine: str) -> None:
+    """Paddle Inference's oneDNN switches mean nothing to another engine: refused by name."""
+    if conf.use_mkldnn or conf.mkldnn_cache_capacity:
+        key = "use_mkldnn" if conf.use_mkldnn else "mkldnn_cache_capacity"
+        raise FieldProblem(key, f"is a Paddle Inference (oneDNN) setting; with engine: {engine} drop it")
 
 
 def gpu_label(conf: EngineSettings) -> str:

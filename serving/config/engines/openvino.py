@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from serving.config.engines.base import Engine, EngineSettings
+from serving.config.engines.base import Engine, EngineSettings, refuse_onednn_keys
 from serving.config.errors import FieldProblem
 from serving.paths import openvino_model_file
 
@@ -28,9 +28,7 @@ def check(conf: EngineSettings) -> None:
             "selects Paddle Inference's embedded OpenVINO engine; with engine: openvino, "
             "OpenVINO Runtime runs the model itself: drop use_openvino",
         )
-    if conf.use_mkldnn or conf.mkldnn_cache_capacity:
-        key = "use_mkldnn" if conf.use_mkldnn else "mkldnn_cache_capacity"
-        raise FieldProblem(key, "is a Paddle Inference (oneDNN) setting; with engine: openvino drop it")
+    refuse_onednn_keys(conf, "openvino")
     if conf.precision not in PRECISIONS[conf.device_type]:
         raise FieldProblem(
             "precision",

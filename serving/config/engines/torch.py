@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from serving.config.engines.base import Engine, EngineSettings, gpu_label
+from serving.config.engines.base import Engine, EngineSettings, gpu_label, refuse_onednn_keys
 from serving.config.errors import FieldProblem
 from serving.paths import torch_model_files
 
@@ -33,9 +33,7 @@ def check(conf: EngineSettings) -> None:
         raise FieldProblem(
             "use_openvino", "selects Paddle Inference's embedded OpenVINO engine: drop it with engine: torch"
         )
-    if conf.use_mkldnn or conf.mkldnn_cache_capacity:
-        key = "use_mkldnn" if conf.use_mkldnn else "mkldnn_cache_capacity"
-        raise FieldProblem(key, "is a Paddle Inference (oneDNN) setting; with engine: torch drop it")
+    refuse_onednn_keys(conf, "torch")
     if conf.precision not in PRECISIONS[conf.device_type]:
         where = "on CPU (device_type 0)" if conf.device_type == 0 else "on a GPU"
         raise FieldProblem(
