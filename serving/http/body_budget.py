@@ -94,6 +94,13 @@ class BodyBudget:
             claim.nbytes = nbytes
             return True
 
+    def _shrink(self, claim: Claim, nbytes: int) -> None:
+        with self._lock:
+            less = claim.nbytes - max(0, nbytes)
+            if less > 0:
+                self._held -= less
+                claim.nbytes -= less
+
     def _release(self, claim: Claim) -> None:
         # under the lock: a claim may be released from two threads (the worker that
         # answered, the event loop that closes the connection), and gives back once
@@ -113,6 +120,10 @@ class Claim:
     def grow_to(self, nbytes: int) -> bool:
         """Hold ``nbytes`` in all, if the budget has room for the difference (all or nothing)."""
         return self.budget._grow(self, nbytes)
+
+    def shrink_to(self, nbytes: int) -> None:
+        """Hold at most ``nbytes`` (what was taken for a message of unknown size, once its size is known)."""
+        self.budget._shrink(self, nbytes)
 
     def release(self) -> None:
         self.budget._release(self)

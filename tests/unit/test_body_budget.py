@@ -122,3 +122,16 @@ def test_the_budget_must_hold_the_largest_body_of_every_file_served(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_repository([small, large])
     assert f"{small}: http.max_buffered_mb: 2 MiB" in str(info.value) and large in str(info.value)
+
+
+def test_a_claim_shrinks_to_what_a_message_turned_out_to_hold():
+    budget = BodyBudget(10)
+    claim = budget.claim()
+    assert claim.grow_to(10)  # taken before the message's size is known
+    claim.shrink_to(3)
+    assert budget.held == 3
+    assert budget.claim().grow_to(7)
+    claim.shrink_to(5)  # never grows
+    assert budget.held == 10
+    claim.release()
+    assert budget.held == 7
