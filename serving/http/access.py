@@ -4,8 +4,11 @@
 2. ``Host`` not in ``security.allowed_hosts`` (when set): 400;
 3. the page's files: no token, no Origin check (they hold no data);
 4. no ``auth_token``: a browser request from another origin is 403;
-5. admin routes: the admin token (none set: 403, reload is SIGHUP-only);
-   other routes: the prediction token; missing or wrong: 401.
+5. the token: the admin token on admin routes, the prediction token on the
+   others; missing or wrong: 401;
+6. a body on a route that takes none (:mod:`serving.http.body_paths`): 413,
+   as the HTTP fronts refuse it before reading it;
+7. admin routes without an admin token set: 403 (reload is SIGHUP-only).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Protocol
 
 from serving.errors import BadRequest, Forbidden
 from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, required_token, token_accepts, token_refusal
+from serving.http.body_paths import no_body_refusal, takes_body
 from serving.http.origins import AccessPolicy
 
 
@@ -42,14 +46,19 @@ class Access:
     policy: AccessPolicy
 
     def check(self, req: RequestView, *, page_file: bool) -> None:
-        """Raise the refusal of ``req`` (400, 401, 403), or return: it may go on."""
+        """Raise the refusal of ``req`` (400, 401, 403, 413), or return: it may go on."""
         path = req.path
+        body_refused = _has_body(req.headers) and not takes_body(path)
         if path in OPEN_PATHS:
+            if body_refused:
+                raise no_body_refusal(path)
             return
         why = self.policy.host_refusal(req.headers.get("Host"))
         if why is not None:
             raise BadRequest(why)
         if page_file:
+            if body_refused:
+                raise no_body_refusal(path)
             return
         if not self.auth_token:
             why = self.policy.origin_refusal(
@@ -61,11 +70,18 @@ class Access:
             if why is not None:
                 raise Forbidden(why)
         token = required_token(path, auth_token=self.auth_token, admin_token=self.admin_token)
-        admin = path in ADMIN_PATHS
-        if admin and token is None:
+        if token is not None and not token_accepts(req.headers.get("Authorization") or "", token):
+            raise token_refusal(path)
+        if body_refused:  # the fronts' order: the token, then the body
+            raise no_body_refusal(path)
+        if path in ADMIN_PATHS and token is None:
             raise Forbidden(
                 f"reload over HTTP needs an admin token (admin_token in the config or {ADMIN_TOKEN_ENV}); "
                 "without one, send the server SIGHUP"
             )
-        if token is not None and not token_accepts(req.headers.get("Authorization") or "", token):
-            raise token_refusal(path)
+
+
+def _has_body(headers: HeaderLookup) -> bool:
+    """Whether the request says it carries a body (a length over 0, or a chunked one)."""
+    length = (headers.get("Content-Length") or "").strip().lstrip("0")
+    return bool(length) or bool(headers.get("Transfer-Encoding"))

@@ -4,6 +4,7 @@ before it reads or buffers the body (waitress buffers a whole body, past
 
 * a body for a route that needs a token (``auth.required_token``), without
   that token: 401 with ``WWW-Authenticate``;
+* a body for a route that takes none (:mod:`serving.http.body_paths`): 413;
 * a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``, the
   largest ``max_body_size`` served): 413. A chunked body has no length up
   front: waitress counts it as it arrives (chunk framing included) and it is
@@ -33,6 +34,7 @@ from waitress.utilities import Error, RequestEntityTooLarge
 from serving.errors import ServingError
 from serving.http.auth import required_token, token_accepts, token_refusal
 from serving.http.body_budget import BodyBudget
+from serving.http.body_paths import no_body_refusal, takes_body
 from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.jsonio import dumps
 
@@ -59,10 +61,14 @@ class FrontGate:
 
     def refusal(self, path: str, authorization: str, has_body: bool) -> ServingError | None:
         """Why a request for ``path`` is refused before its body is read, or None."""
-        token = required_token(path, auth_token=self.auth_token, admin_token=self.admin_token)
-        if token is None or not has_body or token_accepts(authorization, token):
+        if not has_body:
             return None
-        return token_refusal(path)  # the app's own 401
+        token = required_token(path, auth_token=self.auth_token, admin_token=self.admin_token)
+        if token is not None and not token_accepts(authorization, token):
+            return token_refusal(path)  # the app's own 401
+        if not takes_body(path):
+            return no_body_refusal(path)
+        return None
 
 
 class FrontRefusal(Error):

@@ -152,10 +152,31 @@ def test_the_token_check_is_case_insensitive_on_the_scheme(guarded):
         assert read_answer(sock).status == 200
 
 
-def test_health_paths_need_no_token_even_with_a_body(guarded):
+NO_BODY_PATHS = ["/health/live", "/v2/health/ready", "/metrics", "/admin/reload", "/page.css", "/pipelines"]
+
+
+@pytest.mark.parametrize("path", NO_BODY_PATHS)
+@pytest.mark.parametrize("token", [None, TOKEN])
+def test_a_body_to_a_path_that_takes_none_is_refused_before_it_is_sent(guarded, path, token):
+    """413 from the headers (401 first where the path needs the token), the body never
+    sent, so it never enters the body budget: the health probes and the admin route
+    without its token included."""
+    with connect(guarded) as sock:
+        sock.sendall(head(path, 8 << 20, token=token))  # no body follows: the answer must not wait for it
+        answer = read_answer(sock)
+        needs_token = path not in ("/health/live", "/v2/health/ready", "/admin/reload")  # (no admin token set)
+        assert answer.status == (401 if token is None and needs_token else 413), answer.body
+        assert answer.headers["connection"] == "close" and closed_by_server(sock)
+    with connect(guarded) as sock:  # without a body the path answers as before
+        sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: test\r\n\r\n")
+        assert read_answer(sock).status == 200
+
+
+def test_a_tiny_body_to_a_health_probe_is_refused_too(guarded):
     with connect(guarded) as sock:
         sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n\r\nhello")
-        assert read_answer(sock).status == 200
+        answer = read_answer(sock)
+        assert answer.status == 413 and "/health/live takes no request body" in answer.body.decode()
 
 
 # ---- 413 before the body ----------------------------------------------------------------------
