@@ -19,10 +19,17 @@ can serve the same app:
 * the client limits of :mod:`serving.http.client_limits`: headers within
   ``header_timeout_s`` of a request's first byte, the whole request within
   ``request_timeout_s``, idle connections closed after ``channel_timeout_s``;
-  headers over waitress's 256 KiB are refused with 431.
-* one request served at a time per connection, and one more read ahead
-  (waitress's ``channel_request_lookahead``), so a client gone while its
-  request waits is noticed and a pipelining client cannot queue more.
+  a header block over waitress's 256 KiB is refused with 431 while it still
+  arrives, and so are more than 256 header fields.
+* bounded per connection before any request is complete
+  (:class:`~serving.http.http_connection.Connection` frames requests itself):
+  a header block is held raw until its blank line, a chunked body is counted
+  on the wire (framing included) against the body limit and the budget and
+  stored whole, without a piece per chunk.
+* one request in progress per connection: bytes after it (pipelined requests)
+  stay unparsed, up to a read-ahead that still notices a client gone while its
+  request waits; and while the client does not read its answers (the
+  transport's write buffer is full), nothing more is read or answered.
 * drain: running handlers answer, answers are flushed, then every connection
   and the listening socket close.
 """

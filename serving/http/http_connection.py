@@ -7,6 +7,7 @@ The rules it applies are the module doc of :mod:`serving.http.asyncio_front`."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections import deque
@@ -40,13 +41,24 @@ log = logging.getLogger(__name__)
 IDENT = "batchline"
 #: request line and headers together, at most (waitress's ``max_request_header_size``)
 MAX_HEADER_BYTES = 256 << 10
-#: complete requests a connection reads ahead of the one in service
-LOOKAHEAD = 1
-
+#: header fields of one request, at most (Apache's and Tomcat's default is 100)
+MAX_HEADER_FIELDS = 256
+#: unparsed bytes a connection reads ahead of the request in service; past them it stops reading
+READ_AHEAD_BYTES = 64 << 10
+#: the end of a header block (and of a chunked body's trailers)
+BLANK_LINE = b"\r\n\r\n"
 
 #: answers some requests on the loop (:mod:`serving.http.fast_prediction`): a coroutine, or None
 #: for the app; the coroutine's None also leaves the request to the app
 LoopRoute = Callable[[HttpRequest], "Coroutine[Any, Any, HttpAnswer | None] | None"]
+
+
+class Phase(enum.Enum):
+    """What the connection's next unparsed bytes are."""
+
+    HEAD = "head"  # a request line and headers, up to the blank line
+    LENGTH = "length"  # the rest of a body of known length
+    CHUNKED = "chunked"  # a chunked body, framing included
 
 
 class FrontState:
@@ -74,7 +86,17 @@ class FrontState:
 
 
 class Connection(asyncio.Protocol):
-    """One client connection: parses, gates, queues and answers its requests in order."""
+    """One client connection: frames, gates and answers its requests one at a time.
+
+    The connection frames requests itself and hands ``httptools`` only what it
+    has framed, so what it holds is bounded before any request is complete: a
+    header block only once its blank line arrived (a header block over
+    :data:`MAX_HEADER_BYTES` is 431 while it still arrives: httptools would join
+    an unfinished header's pieces without limit), a body of known length up to
+    that length, a chunked body up to each blank line (where it may end), its
+    wire bytes counted. Bytes past the request in progress stay unparsed, at most
+    :data:`READ_AHEAD_BYTES` (then reading pauses), until it is answered; while
+    the transport's write buffer is full, nothing more is read or answered."""
 
     def __init__(self, state: FrontState, loop: asyncio.AbstractEventLoop):
         self.state = state
@@ -85,22 +107,30 @@ class Connection(asyncio.Protocol):
         self.server: tuple[str, int] = ("", 0)
         self.closed = False
         self.last_activity = time.monotonic()
+        self.inbuf = bytearray()  # received, not yet parsed
+        self.phase = Phase.HEAD
+        self.scan_from = 0  # where in inbuf the blank line is still to be looked for
+        self.body_left = 0  # Phase.LENGTH: body bytes still to come
+        self.wire_bytes = 0  # Phase.CHUNKED: the body's bytes on the wire, framing included
+        self.tail = b""  # Phase.CHUNKED: the last bytes parsed (a blank line may span two reads)
         # the request being read
         self.reading = False
         self.headers_done = False
+        self.message_done = False
         self.began = 0.0
         self.target = bytearray()
         self.headers: list[tuple[bytes, bytes]] = []
-        self.header_bytes = 0
-        self.body: list[bytes] = []
-        self.body_bytes = 0
+        self.header_fields = 0
+        self.body = bytearray()
         self.claim: Claim | None = None
-        # requests read and waiting, the one in service, a refusal's after-state
+        # the request complete and waiting or in service, a refusal's after-state
         self.queue: deque[tuple[HttpRequest, Claim | None]] = deque()
         self.serving = False
+        self.write_paused = False
+        self.read_paused = False
         self.discarding = False  # a refused request: every later byte is dropped
         self.lingering = False  # the refusal is out and our side shut: reading only to drop
-        self._refusal: HttpAnswer | None = None  # a refusal waiting for the answers before it
+        self._refusal: HttpAnswer | None = None  # a refusal waiting for the answer before it
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:
@@ -117,15 +147,22 @@ class Connection(asyncio.Protocol):
         self.last_activity = time.monotonic()
         if self.discarding:
             return
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._refuse_plain("400 Bad Request", b"Upgrades are not supported")
-        except httptools.HttpParserError:
-            self._refuse_plain("400 Bad Request", b"Malformed HTTP request")
+        self.inbuf += data
+        self._parse()
+        self._flow()
 
     def eof_received(self) -> bool | None:
         return None  # close our side too (any answer still being written is flushed first)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True  # the client is not reading: answer nothing more, read nothing more
+        self._flow()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if not self.serving and not self.closed:
+            self._serve_next()
+        self._flow()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -136,28 +173,122 @@ class Connection(asyncio.Protocol):
             if claim is not None:
                 claim.release()
         self.queue.clear()
+        self.inbuf = bytearray()
+        self.body = bytearray()
+
+    # ---- framing ------------------------------------------------------------------------------
+    def _parse(self) -> None:
+        try:
+            self._advance()
+        except httptools.HttpParserUpgrade:
+            self._refuse_plain("400 Bad Request", b"Upgrades are not supported")
+        except httptools.HttpParserError:
+            self._refuse_plain("400 Bad Request", b"Malformed HTTP request")
+
+    def _advance(self) -> None:
+        """Parse what inbuf holds of the request in progress, and no further."""
+        while not self.discarding and not self.closed and self.inbuf:
+            if self.phase is Phase.HEAD:
+                if self.serving or self.queue or self.write_paused:
+                    return  # the next request waits, unparsed, for the answer before it
+                if not self.reading:  # its first bytes: the header deadline runs from now
+                    self.reading, self.began = True, time.monotonic()
+                end = self.inbuf.find(BLANK_LINE, self.scan_from)
+                if end < 0:
+                    if len(self.inbuf) > MAX_HEADER_BYTES:
+                        self._refuse_431(b"Request header fields are too large")
+                        return
+                    self.scan_from = max(0, len(self.inbuf) - len(BLANK_LINE) + 1)
+                    return
+                size = end + len(BLANK_LINE)
+                if size > MAX_HEADER_BYTES:
+                    self._refuse_431(b"Request header fields are too large")
+                    return
+                self._feed(size)
+            elif self.phase is Phase.LENGTH:
+                self._feed(min(self.body_left, len(self.inbuf)))
+            else:
+                self._feed_chunked()
+
+    def _feed(self, n: int) -> None:
+        """Parse the first ``n`` bytes of inbuf (httptools' callbacks run meanwhile)."""
+        self.scan_from = 0
+        with memoryview(self.inbuf) as view:
+            self.parser.feed_data(view[:n])
+        del self.inbuf[:n]
+        if self.phase is Phase.LENGTH:
+            self.body_left -= n
+        self._after_feed()
+
+    def _feed_chunked(self) -> None:
+        """Parse a chunked body up to the next blank line (it can end only at one, its
+        trailers' end, so nothing past it is parsed), its wire bytes counted first."""
+        end = (self.tail + self.inbuf[: len(BLANK_LINE) - 1]).find(BLANK_LINE)
+        if end >= 0:
+            n = end + len(BLANK_LINE) - len(self.tail)
+        else:
+            end = self.inbuf.find(BLANK_LINE)
+            n = len(self.inbuf) if end < 0 else end + len(BLANK_LINE)
+        self.wire_bytes += n
+        if self.wire_bytes > self.state.body_limit:
+            self._refuse(body_over_limit(self.state.body_limit))
+            return
+        if self.claim is not None and not self.claim.grow_to(self.wire_bytes):
+            self._refuse(self.state.budget.refusal())
+            return
+        keep = len(BLANK_LINE) - 1
+        self.tail = bytes(self.inbuf[n - keep : n]) if n >= keep else (self.tail + bytes(self.inbuf[:n]))[-keep:]
+        self._feed(n)
+
+    def _after_feed(self) -> None:
+        """The phase the parsed bytes leave the connection in."""
+        if self.discarding:
+            return
+        if self.message_done:
+            self.message_done = False
+            self.phase, self.tail = Phase.HEAD, b""
+        elif self.headers_done and self.phase is Phase.HEAD:
+            chunked = b"chunked" in self._header(b"transfer-encoding", b"").lower()
+            self.phase = Phase.CHUNKED if chunked else Phase.LENGTH
+            self.body_left, self.wire_bytes = self._content_length() or 0, 0
+
+    def _flow(self) -> None:
+        """Read on while there is room for what is received; pause reading while the
+        unparsed bytes are past the read-ahead or the client reads no answers."""
+        if self.transport is None or self.closed or self.lingering:
+            return
+        waiting = self.serving or bool(self.queue)  # else inbuf is parsed as it comes (a head: up to its limit)
+        hold = self.write_paused or (waiting and len(self.inbuf) > READ_AHEAD_BYTES)
+        if hold and not self.read_paused:
+            self.transport.pause_reading()
+            self.read_paused = True
+        elif not hold and self.read_paused:
+            self.transport.resume_reading()
+            self.read_paused = False
 
     # ---- httptools callbacks ------------------------------------------------------------------
     def on_message_begin(self) -> None:
-        self.reading, self.headers_done = True, False
-        self.began = time.monotonic()
+        self.reading, self.headers_done, self.message_done = True, False, False
         self.target.clear()
         self.headers = []
-        self.header_bytes = 0
-        self.body, self.body_bytes = [], 0
+        self.header_fields = 0
+        self.body = bytearray()
         self.claim = None
 
     def on_url(self, url: bytes) -> None:
         self.target += url
-        self._count_header_bytes(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
-        self._count_header_bytes(len(name) + len(value) + 4)
+        self.header_fields += 1
+        if self.header_fields <= MAX_HEADER_FIELDS:  # past it, counted and refused once the block is parsed
+            self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.headers_done = True
         if self.discarding:
+            return
+        if self.header_fields > MAX_HEADER_FIELDS:
+            self._refuse_431(b"Too many request header fields")
             return
         refusal = self._gate()
         if refusal is not None:
@@ -169,17 +300,14 @@ class Connection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         if self.discarding:
             return
-        self.body_bytes += len(body)
-        if self.body_bytes > self.state.body_limit:
+        if len(self.body) + len(body) > self.state.body_limit:
             self._refuse(body_over_limit(self.state.body_limit))
             return
-        if self.claim is not None and not self.claim.grow_to(self.body_bytes):
-            self._refuse(self.state.budget.refusal())
-            return
-        self.body.append(body)
+        self.body += body
 
     def on_message_complete(self) -> None:
         self.reading = False
+        self.message_done = True
         if self.discarding:
             return
         request = HttpRequest(
@@ -187,19 +315,17 @@ class Connection(asyncio.Protocol):
             target=bytes(self.target),
             version=self.parser.get_http_version(),
             headers=self.headers,
-            body=b"".join(self.body),
+            body=bytes(self.body),
             keep_alive=self.parser.should_keep_alive(),
             remote=self.remote,
             server=self.server,
             disconnected=lambda: self.closed,
         )
-        self.body = []
+        self.body = bytearray()
         self.queue.append((request, self.claim))
         self.claim = None
         if not self.serving:
             self._serve_next()
-        if len(self.queue) >= LOOKAHEAD and self.transport is not None:
-            self.transport.pause_reading()  # one read ahead of the one in service, no more
 
     # ---- gate ---------------------------------------------------------------------------------
     def _gate(self) -> ServingError | None:
@@ -239,11 +365,6 @@ class Connection(asyncio.Protocol):
         value = first_header(self.headers, name)
         return default if value is None else value
 
-    def _count_header_bytes(self, n: int) -> None:
-        self.header_bytes += n
-        if self.header_bytes > MAX_HEADER_BYTES and not self.discarding:
-            self._refuse_plain("431 Request Header Fields Too Large", b"Request header fields are too large")
-
     def _refuse(self, err: ServingError) -> None:
         """Answer ``err`` in the app's JSON shape, then linger (drop the rest) until the client closes."""
         path = self._path()
@@ -254,6 +375,9 @@ class Connection(asyncio.Protocol):
 
     def _refuse_plain(self, status: str, text: bytes) -> None:
         self._answer_refusal(refusal_answer(status, [("Content-Type", "text/plain")], text))
+
+    def _refuse_431(self, text: bytes) -> None:
+        self._refuse_plain("431 Request Header Fields Too Large", text)
 
     def _answer_refusal(self, answer: HttpAnswer) -> None:
         self.discarding = True
@@ -272,6 +396,7 @@ class Connection(asyncio.Protocol):
             if self.transport.can_write_eof():
                 self.transport.write_eof()
                 self.lingering = True
+                self.read_paused = False
                 self.transport.resume_reading()
             else:
                 self.transport.close()
@@ -284,11 +409,14 @@ class Connection(asyncio.Protocol):
             if self._refusal is not None:  # nothing is read after a refusal: it is the last answer
                 refusal, self._refusal = self._refusal, None
                 self._send_refusal(refusal)
+            elif self.inbuf and not self.discarding:  # a pipelined request, unparsed until now
+                self._parse()
+                self._flow()
             return
+        if self.write_paused:
+            return  # resume_writing serves it
         request, claim = self.queue.popleft()
         self.serving = True
-        if self.transport is not None and len(self.queue) < LOOKAHEAD and not self.discarding:
-            self.transport.resume_reading()
         route = self.state.loop_route
         on_loop = route(request) if route is not None else None
         future: asyncio.Future[Any]
