@@ -186,6 +186,95 @@ def test_headers_over_256_kib_are_refused_431(fronts):
         assert Reader(sock).answer()[0].startswith("HTTP/1.1 431")
 
 
+def test_a_header_that_never_ends_is_refused_431_while_it_arrives(fronts):
+    """No blank line ever comes: the limit is counted on the bytes as they arrive."""
+    for live in fronts:
+        with connect(live) as sock:
+            try:
+                sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: t\r\nX-Endless: " + b"a" * (300 << 10))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            status = Reader(sock).answer()[0]  # (waitress answers HTTP/1.0: it never read the version)
+            assert status.split()[1] == "431", live.server.config.http.front
+
+
+def test_more_than_256_header_fields_are_refused_431(fronts):
+    fast, _ = fronts
+    with connect(fast) as sock:
+        sock.sendall(get("/health/live", extra="a: b\r\n" * 257))
+        assert Reader(sock).answer()[0].startswith("HTTP/1.1 431")
+    with connect(fast) as sock:  # 256 are served
+        sock.sendall(get("/health/live", extra="a: b\r\n" * 255))
+        assert Reader(sock).answer()[0] == "HTTP/1.1 200 OK"
+
+
+def chunked(path: str, chunks: list[bytes], trailers: bytes = b"") -> bytes:
+    frames = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks if c)
+    head = f"POST {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return head.encode() + frames + b"0\r\n" + trailers + b"\r\n"
+
+
+def test_chunked_bodies_end_where_they_end_and_the_next_request_follows(fronts):
+    """Blank lines inside chunk data, trailers, and a request pipelined right behind:
+    each request is framed where it ends."""
+    body = json.dumps({"key": ["text"], "value": ["good\r\n\r\n"]}).encode()
+    pieces = [body[:7], body[7:8], body[8:]]
+    data = chunked("/ernie/prediction", pieces, b"X-Trailer: 1\r\n") + chunked("/ernie/prediction", [body])
+    for live in fronts:
+        with connect(live) as sock:
+            sock.sendall(data + get("/health/live"))
+            reader = Reader(sock)
+            first, second, third = reader.answer(), reader.answer(), reader.answer()
+        assert first[0] == second[0] == third[0] == "HTTP/1.1 200 OK", live.server.config.http.front
+        assert json.loads(first[2])["err_no"] == json.loads(second[2])["err_no"] == 0
+
+
+def test_a_chunked_body_is_counted_on_the_wire_framing_included():
+    """1-byte chunks: 6 bytes on the wire for each byte of body. A body of a third of the
+    limit is refused 413 once its framing passes the limit (waitress counts alike)."""
+    limit = 64 << 10
+    body = b" " * (limit // 3)
+    frames = chunked("/ernie/prediction", [body[i : i + 1] for i in range(len(body))])
+    for front in ("asyncio", "waitress"):
+        with LiveApp(config(front, max_buffered_mb=1) | {"op": text_config(max_body_size=limit)["op"]}) as live:
+            with connect(live) as sock:
+                try:
+                    sock.sendall(frames)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                assert Reader(sock).answer()[0].startswith("HTTP/1.1 413"), front
+            assert live.server.body_budget.held == 0
+
+
+def test_a_client_that_reads_no_answers_stops_being_read(fronts):
+    """Pipelined requests whose answers are never read: the front answers until the
+    transport's buffer is full, then neither reads nor answers; what it holds is bounded."""
+    from serving.http.http_connection import MAX_HEADER_BYTES, READ_AHEAD_BYTES
+
+    fast, _ = fronts
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", fast.server.port))
+    sock.setblocking(False)
+    one = get("/page.css")
+    sent, end = 0, time.monotonic() + WITHIN_S
+    try:
+        while sent < 8 << 20 and time.monotonic() < end:
+            try:
+                sent += sock.send(one * 1000)
+            except BlockingIOError:
+                time.sleep(0.05)
+                connections = [c for c in fast.server.front.state.connections if c.write_paused]
+                if connections and connections[0].read_paused:
+                    break
+        (conn,) = [c for c in fast.server.front.state.connections if c.write_paused]
+        assert conn.read_paused and len(conn.inbuf) <= READ_AHEAD_BYTES + MAX_HEADER_BYTES
+        assert conn.transport.get_write_buffer_size() < 1 << 20
+        assert sent < 8 << 20  # the kernel's buffers filled: the server stopped reading
+    finally:
+        sock.close()
+
+
 SMUGGLED = b"POST /ernie/prediction HTTP/1.1\r\nContent-Length: 3\r\n"
 
 
