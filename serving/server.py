@@ -38,6 +38,7 @@ from serving.http.front_workers import FrontsFailed, FrontWorkers
 from serving.http.handler_count import HANDLERS
 from serving.http.limits import http_threads
 from serving.runners.gpus import Nvml, open_gpus
+from serving.runners.heap_trim import HeapTrim
 
 log = logging.getLogger(__name__)
 
@@ -178,8 +179,10 @@ class Server:
             log.info("ready: POST %s/%s/prediction", self.url, name)
         log.info("health %s/health/ready, pipelines %s/pipelines", self.url, self.url)
         self._install_signals()
+        heap = HeapTrim().start()  # bodies, messages and decoded images freed: their pages back to the system
         self._stopping.wait()
         self._drain()
+        heap.stop()
         return 0
 
     def _install_signals(self) -> None:

@@ -31,6 +31,7 @@ from serving.http.handler_count import HANDLERS
 from serving.http.limits import http_threads
 from serving.http.remote_repository import RemoteRepository
 from serving.http.waitress_front import WaitressFront
+from serving.runners.heap_trim import HeapTrim
 from serving.runners.process import name_process
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     repository.on_reload(front.apply_body_limits)
     threading.Thread(target=repository.serve, args=(stop.set,), name="engine-link", daemon=True).start()
     front.start()
+    heap = HeapTrim().start()  # bodies and decoded images freed: their pages back to the system
     stop.wait()
     front.drain(app.extensions[HANDLERS])
+    heap.stop()
     return 0
 
 

@@ -1,0 +1,122 @@
+"""Freed heap handed back to the system, so memory comes back after a burst.
+
+glibc's malloc keeps what the process frees (request bodies, gRPC messages,
+decoded images, connection buffers) in its arenas for reuse. After a burst of
+large requests, an attack or a legitimate peak, the server's resident memory
+stays near the peak: a container's memory limit keeps counting it, and another
+burst starts from there. :class:`HeapTrim` looks every ``interval_s`` at the
+process's resident memory and, when it grew by more than ``threshold_bytes``
+since the last trim while the arenas hold more than that free (``mallinfo2``:
+free chunks, whether still resident or given back already), calls
+``malloc_trim(0)``, which gives every whole free page of every arena back.
+Looking costs a read of /proc and a walk of the free lists; trimming, a refault
+of pages reused later: at most once per interval either way (docs/RELIABILITY.md, "Memory
+after an attack", has the measurements). Without glibc (musl, macOS) it does
+nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from serving.runners.process_memory import rss_bytes
+
+log = logging.getLogger(__name__)
+
+INTERVAL_S = 2.0
+THRESHOLD_BYTES = 16 << 20
+
+
+class Mallinfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33 and later): every field a ``size_t``."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
+    ] + [("keepcost", ctypes.c_size_t)]
+
+
+def glibc() -> Any:
+    """The C library when it is glibc with ``mallinfo2`` and ``malloc_trim``, else None."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name or "libc.so.6")
+        mallinfo2, malloc_trim = libc.mallinfo2, libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = Mallinfo2
+    mallinfo2.argtypes = []
+    malloc_trim.restype = ctypes.c_int
+    malloc_trim.argtypes = [ctypes.c_size_t]
+    return libc
+
+
+class HeapTrim:
+    """Trims the heap of this process on a thread of its own, from :meth:`start` to :meth:`stop`.
+    ``libc``: what has ``mallinfo2()`` and ``malloc_trim(pad)`` (default: glibc); ``rss``: the
+    resident bytes now (default: this process's). Tests give fakes of both."""
+
+    def __init__(
+        self,
+        *,
+        interval_s: float = INTERVAL_S,
+        threshold_bytes: int = THRESHOLD_BYTES,
+        libc: Any = None,
+        rss: Callable[[], int | None] | None = None,
+    ):
+        self.interval_s = interval_s
+        self.threshold_bytes = threshold_bytes
+        self._libc = glibc() if libc is None else libc
+        pid = os.getpid()
+        self._rss = rss if rss is not None else lambda: rss_bytes(pid)
+        self._floor = self._rss() or 0  # the resident bytes after the last trim (or at start)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.trims = 0
+
+    @property
+    def available(self) -> bool:
+        return self._libc is not None
+
+    def free_bytes(self) -> int | None:
+        """Bytes the arenas hold free (None without glibc)."""
+        if self._libc is None:
+            return None
+        return int(self._libc.mallinfo2().fordblks)
+
+    def trim_if_worth(self) -> bool:
+        """Trim when the process grew by more than ``threshold_bytes`` since the last trim and
+        the arenas hold more than that free; whether it trimmed."""
+        rss = self._rss()
+        if rss is None or rss - self._floor <= self.threshold_bytes:
+            self._floor = min(self._floor, rss or self._floor)  # it shrank: grow from there
+            return False
+        free = self.free_bytes()
+        if free is None or free <= self.threshold_bytes:
+            return False
+        self._libc.malloc_trim(0)
+        self.trims += 1
+        self._floor = self._rss() or rss
+        log.debug("heap trimmed: %d bytes were free, %d resident now", free, self._floor)
+        return True
+
+    def start(self) -> HeapTrim:
+        if self._libc is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="heap-trim", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.trim_if_worth()
