@@ -14,21 +14,87 @@ PNG of 36 M pixels, each <= 1.5 GB of growth or refused with 413/503; a 6 MB
 <= 10x its body). After the attacks the server must answer a normal request.
 Prints a Markdown table (docs/RELIABILITY.md, "Hostile traffic"); exit 0 when
 every attack stayed within its bound.
+
+    python -m bench.hostile --doors                        # issue 38: every door, both fronts, 8 and 64 MiB
+    python -m bench.hostile --doors --front asyncio --max-body-mb 8 --only chunked_crumbs
+
+``--doors`` runs tests/support/reliability/door_attacks.py instead, against a
+model-free image pipeline with a token and gRPC (the HTTP framing attacks on
+each ``--front``, the gRPC ones on the first), one table per front and body
+limit, and checks that the server's RSS comes back within 25% of where it was
+before the attacks.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 
 from bench.lib.results import write_result
 from bench.lib.script import run_main
 from serving.runners.process_memory import tree_rss_bytes
+from tests.support.reliability.door_attacks import (
+    door_attacks,
+    format_door_table,
+    run_door_attack,
+    settled_rss,
+    start_door_server,
+)
 from tests.support.reliability.hostile import attacks, format_table, run_attack
 from tests.support.reliability.known_good import check_alive, valid_image
 from tests.support.server_process import ServerProcess
 
 MB = 1 << 20
+
+
+def doors(args: argparse.Namespace) -> int:
+    """Every door's attacks, per front and body limit; the problems found."""
+    problems: list[str] = []
+    results = []
+    chosen = door_attacks()
+    if args.only:
+        wanted = set(args.only.split(","))
+        chosen = [a for a in chosen if a.name in wanted]
+    for body_mb in args.max_body_mb:
+        for i, front in enumerate(args.front):
+            attacks = [a for a in chosen if not a.grpc or i == 0]  # gRPC does not depend on the HTTP front
+            with tempfile.TemporaryDirectory() as folder:
+                server, door = start_door_server(f"{folder}/doors.yml", front=front, body_limit=body_mb * MB)
+                try:
+                    start = tree_rss_bytes(server.proc.pid)
+                    outcomes = []
+                    for attack in attacks:
+                        print(f"{front}, {body_mb} MiB, {attack.name}: {attack.what}", file=sys.stderr)
+                        outcomes.append(run_door_attack(door, server.proc.pid, attack))
+                    after = settled_rss(server.proc.pid, 1.25 * start)
+                    problems += [p for o in outcomes for p in o.problems()]
+                    problems += check_alive(door.url, door.pipeline, door.image, None, token=door.token)
+                finally:
+                    server.stop()
+            if after > 1.25 * start:
+                problems.append(
+                    f"{front}, {body_mb} MiB: RSS {after / MB:.0f} MB after the attacks, {start / MB:.0f} MB before"
+                )
+            print(f"\n### http.front: {front}, max_body_size: {body_mb} MiB\n")
+            print(format_door_table(outcomes))
+            print(
+                f"\nserver RSS (with its children): {start / MB:.0f} MB before the attacks, {after / MB:.0f} MB after"
+            )
+            results.append(
+                {
+                    "front": front,
+                    "max_body_mb": body_mb,
+                    "start": start,
+                    "after": after,
+                    "table": format_door_table(outcomes),
+                }
+            )
+    write_result("hostile_doors", {"args": vars(args), "results": results, "problems": problems})
+    for p in problems:
+        print(f"PROBLEM {p}")
+    print(f"RESULT {'ok' if not problems else 'FAILED'}: {len(problems)} problems")
+    return 1 if problems else 0
 
 
 def main() -> int:
@@ -38,7 +104,14 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated attack names (default: all)")
     ap.add_argument("--rounds", type=int, default=1, help="send the attacks this many times (memory that stays)")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="set in the server's environment")
+    ap.add_argument("--doors", action="store_true", help="issue 38's attacks on every door (a model-free server)")
+    ap.add_argument("--front", action="append", choices=["asyncio", "waitress"], help="--doors: the HTTP fronts")
+    ap.add_argument("--max-body-mb", action="append", type=int, help="--doors: the max_body_size values (MiB)")
     args = ap.parse_args()
+    if args.doors:
+        args.front = args.front or ["asyncio", "waitress"]
+        args.max_body_mb = args.max_body_mb or [8, 64]
+        return doors(args)
 
     image, _ = valid_image()
     chosen = attacks(image)

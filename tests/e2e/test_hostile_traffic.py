@@ -3,10 +3,25 @@ bombs and JSON amplification, measured as the container would see them (the
 server's RSS with its children, sampled every 50 ms). Each attack must be
 answered (a refusal or a 200), stay within its bound, and leave the server
 answering a normal request. The attacks and bounds: tests/support/reliability/hostile.py;
-the same run with a table: ``python -m bench.hostile``."""
+the same run with a table: ``python -m bench.hostile``.
+
+Then every door (issue 38: tests/support/reliability/door_attacks.py): the HTTP
+front's framing and open paths on both fronts, and the gRPC doors, against a
+model-free server with a token and ``max_body_size: 8 MiB``; each attack within
+its bound, the server answering afterwards, and its RSS back within 25% of where
+it started. ``python -m bench.hostile --doors`` prints the table."""
 
 import pytest
 
+from serving.runners.process_memory import tree_rss_bytes
+from tests.support.reliability.door_attacks import (
+    MB,
+    door_attacks,
+    format_door_table,
+    run_door_attack,
+    settled_rss,
+    start_door_server,
+)
 from tests.support.reliability.hostile import attacks, run_attack
 from tests.support.reliability.known_good import check_alive, valid_image
 from tests.support.server_process import ROOT, ServerProcess
@@ -29,3 +44,43 @@ def test_attack_is_bounded(server, name):
     outcome = run_attack(server.url, "ocr", server.proc.pid, ATTACKS[name])
     assert outcome.problems() == []
     assert check_alive(server.url, "ocr", IMAGE, None) == []
+
+
+# ---- every door (issue 38): a model-free server with a token and gRPC, max_body_size 8 MiB -----------
+DOOR_ATTACKS = {a.name: a for a in door_attacks()}
+HTTP_DOOR_ATTACKS = [name for name, a in DOOR_ATTACKS.items() if not a.grpc]
+GRPC_DOOR_ATTACKS = [name for name, a in DOOR_ATTACKS.items() if a.grpc]
+
+
+@pytest.fixture(scope="module", params=["asyncio", "waitress"])
+def door(request, tmp_path_factory):
+    front = request.param
+    path = tmp_path_factory.mktemp(f"doors-{front}") / "doors.yml"
+    proc, door = start_door_server(str(path), front=front, body_limit=8 * MB)
+    yield front, proc, door, tree_rss_bytes(proc.proc.pid)
+    proc.stop()
+
+
+@pytest.mark.parametrize("name", HTTP_DOOR_ATTACKS)
+def test_http_door_attack_is_bounded(door, name):
+    _, proc, target, _ = door
+    outcome = run_door_attack(target, proc.proc.pid, DOOR_ATTACKS[name])
+    assert outcome.problems() == [], format_door_table([outcome])
+    assert check_alive(target.url, target.pipeline, target.image, None, token=target.token) == []
+
+
+@pytest.mark.parametrize("name", GRPC_DOOR_ATTACKS)
+def test_grpc_door_attack_is_bounded(door, name):
+    front, proc, target, _ = door
+    if front != "asyncio":
+        pytest.skip("the gRPC doors are the same behind either HTTP front: run once")
+    outcome = run_door_attack(target, proc.proc.pid, DOOR_ATTACKS[name])
+    assert outcome.problems() == [], format_door_table([outcome])
+    assert check_alive(target.url, target.pipeline, target.image, None, token=target.token) == []
+
+
+def test_memory_comes_back_after_the_attacks(door):
+    """Runs after the attacks on the same server (pytest keeps a module fixture's tests in file order)."""
+    _, proc, _, before = door
+    after = settled_rss(proc.proc.pid, 1.25 * before)
+    assert after <= 1.25 * before, f"RSS {after / MB:.0f} MB after the attacks, {before / MB:.0f} MB before"

@@ -30,9 +30,12 @@ from dataclasses import dataclass, field
 import grpc
 import requests
 
-from serving.protos import inference_messages
-from tests.support.reliability.known_good import paddle_body
+from serving.protos import inference_messages, pipeline_messages
+from serving.runners.process_memory import tree_rss_bytes
+from tests.support.image_fakes import image_config
+from tests.support.reliability.known_good import paddle_body, valid_image
 from tests.support.reliability.rss_sampler import RssSampler
+from tests.support.server_process import ServerProcess, free_port
 
 MB = 1 << 20
 SAMPLE_S = 0.05
@@ -114,6 +117,33 @@ class DoorOutcome:
         if self.growth > self.bound:
             found.append(f"{self.attack.name}: RSS grew {self.growth / MB:.0f} MB, bound {self.bound / MB:.0f} MB")
         return found
+
+
+TOKEN = "door-attacks-token"
+PIPELINE = "img"
+
+
+def start_door_server(config_path: str, *, front: str, body_limit: int) -> tuple[ServerProcess, Door]:
+    """A real server of the model-free image pipeline (tests/support/image_fakes.py) at
+    ``config_path`` (written here): ``front`` reads HTTP, ``max_body_size: body_limit``, a token,
+    gRPC on a free port; warmed with a few predictions, so the attacks' growth is theirs."""
+    extra = f"auth_token: {TOKEN}\nhttp: {{front: {front}}}"
+    with open(config_path, "w") as f:
+        f.write(image_config(name=PIPELINE, max_body_size=body_limit, extra=extra, delay_ms=1, per_item_ms=0))
+    rpc_port = free_port()
+    server = ServerProcess(config_path, extra_args=("--rpc-port", str(rpc_port)))
+    image, _ = valid_image()
+    door = Door("127.0.0.1", server.port, rpc_port, TOKEN, PIPELINE, image, body_limit, 4 * body_limit)
+    try:
+        for _ in range(3):
+            answer = requests.post(
+                f"{door.url}/{PIPELINE}/prediction", data=paddle_body(image), headers={"Authorization": door.auth}
+            )
+            answer.raise_for_status()
+    except BaseException:
+        server.stop()
+        raise
+    return server, door
 
 
 # ---- raw HTTP -----------------------------------------------------------------------------------
@@ -334,22 +364,27 @@ def _field(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
-def _code(call: Callable[[], object]) -> str:
+def _code(call: Callable[[], bytes], paddle: bool) -> str:
+    """The call's status code; for a Paddle Serving call that ended OK, its ``err_no``
+    (Paddle Serving answers a failure in the message)."""
     try:
-        call()
+        answer = call()
     except grpc.RpcError as err:
         return err.code().name
-    return "OK"
+    return f"err_no {pipeline_messages().Response.FromString(answer).err_no}" if paddle else "OK"
 
 
 def _calls(door: Door, method: str, messages: list[bytes], concurrency: int, token: bool) -> list[str]:
-    """Send each raw message to ``method``, ``concurrency`` at a time; their status codes."""
+    """Send each raw message to ``method``, ``concurrency`` at a time; their answers (:func:`_code`)."""
     metadata = (("authorization", door.auth),) if token else ()
     options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
     with grpc.insecure_channel(f"{door.host}:{door.rpc_port}", options=options) as channel:
-        stub = channel.unary_unary(method)  # raw bytes both ways
+        stub: Callable[..., bytes] = channel.unary_unary(method)  # raw bytes both ways
         with ThreadPoolExecutor(concurrency) as pool:
-            futures = [pool.submit(_code, lambda m=m: stub(m, metadata=metadata, timeout=60)) for m in messages]
+            futures = [
+                pool.submit(_code, lambda m=m: stub(m, metadata=metadata, timeout=60), method == PADDLE)
+                for m in messages
+            ]
             return [f.result() for f in futures]
 
 
@@ -408,7 +443,6 @@ def paddle_entries(keys: int, tensors: int) -> Callable[[Door], Sent]:
 
     def run(door: Door) -> Sent:
         message = _field(4, door.pipeline.encode()) + b"\x0a\x00\x12\x00" * keys + b"\x1a\x00" * tensors
-        # Paddle Serving answers failures in the message (err_no), so the call itself is OK
         codes = _calls(door, PADDLE, [message], 1, True)
         return Sent(codes, len(message), len(message))
 
@@ -574,3 +608,14 @@ def _tally(answers: list[str]) -> list[tuple[str, int]]:
     for a in answers:
         counts[a] = counts.get(a, 0) + 1
     return list(counts.items())
+
+
+def settled_rss(pid: int, below: float, within_s: float = 15.0) -> int:
+    """The RSS of the server ``pid`` (children included) once it is ``below`` bytes, or after
+    ``within_s`` (freed memory goes back on the server's heap-trim interval, not at once)."""
+    end = time.monotonic() + within_s
+    rss = tree_rss_bytes(pid)
+    while rss > below and time.monotonic() < end:
+        time.sleep(0.25)
+        rss = tree_rss_bytes(pid)
+    return rss

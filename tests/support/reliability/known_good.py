@@ -27,13 +27,17 @@ def paddle_body(image: bytes, **extra: Any) -> bytes:
     return json.dumps(body).encode()
 
 
-def check_alive(url: str, name: str, image: bytes, expected: Any, timeout: float = 30.0) -> list[str]:
-    """Problems found (empty = healthy): /health/ready is 200 and a valid request answers correctly."""
+def check_alive(
+    url: str, name: str, image: bytes, expected: Any, timeout: float = 30.0, token: str | None = None
+) -> list[str]:
+    """Problems found (empty = healthy): /health/ready is 200 and a valid request answers correctly
+    (sent with ``token`` where the server needs one)."""
     problems = []
     r = requests.get(url + "/health/ready", timeout=timeout)
     if r.status_code != 200:
         problems.append(f"/health/ready answered {r.status_code}")
-    r = requests.post(f"{url}/{name}/prediction", data=paddle_body(image), timeout=timeout)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    r = requests.post(f"{url}/{name}/prediction", data=paddle_body(image), headers=headers, timeout=timeout)
     if r.status_code != 200 or r.json().get("err_no") != 0:
         problems.append(f"valid request answered {r.status_code}: {r.text[:200]}")
     elif expected is not None and json.loads(r.json()["value"][0]) != expected:
