@@ -29,7 +29,7 @@ from http import HTTPStatus
 from typing import Any
 
 from waitress.parser import HTTPRequestParser
-from waitress.utilities import Error, RequestEntityTooLarge
+from waitress.utilities import Error, RequestEntityTooLarge, RequestHeaderFieldsTooLarge
 
 from serving.errors import ServingError
 from serving.http.auth import required_token, token_accepts, token_refusal
@@ -39,6 +39,11 @@ from serving.http.error_body import body_over_limit, error_document, error_heade
 from serving.http.jsonio import dumps
 
 log = logging.getLogger(__name__)
+
+#: request line and headers together, at most (waitress's ``max_request_header_size``): both fronts
+MAX_HEADER_BYTES = 256 << 10
+#: header fields of one request, at most (Apache's and Tomcat's default is 100): both fronts
+MAX_HEADER_FIELDS = 256
 
 
 def waitress_body_limit(max_body_size: int) -> int:
@@ -128,6 +133,16 @@ class GatedParser(HTTPRequestParser):
         if refusal is None:
             return consumed
         return self._refuse(refusal, data)
+
+    def parse_header(self, header_plus: bytes) -> None:
+        """waitress's, but 431 for more than :data:`MAX_HEADER_FIELDS` fields (a line each:
+        without a bound, many tiny ones cost far more as parsed headers than on the wire)."""
+        if header_plus.rstrip(b"\r\n").count(b"\n") > MAX_HEADER_FIELDS:  # the request line's end, one a field
+            super().parse_header(b"GET / HTTP/1.0\r\n")  # as waitress does for a header over its size
+            self.error = RequestHeaderFieldsTooLarge(f"more than {MAX_HEADER_FIELDS} header fields")
+            self.completed = True
+            return
+        super().parse_header(header_plus)
 
     def close(self) -> None:
         """waitress's (the body's buffer), and the body's bytes back to the budget."""

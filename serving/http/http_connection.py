@@ -22,7 +22,7 @@ from serving.config.schema import HttpConf
 from serving.errors import Overloaded, ServingError
 from serving.http.body_budget import BodyBudget, Claim
 from serving.http.error_body import body_over_limit
-from serving.http.front_gate import FrontGate, FrontRefusal
+from serving.http.front_gate import MAX_HEADER_BYTES, MAX_HEADER_FIELDS, FrontGate, FrontRefusal
 from serving.http.wsgi_call import (
     DateHeader,
     HttpAnswer,
@@ -39,10 +39,6 @@ from serving.http.wsgi_call import (
 log = logging.getLogger(__name__)
 
 IDENT = "batchline"
-#: request line and headers together, at most (waitress's ``max_request_header_size``)
-MAX_HEADER_BYTES = 256 << 10
-#: header fields of one request, at most (Apache's and Tomcat's default is 100)
-MAX_HEADER_FIELDS = 256
 #: unparsed bytes a connection reads ahead of the request in service; past them it stops reading
 READ_AHEAD_BYTES = 64 << 10
 #: the end of a header block (and of a chunked body's trailers)

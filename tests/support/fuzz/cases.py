@@ -70,6 +70,9 @@ CASES: tuple[Category, ...] = (
     Category("bad_logid", body_cases.bad_logid, 2, (400,)),
     Category("multipart_tiny_parts", body_cases.multipart_tiny_parts, 1, (413,)),
     Category("alpha_depth_bomb", image_cases.alpha_depth_bomb, 1, (413, 503), heavy=True, lenient=True),
+    # every door (issue 38): refused from the headers, before anything of the body is read
+    Category("body_to_open_path", http_cases.body_to_open_path, 2, (401, 413)),
+    Category("oversized_headers", http_cases.oversized_headers, 1, (431,)),
 )
 
 

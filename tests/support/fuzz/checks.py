@@ -1,22 +1,27 @@
 """Whether the server's answer to a fuzz case is acceptable: never a 5xx or a
 dropped connection; a 4xx among the allowed statuses with a JSON error
-message (lenient cases: a 200 too)."""
+message (lenient cases: a 200 too). A 431 is the HTTP front's own, in plain text
+as waitress answers it: it is refused before any route is known."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from serving.http.error_body import is_inference_protocol_route
 from tests.support.fuzz.case import Case
 
 
 def error_message(body: Any, path: str) -> str:
-    """The error message of a JSON answer: Paddle ``err_msg`` on /prediction, ``error.message`` otherwise."""
+    """The error message of a JSON answer: Paddle ``err_msg`` on /prediction, KServe's ``error``
+    string on the Open Inference Protocol's routes, ``error.message`` otherwise."""
     if not isinstance(body, dict):
         return ""
     if path.endswith("/prediction") and "err_msg" in body:
         return str(body.get("err_msg") or "") if body.get("err_no") not in (0, None) else ""
     err = body.get("error")
+    if isinstance(err, str) and is_inference_protocol_route(path):
+        return err
     return str(err.get("message") or "") if isinstance(err, dict) else ""
 
 
@@ -32,6 +37,8 @@ def check(case: Case, status: int, body_text: str) -> str | None:
         return f"{status}, expected a 4xx"
     if case.expect and status not in case.expect:
         return f"{status}, expected {case.expect}"
+    if status == 431:
+        return None if body_text else "431 without a message"
     if not _has_message(case, body_text):
         return f"{status} without a JSON error message: {body_text[:120]!r}"
     return None

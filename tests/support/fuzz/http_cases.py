@@ -98,3 +98,25 @@ def bad_query_options(draw: Draw) -> Request:
         ]
     )
     return draw.raw(valid, "image/png", query=query)
+
+
+# ---- doors (issue 38): refused from the headers ----------------------------------
+NO_BODY_PATHS = ("/health/live", "/health/ready", "/v2/health/live", "/v2/health/ready", "/metrics", "/admin/reload")
+
+
+def body_to_open_path(draw: Draw) -> Request:
+    """A body to a path that takes none (a probe, /metrics, the page, a listing, the admin route): 413
+    from the headers (401 first on a server with a token, where the path needs it)."""
+    path = draw.rng.choice([*NO_BODY_PATHS, "/pipelines", "/page.css", "/", f"/{draw.name}/config"])
+    method = draw.rng.choice(["POST", "GET", "PUT"])
+    return Request(method, path, b"\0" * draw.rng.randint(1, 64 << 10), {"Content-Type": "application/json"})
+
+
+def oversized_headers(draw: Draw) -> Request:
+    """A header block over 256 KiB, or more than 256 header fields: 431."""
+    req = draw.paddle_image(draw.valid_image())
+    if draw.rng.random() < 0.5:
+        req.headers["X-Big"] = "a" * draw.rng.randint(256 << 10, 300 << 10)
+    else:
+        req.headers.update({f"X-F{i}": "v" for i in range(draw.rng.randint(257, 2000))})
+    return req
