@@ -3,11 +3,12 @@ routing and metrics as ``batchline serve``, with every op's stage a
 :class:`RemoteStage` that calls the op's deployment through its handle.
 
 Ray Serve's proxy hands each HTTP request to an ingress replica;
-:mod:`front` refuses it before its body when the token or the length says so
-and reads the body with a cap, then :mod:`wsgi_bridge` runs the app for it in
-a thread. Admission (``max_queue_size``) counts the requests of this replica.
-The app checks a request's images as the server's does but does not decode
-them: they go to the op replicas as files (:mod:`encoded_images`).
+:mod:`front` refuses it before its body when the token, the length or the
+replica's body budget (``http.max_buffered_mb``) says so and reads the body
+with a cap, then :mod:`wsgi_bridge` runs the app for it in a thread.
+Admission (``max_queue_size``) counts the requests of this replica. The app
+checks a request's images as the server's does but does not decode them:
+they go to the op replicas as files (:mod:`encoded_images`).
 
 The tokens come from the replica's environment (``BATCHLINE_AUTH_TOKEN``,
 ``BATCHLINE_ADMIN_TOKEN``: a Secret on Kubernetes) unless the config gives
@@ -121,14 +122,17 @@ class Ingress:
         )
         if self.images_travel_encoded:
             submit_encoded_images(self.app)
-        self._front = IngressFront(gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]))
+        self._front = IngressFront(
+            gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]), repo_conf.http.max_buffered_mb
+        )
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
 
     async def __call__(self, request: Request) -> Response:
         admitted = await self._front.admit(request, app_path(request.scope))
         if isinstance(admitted, Response):
             return admitted
-        return await call_wsgi(self.app, request, admitted, self._pool)
+        # the body's claim goes back once the app is done with the body (answered, failed or abandoned)
+        return await call_wsgi(self.app, request, admitted.body, self._pool, done=admitted.claim.release)
 
     def _metrics_text(self) -> bytes:
         """This replica's metrics, fresh, with every other replica's latest from the hub."""
