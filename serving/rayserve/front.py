@@ -4,11 +4,12 @@ and the read.
 Ray Serve's proxy hands an ingress replica each request while its body may
 still be arriving. Before reading any of it, the ingress answers
 
-* whatever :meth:`serving.http.front_gate.FrontGate.refusal` refuses from
-  the headers (the rule every front applies: 401 with ``WWW-Authenticate``
-  for a body to a route that needs a token, sent without that token; and
-  whatever else that rule refuses from the path before the body). Checked
-  first, so a refused body never takes any of the budget;
+* what :meth:`serving.http.front_gate.FrontGate.refusal` refuses from the
+  headers, the rule every front applies: 401 with ``WWW-Authenticate`` a
+  body to a route that needs a token, sent without that token; then 413 a
+  body to a path that takes none (:mod:`serving.http.body_paths`: anything
+  but the prediction routes). Checked first, so a refused body never takes
+  any of the budget;
 * 413 a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``,
   the largest ``max_body_size`` served);
 * 503 with ``Retry-After`` a body the replica's body budget has no room for

@@ -310,60 +310,57 @@ class CountingBudget(BodyBudget):
         return super().claim()
 
 
-class OpenPathGate(FrontGate):
-    """FrontGate plus the open-path rule of issue 38 (being added to FrontGate itself): a
-    body to a path that takes none (anything but a prediction route) is refused, 413."""
-
-    def refusal(self, path: str, authorization: str, has_body: bool) -> ServingError | None:
-        refused = super().refusal(path, authorization, has_body)
-        if refused is None and has_body and not path.endswith(("/prediction", "/predict", "/infer")):
-            return PayloadTooLarge(f"{path} takes no request body")
-        return refused
-
-
-OPEN_PATHS = ["/health/live", "/health/ready", "/v2/health/live", "/v2/health/ready", "/metrics", "/"]
-
-
 def counting(app: RayApp) -> CountingBudget:
     front = app.ingress._front
     front.budget = CountingBudget(front.budget.capacity)
     return front.budget
 
 
+#: paths that take no body (FrontGate's rule, serving/http/body_paths.py): a listing, the
+#: probes, the metrics, the page, the admin route (no admin token set here)
+NO_BODY_PATHS = ["/pipelines", "/health/live", "/v2/health/ready", "/metrics", "/", "/admin/reload"]
+
+
 @pytest.mark.parametrize("headers", [sized(900), CHUNKED], ids=["length", "chunked"])
-@pytest.mark.parametrize("path", OPEN_PATHS)
-def test_what_the_gate_refuses_is_answered_from_the_headers_and_takes_no_budget(ray_app, path, headers):
-    """Whatever FrontGate.refusal refuses (here through a gate that already has the open-path
-    rule), the ingress answers from the headers: no byte pulled, no claim taken."""
+@pytest.mark.parametrize("path", NO_BODY_PATHS)
+def test_a_body_to_a_path_that_takes_none_is_refused_from_its_headers_and_takes_no_budget(ray_app, path, headers):
+    """The ingress applies FrontGate.refusal, the rule every front applies, before the limit
+    and the budget: 413 as the gate words it, no byte pulled, no claim taken."""
     app = ray_app(docs())
-    app.ingress._front.gate = OpenPathGate(TOKEN)
     budget = counting(app)
     body = Body(itertools.repeat(b"a", 50 * LIMIT))
     answer = call(app, path, body, headers)
+    refused = app.ingress._front.gate.refusal(path, f"Bearer {TOKEN}", True)
+    assert refused is not None and refused.status == 413
     assert answer.status_code == 413 and body.pulled == 0
+    assert refused.message in answer.body.decode()
     assert budget.claims == 0 and budget.held == 0
-    assert "takes no request body" in answer.body.decode()
+
+
+class EveryPathGate(FrontGate):
+    """A gate with a rule of its own: every body refused (to show the ingress asks the gate)."""
+
+    def refusal(self, path: str, authorization: str, has_body: bool) -> ServingError | None:
+        return super().refusal(path, authorization, has_body) or (
+            PayloadTooLarge("no bodies today") if has_body else None
+        )
+
+
+def test_whatever_the_gate_refuses_takes_no_budget(ray_app):
+    app = ray_app(docs())
+    app.ingress._front.gate = EveryPathGate(TOKEN)
+    budget = counting(app)
+    body = Body(itertools.repeat(b"7", 3))
+    answer = call(app, "/p/predict", body, sized(3))
+    assert answer.status_code == 413 and "no bodies today" in answer.body.decode()
+    assert body.pulled == 0 and budget.claims == 0
 
 
 def test_a_body_without_the_token_takes_no_budget(ray_app):
     app = ray_app(docs())
     budget = counting(app)
-    body = Body(itertools.repeat(b"a", 50 * LIMIT))
-    answer = call(app, "/p/predict", body, [(b"content-length", b"900")])
-    assert answer.status_code == 401 and body.pulled == 0 and budget.claims == 0
-
-
-@pytest.mark.parametrize("path", OPEN_PATHS)
-def test_frontgates_own_open_path_rule_holds_in_the_ingress(ray_app, path):
-    """The same with FrontGate itself, token sent (so only the open-path rule can refuse).
-    xfail until that rule lands in serving/http/front_gate.py (issue 38, another change);
-    then it runs as is."""
-    app = ray_app(docs())
-    refused = app.ingress._front.gate.refusal(path, f"Bearer {TOKEN}", True)
-    if refused is None:
-        pytest.xfail("FrontGate.refusal does not refuse a body to an open path yet (issue 38, being added)")
-    budget = counting(app)
-    body = Body(itertools.repeat(b"a", 50 * LIMIT))
-    answer = call(app, path, body, sized(900))
-    assert answer.status_code == refused.status and body.pulled == 0
-    assert budget.claims == 0 and budget.held == 0
+    for path in ("/p/predict", "/metrics"):  # the token first: a caller without it learns nothing of the route
+        body = Body(itertools.repeat(b"a", 50 * LIMIT))
+        answer = call(app, path, body, [(b"content-length", b"900")])
+        assert answer.status_code == 401 and body.pulled == 0
+    assert budget.claims == 0
