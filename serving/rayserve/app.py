@@ -28,6 +28,23 @@ from serving.rayserve.ingress import Ingress
 from serving.rayserve.metrics_hub import MetricsHub
 from serving.rayserve.op_replica import OpReplica
 
+#: seconds Ray Serve's own 503 for a request past the ingress's ``max_queued_requests`` tells
+#: the client to wait, as the ingress's own 503s (admission, the body budget) do
+BACKPRESSURE_RETRY_AFTER_S = 1.0
+
+
+def backpressure_options() -> dict[str, Any]:
+    """The ingress's ``backpressure_config``: Ray's 503 beyond ``max_queued_requests`` carries
+    ``Retry-After``. Ray has the option from 2.58 on (ray-project/ray#65193; setup.cfg allows 2.54),
+    so it is set here, where the application is built on the cluster's own Ray, and not
+    written into ``serve.yaml``: a Serve config file's ``deployments`` override only the
+    options they name, the rest stay as the code sets them. Older Ray: its 503 without it."""
+    try:
+        from ray.serve.config import BackpressureConfig
+    except ImportError:
+        return {}
+    return {"backpressure_config": BackpressureConfig(status_code=503, retry_after_s=BACKPRESSURE_RETRY_AFTER_S)}
+
 
 def _deployment(cls: type) -> Any:
     """``serve.deployment`` of a class defined without the decorator (it stays importable and testable alone)."""
@@ -49,7 +66,7 @@ def build_app(args: dict[str, Any]) -> Application:
         .bind(documents, config.name, config.effective_version, op.name, hub, warmup=warmup)
         for name, (config, op) in op_deployments(repo).items()
     }
-    ingress = _deployment(Ingress).options(name=INGRESS, **options[INGRESS])
+    ingress = _deployment(Ingress).options(name=INGRESS, **options[INGRESS], **backpressure_options())
     return ingress.bind(documents, ops, hub, http_host=args.get("http_host"))
 
 

@@ -115,7 +115,9 @@ def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
     admission answers 503 beyond ``max_queue_size``, so Ray lets every admissible
     request in (``max_queue_size`` summed over pipelines, plus ``worker_num``).
     Requests wait in each HTTP proxy only while every ingress replica is that full:
-    at most ``max_queue_size`` (summed) of them, then the proxy answers 503."""
+    at most ``max_queue_size`` (summed) of them, then the proxy answers 503 at once
+    (with ``Retry-After``: :func:`serving.rayserve.app.backpressure_options`). This is
+    the ingress's bound on what it takes on, as ``http.connection_limit`` is one process's."""
     return _options(
         ray_conf(repo).ingress,
         cpus=1.0,

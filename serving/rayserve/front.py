@@ -1,18 +1,30 @@
-"""What the ingress refuses before it reads a request's body, and the capped read.
+"""What the ingress refuses before it reads a request's body, the body budget,
+and the read.
 
 Ray Serve's proxy hands an ingress replica each request while its body may
 still be arriving. Before reading any of it, the ingress answers
 
-* 401, with ``WWW-Authenticate``, a body for a route that needs a token, sent
-  without that token (:class:`serving.http.front_gate.FrontGate`: the rule the
-  waitress front and the app apply);
+* what :meth:`serving.http.front_gate.FrontGate.refusal` refuses from the
+  headers, the rule every front applies: 401 with ``WWW-Authenticate`` a
+  body to a route that needs a token, sent without that token; then 413 a
+  body to a path that takes none (:mod:`serving.http.body_paths`: anything
+  but the prediction routes). Checked first, so a refused body never takes
+  any of the budget;
 * 413 a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``,
   the largest ``max_body_size`` served);
+* 503 with ``Retry-After`` a body the replica's body budget has no room for
+  (:class:`serving.http.body_budget.BodyBudget`, sized as one process's:
+  ``http.max_buffered_mb``, default 4 x the largest ``max_body_size``, for
+  each replica). A request takes its ``Content-Length`` from the budget
+  before its body is read; a body without a length takes each chunk before
+  it is kept. The claim is given back once the app is done with the body
+  (answered, failed, or, for a request Ray cancelled, its thread finished).
 
-then reads at most the limit + 1 bytes: a body without a length (chunked)
-that goes past the limit is 413 as well. The answers are the app's own JSON
-error bodies, with ``Connection: close`` (the rest of the body stays unread).
-A request without a body is left to the app, which applies the same rules.
+then reads at most the limit + 1 bytes into one buffer: a body without a
+length that goes past the limit is 413 as well, one that outgrows the
+budget's room 503. The answers are the app's own JSON error bodies, with
+``Connection: close`` (the rest of the body stays unread). A request
+without a body is left to the app, which applies the same rules.
 
 Ray itself keeps receiving what the client sends while the ingress decides
 (its proxy and the replica pull the body in the background, unbounded):
@@ -28,36 +40,66 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from serving.errors import BadRequest, ServingError
+from serving.http.body_budget import BodyBudget, Claim, buffered_bytes
 from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.front_gate import FrontGate
 from serving.http.jsonio import dumps
 
 
 @dataclass(frozen=True)
+class Admitted:
+    """A request's body, read whole, and its claim on the body budget (to release once the app is done)."""
+
+    body: bytes
+    claim: Claim
+
+
 class IngressFront:
-    """The token rule and the body limit (read per request: it is the app's setting)."""
+    """The gate's rule, the body limit (read per request: it is the app's setting) and the
+    replica's body budget (sized from that limit and ``http.max_buffered_mb``, as one process's)."""
 
-    gate: FrontGate
-    body_limit: Callable[[], int]
+    def __init__(self, gate: FrontGate, body_limit: Callable[[], int], max_buffered_mb: int | None):
+        self.gate = gate
+        self._body_limit = body_limit
+        self._max_buffered_mb = max_buffered_mb
+        self.budget = BodyBudget(0)
+        self._sized_for = -1  # the body limit the budget was last sized for
+        self.body_limit()
 
-    async def admit(self, request: Request, path: str) -> bytes | Response:
-        """The body of ``request`` (for the app route ``path``), or the refusal to send instead."""
+    def body_limit(self) -> int:
+        """The app's body limit now, the budget resized when it changed (one event loop calls this)."""
+        limit = self._body_limit()
+        if limit != self._sized_for:
+            self.budget.resize(buffered_bytes(self._max_buffered_mb, limit))
+            self._sized_for = limit
+        return limit
+
+    async def admit(self, request: Request, path: str) -> Admitted | Response:
+        """The body of ``request`` (for the app route ``path``) and its claim, or the refusal to send instead."""
         authorization = request.headers.get("authorization", "")
         try:
             length = declared_length(request.headers.get("content-length"))
         except ValueError:
             return refusal(path, BadRequest("Content-Length is not a byte count"))
         has_body = bool(length) or "transfer-encoding" in request.headers
-        unauthorized = self.gate.refusal(path, authorization, has_body)
-        if unauthorized is not None:
-            return refusal(path, unauthorized, authorization)
+        refused = self.gate.refusal(path, authorization, has_body)
+        if refused is not None:  # before the limit and the budget: a refused body takes nothing
+            return refusal(path, refused, authorization)
         limit = self.body_limit()
         if length is not None and length > limit:
             return refusal(path, body_over_limit(limit))
-        body = await read_capped(request, limit)
-        if body is None:
-            return refusal(path, body_over_limit(limit))
-        return body
+        claim = self.budget.claim()
+        if length and not claim.grow_to(length):
+            return refusal(path, self.budget.refusal())
+        try:
+            body = await read_claimed(request, limit, claim)
+        except BaseException:  # the client went away (ClientDisconnect), or Ray cancelled the call
+            claim.release()
+            raise
+        if isinstance(body, ServingError):
+            claim.release()
+            return refusal(path, body)
+        return Admitted(body, claim)
 
 
 def declared_length(value: str | None) -> int | None:
@@ -70,17 +112,23 @@ def declared_length(value: str | None) -> int | None:
     return int(text)
 
 
-async def read_capped(request: Request, limit: int) -> bytes | None:
-    """The body, or None once more than ``limit`` bytes arrived (no more are pulled;
-    what is held never exceeds ``limit`` plus one received chunk)."""
-    chunks: list[bytes] = []
-    size = 0
+async def read_claimed(request: Request, limit: int, claim: Claim) -> bytes | ServingError:
+    """The body, or why it was refused part way: 413 once more than ``limit`` bytes
+    arrived, 503 once ``claim`` cannot grow to hold what arrived (a declared length
+    was claimed up front: its chunks take nothing more). No more is pulled after a
+    refusal; what is held never exceeds the claim plus one received chunk.
+
+    Kept in one bytearray, not a list of the chunks Ray hands over (a client that
+    sends tiny chunks would make each cost an object many times its size)."""
+    body = bytearray()
     async for chunk in request.stream():
-        size += len(chunk)
+        size = len(body) + len(chunk)
         if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+            return body_over_limit(limit)
+        if not claim.grow_to(size):
+            return claim.budget.refusal()
+        body += chunk
+    return bytes(body)
 
 
 def refusal(path: str, err: ServingError, authorization: str = "") -> Response:

@@ -3,11 +3,29 @@ routing and metrics as ``batchline serve``, with every op's stage a
 :class:`RemoteStage` that calls the op's deployment through its handle.
 
 Ray Serve's proxy hands each HTTP request to an ingress replica;
-:mod:`front` refuses it before its body when the token or the length says so
-and reads the body with a cap, then :mod:`wsgi_bridge` runs the app for it in
-a thread. Admission (``max_queue_size``) counts the requests of this replica.
-The app checks a request's images as the server's does but does not decode
-them: they go to the op replicas as files (:mod:`encoded_images`).
+:mod:`front` refuses it before its body when the token, the length or the
+replica's body budget (``http.max_buffered_mb``) says so and reads the body
+with a cap, then :mod:`wsgi_bridge` runs the app for it in a thread.
+Admission (``max_queue_size``) counts the requests of this replica. The app
+checks a request's images as the server's does but does not decode them:
+they go to the op replicas as files (:mod:`encoded_images`).
+
+What one replica takes on at once is Ray's to bound, with our settings
+(:func:`serving.rayserve.deployments.ingress_options`; the equivalent of one
+process's ``http.connection_limit``, which Ray's proxies, holding the
+connections, do not read): Ray hands a replica at most
+``ray.ingress.max_ongoing_requests`` requests (default: the summed
+``max_queue_size`` + ``worker_num``, one process's HTTP threads), each of its
+callers (an HTTP proxy; with ``ray.direct_ingress`` the replica's own server)
+holds at most ``max_queued_requests`` more (default: the summed
+``max_queue_size``), and Ray answers the rest 503 at once, with
+``Retry-After`` on Ray >= 2.58 (:func:`serving.rayserve.app.backpressure_options`).
+In a burst, a proxy may let in a few past that sum (a request it is still
+placing on a replica is not counted as queued: ray-project/ray#64399); the
+replica's own server counts exactly. tests/e2e/test_ray_ingress_bound.py
+shows both on a local cluster (12 sent at once, ongoing 2 + queued 2: the
+proxy let in 4 or 5, direct ingress 4; the rest 503 within 35 ms). The bodies of
+the requests a replica holds are bounded by its body budget (:mod:`front`).
 
 The tokens come from the replica's environment (``BATCHLINE_AUTH_TOKEN``,
 ``BATCHLINE_ADMIN_TOKEN``: a Secret on Kubernetes) unless the config gives
@@ -121,14 +139,17 @@ class Ingress:
         )
         if self.images_travel_encoded:
             submit_encoded_images(self.app)
-        self._front = IngressFront(gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]))
+        self._front = IngressFront(
+            gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]), repo_conf.http.max_buffered_mb
+        )
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
 
     async def __call__(self, request: Request) -> Response:
         admitted = await self._front.admit(request, app_path(request.scope))
         if isinstance(admitted, Response):
             return admitted
-        return await call_wsgi(self.app, request, admitted, self._pool)
+        # the body's claim goes back once the app is done with the body (answered, failed or abandoned)
+        return await call_wsgi(self.app, request, admitted.body, self._pool, done=admitted.claim.release)
 
     def _metrics_text(self) -> bytes:
         """This replica's metrics, fresh, with every other replica's latest from the hub."""

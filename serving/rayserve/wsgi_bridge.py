@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -59,15 +59,28 @@ def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str
     return int(answer.status.split(" ", 1)[0]), answer.headers, answer.body
 
 
-async def call_wsgi(app: Any, request: Request, body: bytes, pool: Executor) -> Response:
-    """The app's answer to ``request``, whose ``body`` the caller has read (with its limit)."""
-    environ = wsgi_environ(request, body)
-    # Ray's proxy cancels this call when the client goes away; the app's handlers poll
-    # waitress's disconnect hook and then fail their requests (which cancels their op calls)
-    gone = threading.Event()
-    environ["waitress.client_disconnected"] = gone.is_set
+async def call_wsgi(
+    app: Any, request: Request, body: bytes, pool: Executor, done: Callable[[], None] = lambda: None
+) -> Response:
+    """The app's answer to ``request``, whose ``body`` the caller has read (with its limit).
+
+    ``done`` is called once the app no longer holds ``body`` (the caller's claim on the
+    body budget goes back then): when the app has answered or failed, or, for a call
+    cancelled on its way, when its thread finished with it or the pool dropped it unstarted.
+    Not at the cancellation itself: the thread still holds the body until the app gives up."""
     try:
-        status, headers, content = await asyncio.get_running_loop().run_in_executor(pool, run_app, app, environ)
+        environ = wsgi_environ(request, body)
+        # Ray's proxy cancels this call when the client goes away; the app's handlers poll
+        # waitress's disconnect hook and then fail their requests (which cancels their op calls)
+        gone = threading.Event()
+        environ["waitress.client_disconnected"] = gone.is_set
+        work = pool.submit(run_app, app, environ)
+    except BaseException:
+        done()
+        raise
+    work.add_done_callback(lambda _: done())
+    try:
+        status, headers, content = await asyncio.wrap_future(work)
     except asyncio.CancelledError:
         gone.set()
         raise

@@ -25,26 +25,24 @@ from typing import Any
 import pytest
 from ray.exceptions import ActorDiedError
 from starlette.requests import Request
-from starlette.testclient import TestClient
 
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
-from serving.rayserve.ingress import RELOAD_ON_RAY, Ingress
+from serving.rayserve.ingress import RELOAD_ON_RAY
 from serving.rayserve.wire import OpCall, OpReply
 from serving.rayserve.wsgi_bridge import wsgi_environ
 from tests.support.ray_fakes import (
     HANG_GUARD_S,
     RAY_FAKES,
-    FakeCluster,
     FakeHandle,
-    as_dicts,
     document,
     four_times,
     gate,
     op_conf,
     split_add,
 )
+from tests.support.ray_ingress import Body, RayApps, call, scope
 
 TOKEN = "t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -61,61 +59,10 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
-def asgi(ingress: Ingress) -> Any:
-    """The ingress as Ray Serve's proxy drives it: one Starlette request in, one response out."""
-
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        assert scope["type"] == "http"
-        response = await ingress(Request(scope, receive))
-        await response(scope, receive, send)
-
-    return app
-
-
-class RayApp:
-    """An ingress over fake op deployments for ``documents``, and a client for it."""
-
-    def __init__(
-        self,
-        documents: list[ConfigDocument],
-        *,
-        root_path: str = "",
-        replace: dict[str, Any] | None = None,
-        http_host: str | None = None,
-        status: Any = None,
-    ):
-        self.cluster = FakeCluster(documents)
-        try:
-            self.handles = {**self.cluster.handles, **(replace or {})}
-            self.ingress = Ingress(
-                as_dicts(documents),
-                self.handles,
-                None,
-                status=status or self.cluster.status,
-                app="test",
-                http_host=http_host,
-            )
-        except BaseException:
-            self.cluster.close()
-            raise
-        self.client = TestClient(asgi(self.ingress), root_path=root_path)
-
-    def close(self) -> None:
-        self.ingress.__del__()
-        self.cluster.close()
-
-
 @pytest.fixture
 def ray_app() -> Iterator[Any]:
-    made: list[RayApp] = []
-
-    def make(documents: list[ConfigDocument], **kwargs: Any) -> RayApp:
-        made.append(RayApp(documents, **kwargs))
-        return made[-1]
-
-    yield make
-    for app in made:
-        app.close()
+    with RayApps() as make:
+        yield make
 
 
 @pytest.fixture
@@ -263,20 +210,6 @@ def test_a_route_prefix_becomes_the_script_root(ray_app):
     assert client.get("/ocr/health/ready").status_code == 200
 
 
-def scope(path: str, root_path: str = "", query: bytes = b"", headers=()) -> dict[str, Any]:
-    return {
-        "type": "http",
-        "method": "POST",
-        "path": path,
-        "root_path": root_path,
-        "query_string": query,
-        "headers": [(b"host", b"example.org:8000"), *headers],
-        "scheme": "http",
-        "server": ("example.org", 8000),
-        "client": ("10.0.0.7", 5555),
-    }
-
-
 @pytest.mark.parametrize(
     ("path", "root", "script", "path_info"),
     [
@@ -330,29 +263,6 @@ def test_a_request_the_client_abandons_cancels_its_op_call(ray_app):
 
 
 # ----------------------------------------------------------------------------- hostile requests
-
-
-class Body:
-    """An ASGI ``receive`` that hands out ``chunks`` one message each and counts what was pulled."""
-
-    def __init__(self, chunks: Iterable[bytes]):
-        self._chunks = iter(chunks)
-        self.pulled = 0  # messages
-        self.bytes = 0
-
-    async def __call__(self) -> dict[str, Any]:
-        chunk = next(self._chunks, None)
-        if chunk is None:
-            return {"type": "http.request", "body": b"", "more_body": False}
-        self.pulled += 1
-        self.bytes += len(chunk)
-        return {"type": "http.request", "body": chunk, "more_body": True}
-
-
-def call(app: RayApp, path: str, body: Body, headers: list[tuple[bytes, bytes]]) -> Any:
-    """The ingress's answer to a POST of ``body`` to ``path``, as Ray's proxy hands it over."""
-    request = Request(scope(path, headers=[(b"content-type", b"text/plain"), *headers]), body)
-    return asyncio.run(app.ingress(request))
 
 
 LIMIT = 1000  # max_body_size of the pipeline below: a small limit keeps the chunked case short

@@ -21,7 +21,7 @@ from serving import cli
 from serving.config import ConfigError, load_config
 from serving.config.documents import ConfigDocument, parse_documents, read_documents
 from serving.config.repository_files import RepositoryConfig, load_repository, pipeline_fingerprint
-from serving.rayserve.app import build_app, serve_config
+from serving.rayserve.app import backpressure_options, build_app, serve_config
 from serving.rayserve.deployments import (
     IMPORT_PATH,
     INGRESS,
@@ -385,6 +385,27 @@ def test_build_app_binds_each_replica_to_its_op_and_the_ingress_to_every_op():
     # the ingress finds each op's handle under the name its stage is given
     repo = parse_documents(DOCUMENTS)
     assert {op_deployment_name(c, op) for c in repo.pipelines for op in c.ops} == set(ops)
+
+
+def test_rays_own_503_past_the_ingress_queue_says_when_to_retry():
+    """Past ``max_queued_requests`` Ray answers the ingress's requests itself: its 503 carries
+    Retry-After (as every 503 of ours does) through the application build_app makes; the
+    config file leaves it to the code (Ray before 2.58 has no such option and would refuse it)."""
+    from ray.serve.config import BackpressureConfig
+
+    bound = bound_deployments({"configs": as_dicts(DOCUMENTS), "warmup": False})
+    assert bound[INGRESS].backpressure_config == BackpressureConfig(status_code=503, retry_after_s=1.0)
+    listed = serve_config(DOCUMENTS)["applications"][0]["deployments"]
+    assert [d["name"] for d in listed if "backpressure_config" in d] == []
+
+
+def test_on_ray_without_backpressure_config_the_ingress_is_built_without_it(monkeypatch):
+    import ray.serve.config
+
+    monkeypatch.delattr(ray.serve.config, "BackpressureConfig")
+    assert backpressure_options() == {}
+    bound = bound_deployments({"configs": as_dicts(DOCUMENTS), "warmup": False})
+    assert bound[INGRESS].max_queued_requests == parse_documents(DOCUMENTS).max_queue_size
 
 
 def test_serve_config_defaults_come_from_the_configs():
