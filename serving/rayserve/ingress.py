@@ -64,6 +64,7 @@ from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
 from serving.rayserve.remote_stage import RemoteStage, Send
 from serving.rayserve.wire import OpCall, OpReply
 from serving.rayserve.wsgi_bridge import app_path, call_wsgi
+from serving.runners.heap_trim import HeapTrim
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ class Ingress:
             gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]), repo_conf.http.max_buffered_mb
         )
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
+        self._heap = HeapTrim().start()  # bodies freed: their pages back to the system, as in one process
 
     async def __call__(self, request: Request) -> Response:
         admitted = await self._front.admit(request, app_path(request.scope))
@@ -174,6 +176,9 @@ class Ingress:
         self._health.stop()
         self._loop.stop()
         self._pool.shutdown(wait=False)
+        heap = getattr(self, "_heap", None)  # a replica whose construction failed part way has none
+        if heap is not None:
+            heap.stop()
 
 
 def _app_name() -> str:
