@@ -21,6 +21,9 @@ passes its limit (413). Each of these counts one:
   counted message, and the walk takes at most about ``limit x (fields of a
   message type + 1)`` steps whatever the bytes.
 
+Repeated fields the server refuses whatever they hold (Paddle's numeric tensors)
+are refused at their first element (:class:`RefusedField`), whatever their count.
+
 Nothing is built: lengths are skipped and sub-messages walked in place. A
 packed run's bytes are counted by ``bytes.translate`` (C speed) and only when
 the run is short enough to fit: a run longer than 10 bytes per element left is
@@ -53,11 +56,21 @@ class WireError(ValueError):
     """The bytes are not a protobuf message (the parser would refuse them too)."""
 
 
+class RefusedField(Exception):
+    """The message holds a field the server refuses (``refuse`` of :class:`WireCount`)."""
+
+    def __init__(self, field_name: str):
+        super().__init__(field_name)
+        self.field_name = field_name
+
+
 @dataclass
 class FieldRule:
+    name: str
     wire: int  # the wire type of the field's own encoding
     repeated: bool
     message: MessageRule | None = None  # a sub-message's fields
+    refused: bool = False
 
     @property
     def packable(self) -> bool:
@@ -89,7 +102,7 @@ def _wire_type(fd: FieldDescriptor) -> int:
     return VARINT
 
 
-def _rule(descriptor: Descriptor, rules: dict[str, MessageRule]) -> MessageRule:
+def _rule(descriptor: Descriptor, rules: dict[str, MessageRule], refuse: frozenset[str]) -> MessageRule:
     """``descriptor``'s rule, each message type made once (a recursive type refers to itself)."""
     found = rules.get(descriptor.full_name)
     if found is not None:
@@ -97,11 +110,11 @@ def _rule(descriptor: Descriptor, rules: dict[str, MessageRule]) -> MessageRule:
     rule = rules[descriptor.full_name] = MessageRule(descriptor.full_name)
     for fd in descriptor.fields:
         sub = (
-            _rule(fd.message_type, rules)
+            _rule(fd.message_type, rules, refuse)
             if fd.message_type is not None and fd.type == FieldDescriptor.TYPE_MESSAGE
             else None
         )
-        rule.fields[fd.number] = FieldRule(_wire_type(fd), fd.is_repeated, sub)
+        rule.fields[fd.number] = FieldRule(fd.name, _wire_type(fd), fd.is_repeated, sub, fd.full_name in refuse)
     value = descriptor.fields_by_name.get("value")
     if descriptor.GetOptions().map_entry and value is not None and value.type == FieldDescriptor.TYPE_MESSAGE:
         rule.prepaid = value.number
@@ -153,10 +166,11 @@ def _packed_count(data: bytes, start: int, end: int, width: int, budget: _Budget
 
 
 class WireCount:
-    """The walk for one message type (its nested types included)."""
+    """The walk for one message type (its nested types included); ``refuse``: full names of
+    repeated fields refused when they hold an element."""
 
-    def __init__(self, descriptor: Descriptor):
-        self.rule = _rule(descriptor, {})
+    def __init__(self, descriptor: Descriptor, refuse: frozenset[str] = frozenset()):
+        self.rule = _rule(descriptor, {}, refuse)
 
     def check(self, data: bytes, limit: int) -> int:
         """What parsing ``data`` builds, counted; PayloadTooLarge once over ``limit``, WireError
@@ -184,7 +198,10 @@ class WireCount:
                 self._walk(data, payload, pos, known.message, budget, depth + 1)
             elif known.repeated:
                 packed = wire == LEN and known.wire != LEN
-                budget.take(_packed_count(data, payload, pos, _WIDTH[known.wire], budget) if packed else 1)
+                count = _packed_count(data, payload, pos, _WIDTH[known.wire], budget) if packed else 1
+                if known.refused and count:
+                    raise RefusedField(known.name)
+                budget.take(count)
             elif number in seen:
                 budget.take(1)
             else:
