@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 
 from serving.errors import BadRequest, ServingError, as_serving_error
-from serving.grpc.call import Call
+from serving.grpc.call import Call, without_frames
 from serving.grpc.context import GrpcServices
 from serving.grpc.request_message import RequestMessage
 from serving.http.inference_protocol.infer import CallFacts, infer, model
@@ -95,7 +95,7 @@ class InferenceService:
             except Exception as exc:  # a fault here must not become grpc's bare UNKNOWN
                 log.exception("unhandled error in %s", SERVICE)
                 failure = as_serving_error(exc)
-        call.abort(failure)
+        call.abort(without_frames(failure))
 
     def _request(self, messages: Iterator[bytes], call: Call, name: str) -> Any:
         """A small method's message: read, counted and parsed under room given back at once."""
