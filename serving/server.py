@@ -26,17 +26,17 @@ from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
 from serving.grpc.context import GrpcServices
 from serving.grpc.front import GrpcFront
-from serving.grpc.message_slots import MessageSlots
+from serving.grpc.message_room import MessageRoom
 from serving.http import shared_port
 from serving.http.app import create_app
 from serving.http.auth import admin_token, auth_token
-from serving.http.body_budget import BodyBudget
+from serving.http.body_budget import BodyBudget, front_buffered_bytes
 from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
 from serving.http.handler_count import HANDLERS
-from serving.http.limits import http_threads
+from serving.http.limits import http_threads, largest_body_size, max_body_size
 from serving.runners.gpus import Nvml, open_gpus
 from serving.runners.heap_trim import HeapTrim
 
@@ -122,17 +122,15 @@ class Server:
 
     @property
     def body_budget(self) -> BodyBudget:
-        """The request bodies this process's HTTP front holds at once (front_workers: 0)."""
+        """The request bodies this process's HTTP front holds at once (front_workers: 0), gRPC messages too."""
         if self.front is None:
             raise RuntimeError("the HTTP front runs in front processes (http.front_workers), or not yet")
         return self.front.body_budget
 
     def start_listening(self) -> None:
-        if self.rpc_port is not None:
-            services = GrpcServices.of(self.app, self.gate.auth_token, MessageSlots.for_config(self.config))
-            self.grpc = GrpcFront(services, self.config, host=self.host, port=self.rpc_port)
-            self.rpc_port = self.grpc.port
         if self.front_workers:
+            # gRPC first: a port in use fails before any front process starts
+            self._listen_grpc(self._front_share_budget())
             self._port_holder = shared_port.reserve(self.host, self.port)
             self.port = self._port_holder.getsockname()[1]
             self.fronts = FrontWorkers(self.repository, self.host, self.port, self.front_workers, self.gate)
@@ -143,6 +141,32 @@ class Server:
         )
         self.repository.on_reload(self.front.apply_body_limits)
         self.port = self.front.port
+        # HTTP bodies and gRPC messages take their bytes from one budget
+        self._listen_grpc(self.front.body_budget)
+
+    def _listen_grpc(self, budget: BodyBudget) -> None:
+        if self.rpc_port is None:
+            return
+        room = MessageRoom(budget, largest_body_size(self.config), self.config.http.request_timeout_s)
+        self.grpc = GrpcFront(
+            GrpcServices.of(self.app, self.gate.auth_token, room), self.config, host=self.host, port=self.rpc_port
+        )
+        self.rpc_port = self.grpc.port
+
+    def _front_share_budget(self) -> BodyBudget:
+        """With front processes, the bodies are held by them: gRPC's messages, in this process, get
+        a budget of one front process's share (serving/http/front_process.py), sized on each reload
+        as a front sizes its own."""
+        budget = BodyBudget(0)
+        share = 1.0 / self.front_workers
+
+        def size() -> None:
+            largest = max_body_size(self.repository)
+            budget.resize(front_buffered_bytes(self.config.http.max_buffered_mb, largest, share))
+
+        size()
+        self.repository.on_reload(size)
+        return budget
 
     @property
     def url(self) -> str:

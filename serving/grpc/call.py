@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import grpc
-from google.protobuf.message import DecodeError
 
-from serving.errors import BadRequest, ServingError, Unauthorized
+from serving.errors import ServingError, Unauthorized
 from serving.grpc.status import grpc_code, trailers
 from serving.http.auth import TOKEN_ENV, token_accepts
 
@@ -67,31 +66,12 @@ class Call:
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
 
-@dataclass(frozen=True)
-class Malformed:
-    """A request message that did not parse. grpc answers a deserializer's exception with
-    INTERNAL, a server fault; this stands in for the message instead, and the handler
-    answers it 400 (INVALID_ARGUMENT) through :func:`checked`, as bad input is answered."""
-
-    message_type: str
-    why: str
-
-
-def lenient(message_class: Any) -> Callable[[bytes], Any]:
-    """A request deserializer that never raises: the message, or :class:`Malformed`."""
-    name = message_class.DESCRIPTOR.full_name
-
-    def parse(data: bytes) -> Any:
-        try:
-            return message_class.FromString(data)
-        except DecodeError as exc:
-            return Malformed(name, str(exc) or "undecodable")
-
-    return parse
-
-
-def checked(message: Any) -> Any:
-    """``message``, or its 400 when it did not parse."""
-    if isinstance(message, Malformed):
-        raise BadRequest(f"the request is not a valid {message.message_type} message ({message.why[:120]})")
-    return message
+def without_frames(err: ServingError) -> ServingError:
+    """``err`` cut from the frames it was raised through (its traceback, and the exceptions it
+    was raised from): a handler that keeps its failure past the ``except`` block that caught it
+    is in those frames, so the failure, the frames and every local of the failed call (its
+    message, the message's bytes) form a cycle that only the garbage collector frees, much
+    later: 40 failed 8 MB calls kept 260 MB."""
+    err.__traceback__ = None
+    err.__context__ = err.__cause__ = None
+    return err

@@ -20,11 +20,12 @@ from typing import Any
 import grpc
 
 from serving.errors import BadRequest, ServingError, as_serving_error
-from serving.grpc.call import Call, checked, lenient
+from serving.grpc.call import Call, without_frames
 from serving.grpc.context import GrpcServices
+from serving.grpc.request_message import RequestMessage
 from serving.http.inference_protocol.infer import CallFacts, infer, model
 from serving.http.inference_protocol.model import PLATFORM, ModelViews
-from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput
+from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput, checked_id
 from serving.http.inference_protocol.server import server_metadata
 from serving.http.limits import HttpLimits
 from serving.protos import INFERENCE_PACKAGE, inference_messages
@@ -47,6 +48,7 @@ def parameters(entries: Mapping[str, Any]) -> dict[str, Any]:
 
 def infer_request(message: Any) -> InferRequest:
     """A ``ModelInferRequest`` as the protocol-neutral request (nothing read of its elements yet)."""
+    request_id = checked_id(message.id)
     raw = message.raw_input_contents
     if raw and len(raw) != len(message.inputs):
         raise BadRequest(f"raw_input_contents has {len(raw)} entries for {len(message.inputs)} inputs")
@@ -65,7 +67,7 @@ def infer_request(message: Any) -> InferRequest:
     return InferRequest(
         inputs=inputs,
         outputs=[RequestedOutput(out.name, parameters(out.parameters)) for out in message.outputs],
-        id=message.id,
+        id=request_id,
         parameters=parameters(message.parameters),
     )
 
@@ -75,51 +77,60 @@ class InferenceService:
         self.services = services
         self.messages = inference_messages()
         self.views = ModelViews()
+        m = self.messages
+        self.requests = {
+            name: RequestMessage(getattr(m, name))
+            for name in ("ModelReadyRequest", "ServerMetadataRequest", "ModelMetadataRequest", "ModelInferRequest")
+        }
 
-    def _answer(
-        self,
-        context: grpc.ServicerContext,
-        answer: Callable[[Call], Any],
-        *,
-        token: bool = True,
-        request: Any = None,
-    ) -> Any:
+    def _answer(self, context: grpc.ServicerContext, answer: Callable[[Call], Any], *, token: bool = True) -> Any:
         call = Call.of(context)
         with self.services.handlers:
             try:
                 if token:
-                    call.check_token(self.services.auth_token)
-                checked(request)  # a message that did not parse: 400, after the token
+                    call.check_token(self.services.auth_token)  # before a byte of the message is read
                 return answer(call)
             except ServingError as err:
                 failure = err
             except Exception as exc:  # a fault here must not become grpc's bare UNKNOWN
                 log.exception("unhandled error in %s", SERVICE)
                 failure = as_serving_error(exc)
-        call.abort(failure)
+        call.abort(without_frames(failure))
 
-    def server_live(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def _request(self, messages: Iterator[bytes], call: Call, name: str) -> Any:
+        """A small method's message: read, counted and parsed under room given back at once."""
+        with self.services.room.holding(call) as claim:
+            return self.services.read(messages, call, self.requests[name], claim)
+
+    # the probes need no token and carry an empty message: it is never read, so whatever a
+    # client sends costs the server a flow-control window at most
+    def server_live(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         live = lambda call: self.messages.ServerLiveResponse(live=self.services.routes().repository.live)
-        return self._answer(context, live, token=False, request=request)
+        return self._answer(context, live, token=False)
 
-    def server_ready(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def server_ready(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         ready = lambda call: self.messages.ServerReadyResponse(ready=self.services.routes().repository.ready)
-        return self._answer(context, ready, token=False, request=request)
+        return self._answer(context, ready, token=False)
 
-    def model_ready(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def model_ready(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         def ready(call: Call) -> Any:
+            request = self._request(messages, call, "ModelReadyRequest")
             routes = self.services.routes()
             model(routes, self.views, request.name, request.version)  # NOT_FOUND for a model not served
             return self.messages.ModelReadyResponse(ready=routes.repository.ready)
 
-        return self._answer(context, ready, request=request)
+        return self._answer(context, ready)
 
-    def server_metadata(self, request: Any, context: grpc.ServicerContext) -> Any:
-        metadata = lambda call: self.messages.ServerMetadataResponse(**server_metadata())
-        return self._answer(context, metadata, request=request)
-
-    def model_metadata(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def server_metadata(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         def metadata(call: Call) -> Any:
+            self._request(messages, call, "ServerMetadataRequest")
+            return self.messages.ServerMetadataResponse(**server_metadata())
+
+        return self._answer(context, metadata)
+
+    def model_metadata(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
+        def metadata(call: Call) -> Any:
+            request = self._request(messages, call, "ModelMetadataRequest")
             view = model(self.services.routes(), self.views, request.name, request.version)
             tensor = self.messages.ModelMetadataResponse.TensorMetadata
             specs = [tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in (view.input, *view.outputs)]
@@ -131,14 +142,14 @@ class InferenceService:
                 outputs=specs[1:],
             )
 
-        return self._answer(context, metadata, request=request)
+        return self._answer(context, metadata)
 
-    def model_infer(self, messages: Iterator[Any], context: grpc.ServicerContext) -> Any:
+    def model_infer(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         def run(call: Call) -> Any:
-            # read under a slot, given back once the inputs are decoded (serving/grpc/message_slots.py)
-            slot = self.services.slots.take(call)
+            # read under room in the body budget, given back once the inputs are decoded (message_room)
+            claim = self.services.room.take(call)
             try:
-                message = checked(self.services.slots.read_one(messages, call))
+                message = self.services.read(messages, call, self.requests["ModelInferRequest"], claim)
                 name, version = message.model_name, message.model_version
                 facts = CallFacts(
                     protocol=PROTOCOL,
@@ -146,14 +157,14 @@ class InferenceService:
                     header=call.headers.get,
                     gone=call.gone(),
                     cap_timeout_ms=call.timeout_ms,
-                    submitted=slot.release,
+                    submitted=claim.release,
                 )
                 held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
                 del message
                 read: Callable[[HttpLimits], InferRequest] = lambda limits: infer_request(held.pop())
                 answer = infer(self.services.routes(), self.views, name, version, read, facts)
             finally:
-                slot.release()
+                claim.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor
             return self.messages.ModelInferResponse(
                 model_name=answer.model_name,
@@ -170,26 +181,19 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
     service = InferenceService(services)
     m = service.messages
     methods = {
-        "ServerLive": (service.server_live, m.ServerLiveRequest, m.ServerLiveResponse),
-        "ServerReady": (service.server_ready, m.ServerReadyRequest, m.ServerReadyResponse),
-        "ModelReady": (service.model_ready, m.ModelReadyRequest, m.ModelReadyResponse),
-        "ServerMetadata": (service.server_metadata, m.ServerMetadataRequest, m.ServerMetadataResponse),
-        "ModelMetadata": (service.model_metadata, m.ModelMetadataRequest, m.ModelMetadataResponse),
+        "ServerLive": (service.server_live, m.ServerLiveResponse),
+        "ServerReady": (service.server_ready, m.ServerReadyResponse),
+        "ModelReady": (service.model_ready, m.ModelReadyResponse),
+        "ServerMetadata": (service.server_metadata, m.ServerMetadataResponse),
+        "ModelMetadata": (service.model_metadata, m.ModelMetadataResponse),
+        "ModelInfer": (service.model_infer, m.ModelInferResponse),
     }
+    # every method stream-unary on our side (the same wire as unary) and its message left as bytes:
+    # grpc reads nothing before the handler runs, which reads under room in the body budget
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
-            name: grpc.unary_unary_rpc_method_handler(
-                method, request_deserializer=lenient(req), response_serializer=resp.SerializeToString
-            )
-            for name, (method, req, resp) in methods.items()
-        }
-        | {
-            # stream-unary on our side (the same wire as unary): its message is read under a slot
-            "ModelInfer": grpc.stream_unary_rpc_method_handler(
-                service.model_infer,
-                request_deserializer=lenient(m.ModelInferRequest),
-                response_serializer=m.ModelInferResponse.SerializeToString,
-            )
+            name: grpc.stream_unary_rpc_method_handler(method, response_serializer=resp.SerializeToString)
+            for name, (method, resp) in methods.items()
         },
     )

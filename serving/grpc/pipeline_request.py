@@ -18,7 +18,7 @@ PROFILE_KEY = "pipeline.profile"
 OPTION_KEYS = ("priority", "timeout_ms")
 #: what np.save writes first (PipelineClient's use_tensor_bytes)
 NPY_MAGIC = b"\x93NUMPY"
-#: the Tensor fields that carry numbers
+#: the Tensor fields that carry numbers (refused on the wire already: serving/grpc/pipeline_service.py)
 NUMERIC_FIELDS = tuple(
     f
     for f in pipeline_messages().Tensor.DESCRIPTOR.fields
@@ -44,15 +44,19 @@ def _check_key(key: str, kind: str, where: str) -> None:
         raise BadRequest(f"{where} is {key[:64]!r}; this pipeline takes {KEYS_BY_KIND[kind][0]!r}")
 
 
-def _check_tensor(tensor: Any, where: str) -> None:
+def numpy_refusal(where: str, what: str) -> BadRequest:
     """Only what a request file or string can be: PipelineClient's numpy tensors hold pixels
     or tokens already decoded, which would bypass every decoding limit."""
+    return BadRequest(
+        f"{where} holds a numpy array ({what}); send the image file (byte_data) or base64 / text "
+        "(str_data): inputs are decoded and checked by the server"
+    )
+
+
+def _check_tensor(tensor: Any, where: str) -> None:
     numeric = [f.name for f in NUMERIC_FIELDS if len(getattr(tensor, f.name))]
     if numeric or tensor.byte_data.startswith(NPY_MAGIC):
-        raise BadRequest(
-            f"{where} holds a numpy array ({', '.join(numeric) or 'np.save bytes'}); send the image file "
-            "(byte_data) or base64 / text (str_data): inputs are decoded and checked by the server"
-        )
+        raise numpy_refusal(where, ", ".join(numeric) or "np.save bytes")
 
 
 def parse_pipeline_request(
@@ -67,7 +71,7 @@ def parse_pipeline_request(
             continue
         _check_key(key, kind, f"key[{i}]")
         parsed.inputs.append((kind, value, False))
-    # (the message is bounded by the gRPC size limit already, so its entries are too)
+    # (the entries were counted on the wire before the message was parsed: serving/grpc/wire_count.py)
     for i, tensor in enumerate(request.tensors):
         _check_key(tensor.name, kind, f"tensors[{i}].name")
         _check_tensor(tensor, f"tensors[{i}]")

@@ -17,10 +17,12 @@ from typing import Any
 import grpc
 
 from serving.errors import ServingError, Unauthorized, as_serving_error
-from serving.grpc.call import Call, checked, lenient
+from serving.grpc.call import Call
 from serving.grpc.context import GrpcServices
-from serving.grpc.pipeline_request import OPTION_KEYS, parse_pipeline_request, route_of
+from serving.grpc.pipeline_request import NUMERIC_FIELDS, OPTION_KEYS, numpy_refusal, parse_pipeline_request, route_of
+from serving.grpc.request_message import RequestMessage
 from serving.grpc.status import trailers
+from serving.grpc.wire_count import RefusedField
 from serving.http.routes.prediction import paddle_document
 from serving.http.routes.waiting import wait_for_results
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
@@ -35,8 +37,10 @@ class PipelineService:
     def __init__(self, services: GrpcServices):
         self.services = services
         self.messages = pipeline_messages()
+        # numeric tensors refused as soon as the count meets one, whatever their size, as after parsing
+        self.request = RequestMessage(self.messages.Request, refuse=frozenset(f.full_name for f in NUMERIC_FIELDS))
 
-    def inference(self, messages: Iterator[Any], context: grpc.ServicerContext) -> Any:
+    def inference(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         call = Call.of(context)
         with self.services.handlers:
             try:
@@ -53,11 +57,13 @@ class PipelineService:
                 fault = as_serving_error(exc)
                 return self.messages.Response(err_no=fault.err_no, err_msg=fault.message)
 
-    def _answer(self, messages: Iterator[Any], call: Call) -> Any:
+    def _answer(self, messages: Iterator[bytes], call: Call) -> Any:
         routes = self.services.routes()
-        slots = self.services.slots
-        with slots.holding(call):
-            request = checked(slots.read_one(messages, call))
+        with self.services.room.holding(call) as claim:  # given back once the inputs are decoded
+            try:
+                request = self.services.read(messages, call, self.request, claim)
+            except RefusedField as refused:
+                raise numpy_refusal("a tensor", refused.field_name) from None
             name, version = route_of(request, next(iter(routes.repository.config.routes)))
             pipeline, limits = routes.target(name, version, request.ByteSize())
             parsed = parse_pipeline_request(
@@ -71,7 +77,7 @@ class PipelineService:
             parsed.timeout_ms = call.timeout_ms(parsed.timeout_ms)
             key = routes.route_key(name, version, call.headers.get)
             handles, reservation = routes.start(name, version, parsed, pipeline, limits, key, protocol=PROTOCOL)
-            parsed.inputs.clear()  # decoded into the handles: the encoded values go with the slot
+            parsed.inputs.clear()  # decoded into the handles: the encoded values go with the room
         try:
             wait_for_results(handles, limits.wait_slice_s, call.gone())
             document = paddle_document(handles, parsed.logid)
@@ -86,11 +92,10 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
-            # stream-unary on our side (the same wire as unary): read under a slot (message_slots)
+            # stream-unary on our side (the same wire as unary), the message left as bytes: grpc
+            # reads nothing before the handler runs, which reads under room in the body budget
             "inference": grpc.stream_unary_rpc_method_handler(
-                service.inference,
-                request_deserializer=lenient(messages.Request),
-                response_serializer=messages.Response.SerializeToString,
+                service.inference, response_serializer=messages.Response.SerializeToString
             )
         },
     )

@@ -14,12 +14,18 @@ A chunked body has no length up front: it takes its bytes as they arrive
 (each read before it is stored), not the body limit up front, which would let
 a handful of small chunked uploads lock out every other client.
 
+gRPC messages take their room from the same budget
+(:mod:`serving.grpc.message_room`): a call waits for room (:meth:`Claim.grow_within`)
+where an HTTP request is refused at once, since grpc's flow control keeps a waiting
+call to a window's worth of bytes, while a waiting HTTP body would be buffered.
+
 The default (``max_buffered_mb: null``) is :func:`default_buffered_bytes`.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 from serving.errors import Overloaded
 from serving.http.limits import share_of
@@ -55,6 +61,7 @@ class BodyBudget:
 
     def __init__(self, capacity: int):
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # notified whenever bytes are given back
         self._capacity = capacity
         self._held = 0
 
@@ -71,6 +78,7 @@ class BodyBudget:
         """A new capacity (a reload); what is held stays held."""
         with self._lock:
             self._capacity = capacity
+            self._room.notify_all()
 
     def claim(self) -> Claim:
         """An empty claim on this budget, for one request body."""
@@ -85,13 +93,26 @@ class BodyBudget:
 
     def _grow(self, claim: Claim, nbytes: int) -> bool:
         with self._lock:
-            more = nbytes - claim.nbytes
-            if more <= 0:
-                return True
-            if self._held + more > self._capacity:
-                return False
-            self._held += more
-            claim.nbytes = nbytes
+            return self._grow_locked(claim, nbytes)
+
+    def _grow_locked(self, claim: Claim, nbytes: int) -> bool:
+        more = nbytes - claim.nbytes
+        if more <= 0:
+            return True
+        if self._held + more > self._capacity:
+            return False
+        self._held += more
+        claim.nbytes = nbytes
+        return True
+
+    def _grow_within(self, claim: Claim, nbytes: int, timeout_s: float) -> bool:
+        end = time.monotonic() + timeout_s
+        with self._lock:
+            while not self._grow_locked(claim, nbytes):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._room.wait(left)
             return True
 
     def _shrink(self, claim: Claim, nbytes: int) -> None:
@@ -100,13 +121,16 @@ class BodyBudget:
             if less > 0:
                 self._held -= less
                 claim.nbytes -= less
+                self._room.notify_all()
 
     def _release(self, claim: Claim) -> None:
         # under the lock: a claim may be released from two threads (the worker that
         # answered, the event loop that closes the connection), and gives back once
         with self._lock:
-            self._held -= claim.nbytes
-            claim.nbytes = 0
+            if claim.nbytes:
+                self._held -= claim.nbytes
+                claim.nbytes = 0
+                self._room.notify_all()
 
 
 class Claim:
@@ -120,6 +144,11 @@ class Claim:
     def grow_to(self, nbytes: int) -> bool:
         """Hold ``nbytes`` in all, if the budget has room for the difference (all or nothing)."""
         return self.budget._grow(self, nbytes)
+
+    def grow_within(self, nbytes: int, timeout_s: float) -> bool:
+        """:meth:`grow_to`, waiting up to ``timeout_s`` for the room to be given back (a gRPC call,
+        whose waiting costs no buffer); False if it never came."""
+        return self.budget._grow_within(self, nbytes, timeout_s)
 
     def shrink_to(self, nbytes: int) -> None:
         """Hold at most ``nbytes`` (what was taken for a message of unknown size, once its size is known)."""

@@ -50,6 +50,11 @@ def largest_body_size(config: RepositoryConfig) -> int:
     return max(limits_from_config(pipeline).max_body_size for pipeline in config.pipelines)
 
 
+def largest_max_inputs(config: RepositoryConfig) -> int:
+    """The most inputs any pipeline of ``config`` takes in one request."""
+    return max(pipeline.max_inputs_per_request for pipeline in config.pipelines)
+
+
 def decode_budget_bytes(repository: ServedRepository) -> int:
     """The server's decode budget: ``decode_budget_mb``, or derived from the pipelines' ``max_image_pixels``."""
     config = repository.config

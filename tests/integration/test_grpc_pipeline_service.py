@@ -268,15 +268,15 @@ def test_requests_are_counted_by_the_protocol_they_came_in_by(serve):
     assert snap.value(name, pipeline="ernie", protocol="http", status="200") == 1
 
 
-def test_a_call_waiting_for_its_answer_holds_no_message_slot(serve):
+def test_a_call_waiting_for_its_answer_holds_no_room_for_its_message(serve):
     config = text_config(max_body_size=1 << 20)
-    config["http"] = {"max_buffered_mb": 1}  # one message slot (serving/grpc/message_slots.py)
+    config["http"] = {"max_buffered_mb": 1}  # room for one message (serving/grpc/message_room.py)
     live = serve(config)
     assert live.server.grpc is not None
     call = inference(live)
     future = call.future(M.Request(key=["text"], value=[HOLD]))
     held(live)
-    # each of these needs the slot to read its message (and answers 400 from it), while the held call waits
+    # each of these needs the room to read its message (and answers 400 from it), while the held call waits
     answers = [call.future(M.Request(key=["image"], value=["x"]), timeout=DEADLINE_S) for _ in range(8)]
     assert [a.result().err_no for a in answers] == [400] * 8
     live.op("cls").release()

@@ -190,7 +190,7 @@ def test_requests_are_counted_as_v2_grpc(live, client):
     assert 'protocol="v2-grpc",status="200"' in metrics
 
 
-@pytest.mark.parametrize("method", ["ModelInfer", "ModelMetadata", "ModelReady", "ServerLive"])
+@pytest.mark.parametrize("method", ["ModelInfer", "ModelMetadata", "ModelReady", "ServerMetadata"])
 @pytest.mark.parametrize("payload", [b"\xff\xff\xff", b"\x0a\x05ab", b"\x2a\x80"])
 def test_a_message_that_does_not_parse_is_invalid_argument_and_the_server_goes_on(live, client, method, payload):
     with grpc.insecure_channel(live.rpc_address) as channel, pytest.raises(grpc.RpcError) as caught:
@@ -198,3 +198,13 @@ def test_a_message_that_does_not_parse_is_invalid_argument_and_the_server_goes_o
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value
     assert "not a valid inference." in caught.value.details()
     assert client.is_server_live()
+
+
+@pytest.mark.parametrize("method", ["ServerLive", "ServerReady"])
+def test_the_probes_never_read_their_message(live, method):
+    """Whatever a probe carries (its message is empty) is left unread: bytes that parse as
+    nothing, and more than grpc would take (1 MiB here), get the probe's answer."""
+    with grpc.insecure_channel(live.rpc_address, options=[("grpc.max_send_message_length", -1)]) as channel:
+        for payload in (b"\xff\xff\xff", b"\xff" * (8 << 20)):
+            answer = channel.unary_unary(f"/inference.GRPCInferenceService/{method}")(payload, timeout=30)
+            assert answer == b"\x08\x01"  # live / ready: true

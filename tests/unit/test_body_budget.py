@@ -135,3 +135,20 @@ def test_a_claim_shrinks_to_what_a_message_turned_out_to_hold():
     assert budget.held == 10
     claim.release()
     assert budget.held == 7
+
+
+def test_a_claim_waits_for_room_given_back_or_gives_up_after_its_timeout():
+    budget = BodyBudget(10)
+    first = budget.claim()
+    assert first.grow_to(8)
+    waiting = budget.claim()
+    assert not waiting.grow_within(5, timeout_s=0.02) and waiting.nbytes == 0  # nothing held while it waited
+    got = []
+    thread = threading.Thread(target=lambda: got.append(waiting.grow_within(5, timeout_s=30)))
+    thread.start()
+    first.shrink_to(6)  # still no room for 5
+    first.release()  # room: the waiting claim takes it
+    thread.join(30)
+    assert got == [True] and budget.held == 5
+    waiting.release()
+    assert budget.held == 0

@@ -20,11 +20,10 @@ from typing import Any
 from serving.errors import BadRequest
 from serving.http import jsonio
 from serving.http.inference_protocol.infer import InferAnswer
-from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput
+from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput, checked_id
 from serving.http.parse import json_body
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
-MAX_ID_CHARS = 256  # the request id is echoed and logged: a short string
 
 
 @dataclass(frozen=True)
@@ -123,9 +122,7 @@ def read_request(body: bytes, header_length: str | None, max_inputs: int) -> tup
     split = _header_length(header_length, len(body))
     doc = _object(json_body(body[:split], max_inputs), "the request")
     parameters = _object(doc.get("parameters"), "parameters")
-    request_id = _string(doc, "id", "the request", required=False)
-    if len(request_id) > MAX_ID_CHARS:
-        raise BadRequest(f"'id' has {len(request_id)} characters (at most {MAX_ID_CHARS})")
+    request_id = checked_id(_string(doc, "id", "the request", required=False))
     request = InferRequest(
         inputs=_inputs(doc, memoryview(body)[split:]),
         outputs=_outputs(doc),

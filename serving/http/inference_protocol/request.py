@@ -26,6 +26,7 @@ from serving.http.inference_protocol.tensors import deserialize_bytes
 from serving.http.parse import ParsedRequest, check_count
 
 MAX_NAME_CHARS = 64  # of a name quoted back in an error
+MAX_ID_CHARS = 256  # the request id is echoed and logged: a short string
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,13 @@ class InferRequest:
     outputs: Sequence[RequestedOutput] = ()
     id: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+def checked_id(request_id: str) -> str:
+    """The request's id; 400 when longer than :data:`MAX_ID_CHARS`."""
+    if len(request_id) > MAX_ID_CHARS:
+        raise BadRequest(f"'id' has {len(request_id)} characters (at most {MAX_ID_CHARS})")
+    return request_id
 
 
 def _shown(name: str) -> str:
