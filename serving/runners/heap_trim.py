@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 
 INTERVAL_S = 2.0
 THRESHOLD_BYTES = 16 << 20
+#: mallopt's parameters (malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+#: allocations under this come from the arenas, reused (glibc's own ceiling for its sliding threshold)
+MMAP_THRESHOLD = 32 << 20
+#: free memory past this at the top of an arena goes back at once, in every arena
+TRIM_THRESHOLD = 8 << 20
 
 
 class Mallinfo2(ctypes.Structure):
@@ -43,17 +49,19 @@ class Mallinfo2(ctypes.Structure):
 
 
 def glibc() -> Any:
-    """The C library when it is glibc with ``mallinfo2`` and ``malloc_trim``, else None."""
+    """The C library when it is glibc with ``mallinfo2``, ``malloc_trim`` and ``mallopt``, else None."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name or "libc.so.6")
-        mallinfo2, malloc_trim = libc.mallinfo2, libc.malloc_trim
+        mallinfo2, malloc_trim, mallopt = libc.mallinfo2, libc.malloc_trim, libc.mallopt
     except (OSError, AttributeError):
         return None
     mallinfo2.restype = Mallinfo2
     mallinfo2.argtypes = []
     malloc_trim.restype = ctypes.c_int
     malloc_trim.argtypes = [ctypes.c_size_t]
+    mallopt.restype = ctypes.c_int
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     return libc
 
 
@@ -107,10 +115,22 @@ class HeapTrim:
         return True
 
     def start(self) -> HeapTrim:
+        """Fix the arenas' thresholds (:meth:`bound_arenas`) and start looking every ``interval_s``."""
         if self._libc is not None and self._thread is None:
+            self.bound_arenas()
             self._thread = threading.Thread(target=self._run, name="heap-trim", daemon=True)
             self._thread.start()
         return self
+
+    def bound_arenas(self) -> None:
+        """Fixed thresholds instead of glibc's sliding ones, which rise with the largest block
+        freed: the top of every arena then keeps up to twice that (64 MiB each, and a thread
+        pool uses up to 8 arenas a core), out of ``malloc_trim``'s reach, which trims only
+        the main arena's top. Blocks under :data:`MMAP_THRESHOLD` still come from the arenas
+        (no mmap per large array); an arena's top past :data:`TRIM_THRESHOLD` goes back as it
+        is freed."""
+        self._libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        self._libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
     def stop(self) -> None:
         self._stop.set()

@@ -15,9 +15,14 @@ class FakeLibc:
         self.free = 0
         self.rss = rss
         self.trimmed = 0
+        self.options: dict[int, int] = {}
 
     def mallinfo2(self):
         return SimpleNamespace(fordblks=self.free)
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.options[param] = value
+        return 1
 
     def malloc_trim(self, pad: int) -> int:
         self.trimmed += 1
@@ -73,3 +78,13 @@ def test_this_interpreter_reads_glibc_when_it_has_it():
     name, version = platform.libc_ver()
     if name == "glibc" and tuple(int(p) for p in version.split(".")[:2]) >= (2, 33):  # mallinfo2's first release
         assert glibc() is not None and HeapTrim().free_bytes() >= 0
+
+
+def test_start_fixes_the_arenas_thresholds_and_stop_ends_the_thread():
+    trim, libc, _ = heap()
+    trim.start()
+    try:
+        assert libc.options == {heap_trim.M_MMAP_THRESHOLD: 32 * MB, heap_trim.M_TRIM_THRESHOLD: 8 * MB}
+    finally:
+        trim.stop()
+    assert trim._thread is not None and not trim._thread.is_alive()
