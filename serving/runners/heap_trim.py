@@ -36,7 +36,7 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 #: allocations under this come from the arenas, reused (glibc's own ceiling for its sliding threshold)
 MMAP_THRESHOLD = 32 << 20
 #: free memory past this at the top of an arena goes back at once, in every arena
-TRIM_THRESHOLD = 8 << 20
+TRIM_THRESHOLD = 2 << 20
 
 
 class Mallinfo2(ctypes.Structure):

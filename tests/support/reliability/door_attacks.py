@@ -374,15 +374,18 @@ def _code(call: Callable[[], bytes], paddle: bool) -> str:
     return f"err_no {pipeline_messages().Response.FromString(answer).err_no}" if paddle else "OK"
 
 
-def _calls(door: Door, method: str, messages: list[bytes], concurrency: int, token: bool) -> list[str]:
-    """Send each raw message to ``method``, ``concurrency`` at a time; their answers (:func:`_code`)."""
+def _calls(
+    door: Door, method: str, messages: list[bytes], concurrency: int, token: bool, timeout: float = 60.0
+) -> list[str]:
+    """Send each raw message to ``method``, ``concurrency`` at a time, each with a deadline of
+    ``timeout`` s; their answers (:func:`_code`)."""
     metadata = (("authorization", door.auth),) if token else ()
     options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
     with grpc.insecure_channel(f"{door.host}:{door.rpc_port}", options=options) as channel:
         stub: Callable[..., bytes] = channel.unary_unary(method)  # raw bytes both ways
         with ThreadPoolExecutor(concurrency) as pool:
             futures = [
-                pool.submit(_code, lambda m=m: stub(m, metadata=metadata, timeout=60), method == PADDLE)
+                pool.submit(_code, lambda m=m: stub(m, metadata=metadata, timeout=timeout), method == PADDLE)
                 for m in messages
             ]
             return [f.result() for f in futures]
@@ -414,14 +417,38 @@ def empty_inputs(size: Callable[[Door], int], parallel: int) -> Callable[[Door],
     return run
 
 
-def waiting_calls(calls: int) -> Callable[[Door], Sent]:
-    """With the token: ``calls`` ModelInfer messages of the largest size at once, most of
-    them waiting for room in the budget."""
+def waiting_calls(calls: int, wait_s: float = 3.0) -> Callable[[Door], Sent]:
+    """With the token: the body budget taken by HTTP predictions whose bodies never come
+    (each claimed its Content-Length), then ``calls`` ModelInfer messages of the largest
+    size at once, waiting for room until their deadline: they hold no more than a window."""
+
+    def run(door: Door) -> Sent:
+        holders = [RawConnection(door) for _ in range(door.budget // door.body_limit)]
+        for h in holders:
+            h.send(
+                f"POST /{door.pipeline}/prediction HTTP/1.1\r\nHost: x\r\nAuthorization: {door.auth}\r\n"
+                f"Content-Length: {door.body_limit}\r\n\r\n".encode()
+            )
+        time.sleep(0.5)  # their claims are taken
+        message = _field(1, door.pipeline.encode()) + _field(7, b"\0" * (door.body_limit - 64))
+        codes = _calls(door, V2 + "ModelInfer", [message] * calls, calls, True, timeout=wait_s)
+        held = [f"holder {h.status()}" for h in holders]
+        for h in holders:
+            h.close()
+        return Sent(codes + held, len(message) * calls, door.budget)
+
+    return run
+
+
+def maximal_burst(calls: int) -> Callable[[Door], Sent]:
+    """With the token: ``calls`` ModelInfer messages of the largest size at once, with room:
+    read as room comes free; each one read is counted."""
 
     def run(door: Door) -> Sent:
         message = _field(1, door.pipeline.encode()) + _field(7, b"\0" * (door.body_limit - 64))
         codes = _calls(door, V2 + "ModelInfer", [message] * calls, calls, True)
-        return Sent(codes, len(message) * calls, door.budget)
+        read = sum(c != "UNAVAILABLE" for c in codes)  # refused for want of room: never read
+        return Sent(codes, len(message) * calls, len(message) * read)
 
     return run
 
@@ -512,7 +539,16 @@ def door_attacks() -> list[DoorAttack]:
             waiting_calls.__doc__ or "",
             40,
             waiting_calls(40),
-            frozenset({"OK", "INVALID_ARGUMENT", "UNAVAILABLE", "RESOURCE_EXHAUSTED"}),
+            frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "holder open"}),
+            grpc=True,
+        ),
+        DoorAttack(
+            "v2_maximal_burst",
+            "v2 gRPC",
+            maximal_burst.__doc__ or "",
+            40,
+            maximal_burst(40),
+            frozenset({"INVALID_ARGUMENT", "UNAVAILABLE"}),  # (no inputs: 400 once read)
             grpc=True,
         ),
         DoorAttack(
@@ -551,7 +587,7 @@ def door_attacks() -> list[DoorAttack]:
             "800k empty keys and values",
             1,
             paddle_entries(800_000, 0),
-            frozenset({"OK"}),
+            frozenset({"err_no 413"}),
             grpc=True,
         ),
         DoorAttack(
@@ -560,7 +596,7 @@ def door_attacks() -> list[DoorAttack]:
             "400k empty tensors",
             1,
             paddle_entries(0, 400_000),
-            frozenset({"OK"}),
+            frozenset({"err_no 413"}),
             grpc=True,
         ),
     ]
