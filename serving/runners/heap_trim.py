@@ -5,10 +5,12 @@ decoded images, connection buffers) in its arenas for reuse. After a burst of
 large requests, an attack or a legitimate peak, the server's resident memory
 stays near the peak: a container's memory limit keeps counting it, and another
 burst starts from there. :class:`HeapTrim` looks every ``interval_s`` at the
-process's resident memory and, when it grew by more than ``threshold_bytes``
+process's resident memory and, when it moved by more than ``threshold_bytes``
 since the last trim while the arenas hold more than that free (``mallinfo2``:
 free chunks, whether still resident or given back already), calls
-``malloc_trim(0)``, which gives every whole free page of every arena back.
+``malloc_trim(0)``, which gives back every whole free page on the arenas' free
+lists and the main arena's top (the other arenas' tops go back as they are
+freed: :meth:`HeapTrim.bound_arenas`).
 Looking costs a read of /proc and a walk of the free lists; trimming, a refault
 of pages reused later: at most once per interval either way (docs/RELIABILITY.md, "Memory
 after an attack", has the measurements). Without glibc (musl, macOS) it does
@@ -83,7 +85,7 @@ class HeapTrim:
         self._libc = glibc() if libc is None else libc
         pid = os.getpid()
         self._rss = rss if rss is not None else lambda: rss_bytes(pid)
-        self._floor = self._rss() or 0  # the resident bytes after the last trim (or at start)
+        self._last = self._rss() or 0  # the resident bytes after the last trim (or at start)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.trims = 0
@@ -99,19 +101,21 @@ class HeapTrim:
         return int(self._libc.mallinfo2().fordblks)
 
     def trim_if_worth(self) -> bool:
-        """Trim when the process grew by more than ``threshold_bytes`` since the last trim and
-        the arenas hold more than that free; whether it trimmed."""
+        """Trim when the process's resident memory moved by more than ``threshold_bytes`` since
+        the last trim, either way, and the arenas hold more than that free; whether it trimmed.
+        Up: a burst freed what it held. Down too: the burst's large blocks were unmapped, but
+        what it freed in the arenas meanwhile still counts (a steady load leaves RSS where the
+        last trim left it, and is not trimmed again and again)."""
         rss = self._rss()
-        if rss is None or rss - self._floor <= self.threshold_bytes:
-            self._floor = min(self._floor, rss or self._floor)  # it shrank: grow from there
+        if rss is None or abs(rss - self._last) <= self.threshold_bytes:
             return False
         free = self.free_bytes()
         if free is None or free <= self.threshold_bytes:
             return False
         self._libc.malloc_trim(0)
         self.trims += 1
-        self._floor = self._rss() or rss
-        log.debug("heap trimmed: %d bytes were free, %d resident now", free, self._floor)
+        self._last = self._rss() or rss
+        log.debug("heap trimmed: %d bytes were free, %d resident now", free, self._last)
         return True
 
     def start(self) -> HeapTrim:

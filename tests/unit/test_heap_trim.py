@@ -1,6 +1,7 @@
 """HeapTrim (serving/runners/heap_trim.py) with a fake C library and a fake RSS:
-it trims only when the process grew past the threshold since its last trim and
-the arenas hold that much free, and grows its reference from what a trim left."""
+it trims only when the process's RSS moved past the threshold since its last
+trim, either way, and the arenas hold that much free; its reference is what the
+last trim left."""
 
 from types import SimpleNamespace
 
@@ -62,6 +63,17 @@ def test_growth_held_by_live_data_is_not_trimmed_again_and_again():
     assert not trim.trim_if_worth() and libc.trimmed == 1
     rss[0] += 40 * MB  # grows again past the threshold: looked at again
     assert trim.trim_if_worth() and libc.trimmed == 2
+
+
+def test_what_a_burst_freed_in_the_arenas_goes_back_though_rss_fell_meanwhile():
+    trim, libc, rss = heap()
+    rss[0] += 600 * MB  # the burst at its peak: trimmed while it runs, little free yet
+    libc.free = 20 * MB
+    assert trim.trim_if_worth() and rss[0] == 680 * MB
+    rss[0] = 180 * MB  # its large blocks unmapped; 80 MB it freed in the arenas are still resident
+    libc.free = 80 * MB
+    assert trim.trim_if_worth() and rss[0] == 100 * MB
+    assert not trim.trim_if_worth()  # where the trim left it: nothing more to do
 
 
 def test_without_glibc_it_does_nothing(monkeypatch):
