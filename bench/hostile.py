@@ -17,6 +17,7 @@ every attack stayed within its bound.
 
     python -m bench.hostile --doors                        # issue 38: every door, both fronts, 8 and 64 MiB
     python -m bench.hostile --doors --front asyncio --max-body-mb 8 --only chunked_crumbs
+    python -m bench.hostile --doors --base 866b69d         # the same attacks on that revision first
 
 ``--doors`` runs tests/support/reliability/door_attacks.py instead, against a
 model-free image pipeline with a token and gRPC (the HTTP framing attacks on
@@ -28,13 +29,18 @@ before the attacks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
+from typing import Any
 
+from bench.lib.paths import ROOT
 from bench.lib.results import write_result
 from bench.lib.script import run_main
+from bench.revisions import worktree
 from serving.runners.process_memory import tree_rss_bytes
 from tests.support.reliability.door_attacks import (
+    DoorAttack,
     door_attacks,
     format_door_table,
     run_door_attack,
@@ -49,52 +55,65 @@ MB = 1 << 20
 
 
 def doors(args: argparse.Namespace) -> int:
-    """Every door's attacks, per front and body limit; the problems found."""
-    problems: list[str] = []
-    results = []
+    """Every door's attacks, per front and body limit (and per revision, with ``--base``)."""
     chosen = door_attacks()
     if args.only:
         wanted = set(args.only.split(","))
         chosen = [a for a in chosen if a.name in wanted]
-    for body_mb in args.max_body_mb:
-        for i, front in enumerate(args.front):
-            attacks = [a for a in chosen if not a.grpc or i == 0]  # gRPC does not depend on the HTTP front
-            with tempfile.TemporaryDirectory() as folder:
-                server, door = start_door_server(f"{folder}/doors.yml", front=front, body_limit=body_mb * MB)
-                try:
-                    start = tree_rss_bytes(server.proc.pid)
-                    outcomes = []
-                    for attack in attacks:
-                        print(f"{front}, {body_mb} MiB, {attack.name}: {attack.what}", file=sys.stderr)
-                        outcomes.append(run_door_attack(door, server.proc.pid, attack))
-                    after = settled_rss(server.proc.pid, 1.25 * start)
-                    problems += [p for o in outcomes for p in o.problems()]
-                    problems += check_alive(door.url, door.pipeline, door.image, None, token=door.token)
-                finally:
-                    server.stop()
-            if after > 1.25 * start:
-                problems.append(
-                    f"{front}, {body_mb} MiB: RSS {after / MB:.0f} MB after the attacks, {start / MB:.0f} MB before"
-                )
-            print(f"\n### http.front: {front}, max_body_size: {body_mb} MiB\n")
-            print(format_door_table(outcomes))
-            print(
-                f"\nserver RSS (with its children): {start / MB:.0f} MB before the attacks, {after / MB:.0f} MB after"
-            )
-            results.append(
-                {
-                    "front": front,
-                    "max_body_mb": body_mb,
-                    "start": start,
-                    "after": after,
-                    "table": format_door_table(outcomes),
-                }
-            )
+    with contextlib.ExitStack() as checkouts:
+        roots = {args.base: checkouts.enter_context(worktree(args.base))} if args.base else {}
+        roots["this tree"] = ROOT
+        problems: list[str] = []
+        results = []
+        for body_mb in args.max_body_mb:
+            for i, front in enumerate(args.front):
+                attacks = [a for a in chosen if not a.grpc or i == 0]  # gRPC does not depend on the HTTP front
+                for label, root in roots.items():
+                    result = door_run(attacks, front, body_mb, root)
+                    print(f"\n### {label}: http.front: {front}, max_body_size: {body_mb} MiB\n")
+                    print(result["table"])
+                    print(
+                        f"\nserver RSS (children included): {result['start'] / MB:.0f} MB before the attacks, "
+                        f"{result['after'] / MB:.0f} MB after"
+                    )
+                    results.append({"revision": label, **result})
+                    if label == "this tree":
+                        problems += result["problems"]
     write_result("hostile_doors", {"args": vars(args), "results": results, "problems": problems})
     for p in problems:
         print(f"PROBLEM {p}")
-    print(f"RESULT {'ok' if not problems else 'FAILED'}: {len(problems)} problems")
+    print(f"RESULT {'ok' if not problems else 'FAILED'}: {len(problems)} problems in this tree")
     return 1 if problems else 0
+
+
+def door_run(attacks: list[DoorAttack], front: str, body_mb: int, root: str) -> dict[str, Any]:
+    """``attacks`` on a fresh server of ``root``'s code: its table, RSS before and after, problems."""
+    with tempfile.TemporaryDirectory() as folder:
+        server, door = start_door_server(f"{folder}/doors.yml", front=front, body_limit=body_mb * MB, root=root)
+        try:
+            start = tree_rss_bytes(server.proc.pid)
+            outcomes = []
+            for attack in attacks:
+                print(f"{front}, {body_mb} MiB, {attack.name}: {attack.what}", file=sys.stderr)
+                outcomes.append(run_door_attack(door, server.proc.pid, attack))
+            after = settled_rss(server.proc.pid, 1.25 * start)
+            problems = [p for o in outcomes for p in o.problems()]
+            problems += check_alive(door.url, door.pipeline, door.image, None, token=door.token)
+        finally:
+            server.stop()
+    if after > 1.25 * start:
+        problems.append(
+            f"{front}, {body_mb} MiB: RSS {after / MB:.0f} MB after the attacks, {start / MB:.0f} MB before"
+        )
+    table = format_door_table(outcomes)
+    return {
+        "front": front,
+        "max_body_mb": body_mb,
+        "start": start,
+        "after": after,
+        "table": table,
+        "problems": problems,
+    }
 
 
 def main() -> int:
@@ -107,6 +126,7 @@ def main() -> int:
     ap.add_argument("--doors", action="store_true", help="issue 38's attacks on every door (a model-free server)")
     ap.add_argument("--front", action="append", choices=["asyncio", "waitress"], help="--doors: the HTTP fronts")
     ap.add_argument("--max-body-mb", action="append", type=int, help="--doors: the max_body_size values (MiB)")
+    ap.add_argument("--base", help="--doors: the same attacks on this revision's server first (a before and after)")
     args = ap.parse_args()
     if args.doors:
         args.front = args.front or ["asyncio", "waitress"]

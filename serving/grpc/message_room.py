@@ -7,15 +7,17 @@ so every method is registered stream-unary (the same wire: a unary call is a
 stream of one message) with no deserializer: a handler starts before anything
 of its message is read. It checks the token, then takes room for reading one
 message of the largest size grpc accepts, reads the message, shrinks its claim
-to the message's size, counts and parses it, and gives the room back once the
-message is decoded, before it waits for its answer.
+to what the message costs, counts and parses it, and gives the room back once
+the message is decoded, before it waits for its answer.
 
-Reading takes twice the largest message (:data:`READ_FACTOR`): grpcio copies the
-core's buffers into a ``bytearray``, then into ``bytes``, so a message of n bytes
-peaks near 3n while it is read (measured: a 61 MB message, +182 MB; a bare grpc
-server, the same). Counted at 2n, what reading costs stays within twice what the
-budget counts, as an HTTP body's does, and the default budget (4 bodies of the
-largest size) still reads two maximal messages at once.
+A message of n bytes is counted 2n (:data:`READ_FACTOR`), from before it is read
+until it is decoded: grpcio copies the core's buffers into a ``bytearray``, then
+into ``bytes``, so reading peaks near 3n (measured: a 61 MB message, +182 MB; a
+bare grpc server, the same), and parsing holds the bytes and the parsed message
+(whose ``bytes`` fields are copies of their own). Counted at 2n, what a message
+costs stays within twice what the budget counts, as an HTTP body's does, and the
+default budget (4 bodies of the largest size) still reads two maximal messages
+at once.
 
 A call that finds no room waits for it up to its deadline or
 ``http.request_timeout_s``, then gets 503 with Retry-After. While it waits it
@@ -37,7 +39,7 @@ from serving.grpc.call import Call
 from serving.grpc.read_watch import ReadWatch
 from serving.http.body_budget import BodyBudget, Claim
 
-#: room taken to read a message, in messages of the largest size (see the module doc)
+#: what a message is counted, in its own size, from before it is read until it is decoded (module doc)
 READ_FACTOR = 2
 
 
@@ -75,7 +77,7 @@ class MessageRoom:
 
     def read_one(self, messages: Iterator[bytes], call: Call, claim: Claim) -> bytes:
         """The call's one message, read within ``read_timeout_s`` (else the call is cancelled);
-        ``claim`` shrinks to its size."""
+        ``claim`` shrinks to what it costs until it is decoded (:data:`READ_FACTOR` x its size)."""
         with self._watch.reading(call.context, self.read_timeout_s):
             try:
                 message = next(messages, None)
@@ -83,5 +85,5 @@ class MessageRoom:
                 raise ClientDisconnected("the call ended before its message arrived") from None
         if message is None:
             raise BadRequest("the call carried no request message")
-        claim.shrink_to(len(message))
+        claim.shrink_to(READ_FACTOR * len(message))
         return message

@@ -1,6 +1,6 @@
 """serving/grpc/message_room.py: a message is read only under a claim on the body
 budget, taken for reading the largest message (twice its size: grpcio's copies) and
-shrunk to the one read; a call waits for
+shrunk to twice the one read (its bytes and the message parsed of them); a call waits for
 room at most its deadline, holding nothing while it waits; a message that does not
 arrive in time cancels its call."""
 
@@ -48,7 +48,7 @@ def test_a_claim_is_taken_for_reading_the_largest_message_and_shrinks_to_the_one
     claim = room.take(call())
     assert budget.held == 2 * 10  # READ_FACTOR: what grpcio holds while it reads
     assert room.read_one(iter([b"abc"]), call(), claim) == b"abc"
-    assert budget.held == 3
+    assert budget.held == 2 * 3  # the bytes, and the message parsed of them
     claim.release()
     assert budget.held == 0
 
