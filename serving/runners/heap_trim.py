@@ -4,17 +4,17 @@ glibc's malloc keeps what the process frees (request bodies, gRPC messages,
 decoded images, connection buffers) in its arenas for reuse. After a burst of
 large requests, an attack or a legitimate peak, the server's resident memory
 stays near the peak: a container's memory limit keeps counting it, and another
-burst starts from there. :class:`HeapTrim` looks every ``interval_s`` at the
-process's resident memory and, when it moved by more than ``threshold_bytes``
-since the last trim while the arenas hold more than that free (``mallinfo2``:
-free chunks, whether still resident or given back already), calls
-``malloc_trim(0)``, which gives back every whole free page on the arenas' free
-lists and the main arena's top (the other arenas' tops go back as they are
-freed: :meth:`HeapTrim.bound_arenas`).
+burst starts from there. :class:`HeapTrim` looks every ``interval_s`` at how
+much the arenas hold free (``mallinfo2``: free chunks, whether still resident
+or given back already) and at the process's resident memory, and when either
+rose by more than ``threshold_bytes`` since the last trim
+(:meth:`HeapTrim.trim_if_worth`) calls ``malloc_trim(0)``, which gives back
+every whole free page on the arenas' free lists and the main arena's top (the
+other arenas' tops go back as they are freed: :meth:`HeapTrim.bound_arenas`).
 Looking costs a read of /proc and a walk of the free lists; trimming, a refault
-of pages reused later: at most once per interval either way (docs/RELIABILITY.md, "Memory
-after an attack", has the measurements). Without glibc (musl, macOS) it does
-nothing.
+of pages reused later: at most once per interval either way
+(docs/RELIABILITY.md, "Memory after an attack", has the measurements). Without
+glibc (musl, macOS) it does nothing.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ class HeapTrim:
         self._libc = glibc() if libc is None else libc
         pid = os.getpid()
         self._rss = rss if rss is not None else lambda: rss_bytes(pid)
-        self._last = self._rss() or 0  # the resident bytes after the last trim (or at start)
+        self._last_rss = self._rss() or 0  # the resident bytes after the last trim (or at start)
+        self._free_low = self.free_bytes() or 0  # the arenas' least free bytes seen since then
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.trims = 0
@@ -101,21 +102,25 @@ class HeapTrim:
         return int(self._libc.mallinfo2().fordblks)
 
     def trim_if_worth(self) -> bool:
-        """Trim when the process's resident memory moved by more than ``threshold_bytes`` since
-        the last trim, either way, and the arenas hold more than that free; whether it trimmed.
-        Up: a burst freed what it held. Down too: the burst's large blocks were unmapped, but
-        what it freed in the arenas meanwhile still counts (a steady load leaves RSS where the
-        last trim left it, and is not trimmed again and again)."""
-        rss = self._rss()
-        if rss is None or abs(rss - self._last) <= self.threshold_bytes:
+        """Trim when, since the last trim, the arenas' free bytes rose more than
+        ``threshold_bytes`` over the lowest seen (a burst done: what it held is free now,
+        though RSS did not move, as memory freed into an arena stays resident), or the
+        process grew by more than that while the arenas hold that much free (a burst
+        that came and went between two looks); whether it trimmed. A steady load reuses
+        what it frees between two looks, and is not trimmed again and again."""
+        rss, free = self._rss(), self.free_bytes()
+        if rss is None or free is None:
             return False
-        free = self.free_bytes()
-        if free is None or free <= self.threshold_bytes:
+        self._free_low = min(self._free_low, free)
+        freed = free - self._free_low > self.threshold_bytes
+        grew = rss - self._last_rss > self.threshold_bytes and free > self.threshold_bytes
+        if not (freed or grew):
             return False
         self._libc.malloc_trim(0)
         self.trims += 1
-        self._last = self._rss() or rss
-        log.debug("heap trimmed: %d bytes were free, %d resident now", free, self._last)
+        self._last_rss = self._rss() or rss
+        self._free_low = self.free_bytes() or 0  # (trimmed chunks stay counted free: given back, not unmapped)
+        log.debug("heap trimmed: %d bytes were free, %d resident now", free, self._last_rss)
         return True
 
     def start(self) -> HeapTrim:
