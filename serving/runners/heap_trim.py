@@ -38,7 +38,7 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 #: allocations under this come from the arenas, reused (glibc's own ceiling for its sliding threshold)
 MMAP_THRESHOLD = 32 << 20
 #: free memory past this at the top of an arena goes back at once, in every arena
-TRIM_THRESHOLD = 2 << 20
+TRIM_THRESHOLD = 4 << 20
 
 
 class Mallinfo2(ctypes.Structure):
@@ -137,9 +137,12 @@ class HeapTrim:
         pool uses up to 8 arenas a core), out of ``malloc_trim``'s reach, which trims only
         the main arena's top. Blocks under :data:`MMAP_THRESHOLD` still come from the arenas
         (no mmap per large array); an arena's top past :data:`TRIM_THRESHOLD` goes back as it
-        is freed."""
-        self._libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        self._libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+        is freed. glibc's own variables (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``),
+        when set, win: an operator's choice."""
+        if os.environ.get("MALLOC_MMAP_THRESHOLD_") is None:
+            self._libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        if os.environ.get("MALLOC_TRIM_THRESHOLD_") is None:
+            self._libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
     def stop(self) -> None:
         self._stop.set()

@@ -119,7 +119,7 @@ def test_start_fixes_the_arenas_thresholds_and_stop_ends_the_thread():
     trim, process = heap()
     trim.start()
     try:
-        assert process.options == {heap_trim.M_MMAP_THRESHOLD: 32 * MB, heap_trim.M_TRIM_THRESHOLD: 2 * MB}
+        assert process.options == {heap_trim.M_MMAP_THRESHOLD: 32 * MB, heap_trim.M_TRIM_THRESHOLD: 4 * MB}
     finally:
         trim.stop()
     assert trim._thread is not None and not trim._thread.is_alive()
