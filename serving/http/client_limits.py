@@ -79,6 +79,9 @@ class TimedChannel(HTTPChannel):
         partial = self.request
         if partial is not None:
             partial.close()
+            # the parser holds this channel (on_refused): without the cut, the pair and the
+            # headers read so far wait for the cycle collector, which an idle server never runs
+            self.request = None
         super().del_channel(map)
 
     def reading_since(self) -> float | None:
