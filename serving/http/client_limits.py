@@ -38,6 +38,7 @@ class TimedChannel(HTTPChannel):
     dropping input ("lingering", as nginx does) until the client closes or the
     request's deadline passes (:func:`overdue`). Nothing of it is buffered."""
 
+    request: Any = None  # waitress's: the request being read (a GatedParser), or None
     request_began = 0.0
     gate = FrontGate()
     budget: BodyBudget | None = None  # None: bodies are not counted

@@ -9,12 +9,18 @@ much the arenas hold free (``mallinfo2``: free chunks, whether still resident
 or given back already) and at the process's resident memory, and when either
 rose by more than ``threshold_bytes`` since the last trim
 (:meth:`HeapTrim.trim_if_worth`) calls ``malloc_trim(0)``, which gives back
-every whole free page on the arenas' free lists and the main arena's top (the
-other arenas' tops go back as they are freed: :meth:`HeapTrim.bound_arenas`).
+every whole free page on the arenas' free lists and the main arena's top.
 Looking costs a read of /proc and a walk of the free lists; trimming, a refault
 of pages reused later: at most once per interval either way
 (docs/RELIABILITY.md, "Memory after an attack", has the measurements). Without
 glibc (musl, macOS) it does nothing.
+
+What it leaves: the top of every other arena (glibc makes one per thread, up to
+8 a core), which glibc trims only as blocks are freed into it, past a threshold
+that rises with the largest block freed (up to 64 MiB). Fixing that threshold
+low returns those tops as well, but made every large array of an OCR request a
+page fault again (7% fewer images/s at one client): an operator who prefers the
+memory sets glibc's own ``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_ARENA_MAX``.
 """
 
 from __future__ import annotations
@@ -33,12 +39,6 @@ log = logging.getLogger(__name__)
 
 INTERVAL_S = 2.0
 THRESHOLD_BYTES = 16 << 20
-#: mallopt's parameters (malloc.h)
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-#: allocations under this come from the arenas, reused (glibc's own ceiling for its sliding threshold)
-MMAP_THRESHOLD = 32 << 20
-#: free memory past this at the top of an arena goes back at once, in every arena
-TRIM_THRESHOLD = 4 << 20
 
 
 class Mallinfo2(ctypes.Structure):
@@ -51,19 +51,17 @@ class Mallinfo2(ctypes.Structure):
 
 
 def glibc() -> Any:
-    """The C library when it is glibc with ``mallinfo2``, ``malloc_trim`` and ``mallopt``, else None."""
+    """The C library when it is glibc with ``mallinfo2`` and ``malloc_trim``, else None."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name or "libc.so.6")
-        mallinfo2, malloc_trim, mallopt = libc.mallinfo2, libc.malloc_trim, libc.mallopt
+        mallinfo2, malloc_trim = libc.mallinfo2, libc.malloc_trim
     except (OSError, AttributeError):
         return None
     mallinfo2.restype = Mallinfo2
     mallinfo2.argtypes = []
     malloc_trim.restype = ctypes.c_int
     malloc_trim.argtypes = [ctypes.c_size_t]
-    mallopt.restype = ctypes.c_int
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     return libc
 
 
@@ -124,25 +122,11 @@ class HeapTrim:
         return True
 
     def start(self) -> HeapTrim:
-        """Fix the arenas' thresholds (:meth:`bound_arenas`) and start looking every ``interval_s``."""
+        """Start looking every ``interval_s``."""
         if self._libc is not None and self._thread is None:
-            self.bound_arenas()
             self._thread = threading.Thread(target=self._run, name="heap-trim", daemon=True)
             self._thread.start()
         return self
-
-    def bound_arenas(self) -> None:
-        """Fixed thresholds instead of glibc's sliding ones, which rise with the largest block
-        freed: the top of every arena then keeps up to twice that (64 MiB each, and a thread
-        pool uses up to 8 arenas a core), out of ``malloc_trim``'s reach, which trims only
-        the main arena's top. Blocks under :data:`MMAP_THRESHOLD` still come from the arenas
-        (no mmap per large array); an arena's top past :data:`TRIM_THRESHOLD` goes back as it
-        is freed. glibc's own variables (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``),
-        when set, win: an operator's choice."""
-        if os.environ.get("MALLOC_MMAP_THRESHOLD_") is None:
-            self._libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        if os.environ.get("MALLOC_TRIM_THRESHOLD_") is None:
-            self._libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
     def stop(self) -> None:
         self._stop.set()

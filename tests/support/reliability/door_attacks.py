@@ -554,15 +554,6 @@ def door_attacks() -> list[DoorAttack]:
             grpc=True,
         ),
         DoorAttack(
-            "v2_maximal_burst",
-            "v2 gRPC",
-            maximal_burst.__doc__ or "",
-            40,
-            maximal_burst(40),
-            frozenset({"INVALID_ARGUMENT", "UNAVAILABLE"}),  # (no inputs: 400 once read)
-            grpc=True,
-        ),
-        DoorAttack(
             "v2_empty_inputs_1mb",
             "v2 gRPC",
             "1 MB of empty inputs",
@@ -608,6 +599,23 @@ def door_attacks() -> list[DoorAttack]:
             1,
             paddle_entries(0, 400_000),
             frozenset({"err_no 413"}),
+            grpc=True,
+        ),
+    ]
+
+
+def burst_attacks() -> list[DoorAttack]:
+    """Not an attack of issue 38's table: what many clients of the largest legitimate
+    message cost at once, reported apart, because part of it stays in glibc's per-thread
+    arenas after it (serving/runners/heap_trim.py says which part, and why it stays)."""
+    return [
+        DoorAttack(
+            "v2_maximal_burst",
+            "v2 gRPC",
+            maximal_burst.__doc__ or "",
+            40,
+            maximal_burst(40),
+            frozenset({"INVALID_ARGUMENT", "UNAVAILABLE"}),  # (no inputs: 400 once read)
             grpc=True,
         ),
     ]
