@@ -18,6 +18,7 @@ every attack stayed within its bound.
     python -m bench.hostile --doors                        # issue 38: every door, both fronts, 8 and 64 MiB
     python -m bench.hostile --doors --front asyncio --max-body-mb 8 --only chunked_crumbs
     python -m bench.hostile --doors --base 866b69d         # the same attacks on that revision first
+    python -m bench.hostile --doors --doors-config configs/ocr.yml --front asyncio   # on the real models
 
 ``--doors`` runs tests/support/reliability/door_attacks.py instead, against a
 model-free image pipeline with a token and gRPC (the HTTP framing attacks on
@@ -71,7 +72,7 @@ def doors(args: argparse.Namespace) -> int:
             for i, front in enumerate(args.front):
                 attacks = [a for a in chosen if not a.grpc or i == 0]  # gRPC does not depend on the HTTP front
                 for label, root in roots.items():
-                    result = door_run(attacks, front, body_mb, root)
+                    result = door_run(attacks, front, body_mb, root, args.doors_config)
                     print(f"\n### {label}: http.front: {front}, max_body_size: {body_mb} MiB\n")
                     print(result["table"])
                     print(
@@ -88,12 +89,15 @@ def doors(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def door_run(attacks: list[DoorAttack], front: str, body_mb: int, root: str) -> dict[str, Any]:
-    """``attacks`` on a fresh server of ``root``'s code, then (with gRPC) the burst of maximal
-    messages: the table, RSS before the attacks, after them and after the burst, problems."""
+def door_run(attacks: list[DoorAttack], front: str, body_mb: int, root: str, config: str | None) -> dict[str, Any]:
+    """``attacks`` on a fresh server of ``root``'s code (``config``: a config file, else the
+    model-free one), then (with gRPC) the burst of maximal messages: the table, RSS before the
+    attacks, after them and after the burst, problems."""
     bursts = burst_attacks() if any(a.grpc for a in attacks) else []
     with tempfile.TemporaryDirectory() as folder:
-        server, door = start_door_server(f"{folder}/doors.yml", front=front, body_limit=body_mb * MB, root=root)
+        server, door = start_door_server(
+            f"{folder}/doors.yml", front=front, body_limit=body_mb * MB, root=root, config=config
+        )
         try:
             start = tree_rss_bytes(server.proc.pid)
             outcomes = []
@@ -135,6 +139,7 @@ def main() -> int:
     ap.add_argument("--front", action="append", choices=["asyncio", "waitress"], help="--doors: the HTTP fronts")
     ap.add_argument("--max-body-mb", action="append", type=int, help="--doors: the max_body_size values (MiB)")
     ap.add_argument("--base", help="--doors: the same attacks on this revision's server first (a before and after)")
+    ap.add_argument("--doors-config", help="--doors: serve this config (configs/ocr.yml: the real models)")
     args = ap.parse_args()
     if args.doors:
         args.front = args.front or ["asyncio", "waitress"]

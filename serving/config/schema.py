@@ -581,8 +581,8 @@ class HttpConf(BaseModel):
         ge=1,
         description="Connections open at once; more are answered 503 with `Retry-After` (`front: asyncio`) or "
         "wait in the listen backlog (`front: waitress`). null: the HTTP threads "
-        "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold up to two request bodies; "
-        "what they hold in all is bounded by `max_buffered_mb`.",
+        "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold request bodies (waitress two, "
+        "the asyncio front one); what they hold in all is bounded by `max_buffered_mb`.",
     )
     max_buffered_mb: int | None = Field(
         default=None,

@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from serving.rayserve import own_processes
+from tests.support.ray_cluster import direct_address
 from tests.support.server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -94,7 +95,7 @@ def test_requests_past_an_ingress_replicas_bound_get_503_with_retry_after_at_onc
         wait_ready(server)
         url = server.url
         if direct:  # the replica's own port, past the proxy (the command logs it)
-            url = _direct_address(server)
+            url = direct_address(server)
         first = requests.post(f"{url}/echo/predict", data="warm", headers={"Content-Type": "text/plain"}, timeout=120)
         assert first.status_code == 200, first.text
         answers = send_at_once(url, SENT)
@@ -118,16 +119,3 @@ def test_requests_past_an_ingress_replicas_bound_get_503_with_retry_after_at_onc
             except ProcessLookupError:
                 pass
         server.stop()
-
-
-def _direct_address(server: ServerProcess) -> str:
-    import re
-
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        with open(server.log_path, encoding="utf-8", errors="replace") as log:
-            found = re.search(r"direct ingress: the ingress replicas also answer on (http://\S+?)/?[ ,]", log.read())
-        if found:
-            return found.group(1)
-        time.sleep(0.5)
-    raise AssertionError(f"no direct-ingress address logged:\n{server.log()}")

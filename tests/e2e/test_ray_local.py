@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import time
 
 import pytest
@@ -21,6 +20,7 @@ import requests
 import yaml
 
 from serving.rayserve import own_processes
+from tests.support.ray_cluster import direct_address
 from tests.support.server_process import ROOT, ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -85,18 +85,6 @@ def ocr_config(tmp_path, direct: bool) -> str:
     out = tmp_path / "ocr.yml"
     out.write_text(yaml.safe_dump(data), encoding="utf-8")
     return str(out)
-
-
-def direct_address(server: ServerProcess) -> str:
-    """The ingress replica's own address, as the command logs it once the application runs."""
-    end = time.monotonic() + 30
-    while time.monotonic() < end:
-        with open(server.log_path, encoding="utf-8", errors="replace") as log:
-            found = re.search(r"direct ingress: the ingress replicas also answer on (http://\S+?)/?[ ,]", log.read())
-        if found:
-            return found.group(1)
-        time.sleep(0.5)
-    raise AssertionError(f"no direct-ingress address logged:\n{server.log()}")
 
 
 @pytest.mark.parametrize("direct", [False, True], ids=["proxy", "direct-ingress"])

@@ -42,7 +42,7 @@ from tests.support.ray_fakes import (
     op_conf,
     split_add,
 )
-from tests.support.ray_ingress import Body, RayApps, call, scope
+from tests.support.ray_ingress import Body, RayApps, call, isolate, scope
 
 TOKEN = "t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -51,12 +51,7 @@ AUTH_HEADER = (b"authorization", f"Bearer {TOKEN}".encode())
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
-    """No token from the environment; replicas' node-wide CPU claims in a file of the test's own."""
-    import tempfile
-
-    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    isolate(tmp_path, monkeypatch)
 
 
 @pytest.fixture

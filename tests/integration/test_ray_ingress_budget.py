@@ -28,7 +28,7 @@ from serving.http.body_budget import MIB, BodyBudget, Claim, buffered_bytes
 from serving.http.front_gate import FrontGate
 from serving.rayserve import wsgi_bridge
 from tests.support.ray_fakes import HANG_GUARD_S, RAY_FAKES, document, gate, op_conf, split_add
-from tests.support.ray_ingress import Body, RayApp, RayApps, call, request
+from tests.support.ray_ingress import Body, RayApp, RayApps, call, isolate, request
 
 TOKEN = "t0ken"
 AUTH_HEADER = (b"authorization", f"Bearer {TOKEN}".encode())
@@ -51,12 +51,7 @@ def docs(gate_name: str | None = None, **top: Any) -> list[Any]:
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
-    """No token from the environment; replicas' node-wide CPU claims in a file of the test's own."""
-    import tempfile
-
-    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    isolate(tmp_path, monkeypatch)
 
 
 @pytest.fixture

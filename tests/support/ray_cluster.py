@@ -12,6 +12,7 @@ is a child of one of its raylets.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import time
 from collections.abc import Sequence
 
 from serving.runners.pids import stat_fields
-from tests.support.server_process import ROOT, free_port
+from tests.support.server_process import ROOT, ServerProcess, free_port
 
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 
@@ -159,3 +160,16 @@ class LocalRayCluster:
                 pass
         shutil.rmtree(self.temp_dir, ignore_errors=True)
         return left
+
+
+def direct_address(server: ServerProcess, timeout: float = 60.0) -> str:
+    """The ingress replica's own address (``ray.direct_ingress``), as ``batchline serve --ray`` logs
+    it once the application runs."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open(server.log_path, encoding="utf-8", errors="replace") as log:
+            found = re.search(r"direct ingress: the ingress replicas also answer on (http://\S+?)/?[ ,]", log.read())
+        if found:
+            return found.group(1)
+        time.sleep(0.5)
+    raise AssertionError(f"no direct-ingress address logged:\n{server.log()}")

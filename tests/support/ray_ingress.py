@@ -134,3 +134,13 @@ def request(path: str, body: Body, headers: list[tuple[bytes, bytes]]) -> Reques
 def call(app: RayApp, path: str, body: Body, headers: list[tuple[bytes, bytes]]) -> Any:
     """The ingress's answer to a POST of ``body`` to ``path``, as Ray's proxy hands it over."""
     return asyncio.run(app.ingress(request(path, body, headers)))
+
+
+def isolate(tmp_path: Any, monkeypatch: Any) -> None:
+    """No token from the environment; replicas' node-wide CPU claims in a file of the test's own
+    (an ingress test module's autouse fixture)."""
+    import tempfile
+
+    for var in ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

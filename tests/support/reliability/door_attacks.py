@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import grpc
 import requests
+import yaml
 
 from serving.grpc.message_room import READ_FACTOR
 from serving.protos import inference_messages, pipeline_messages
@@ -126,22 +127,42 @@ TOKEN = "door-attacks-token"
 PIPELINE = "img"
 
 
-def start_door_server(config_path: str, *, front: str, body_limit: int, root: str = ROOT) -> tuple[ServerProcess, Door]:
-    """A real server of the model-free image pipeline (tests/support/image_fakes.py) at
-    ``config_path`` (written here): ``front`` reads HTTP, ``max_body_size: body_limit``, a token,
-    gRPC on a free port; warmed with a few predictions, so the attacks' growth is theirs.
-    ``root``: the checkout whose code serves (another revision's, for a before and after)."""
-    extra = f"auth_token: {TOKEN}\nhttp: {{front: {front}}}"
-    with open(config_path, "w") as f:
-        f.write(image_config(name=PIPELINE, max_body_size=body_limit, extra=extra, delay_ms=1, per_item_ms=0))
+def door_config_text(front: str, body_limit: int, config: str | None) -> str:
+    """The served config: the model-free image pipeline, or ``config`` (a file, e.g.
+    configs/ocr.yml) with the door's token, front and ``max_body_size`` on its source ops."""
+    if config is None:
+        extra = f"auth_token: {TOKEN}\nhttp: {{front: {front}}}"
+        return image_config(name=PIPELINE, max_body_size=body_limit, extra=extra, delay_ms=1, per_item_ms=0)
+    with open(config, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    doc["auth_token"] = TOKEN
+    doc.setdefault("http", {})["front"] = front
+    for op in doc["op"].values():
+        if not op.get("input_ops"):
+            op.setdefault("local_service_conf", {})["max_body_size"] = body_limit
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def start_door_server(
+    config_path: str, *, front: str, body_limit: int, root: str = ROOT, config: str | None = None
+) -> tuple[ServerProcess, Door]:
+    """A real server at ``config_path`` (written here) of the model-free image pipeline
+    (tests/support/image_fakes.py), or of ``config`` (a config file: the real models):
+    ``front`` reads HTTP, ``max_body_size: body_limit``, a token, gRPC on a free port;
+    warmed with a few predictions, so the attacks' growth is theirs. ``root``: the checkout
+    whose code serves (another revision's, for a before and after)."""
+    text = door_config_text(front, body_limit, config)
+    with open(config_path, "w", encoding="utf-8") as f:
+        f.write(text)
+    name = yaml.safe_load(text)["name"]
     rpc_port = free_port()
-    server = ServerProcess(config_path, extra_args=("--rpc-port", str(rpc_port)), root=root)
-    image, _ = valid_image()
-    door = Door("127.0.0.1", server.port, rpc_port, TOKEN, PIPELINE, image, body_limit, 4 * body_limit)
+    server = ServerProcess(config_path, extra_args=("--rpc-port", str(rpc_port)), root=root, ready_timeout=300)
+    image, _ = valid_image(None if config is None else f"{ROOT}/tests/data/ocr/invoice/invoice.png")
+    door = Door("127.0.0.1", server.port, rpc_port, TOKEN, name, image, body_limit, 4 * body_limit)
     try:
         for _ in range(3):
             answer = requests.post(
-                f"{door.url}/{PIPELINE}/prediction", data=paddle_body(image), headers={"Authorization": door.auth}
+                f"{door.url}/{name}/prediction", data=paddle_body(image), headers={"Authorization": door.auth}
             )
             answer.raise_for_status()
     except BaseException:
