@@ -322,8 +322,10 @@ def test_multipart_fields(client, fields):
 )
 def test_unknown_pipelines(client, name, route):
     assume(name != NAME and name.strip() and name not in (".", ".."))
-    method = client.get if route == "config" else client.post
-    r = method(f"/{name}/{route}", data=b"{}")
+    if route == "config":  # a GET, without a body (one would be 413: the route takes none)
+        r = client.get(f"/{name}/{route}")
+    else:
+        r = client.post(f"/{name}/{route}", data=b"{}")
     assert_4xx(r, {404})
 
 
