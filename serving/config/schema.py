@@ -591,8 +591,9 @@ class HttpConf(BaseModel):
         "server (MiB). null: 4 x the largest `max_body_size`. A request takes its `Content-Length` from it "
         "before its body is read (a chunked body: as it arrives) and gives it back once answered; one that "
         "does not fit gets 503 with `Retry-After`, its body unread. gRPC messages (`rpc_port`) take theirs from "
-        "it too, the largest `max_body_size` while one is read, its size once read, until decoded; a call that "
-        "finds no room waits for it up to its deadline or `request_timeout_s`, then gets 503 (with front "
+        "it too, twice the largest `max_body_size` while one is read (at most the whole budget), twice its size "
+        "once read, until decoded; a "
+        "call that finds no room waits for it up to its deadline or `request_timeout_s`, then gets 503 (with front "
         "processes, gRPC gets a budget of one front's share). Must hold one body of the largest "
         "`max_body_size`, else the config is refused.",
     )
