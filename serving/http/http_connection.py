@@ -244,8 +244,7 @@ class Connection(asyncio.Protocol):
             self.message_done = False
             self.phase, self.tail = Phase.HEAD, b""
         elif self.headers_done and self.phase is Phase.HEAD:
-            chunked = b"chunked" in self._header(b"transfer-encoding", b"").lower()
-            self.phase = Phase.CHUNKED if chunked else Phase.LENGTH
+            self.phase = Phase.CHUNKED if self._chunked() else Phase.LENGTH
             self.body_left, self.wire_bytes = self._content_length() or 0, 0
 
     def _flow(self) -> None:
@@ -330,7 +329,7 @@ class Connection(asyncio.Protocol):
         path = self._path()
         authorization = self._header(b"authorization", b"").decode("latin-1")
         length = self._content_length()
-        chunked = b"chunked" in self._header(b"transfer-encoding", b"").lower()
+        chunked = self._chunked()
         refusal = self.state.gate.refusal(path, authorization, has_body=bool(length) or chunked)
         if refusal is not None:
             return refusal
@@ -348,7 +347,10 @@ class Connection(asyncio.Protocol):
         return unquote_to_bytes(bytes(self.target).split(b"?", 1)[0]).decode("latin-1")
 
     def _has_body(self) -> bool:
-        return bool(self._content_length()) or b"chunked" in self._header(b"transfer-encoding", b"").lower()
+        return bool(self._content_length()) or self._chunked()
+
+    def _chunked(self) -> bool:
+        return b"chunked" in self._header(b"transfer-encoding", b"").lower()
 
     def _content_length(self) -> int | None:
         raw = self._header(b"content-length", None)
