@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import select
 import socket
-import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -648,9 +647,7 @@ def run_door_attack(door: Door, pid: int, attack: DoorAttack, *, settle_s: float
     the RSS once its connections closed and the server had ``2 * settle_s`` to settle."""
     errors: list[str] = []
     with RssSampler(pid, interval_s=SAMPLE_S) as sampler:
-        time.sleep(settle_s)
-        before = [s for _, s in sampler.samples]
-        baseline = int(statistics.median(before)) if before else 0
+        baseline = sampler.baseline(settle_s)
         t0 = time.monotonic()
         try:
             sent = attack.run(door)

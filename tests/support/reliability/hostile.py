@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import json
-import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -151,9 +150,7 @@ def run_attack(
     statuses: list[int] = []
     errors: list[str] = []
     with RssSampler(pid, interval_s=SAMPLE_S) as sampler:
-        time.sleep(settle_s)
-        before = [s for t, s in sampler.samples]
-        baseline = int(statistics.median(before)) if before else 0
+        baseline = sampler.baseline(settle_s)
         t0 = time.monotonic()
         with ThreadPoolExecutor(len(bodies)) as pool:
             for fut in [pool.submit(_post, target, b, timeout) for b in bodies]:

@@ -4,6 +4,7 @@ The readings are :mod:`serving.runners.process_memory`'s; 0 where unreadable."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from typing import Any
@@ -46,6 +47,13 @@ class RssSampler:
         self._stop.set()
         self._thread.join(5)
         self._sample(self.samples[-1][0] + self.interval_s if self.samples else 0.0)
+
+    def baseline(self, settle_s: float) -> int:
+        """The median of what is sampled over the next ``settle_s`` seconds: the level a run's
+        growth is measured from (0 if nothing was read)."""
+        time.sleep(settle_s)
+        before = [s for _, s in self.samples]
+        return int(statistics.median(before)) if before else 0
 
     def peak(self, series: list[tuple[float, int]] | None = None) -> int:
         return max((s for _, s in (self.samples if series is None else series)), default=0)
