@@ -82,7 +82,7 @@ def main() -> int:
 
     in_process_spans = RunSpans()
     direct_module.run_batch = in_process_spans.wrap(direct_module.run_batch)  # type: ignore[assignment]
-    from serving.http.decode import decode_image
+    from serving.service.decode import decode_image
 
     max_pixels = load_config(adaptive).max_image_pixels
 

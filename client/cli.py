@@ -32,7 +32,7 @@ from .pipeline_client import ROUTE_HEADER, PipelineClient, PipelineError
 from .protocols import GRPC_PROTOCOLS, PROTOCOLS
 
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
-# the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
+# the variable the server reads its token from (serving/service/auth.py; the client does not import serving)
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
 TOKEN_HELP = f"bearer token (default: ${TOKEN_ENV}, the variable the server reads; gRPC: 'authorization' metadata)"
 PROTOCOL_HELP = (

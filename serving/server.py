@@ -20,6 +20,7 @@ from typing import Any
 from serving.config import ConfigError, ServingConfig
 from serving.config.report import format_op_table
 from serving.config.repository_files import RepositoryConfig, load_repository, repository_of
+from serving.engine.decode_budget import DecodeBudget
 from serving.engine.metrics import Metrics
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
@@ -29,16 +30,16 @@ from serving.grpc.front import GrpcFront
 from serving.grpc.message_room import MessageRoom
 from serving.http import shared_port
 from serving.http.app import create_app
-from serving.http.auth import admin_token, auth_token
-from serving.http.body_budget import BodyBudget, front_buffered_bytes
-from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
-from serving.http.handler_count import HANDLERS
-from serving.http.limits import http_threads, largest_body_size, max_body_size
 from serving.runners.gpus import Nvml, open_gpus
 from serving.runners.heap_trim import HeapTrim
+from serving.service.auth import admin_token, auth_token
+from serving.service.body_budget import BodyBudget, front_buffered_bytes
+from serving.service.core import RequestCore
+from serving.service.exposure import INSECURE_ENV, OpenBindRefused, check_bind
+from serving.service.limits import http_threads, largest_body_size, max_body_size
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,11 @@ class Server:
         self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
         self.warmup = warmup
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
-        self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
+        # one request core beneath every door of this process: the HTTP app's routes and gRPC's services
+        self.core = RequestCore(self.repository, DecodeBudget(0))
+        self.app = create_app(
+            self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token, core=self.core
+        )
         self.port = self.config.http_port if port is None else port
         self.rpc_port = self.config.rpc_port if rpc_port is None else rpc_port
         self.grpc: GrpcFront | None = None  # on rpc_port, in this process
@@ -149,7 +154,7 @@ class Server:
             return
         room = MessageRoom(budget, largest_body_size(self.config), self.config.http.request_timeout_s)
         self.grpc = GrpcFront(
-            GrpcServices.of(self.app, self.gate.auth_token, room), self.config, host=self.host, port=self.rpc_port
+            GrpcServices(self.core, self.gate.auth_token, room), self.config, host=self.host, port=self.rpc_port
         )
         self.rpc_port = self.grpc.port
 
@@ -240,7 +245,7 @@ class Server:
         log.info("draining: refusing new requests, finishing accepted ones")
         drained = self.repository.shutdown()
         if self.front is not None:
-            self.front.drain(self.app.extensions[HANDLERS])
+            self.front.drain(self.core.handlers)
         if self.fronts is not None:
             self.fronts.drain()
         if self.grpc is not None:

@@ -25,10 +25,10 @@ from serving.config.schema import ServingConfig
 from serving.engine.execute import run_batch
 from serving.engine.launch import make_op, runners_for
 from serving.engine.units import batch_units
-from serving.http.decode import decode_image
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import CpuAllocator, available_cpus
 from serving.runners.process_memory import peak_rss_bytes, reset_peak, rss_bytes
+from serving.service.decode import decode_image
 
 log = logging.getLogger(__name__)
 

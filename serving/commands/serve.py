@@ -8,8 +8,8 @@ import logging
 
 from serving import server
 from serving.config import ConfigError
-from serving.http.auth import auth_token
-from serving.http.exposure import OpenBindRefused, check_bind
+from serving.service.auth import auth_token
+from serving.service.exposure import OpenBindRefused, check_bind
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import grpc
 
 from serving.errors import ServingError, Unauthorized
 from serving.grpc.status import grpc_code, trailers
-from serving.http.auth import TOKEN_ENV, token_accepts
+from serving.service.auth import TOKEN_ENV, token_accepts
 
 
 class CallHeaders:

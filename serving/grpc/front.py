@@ -19,7 +19,7 @@ import grpc
 from serving.config.repository_files import RepositoryConfig
 from serving.grpc import inference_service, pipeline_service
 from serving.grpc.context import GrpcServices
-from serving.http.limits import http_threads
+from serving.service.limits import http_threads
 
 log = logging.getLogger(__name__)
 

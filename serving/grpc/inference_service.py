@@ -1,6 +1,6 @@
 """The Open Inference Protocol (KServe v2) over gRPC: ``inference.GRPCInferenceService``
 as tritonclient.grpc and KServe's gRPC client call it, on ``rpc_port``. The same
-models, checks and answers as the HTTP routes (:mod:`serving.http.inference_protocol`).
+models, checks and answers as the HTTP routes (:mod:`serving.service.open_inference`).
 
 ServerLive and ServerReady need no token (they are probes, as ``/v2/health/*``);
 every other call needs ``authorization: Bearer <token>`` when a token is set.
@@ -23,12 +23,12 @@ from serving.errors import BadRequest, ServingError, as_serving_error
 from serving.grpc.call import Call, without_frames
 from serving.grpc.context import GrpcServices
 from serving.grpc.request_message import RequestMessage
-from serving.http.inference_protocol.infer import CallFacts, infer, model
-from serving.http.inference_protocol.model import PLATFORM, ModelViews
-from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput, checked_id
-from serving.http.inference_protocol.server import server_metadata
-from serving.http.limits import HttpLimits
 from serving.protos import INFERENCE_PACKAGE, inference_messages
+from serving.service.limits import RequestLimits
+from serving.service.open_inference.infer import CallFacts, infer, model
+from serving.service.open_inference.model import PLATFORM, ModelViews
+from serving.service.open_inference.request import InferRequest, InputTensor, RequestedOutput, checked_id
+from serving.service.open_inference.server import server_metadata
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class InferenceService:
 
     def _answer(self, context: grpc.ServicerContext, answer: Callable[[Call], Any], *, token: bool = True) -> Any:
         call = Call.of(context)
-        with self.services.handlers:
+        with self.services.core.handlers:
             try:
                 if token:
                     call.check_token(self.services.auth_token)  # before a byte of the message is read
@@ -105,19 +105,19 @@ class InferenceService:
     # the probes need no token and carry an empty message: it is never read, so whatever a
     # client sends costs the server a flow-control window at most
     def server_live(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
-        live = lambda call: self.messages.ServerLiveResponse(live=self.services.routes().repository.live)
+        live = lambda call: self.messages.ServerLiveResponse(live=self.services.core.repository.live)
         return self._answer(context, live, token=False)
 
     def server_ready(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
-        ready = lambda call: self.messages.ServerReadyResponse(ready=self.services.routes().repository.ready)
+        ready = lambda call: self.messages.ServerReadyResponse(ready=self.services.core.repository.ready)
         return self._answer(context, ready, token=False)
 
     def model_ready(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         def ready(call: Call) -> Any:
             request = self._request(messages, call, "ModelReadyRequest")
-            routes = self.services.routes()
-            model(routes, self.views, request.name, request.version)  # NOT_FOUND for a model not served
-            return self.messages.ModelReadyResponse(ready=routes.repository.ready)
+            core = self.services.core
+            model(core, self.views, request.name, request.version)  # NOT_FOUND for a model not served
+            return self.messages.ModelReadyResponse(ready=core.repository.ready)
 
         return self._answer(context, ready)
 
@@ -131,7 +131,7 @@ class InferenceService:
     def model_metadata(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         def metadata(call: Call) -> Any:
             request = self._request(messages, call, "ModelMetadataRequest")
-            view = model(self.services.routes(), self.views, request.name, request.version)
+            view = model(self.services.core, self.views, request.name, request.version)
             tensor = self.messages.ModelMetadataResponse.TensorMetadata
             specs = [tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in (view.input, *view.outputs)]
             return self.messages.ModelMetadataResponse(
@@ -161,8 +161,8 @@ class InferenceService:
                 )
                 held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
                 del message
-                read: Callable[[HttpLimits], InferRequest] = lambda limits: infer_request(held.pop())
-                answer = infer(self.services.routes(), self.views, name, version, read, facts)
+                read: Callable[[RequestLimits], InferRequest] = lambda limits: infer_request(held.pop())
+                answer = infer(self.services.core, self.views, name, version, read, facts)
             finally:
                 claim.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor

@@ -1,5 +1,5 @@
 """What gRPC calls may hold of their messages at once: room in the server's body
-budget (:mod:`serving.http.body_budget`), the one HTTP bodies take theirs from,
+budget (:mod:`serving.service.body_budget`), the one HTTP bodies take theirs from,
 so ``http.max_buffered_mb`` bounds both together.
 
 grpc reads a unary call's message before its handler runs and holds it whole,
@@ -37,7 +37,7 @@ import grpc
 from serving.errors import BadRequest, ClientDisconnected
 from serving.grpc.call import Call
 from serving.grpc.read_watch import ReadWatch
-from serving.http.body_budget import BodyBudget, Claim
+from serving.service.body_budget import BodyBudget, Claim
 
 #: what a message is counted, in its own size, from before it is read until it is decoded (module doc)
 READ_FACTOR = 2

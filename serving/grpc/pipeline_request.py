@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from serving.errors import BadRequest, NotFound
-from serving.http.decode import KEYS_BY_KIND, key_kind
-from serving.http.parse import ParsedRequest, check_count, read_options
 from serving.protos import pipeline_messages
+from serving.service.decode import KEYS_BY_KIND, key_kind
+from serving.service.parse import ParsedRequest, check_count, read_options
 
 #: what Paddle Serving's PipelineClient adds with ``profile=True``; it asks for a timeline, not an input
 PROFILE_KEY = "pipeline.profile"

@@ -23,9 +23,8 @@ from serving.grpc.pipeline_request import NUMERIC_FIELDS, OPTION_KEYS, numpy_ref
 from serving.grpc.request_message import RequestMessage
 from serving.grpc.status import trailers
 from serving.grpc.wire_count import RefusedField
-from serving.http.routes.prediction import paddle_document
-from serving.http.routes.waiting import wait_for_results
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
+from serving.service.core import paddle_document
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +41,7 @@ class PipelineService:
 
     def inference(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         call = Call.of(context)
-        with self.services.handlers:
+        with self.services.core.handlers:
             try:
                 call.check_token(self.services.auth_token)  # before a byte of the message is read
                 return self._answer(messages, call)
@@ -58,14 +57,15 @@ class PipelineService:
                 return self.messages.Response(err_no=fault.err_no, err_msg=fault.message)
 
     def _answer(self, messages: Iterator[bytes], call: Call) -> Any:
-        routes = self.services.routes()
+        core = self.services.core
         with self.services.room.holding(call) as claim:  # given back once the inputs are decoded
             try:
                 request = self.services.read(messages, call, self.request, claim)
             except RefusedField as refused:
                 raise numpy_refusal("a tensor", refused.field_name) from None
-            name, version = route_of(request, next(iter(routes.repository.config.routes)))
-            pipeline, limits = routes.target(name, version, request.ByteSize())
+            name, version = route_of(request, next(iter(core.repository.config.routes)))
+            target = core.target(name, version, request.ByteSize())
+            pipeline, limits = target
             parsed = parse_pipeline_request(
                 request,
                 {key: call.headers.get(key) for key in OPTION_KEYS},
@@ -75,14 +75,10 @@ class PipelineService:
             )
             del request  # the message's bytes: the parsed inputs hold what is still needed
             parsed.timeout_ms = call.timeout_ms(parsed.timeout_ms)
-            key = routes.route_key(name, version, call.headers.get)
-            handles, reservation = routes.start(name, version, parsed, pipeline, limits, key, protocol=PROTOCOL)
+            key = core.route_key(name, version, call.headers.get)
+            started = core.start(name, version, parsed, target, key, protocol=PROTOCOL)
             parsed.inputs.clear()  # decoded into the handles: the encoded values go with the room
-        try:
-            wait_for_results(handles, limits.wait_slice_s, call.gone())
-            document = paddle_document(handles, parsed.logid)
-        finally:
-            reservation.release()
+        document = paddle_document(started.wait(call.gone()), parsed.logid)
         return self.messages.Response(err_no=0, key=document["key"], value=document["value"])
 
 

@@ -6,7 +6,7 @@ field, a Python object more when the handler reads it: an empty input tensor is
 2 bytes on the wire and hundreds in memory, so an 8 MB ModelInferRequest of
 empty inputs cost 1.3 GB and 13 s of CPU before any count was checked. So the
 message's bytes are walked first, tag by tag, as a JSON body's are
-(:mod:`serving.http.json_budget`), and the walk stops as soon as the count
+(:mod:`serving.service.json_budget`), and the walk stops as soon as the count
 passes its limit (413). Each of these counts one:
 
 * a sub-message; a map entry two when its value is a message (the parser makes

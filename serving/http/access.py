@@ -1,6 +1,6 @@
 """Whether a request may reach its route, checked before any route runs:
 
-1. health probes (:data:`~serving.http.auth.OPEN_PATHS`): always;
+1. health probes (:data:`~serving.service.auth.OPEN_PATHS`): always;
 2. ``Host`` not in ``security.allowed_hosts`` (when set): 400;
 3. the page's files: no token, no Origin check (they hold no data);
 4. no ``auth_token``: a browser request from another origin is 403;
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from serving.errors import BadRequest, Forbidden
-from serving.http.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, required_token, token_accepts, token_refusal
 from serving.http.body_paths import no_body_refusal, takes_body
 from serving.http.origins import AccessPolicy
+from serving.service.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, required_token, token_accepts, token_refusal
 
 
 class HeaderLookup(Protocol):

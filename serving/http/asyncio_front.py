@@ -45,11 +45,11 @@ from typing import Any
 
 from serving.config.schema import HttpConf
 from serving.http import shared_port
-from serving.http.body_budget import BodyBudget, front_buffered_bytes
 from serving.http.client_limits import cleanup_interval
 from serving.http.front_gate import FrontGate
-from serving.http.handler_count import HandlerCount
 from serving.http.http_connection import Connection, FrontState, LoopRoute
+from serving.service.body_budget import BodyBudget, front_buffered_bytes
+from serving.service.handler_count import HandlerCount
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 
 from serving.config.schema import HttpConf
-from serving.http.body_budget import BodyBudget
 from serving.http.front_gate import FrontGate, GatedParser, waitress_body_limit
+from serving.service.body_budget import BodyBudget
 
 
 class TimedChannel(HTTPChannel):

@@ -9,7 +9,7 @@ before it reads or buffers the body (waitress buffers a whole body, past
   largest ``max_body_size`` served): 413. A chunked body has no length up
   front: waitress counts it as it arrives (chunk framing included) and it is
   refused once past the limit;
-* a body the server-wide body budget (:mod:`serving.http.body_budget`,
+* a body the server-wide body budget (:mod:`serving.service.body_budget`,
   ``http.max_buffered_mb``) has no room for: 503 with ``Retry-After``. A
   request takes its ``Content-Length`` from the budget before its body is
   read (a chunked one, each read before it is stored) and gives it back when
@@ -32,11 +32,11 @@ from waitress.parser import HTTPRequestParser
 from waitress.utilities import Error, RequestEntityTooLarge, RequestHeaderFieldsTooLarge
 
 from serving.errors import ServingError
-from serving.http.auth import required_token, token_accepts, token_refusal
-from serving.http.body_budget import BodyBudget
 from serving.http.body_paths import no_body_refusal, takes_body
-from serving.http.error_body import body_over_limit, error_document, error_headers
-from serving.http.jsonio import dumps
+from serving.service.auth import required_token, token_accepts, token_refusal
+from serving.service.body_budget import BodyBudget
+from serving.service.error_body import body_over_limit, error_document, error_headers
+from serving.service.jsonio import dumps
 
 log = logging.getLogger(__name__)
 

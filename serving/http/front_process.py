@@ -20,19 +20,22 @@ import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Client
 
+from serving.engine.decode_budget import DecodeBudget
 from serving.http import shared_port
+from serving.http.access import Access
 from serving.http.app import create_app
 from serving.http.asyncio_front import AsyncioFront
-from serving.http.fast_prediction import FastPrediction
 from serving.http.front_gate import FrontGate
 from serving.http.front_kinds import HttpFront
 from serving.http.front_link import FrontHello, Wire
-from serving.http.handler_count import HANDLERS
-from serving.http.limits import http_threads
+from serving.http.loop_route import LoopRoute
+from serving.http.origins import AccessPolicy
 from serving.http.remote_repository import RemoteRepository
 from serving.http.waitress_front import WaitressFront
 from serving.runners.heap_trim import HeapTrim
 from serving.runners.process import name_process
+from serving.service.core import RequestCore
+from serving.service.limits import http_threads
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +67,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     repository = RemoteRepository(wire, hello.snapshot)
     config = hello.snapshot.config
     share = 1.0 / hello.count
-    app = create_app(repository, auth_token=hello.auth_token, admin_token=hello.admin_token, budget_share=share)
+    core = RequestCore(repository, DecodeBudget(0))
+    app = create_app(
+        repository, auth_token=hello.auth_token, admin_token=hello.admin_token, budget_share=share, core=core
+    )
     gate = FrontGate(hello.auth_token, hello.admin_token)
     threads = http_threads(config)
     front: HttpFront
     if config.http.front == "asyncio":  # a one-text prediction answered on its loop, the rest by the app
-        route = FastPrediction.of(app).take
+        route = LoopRoute(core, Access(hello.auth_token, hello.admin_token, AccessPolicy.of(config.security))).take
         front = AsyncioFront(
             app, config.http, gate, threads=threads, sock=listening, budget_share=share, loop_route=route
         )
@@ -80,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     front.start()
     heap = HeapTrim().start()  # bodies and decoded images freed: their pages back to the system
     stop.wait()
-    front.drain(app.extensions[HANDLERS])
+    front.drain(core.handlers)
     heap.stop()
     return 0
 

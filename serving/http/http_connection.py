@@ -20,8 +20,6 @@ import httptools
 
 from serving.config.schema import HttpConf
 from serving.errors import Overloaded, ServingError
-from serving.http.body_budget import BodyBudget, Claim
-from serving.http.error_body import body_over_limit
 from serving.http.front_gate import MAX_HEADER_BYTES, MAX_HEADER_FIELDS, FrontGate, FrontRefusal
 from serving.http.wsgi_call import (
     DateHeader,
@@ -35,6 +33,8 @@ from serving.http.wsgi_call import (
     internal_error,
     refusal_answer,
 )
+from serving.service.body_budget import BodyBudget, Claim
+from serving.service.error_body import body_over_limit
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ READ_AHEAD_BYTES = 64 << 10
 #: the end of a header block (and of a chunked body's trailers)
 BLANK_LINE = b"\r\n\r\n"
 
-#: answers some requests on the loop (:mod:`serving.http.fast_prediction`): a coroutine, or None
+#: answers some requests on the loop (:mod:`serving.http.loop_route`): a coroutine, or None
 #: for the app; the coroutine's None also leaves the request to the app
 LoopRoute = Callable[[HttpRequest], "Coroutine[Any, Any, HttpAnswer | None] | None"]
 

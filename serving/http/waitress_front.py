@@ -17,10 +17,10 @@ from flask import Flask
 from waitress import create_server
 
 from serving.config.schema import HttpConf
-from serving.http.body_budget import BodyBudget, front_buffered_bytes
 from serving.http.client_limits import guard_front, set_body_limit, waitress_options
 from serving.http.front_gate import FrontGate
-from serving.http.handler_count import HandlerCount
+from serving.service.body_budget import BodyBudget, front_buffered_bytes
+from serving.service.handler_count import HandlerCount
 
 
 class WaitressFront:

@@ -28,6 +28,8 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 UNTRUSTED_PROXY_HEADERS = frozenset(
     {"FORWARDED", "X_FORWARDED_FOR", "X_FORWARDED_HOST", "X_FORWARDED_PROTO", "X_FORWARDED_PORT", "X_FORWARDED_BY"}
 )
+#: the environ key of a callable that says whether the request's client went away
+CLIENT_GONE = "batchline.client_gone"
 INTERNAL_ERROR = b"Internal Server Error\r\n\r\nThe server encountered an unexpected internal server error"
 
 
@@ -44,6 +46,16 @@ class HttpRequest:
     remote: tuple[str, int] = ("", 0)
     server: tuple[str, int] = ("", 0)
     disconnected: Callable[[], bool] = field(default=lambda: False)
+
+
+def client_gone(environ: dict[str, Any]) -> Callable[[], bool]:
+    """Whether the client of the request of ``environ`` went away (never, where no front says)."""
+    gone: Callable[[], bool] = environ.get(CLIENT_GONE, _never)
+    return gone
+
+
+def _never() -> bool:
+    return False
 
 
 def first_header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -86,8 +98,8 @@ def environ_of(request: HttpRequest, ident: str) -> dict[str, Any]:
         "wsgi.run_once": False,
         "wsgi.input": io.BytesIO(request.body),
         "wsgi.input_terminated": True,
-        # the prediction routes watch for a client gone while its request waits (waitress's key)
-        "waitress.client_disconnected": request.disconnected,
+        # the prediction routes watch for a client gone while its request waits
+        CLIENT_GONE: request.disconnected,
     }
     for raw_name, raw_value in request.headers:
         name = raw_name.decode("latin-1").upper()

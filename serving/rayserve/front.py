@@ -13,7 +13,7 @@ still be arriving. Before reading any of it, the ingress answers
 * 413 a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``,
   the largest ``max_body_size`` served);
 * 503 with ``Retry-After`` a body the replica's body budget has no room for
-  (:class:`serving.http.body_budget.BodyBudget`, sized as one process's:
+  (:class:`serving.service.body_budget.BodyBudget`, sized as one process's:
   ``http.max_buffered_mb``, default 4 x the largest ``max_body_size``, for
   each replica). A request takes its ``Content-Length`` from the budget
   before its body is read; a body without a length takes each chunk before
@@ -40,10 +40,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from serving.errors import BadRequest, ServingError
-from serving.http.body_budget import BodyBudget, Claim, buffered_bytes
-from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.front_gate import FrontGate
-from serving.http.jsonio import dumps
+from serving.service.body_budget import BodyBudget, Claim, buffered_bytes
+from serving.service.error_body import body_over_limit, error_document, error_headers
+from serving.service.jsonio import dumps
 
 
 @dataclass(frozen=True)

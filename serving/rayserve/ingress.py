@@ -48,15 +48,13 @@ from starlette.responses import Response
 
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.config.schema import OpConfig, ServingConfig
+from serving.engine.decode_budget import DecodeBudget
 from serving.engine.launch import make_op
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
-from serving.http.auth import admin_token, auth_token
-from serving.http.exposure import check_bind
 from serving.http.front_gate import FrontGate
-from serving.http.limits import http_threads
 from serving.rayserve.deployments import op_deployment_name, ray_conf
-from serving.rayserve.encoded_images import submit_encoded_images
+from serving.rayserve.encoded_images import carried
 from serving.rayserve.front import IngressFront
 from serving.rayserve.health import DeploymentHealth
 from serving.rayserve.loop_thread import LoopThread
@@ -65,6 +63,10 @@ from serving.rayserve.remote_stage import RemoteStage, Send
 from serving.rayserve.wire import OpCall, OpReply
 from serving.rayserve.wsgi_bridge import app_path, call_wsgi
 from serving.runners.heap_trim import HeapTrim
+from serving.service.auth import admin_token, auth_token
+from serving.service.core import RequestCore, decoded_values
+from serving.service.exposure import check_bind
+from serving.service.limits import http_threads
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +134,16 @@ class Ingress:
             hub, f"ingress-{os.getpid()}", self.repository.metrics, ray_conf(repo_conf).metrics_interval_s
         )
         self._pusher.start()
+        self.core = RequestCore(
+            self.repository, DecodeBudget(0), values=carried if self.images_travel_encoded else decoded_values
+        )
         self.app = create_app(
             self.repository,
             auth_token=gate.auth_token,
             admin_token=gate.admin_token,
             metrics_text=self._metrics_text,
+            core=self.core,
         )
-        if self.images_travel_encoded:
-            submit_encoded_images(self.app)
         self._front = IngressFront(
             gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]), repo_conf.http.max_buffered_mb
         )

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from serving.config.documents import ConfigDocument
 from serving.config.errors import SECRET_KEYS, ConfigError
-from serving.http.auth import ADMIN_TOKEN_ENV, TOKEN_ENV
+from serving.service.auth import ADMIN_TOKEN_ENV, TOKEN_ENV
 
 # each secret config key -> the environment variable a replica reads it from instead
 ENV_OF_SECRET: Mapping[str, str] = {"auth_token": TOKEN_ENV, "admin_token": ADMIN_TOKEN_ENV}

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from werkzeug.test import EnvironBuilder
 
-from serving.http.wsgi_call import call_app
+from serving.http.wsgi_call import CLIENT_GONE, call_app
 
 # set by the response itself (Starlette computes the length of the body it sends)
 _DROPPED = frozenset({"content-length", "transfer-encoding", "connection"})
@@ -73,7 +73,7 @@ async def call_wsgi(
         # Ray's proxy cancels this call when the client goes away; the app's handlers poll
         # waitress's disconnect hook and then fail their requests (which cancels their op calls)
         gone = threading.Event()
-        environ["waitress.client_disconnected"] = gone.is_set
+        environ[CLIENT_GONE] = gone.is_set
         work = pool.submit(run_app, app, environ)
     except BaseException:
         done()

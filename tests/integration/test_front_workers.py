@@ -86,7 +86,7 @@ def one_text(text: str, **fields) -> bytes:
     return json.dumps({"key": ["text"], "value": [text], **fields}).encode()
 
 
-LOOP_ROUTE_REQUESTS = {  # a front answers a one-text prediction on its loop (serving.http.fast_prediction)
+LOOP_ROUTE_REQUESTS = {  # a front answers a one-text prediction on its loop (serving.http.loop_route)
     "good": ("/ernie/prediction", one_text("good", logid=7), TOKEN),
     "string logid": ("/ernie/prediction", one_text("好", logid="abc"), TOKEN),
     "no logid": ("/ernie/prediction", one_text("bad"), TOKEN),

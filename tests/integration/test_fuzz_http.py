@@ -1,6 +1,6 @@
 """Property-based fuzz of both prediction endpoints through Flask's test
 client, on a real Pipeline with a fake image op (tests/support/image_fakes.py):
-the image decoding path (serving/http/decode.py, ops/image.py) is the real one.
+the image decoding path (serving/service/decode.py, ops/image.py) is the real one.
 
 Whatever the input, the answer is a 4xx with a JSON error message (or a 200
 for input that really is a valid image) -- never a 5xx -- and afterwards the

@@ -2,7 +2,7 @@
 through the real Flask app on a fake image op, each is refused with a 4xx
 naming the limit, and the Python allocations while it is answered
 (tracemalloc's peak) stay under 10x the body. Before the JSON value and
-depth bounds (serving/http/json_budget.py) and the multipart parts bound,
+depth bounds (serving/service/json_budget.py) and the multipart parts bound,
 these cost 13x (nesting) to 91x (a logid of 3 M zeros) their size.
 
 Also the ``logid`` contract: an integer in the 64-bit range or a string of

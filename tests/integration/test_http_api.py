@@ -9,8 +9,8 @@ import pytest
 from serving.config import parse_config
 from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
-from serving.http.decode import InputLimits
-from serving.http.limits import HttpLimits
+from serving.service.decode import InputLimits
+from serving.service.limits import RequestLimits
 
 FAKES = "tests.support.engine_fakes"
 
@@ -227,7 +227,7 @@ def test_bearer_token(pipeline):
 
 
 def test_input_limits_for_text(pipeline):
-    limits = HttpLimits(max_body_size=1 << 20, max_inputs=4, inputs=InputLimits(max_text_chars=10))
+    limits = RequestLimits(max_body_size=1 << 20, max_inputs=4, inputs=InputLimits(max_text_chars=10))
     c = create_app(pipeline, limits=limits).test_client()
     r = paddle(c, ["text"], ["x" * 11])
     assert r.status_code == 413 and "limit 10" in r.get_json()["err_msg"]
@@ -235,7 +235,7 @@ def test_input_limits_for_text(pipeline):
 
 def test_base64_errors_named():
     from serving.errors import BadRequest
-    from serving.http.decode import decode_base64
+    from serving.service.decode import decode_base64
 
     with pytest.raises(BadRequest, match="input 0: invalid base64"):
         decode_base64("@@not base64@@", "input 0")

@@ -19,8 +19,8 @@ from starlette.testclient import TestClient
 from serving.config.documents import parse_documents
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
-from serving.http.decode import PendingInput
 from serving.rayserve.ingress import Ingress
+from serving.service.decode import PendingInput
 from tests.support.image_fakes import encode_png, expected_answer, make_image
 from tests.support.ray_fakes import FakeCluster, as_dicts, document, op_conf
 

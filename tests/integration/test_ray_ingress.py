@@ -336,7 +336,7 @@ def test_requests_without_a_body_are_the_apps_to_judge(ray_app):
 def test_an_ingress_exposed_without_a_token_refuses_to_start(ray_app, monkeypatch):
     """Its proxies listen beyond loopback and its environment has no token: no replica starts
     (Serve reports the message). A token from the environment, as a Secret gives it, serves."""
-    from serving.http.exposure import OpenBindRefused
+    from serving.service.exposure import OpenBindRefused
 
     open_docs = [document("p", split_add())]
     with pytest.raises(OpenBindRefused, match="BATCHLINE_AUTH_TOKEN"):

@@ -24,9 +24,9 @@ import pytest
 from starlette.requests import ClientDisconnect
 
 from serving.errors import PayloadTooLarge, ServingError
-from serving.http.body_budget import MIB, BodyBudget, Claim, buffered_bytes
 from serving.http.front_gate import FrontGate
 from serving.rayserve import wsgi_bridge
+from serving.service.body_budget import MIB, BodyBudget, Claim, buffered_bytes
 from tests.support.ray_fakes import HANG_GUARD_S, RAY_FAKES, document, gate, op_conf, split_add
 from tests.support.ray_ingress import Body, RayApp, RayApps, call, isolate, request
 

@@ -58,7 +58,7 @@ def test_prediction_group_answers_a_paddle_failure_itself_and_releases_the_decod
     r = client.post("/echo/prediction", data=json.dumps({"key": ["text"], "value": ["boom"], "logid": 9}))
     assert r.status_code == 500
     assert r.get_json()["err_no"] != 0 and r.get_json()["logid"] == 9
-    assert ctx.decode_budget.in_use == 0
+    assert ctx.core.decode_budget.in_use == 0
 
 
 def test_errors_group_answers_every_groups_failures_in_json(repo):

@@ -9,8 +9,9 @@ from serving.config import parse_config
 from serving.engine.decode_budget import DecodeBudget
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
-from serving.http.handler_count import HandlerCount
 from serving.http.routes.context import RouteContext
+from serving.service.core import RequestCore
+from serving.service.handler_count import HandlerCount
 from tests.support.engine_fakes import op_conf
 
 
@@ -23,12 +24,9 @@ def echo_pipeline(name: str = "echo", **dag: Any) -> Pipeline:
 
 
 def route_context(repository: PipelineRepository, **overrides: Any) -> RouteContext:
-    """The context ``create_app`` would build around ``repository``; ``overrides`` replace its fields."""
-    fields: dict[str, Any] = {
-        "repository": repository,
-        "metrics_text": repository.metrics.render,
-        "decode_budget": DecodeBudget(1 << 30),
-        "handlers": HandlerCount(),
-    }
-    fields.update(overrides)
-    return RouteContext(**fields)
+    """The context ``create_app`` would build around ``repository``; ``overrides`` replace the
+    core's fields (``decode_budget``, ``handlers``, ``limits``) or ``metrics_text``."""
+    metrics_text = overrides.pop("metrics_text", repository.metrics.render)
+    core_fields: dict[str, Any] = {"decode_budget": DecodeBudget(1 << 30), "handlers": HandlerCount()}
+    core_fields.update(overrides)
+    return RouteContext(core=RequestCore(repository, **core_fields), metrics_text=metrics_text)

@@ -1,7 +1,7 @@
 """A model-free image op for the reliability tests and benches.
 
 ``ImageStatsOp`` takes the real decoded image (``input_kind = "image"``: the
-request goes through ``serving.http.decode.decode_input``, then the OCR ops'
+request goes through ``serving.service.decode.decode_input``, then the OCR ops'
 ``ops.image.to_bgr``, exactly as OCR does) and answers ``{"w", "h", "sum2"}`` where ``sum2`` is
 twice the sum of the image's first row (the "predictor" doubles its input).
 

@@ -1,4 +1,4 @@
-"""The body budget on its own (serving/http/body_budget.py): claims take all
+"""The body budget on its own (serving/service/body_budget.py): claims take all
 or nothing, grow, give back exactly once, from any thread; its size from the
 config (``http.max_buffered_mb``), and the config check that it holds a body."""
 
@@ -12,7 +12,7 @@ import pytest
 from serving.config import ConfigError, load_repository, parse_config
 from serving.config.repository_files import repository_of
 from serving.errors import Overloaded
-from serving.http.body_budget import MIB, BodyBudget, buffered_bytes, default_buffered_bytes
+from serving.service.body_budget import MIB, BodyBudget, buffered_bytes, default_buffered_bytes
 
 FAKE = "tests.support.config_fakes:FakeOp"
 

@@ -601,8 +601,8 @@ def test_tmp_holds_the_served_configs_body_budget(tmp_path):
     """waitress spools request bodies over 512 KiB to /tmp; the server holds at most its body
     budget (http.max_buffered_mb) of them at once: past the emptyDir's sizeLimit the pod is evicted."""
     from serving.config.repository_files import repository_of
-    from serving.http.body_budget import buffered_bytes
-    from serving.http.limits import limits_from_config
+    from serving.service.body_budget import buffered_bytes
+    from serving.service.limits import limits_from_config
 
     config = configmap_config(tmp_path)
     budget = buffered_bytes(repository_of(config).http.max_buffered_mb, limits_from_config(config).max_body_size)

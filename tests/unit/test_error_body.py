@@ -1,10 +1,10 @@
-"""serving/http/error_body.py: each route family's error shape; a pipeline may be
+"""serving/service/error_body.py: each route family's error shape; a pipeline may be
 called "v2", and its own routes keep their shapes."""
 
 import pytest
 
 from serving.errors import NotFound
-from serving.http.error_body import error_document
+from serving.service.error_body import error_document
 
 ERR = NotFound("no such thing")
 

@@ -12,7 +12,7 @@ import pytest
 from serving.errors import BadRequest, ClientDisconnected, Overloaded
 from serving.grpc.call import Call, CallHeaders
 from serving.grpc.message_room import MessageRoom
-from serving.http.body_budget import BodyBudget
+from serving.service.body_budget import BodyBudget
 
 
 class FakeContext:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from serving.errors import PayloadTooLarge
 from serving.grpc import wire_count
 from serving.grpc.wire_count import WireCount, WireError
-from serving.http.json_budget import value_budget
 from serving.protos import inference_messages, pipeline_messages
+from serving.service.json_budget import value_budget
 
 IM, PM = inference_messages(), pipeline_messages()
 INFER = WireCount(IM.ModelInferRequest.DESCRIPTOR)

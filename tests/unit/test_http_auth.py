@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from serving.http.auth import (
+from serving.service.auth import (
     ADMIN_TOKEN_ENV,
     OPEN_PATHS,
     TOKEN_ENV,

@@ -1,4 +1,4 @@
-"""serving.http.decode: request values -> what a source op takes, with limits;
+"""serving.service.decode: request values -> what a source op takes, with limits;
 and the OCR ops' normalisation of what it decoded (ops.image.to_bgr)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from ops.image import to_bgr
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.http.decode import InputLimits, decode_base64, decode_image, decode_input, key_kind
+from serving.service.decode import InputLimits, decode_base64, decode_image, decode_input, key_kind
 from tests.support.synth import encode_image
 
 LIMIT = 40_000_000

@@ -13,7 +13,7 @@ import yaml
 
 from serving import server
 from serving.cli import build_parser
-from serving.http.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env, is_loopback
+from serving.service.exposure import INSECURE_ENV, OpenBindRefused, check_bind, insecure_env, is_loopback
 from tests.support.engine_fakes import op_conf
 
 ENV_VARS = ("BATCHLINE_AUTH_TOKEN", "BATCHLINE_ADMIN_TOKEN", INSECURE_ENV)
@@ -50,7 +50,7 @@ def test_an_open_bind_is_refused_with_a_message_naming_every_way_out():
 def test_a_token_loopback_or_the_opt_out_lets_it_start(caplog):
     check_bind("0.0.0.0", token="t", insecure=False)
     check_bind("127.0.0.1", token=None, insecure=False)
-    with caplog.at_level(logging.WARNING, logger="serving.http.exposure"):
+    with caplog.at_level(logging.WARNING, logger="serving.service.exposure"):
         check_bind("::", token=None, insecure=True)
     assert "insecure opt-out" in caplog.text
 

@@ -1,4 +1,4 @@
-"""The HTTP layer's JSON seam (serving/http/jsonio.py): orjson where it agrees
+"""The HTTP layer's JSON seam (serving/service/jsonio.py): orjson where it agrees
 with the standard library, the standard library where it does not, so a body
 parses (or is refused, with the same message) and an answer reads exactly as
 with ``json`` alone."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from serving.http import jsonio
+from serving.service import jsonio
 
 json_values = st.recursive(
     st.none()

@@ -1,4 +1,4 @@
-"""serving.http.image_header: the bytes cv2.imdecode(IMREAD_UNCHANGED) allocates,
+"""serving.service.image_header: the bytes cv2.imdecode(IMREAD_UNCHANGED) allocates,
 read from the header alone, held to what OpenCV really returns for each format:
 equal where the header says it all, never less where it leaves it open."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.http.image_header import read_header
+from serving.service.image_header import read_header
 
 LIMIT = 40_000_000
 H, W = 20, 30

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.http.inference_protocol.answer import OutputTensor
-from serving.http.inference_protocol.http_body import BinaryChoice, read_request, write_answer
-from serving.http.inference_protocol.infer import InferAnswer
-from serving.http.inference_protocol.tensors import serialize_bytes
+from serving.http.v2_body import BinaryChoice, read_request, write_answer
+from serving.service.open_inference.answer import OutputTensor
+from serving.service.open_inference.infer import InferAnswer
+from serving.service.open_inference.tensors import serialize_bytes
 
 
 def body_of(doc, binary=b""):

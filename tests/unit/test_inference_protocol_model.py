@@ -9,8 +9,8 @@ from ops.ernie import ErnieClsOp
 from serving.config import parse_config
 from serving.config.repository_files import repository_from
 from serving.errors import InternalError, NotFound
-from serving.http.inference_protocol.answer import output_tensors
-from serving.http.inference_protocol.model import BYTES, FP32, TensorSpec, model_view, parse_version
+from serving.service.open_inference.answer import output_tensors
+from serving.service.open_inference.model import BYTES, FP32, TensorSpec, model_view, parse_version
 from tests.support.client_fakes import ocr_config, text_config
 
 
@@ -64,7 +64,7 @@ def test_an_answer_without_its_declared_fields_is_a_server_fault(row):
 def test_model_views_are_worked_out_once_per_config_and_anew_after_a_reload():
     from dataclasses import replace
 
-    from serving.http.inference_protocol.model import ModelViews
+    from serving.service.open_inference.model import ModelViews
 
     repo = repository({**text_config(name="m"), "version": 1}, {**text_config(name="m"), "version": 2})
     views = ModelViews()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.http.inference_protocol.model import BYTES, FP32, RESULT, TensorSpec
-from serving.http.inference_protocol.request import (
+from serving.service.open_inference.model import BYTES, FP32, RESULT, TensorSpec
+from serving.service.open_inference.request import (
     InferRequest,
     InputTensor,
     RequestedOutput,
@@ -16,7 +16,7 @@ from serving.http.inference_protocol.request import (
     priority_level,
     timeout_ms,
 )
-from serving.http.inference_protocol.tensors import deserialize_bytes, serialize_bytes, serialize_fp32
+from serving.service.open_inference.tensors import deserialize_bytes, serialize_bytes, serialize_fp32
 
 OFFERED = (TensorSpec(RESULT, BYTES), TensorSpec("label", BYTES), TensorSpec("score", FP32))
 

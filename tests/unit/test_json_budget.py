@@ -1,5 +1,5 @@
 """The JSON value and depth bounds checked on a body's bytes before it is
-parsed (serving/http/json_budget.py): exact for any document, whatever its
+parsed (serving/service/json_budget.py): exact for any document, whatever its
 strings hold, and refusing hostile shapes with the status that names them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.http.json_budget import MAX_DEPTH, check_json_shape, value_budget
+from serving.service.json_budget import MAX_DEPTH, check_json_shape, value_budget
 from tests.support.fuzz import body_cases
 
 # strings full of what the bytes-level count must not mistake for structure

@@ -3,7 +3,7 @@ waitress's environ rules, and the answer's framing headers."""
 
 from __future__ import annotations
 
-from serving.http.wsgi_call import DateHeader, HttpAnswer, HttpRequest, answer_bytes, call_app, environ_of
+from serving.http.wsgi_call import CLIENT_GONE, DateHeader, HttpAnswer, HttpRequest, answer_bytes, call_app, environ_of
 
 
 def request(**kw) -> HttpRequest:
@@ -51,7 +51,7 @@ def test_an_absolute_target_is_served_by_its_path():
 
 def test_the_client_gone_check_reaches_the_app_under_waitresss_key():
     env = environ_of(request(disconnected=lambda: True), "batchline")
-    assert env["waitress.client_disconnected"]() is True
+    assert env[CLIENT_GONE]() is True
 
 
 def test_the_app_answer_is_read_whole_and_closed():

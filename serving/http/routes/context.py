@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from serving.engine.decode_budget import DecodeBudget
-from serving.http.handler_count import HandlerCount
-from serving.http.limits import HttpLimits
-from serving.http.served_repository import ServedRepository
+from serving.service.core import RequestCore
+from serving.service.served_repository import ServedRepository
 
 
 @dataclass(frozen=True)
 class RouteContext:
-    repository: ServedRepository  # the pipelines; its config changes on reload, so groups read it per request
+    core: RequestCore  # every prediction's one pass (serving.service.core)
     metrics_text: Callable[[], bytes]  # what ``/metrics`` answers
-    decode_budget: DecodeBudget  # bytes of decoded inputs held at once, server-wide
-    handlers: HandlerCount  # prediction handlers running now (drain waits for zero)
-    limits: HttpLimits | None = None  # replaces every pipeline's own HTTP limits (tests)
+
+    @property
+    def repository(self) -> ServedRepository:
+        """The pipelines; its config changes on reload, so groups read it per request."""
+        return self.core.repository

@@ -11,8 +11,8 @@ from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from serving.errors import NotFound, ServingError, as_serving_error, error_for_status
-from serving.http.error_body import body_over_limit, error_document, error_headers
 from serving.http.routes.context import RouteContext
+from serving.service.error_body import body_over_limit, error_document, error_headers
 
 log = logging.getLogger(__name__)
 

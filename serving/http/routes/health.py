@@ -1,4 +1,4 @@
-"""The probes, open to anyone (``serving.http.auth.OPEN_PATHS``), each also
+"""The probes, open to anyone (``serving.service.auth.OPEN_PATHS``), each also
 under KServe's ``/v2`` prefix: live until an op lost every instance for good,
 ready once every pipeline of the current generation is loaded and warm."""
 

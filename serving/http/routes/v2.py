@@ -1,24 +1,24 @@
 """The Open Inference Protocol (KServe v2) over HTTP: ``GET /v2`` (the server),
 ``GET /v2/models/<name>[/versions/<v>]`` (a model's metadata), ``.../ready``
 and ``POST .../infer`` (the JSON tensor format and the binary tensor
-extension). Each pipeline is a model (:mod:`serving.http.inference_protocol`).
+extension). Each pipeline is a model (:mod:`serving.service.open_inference`).
 The probes ``/v2/health/*`` are the health group's; every route here passes
 the app's access check first, like the other prediction routes. Failures answer
 KServe's ``{"error": "<message>"}`` with the status the native API gives."""
 
 from __future__ import annotations
 
-from flask import Flask, Response, current_app, jsonify, request
+from flask import Flask, Response, jsonify, request
 
 from serving.errors import UnsupportedMediaType
-from serving.http.inference_protocol import http_body
-from serving.http.inference_protocol.infer import CallFacts, infer, model
-from serving.http.inference_protocol.model import ModelViews
-from serving.http.inference_protocol.request import InferRequest
-from serving.http.inference_protocol.server import server_metadata
-from serving.http.limits import HttpLimits
+from serving.http import v2_body as http_body
 from serving.http.routes.context import RouteContext
-from serving.http.routes.prediction import PREDICTION_ROUTES, PredictionRoutes
+from serving.http.wsgi_call import client_gone
+from serving.service.limits import RequestLimits
+from serving.service.open_inference.infer import CallFacts, infer, model
+from serving.service.open_inference.model import ModelViews
+from serving.service.open_inference.request import InferRequest
+from serving.service.open_inference.server import server_metadata
 
 PROTOCOL = "v2"  # requests by front end (metrics)
 MODEL = "/v2/models/<name>"
@@ -42,31 +42,24 @@ class InferenceProtocolRoutes:
             app.add_url_rule(f"{prefix}/ready", f"v2_ready{suffix}", self.ready, methods=["GET"], defaults=defaults)
             app.add_url_rule(f"{prefix}/infer", f"v2_infer{suffix}", self.infer, methods=["POST"], defaults=defaults)
 
-    @staticmethod
-    def _routes() -> PredictionRoutes:
-        # per request: the Ray ingress rebinds the app's routes object after the app is built
-        routes: PredictionRoutes = current_app.extensions[PREDICTION_ROUTES]
-        return routes
-
     def server(self) -> Response:
         return jsonify(server_metadata())
 
     def metadata(self, name: str, version: int | None) -> Response:
-        return jsonify(model(self._routes(), self.views, name, _text(version)).metadata())
+        return jsonify(model(self.ctx.core, self.views, name, _text(version)).metadata())
 
     def ready(self, name: str, version: int | None) -> Response | tuple[Response, int]:
-        routes = self._routes()
-        model(routes, self.views, name, _text(version))  # 404 for a model not served
-        ready = routes.repository.ready
+        model(self.ctx.core, self.views, name, _text(version))  # 404 for a model not served
+        ready = self.ctx.repository.ready
         return jsonify(name=name, ready=ready), 200 if ready else 503
 
     def infer(self, name: str, version: int | None) -> Response:
-        with self.ctx.handlers:
+        with self.ctx.core.handlers:
             if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
                 raise UnsupportedMediaType("compressed request bodies are not supported (Content-Encoding)")
             choices: list[http_body.BinaryChoice] = []
 
-            def read(limits: HttpLimits) -> InferRequest:
+            def read(limits: RequestLimits) -> InferRequest:
                 body = request.get_data()  # after the size check: target() refused a body over max_body_size
                 parsed, choice = http_body.read_request(
                     body, request.headers.get(http_body.HEADER_LENGTH), limits.max_inputs
@@ -78,9 +71,9 @@ class InferenceProtocolRoutes:
                 protocol=PROTOCOL,
                 size=request.content_length,
                 header=request.headers.get,
-                gone=request.environ.get("waitress.client_disconnected", lambda: False),
+                gone=client_gone(request.environ),
             )
-            answer = infer(self._routes(), self.views, name, _text(version), read, call)
+            answer = infer(self.ctx.core, self.views, name, _text(version), read, call)
             body, header_length = http_body.write_answer(answer, choices[0])
         if header_length is None:
             return Response(body, content_type="application/json")

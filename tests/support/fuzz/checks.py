@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from serving.http.error_body import is_inference_protocol_route
+from serving.service.error_body import is_inference_protocol_route
 from tests.support.fuzz.case import Case
 
 

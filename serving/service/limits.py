@@ -1,4 +1,4 @@
-"""The HTTP limits of a pipeline (body size, inputs per request, decoded
+"""The request limits of a pipeline, every door's (body size, inputs per request, decoded
 pixels and bytes) and the server-wide ones derived from every pipeline."""
 
 from __future__ import annotations
@@ -8,22 +8,22 @@ from dataclasses import dataclass
 from serving.config.repository_files import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.engine.decode_budget import budget_bytes, default_budget_bytes, request_bytes_limit
-from serving.http.decode import InputLimits
-from serving.http.served_repository import ServedRepository
+from serving.service.decode import InputLimits
+from serving.service.served_repository import ServedRepository
 
 
 @dataclass
-class HttpLimits:
+class RequestLimits:
     max_body_size: int
     max_inputs: int
     inputs: InputLimits
     wait_slice_s: float = 0.05  # how often a waiting handler checks for a disconnected client
 
 
-def limits_from_config(config: ServingConfig) -> HttpLimits:
+def limits_from_config(config: ServingConfig) -> RequestLimits:
     sources = config.dag_graph.sources
     body = max(config.op[s].local_service_conf.max_body_size for s in sources)
-    return HttpLimits(
+    return RequestLimits(
         max_body_size=body,
         max_inputs=config.max_inputs_per_request,
         inputs=InputLimits(

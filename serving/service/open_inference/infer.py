@@ -1,21 +1,20 @@
-"""One inference request through the HTTP API's prediction routes, the steps
-and checks ``POST /{name}/prediction`` takes, in its order: the pipeline and
-its limits (404, 413 from the size), the request read and parsed (400, 413:
-counts before elements), admission, the images' headers and the decode budget,
-then decoding and submission (``PredictionRoutes.start``); waiting while
-watching the client; the decode reservation released after the answer."""
+"""One inference request through the request core (:mod:`serving.service.core`),
+the steps and checks every prediction takes, in its order: the pipeline and its
+limits (404, 413 from the size), the request read and parsed (400, 413: counts
+before elements), admission, the images' headers and the decode budget, then
+decoding and submission; waiting while watching the client; the decode
+reservation released after the answer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from serving.http.inference_protocol.answer import OutputTensor, output_tensors
-from serving.http.inference_protocol.model import ModelView, ModelViews, parse_version
-from serving.http.inference_protocol.request import InferRequest, chosen_outputs, parse_request
-from serving.http.limits import HttpLimits
-from serving.http.routes.prediction import PredictionRoutes
-from serving.http.routes.waiting import wait_for_results
+from serving.service.core import RequestCore, answered_version
+from serving.service.limits import RequestLimits
+from serving.service.open_inference.answer import OutputTensor, output_tensors
+from serving.service.open_inference.model import ModelView, ModelViews, parse_version
+from serving.service.open_inference.request import InferRequest, chosen_outputs, parse_request
 
 
 @dataclass(frozen=True)
@@ -41,25 +40,26 @@ class CallFacts:
     submitted: Callable[[], None] = lambda: None
 
 
-def model(routes: PredictionRoutes, views: ModelViews, name: str, version: str) -> ModelView:
+def model(core: RequestCore, views: ModelViews, name: str, version: str) -> ModelView:
     """The model a request names (404 when not served)."""
-    return views.get(routes.repository.config, name, parse_version(version))
+    return views.get(core.repository.config, name, parse_version(version))
 
 
 def infer(
-    routes: PredictionRoutes,
+    core: RequestCore,
     views: ModelViews,
     name: str,
     version_text: str,
-    read: Callable[[HttpLimits], InferRequest],
+    read: Callable[[RequestLimits], InferRequest],
     call: CallFacts,
 ) -> InferAnswer:
     """Run the request ``read`` gives (called once the pipeline's limits are known: it is
     the transport's to bound by them) on model ``name`` at ``version_text``."""
     version = parse_version(version_text)
-    pipeline, limits = routes.target(name, version, call.size)
+    target = core.target(name, version, call.size)
+    pipeline, limits = target
     request = read(limits)
-    view = views.get(routes.repository.config, name, version)
+    view = views.get(core.repository.config, name, version)
     chosen = chosen_outputs(request.outputs, view.outputs)
     parsed = parse_request(
         request,
@@ -70,14 +70,10 @@ def infer(
     parsed.timeout_ms = call.cap_timeout_ms(parsed.timeout_ms)
     request_id = request.id
     del request  # its elements: from here on only the parsed inputs hold them
-    key = routes.route_key(name, version, call.header)
-    handles, reservation = routes.start(name, version, parsed, pipeline, limits, key, call.protocol)
+    started = core.start(name, version, parsed, target, core.route_key(name, version, call.header), call.protocol)
     parsed.inputs.clear()  # decoded into the handles
     call.submitted()
-    try:
-        wait_for_results(handles, limits.wait_slice_s, call.gone)
-        results = [h.result(timeout=0) for h in handles]
-    finally:
-        reservation.release()
-    answered = handles[0].owner.version if handles and handles[0].owner is not None else pipeline.version
+    handles = started.wait(call.gone)
+    results = [h.result(timeout=0) for h in handles]
+    answered = answered_version(handles, pipeline.version)
     return InferAnswer(name, str(answered), request_id, output_tensors(results, chosen))

@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from serving.http.auth import TOKEN_ENV
+from serving.service.auth import TOKEN_ENV
 
 log = logging.getLogger(__name__)
 

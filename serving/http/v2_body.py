@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serving.errors import BadRequest
-from serving.http import jsonio
-from serving.http.inference_protocol.infer import InferAnswer
-from serving.http.inference_protocol.request import InferRequest, InputTensor, RequestedOutput, checked_id
-from serving.http.parse import json_body
+from serving.service import jsonio
+from serving.service.open_inference.infer import InferAnswer
+from serving.service.open_inference.request import InferRequest, InputTensor, RequestedOutput, checked_id
+from serving.service.parse import json_body
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 

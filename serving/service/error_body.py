@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from serving.errors import PayloadTooLarge, ServingError, Unauthorized
-from serving.http.auth import challenge
+from serving.service.auth import challenge
 
 
 def is_paddle_route(path: str) -> bool:

@@ -1,12 +1,9 @@
-"""How many prediction handlers run now: the server waits for zero before it closes (drain)."""
+"""How many requests are in the request core now: the server waits for zero before it closes (drain)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
-
-#: where the app keeps its count (``app.extensions``): the fronts' drains wait on it
-HANDLERS = "batchline.handlers"
 
 
 class HandlerCount:

@@ -4,7 +4,7 @@
 file holds it (``cv2.IMREAD_UNCHANGED``: gray, BGR or BGRA, 8 or 16 bit);
 the op decides what colour format it wants. Decoding is two steps so that
 nothing is decoded before every limit is checked: :func:`plan_inputs` reads
-each image's header (:mod:`serving.http.image_header`) and refuses an image
+each image's header (:mod:`serving.service.image_header`) and refuses an image
 or a request that is too large (413) from the bytes it would decode to; the
 caller then reserves those bytes (:mod:`serving.engine.decode_budget`) and
 calls :meth:`DecodePlan.decode`.
@@ -28,7 +28,7 @@ import numpy as np
 
 from serving.engine.decode_budget import request_bytes_limit
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.http.image_header import ImageHeader, read_header
+from serving.service.image_header import ImageHeader, read_header
 
 log = logging.getLogger(__name__)
 

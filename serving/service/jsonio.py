@@ -1,4 +1,4 @@
-"""JSON in and out of the HTTP layer: orjson on the hot path, the standard
+"""JSON in and out of every door: orjson on the hot path, the standard
 library for what orjson refuses, so the server accepts, refuses and answers
 exactly what it did with ``json`` alone (docs/DESIGN_NOTES.md, "Where one rec request's
 time goes", has the cost of each).
@@ -17,7 +17,6 @@ time goes", has the cost of each).
   beyond 64 bits, e.g. a client's huge ``logid`` echoed back) is written by
   ``json``. One difference is deliberate: a NaN or infinite float is written as
   ``null`` (valid JSON) where ``json`` wrote the non-JSON ``NaN``.
-* :class:`FlaskJSON` makes Flask's ``jsonify`` use them.
 """
 
 from __future__ import annotations
@@ -27,8 +26,6 @@ from typing import Any
 
 import numpy as np
 import orjson
-from flask import Response
-from flask.json.provider import JSONProvider
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 # deeper documents are parsed again by json, which decides (its limit is Python's recursion limit)
@@ -48,7 +45,7 @@ def _plain(obj: Any) -> Any:
 def loads(data: bytes | str) -> Any:
     """A JSON document; raises what ``json.loads`` of the UTF-8 text raises
     (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError).
-    What it builds is the caller's to bound (``serving.http.json_budget``)."""
+    What it builds is the caller's to bound (``serving.service.json_budget``)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -95,18 +92,3 @@ def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
 def dumps_text(obj: Any) -> str:
     """:func:`dumps` as a str (a Paddle Serving answer's ``value`` entries are JSON strings)."""
     return dumps(obj).decode("utf-8")
-
-
-class FlaskJSON(JSONProvider):
-    """Flask's JSON through :func:`loads` / :func:`dumps`; keys sorted and a
-    final newline, as Flask's default provider wrote answers."""
-
-    def dumps(self, obj: Any, **kwargs: Any) -> str:
-        return dumps(obj, sort_keys=True).decode("utf-8")
-
-    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        return loads(s)
-
-    def response(self, *args: Any, **kwargs: Any) -> Response:
-        obj = self._prepare_response_obj(args, kwargs)
-        return Response(dumps(obj, sort_keys=True) + b"\n", mimetype="application/json")

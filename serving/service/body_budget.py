@@ -28,7 +28,7 @@ import threading
 import time
 
 from serving.errors import Overloaded
-from serving.http.limits import share_of
+from serving.service.limits import share_of
 
 MIB = 1 << 20
 BUDGET_KEY = "http.max_buffered_mb"

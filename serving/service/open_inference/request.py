@@ -1,8 +1,8 @@
 """An inference request, as either transport delivers it, -> the same
-:class:`~serving.http.parse.ParsedRequest` the HTTP API makes of its bodies.
+:class:`~serving.service.parse.ParsedRequest` the HTTP API makes of its bodies.
 
 One input tensor, named after the pipeline's input kind (or an alias of
-:data:`~serving.http.decode.KEYS_BY_KIND`), datatype BYTES, shape ``[N]`` or
+:data:`~serving.service.decode.KEYS_BY_KIND`), datatype BYTES, shape ``[N]`` or
 ``[N, 1]``: N rows, one input each. N is checked against
 ``max_inputs_per_request`` before any element is read. An element is a string
 (JSON: a text, or an image as base64, since JSON strings cannot carry a file's
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serving.errors import BadRequest
-from serving.http.decode import KEYS_BY_KIND, key_kind
-from serving.http.inference_protocol.model import BYTES, TensorSpec
-from serving.http.inference_protocol.tensors import deserialize_bytes
-from serving.http.parse import ParsedRequest, check_count
+from serving.service.decode import KEYS_BY_KIND, key_kind
+from serving.service.open_inference.model import BYTES, TensorSpec
+from serving.service.open_inference.tensors import deserialize_bytes
+from serving.service.parse import ParsedRequest, check_count
 
 MAX_NAME_CHARS = 64  # of a name quoted back in an error
 MAX_ID_CHARS = 256  # the request id is echoed and logged: a short string
@@ -35,7 +35,7 @@ class InputTensor:
     datatype: str
     shape: Sequence[int]
     elements: Sequence[Any] | None = None  # JSON's data (maybe nested by the shape), gRPC's bytes_contents
-    serialized: bytes | memoryview | None = None  # the binary form (serving.http.inference_protocol.tensors)
+    serialized: bytes | memoryview | None = None  # the binary form (serving.service.open_inference.tensors)
 
 
 @dataclass(frozen=True)

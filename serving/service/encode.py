@@ -1,12 +1,12 @@
 """Pipeline outputs -> JSON: a string per value for the Paddle Serving
 endpoint (never a Python repr to ``eval``), plain JSON for the native one.
-Both through :mod:`serving.http.jsonio` (orjson)."""
+Both through :mod:`serving.service.jsonio` (orjson)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from serving.http import jsonio
+from serving.service import jsonio
 
 
 def to_json(obj: Any) -> str:
