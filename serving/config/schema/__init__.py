@@ -23,10 +23,10 @@ from serving.config.engines import ENGINE_NAMES, ENGINES, EngineName, check_keys
 from serving.config.errors import FieldProblem
 from serving.config.netloc import normalize_host_pattern, normalize_origin
 from serving.config.ray_schema import RayConf, RayDeploymentConf
+from serving.config.schema.value_checks import NAME_PATTERN, is_int, is_number
 from serving.op import Op
 from serving.paths import resolve_pkg_path
 
-NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
 HEADER_PATTERN = r"^[A-Za-z0-9-]+$"
 DEVICE_TYPE_NAMES = MappingProxyType({"cpu": 0, "gpu": 1, "trt": 2, "tensorrt": 2})
 # Paddle Serving op-level spellings -> our key (relative to the op); folded by compat.py
@@ -51,14 +51,6 @@ def _resolved_model_dir(value: str, base_dir: str | None) -> str:
     if not os.path.isdir(path):
         raise ValueError(f"not a directory: {path}")
     return path
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def device_type_value(value: Any) -> Any:
@@ -900,3 +892,25 @@ class ServingConfig(BaseModel):
                 }
             )
         return rows
+
+
+__all__ = [
+    "DEVICE_TYPE_NAMES",
+    "HEADER_PATTERN",
+    "NAME_PATTERN",
+    "OP_ALIASES",
+    "DagConfig",
+    "HttpConf",
+    "LocalServiceConf",
+    "OpConfig",
+    "RoutingConf",
+    "SecurityConf",
+    "ServingConfig",
+    "ShadowConf",
+    "TensorRTConf",
+    "TracerConf",
+    "TrtShape",
+    "device_type_value",
+    "is_int",
+    "is_number",
+]
