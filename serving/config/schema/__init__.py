@@ -4,7 +4,7 @@ problems; :mod:`serving.config.errors` turns them into ``file: key: message``.
 
 ``op.<name>``: :mod:`.op`; its ``local_service_conf`` and that one's ``tensorrt``
 block: :mod:`.local_service`, :mod:`.tensorrt`; value rules several blocks share:
-:mod:`.value_checks`.
+:mod:`.value_checks`. ``dag:`` and ``dag.tracer``: :mod:`.dag_settings`.
 """
 
 from __future__ import annotations
@@ -18,30 +18,13 @@ from serving.config.dag import Dag
 from serving.config.errors import FieldProblem
 from serving.config.netloc import normalize_host_pattern, normalize_origin
 from serving.config.ray_schema import RayConf
+from serving.config.schema.dag_settings import DagConfig, TracerConf
 from serving.config.schema.local_service import DEVICE_TYPE_NAMES, LocalServiceConf, device_type_value
 from serving.config.schema.op import OP_ALIASES, OpConfig
 from serving.config.schema.tensorrt import TensorRTConf, TrtShape
 from serving.config.schema.value_checks import NAME_PATTERN, is_int, is_number
 
 HEADER_PATTERN = r"^[A-Za-z0-9-]+$"
-
-
-class TracerConf(BaseModel):
-    """Periodic per-op summary in the log; ``interval_s: 0`` (or negative) turns it off."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    interval_s: float = Field(
-        default=0.0,
-        ge=0,
-        description="Log a per-op summary every this many seconds; 0 (or negative: Paddle Serving's -1): off.",
-    )
-
-    @field_validator("interval_s", mode="before")
-    @classmethod
-    def _off(cls, value: Any) -> Any:
-        if is_number(value) and value < 0:
-            return 0.0  # Paddle Serving's -1
-        return value
 
 
 class HttpConf(BaseModel):
@@ -150,35 +133,6 @@ def _each_normalized(value: list[str], normalize: Callable[[str], str | None], w
             raise FieldProblem(str(i), f"must be {what}, got {item!r}")
         out.append(canonical)
     return out
-
-
-class DagConfig(BaseModel):
-    """Engine-wide settings (``dag:``)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    channel_size: int = Field(
-        default=64, ge=1, description="Capacity of the bounded queue between ops (items; backpressure)."
-    )
-    request_timeout_ms: int = Field(
-        default=30000, ge=1, description="Request deadline (ms; a request may ask for less); past it: 504."
-    )
-    max_queue_size: int = Field(default=512, ge=1, description="Requests in flight before admission answers 503.")
-    use_profile: bool = Field(default=False, description="Per-request timeline lines in the log.")
-    tracer: TracerConf = Field(
-        default_factory=TracerConf, description="The periodic per-op summary in the log (`dag.tracer`)."
-    )
-    priority_levels: int = Field(default=1, ge=1, le=16, description="Request priority levels in each batcher queue.")
-    priority_max_wait_ms: int = Field(
-        default=1000,
-        ge=0,
-        description="Anti-starvation: a queued item older than this (ms) goes before higher priorities.",
-    )
-    shutdown_timeout_s: float = Field(default=30.0, ge=0, description="How long shutdown drains queued work (s).")
-
-    @field_validator("tracer", mode="before")
-    @classmethod
-    def _tracer(cls, value: Any) -> Any:
-        return {} if value is None else value
 
 
 class ShadowConf(BaseModel):
