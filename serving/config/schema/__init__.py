@@ -5,134 +5,28 @@ problems; :mod:`serving.config.errors` turns them into ``file: key: message``.
 ``op.<name>``: :mod:`.op`; its ``local_service_conf`` and that one's ``tensorrt``
 block: :mod:`.local_service`, :mod:`.tensorrt`; value rules several blocks share:
 :mod:`.value_checks`. ``dag:`` and ``dag.tracer``: :mod:`.dag_settings`.
+The server keys ``http:`` and ``security:``: :mod:`.http_front`, :mod:`.security`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from serving.config.dag import Dag
 from serving.config.errors import FieldProblem
-from serving.config.netloc import normalize_host_pattern, normalize_origin
 from serving.config.ray_schema import RayConf
 from serving.config.schema.dag_settings import DagConfig, TracerConf
+from serving.config.schema.http_front import HttpConf
 from serving.config.schema.local_service import DEVICE_TYPE_NAMES, LocalServiceConf, device_type_value
 from serving.config.schema.op import OP_ALIASES, OpConfig
+from serving.config.schema.security import SecurityConf
 from serving.config.schema.tensorrt import TensorRTConf, TrtShape
 from serving.config.schema.value_checks import NAME_PATTERN, is_int, is_number
 
 HEADER_PATTERN = r"^[A-Za-z0-9-]+$"
-
-
-class HttpConf(BaseModel):
-    """The HTTP front's limits on clients (``http:``; one per server)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    front_workers: int = Field(
-        default=0,
-        ge=0,
-        le=64,
-        description="HTTP front processes. 0: the HTTP front serves in the engine's own process (one core's "
-        "worth of HTTP). N: N processes share the port and read, authenticate, parse, decode and admit "
-        "requests, handing their inputs to the engine's process, which batches them all together "
-        "(docs/architecture.md). Each holds its share of `max_buffered_mb` and `decode_budget_mb`, at "
-        "least one largest request. Also `batchline serve --front-workers N`.",
-    )
-    front: Literal["asyncio", "waitress"] = Field(
-        default="asyncio",
-        description="What reads HTTP: `asyncio` (httptools on an event loop, the app in worker threads) or "
-        "`waitress`. Both apply every limit below and answer alike; asyncio answers more requests per core "
-        "(docs/BENCHMARKS.md, null op), and answers a connection over `connection_limit` 503 where waitress "
-        "leaves it in the listen backlog.",
-    )
-    channel_timeout_s: float = Field(
-        default=120.0,
-        gt=0,
-        description="A connection with nothing in flight and nothing received for this long (s) is closed "
-        "(keep-alive connections left open, clients that connect and say nothing).",
-    )
-    request_timeout_s: float = Field(
-        default=60.0,
-        gt=0,
-        description="A request whose headers and body have not all arrived this long (s) after its first byte "
-        "is dropped with its connection, unanswered. This closes slow-loris clients, which trickle a byte "
-        "every few seconds and so never look idle. Size it to your largest upload on your slowest client link.",
-    )
-    header_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description="A request whose headers have not all arrived this long (s) after its first byte is "
-        "dropped with its connection, unanswered: slow-loris clients that trickle headers are cut off long "
-        "before `request_timeout_s` (headers are a few hundred bytes; a body may legitimately take longer).",
-    )
-    connection_limit: int | None = Field(
-        default=None,
-        ge=1,
-        description="Connections open at once; more are answered 503 with `Retry-After` (`front: asyncio`) or "
-        "wait in the listen backlog (`front: waitress`). null: the HTTP threads "
-        "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold request bodies (waitress two, "
-        "the asyncio front one); what they hold in all is bounded by `max_buffered_mb`.",
-    )
-    max_buffered_mb: int | None = Field(
-        default=None,
-        ge=1,
-        description="Request bodies the HTTP front holds at once, in memory and in `$TMPDIR`, for the whole "
-        "server (MiB). null: 4 x the largest `max_body_size`. A request takes its `Content-Length` from it "
-        "before its body is read (a chunked body: as it arrives) and gives it back once answered; one that "
-        "does not fit gets 503 with `Retry-After`, its body unread. gRPC messages (`rpc_port`) take theirs from "
-        "it too, twice the largest `max_body_size` while one is read (at most the whole budget), twice its size "
-        "once read, until decoded; a "
-        "call that finds no room waits for it up to its deadline or `request_timeout_s`, then gets 503 (with front "
-        "processes, gRPC gets a budget of one front's share). Must hold one body of the largest "
-        "`max_body_size`, else the config is refused.",
-    )
-
-
-class SecurityConf(BaseModel):
-    """Who may reach the server (``security:``; one per server). Entries are
-    kept in canonical form (:mod:`serving.config.netloc`)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    insecure: bool = Field(
-        default=False,
-        description="Start on a non-loopback `host` with no `auth_token` (behind your own gateway); also "
-        "`batchline serve --insecure` or `BATCHLINE_INSECURE=1`. Without it such a server exits 2 at start.",
-    )
-    allowed_origins: list[str] = Field(
-        default_factory=list,
-        description="Browser origins (`scheme://host[:port]`, default ports may be left out) whose requests "
-        "pass without a token besides the server's own. batchline sends no CORS headers: a gateway that "
-        "answers CORS for them forwards their requests.",
-    )
-    allowed_hosts: list[str] = Field(
-        default_factory=list,
-        description="`Host` header names served (exact, an IP address, or `*.name` for the names below "
-        "`name`; no port); any other gets 400 (against DNS rebinding). Empty: any. Health probes are exempt.",
-    )
-
-    @field_validator("allowed_origins")
-    @classmethod
-    def _origins(cls, value: list[str]) -> list[str]:
-        return _each_normalized(value, normalize_origin, "an origin scheme://host[:port] (no path)")
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _hosts(cls, value: list[str]) -> list[str]:
-        return _each_normalized(value, normalize_host_pattern, "a host name, an IP address or *.name (no port)")
-
-
-def _each_normalized(value: list[str], normalize: Callable[[str], str | None], what: str) -> list[str]:
-    """Each item in its canonical form; the first that has none is a problem naming its index."""
-    out = []
-    for i, item in enumerate(value):
-        canonical = normalize(item)
-        if canonical is None:
-            raise FieldProblem(str(i), f"must be {what}, got {item!r}")
-        out.append(canonical)
-    return out
 
 
 class ShadowConf(BaseModel):
