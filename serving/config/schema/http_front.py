@@ -1,5 +1,6 @@
-"""The HTTP front's limits on slow, idle and greedy clients: ``http:`` (a server
-key: files served together must agree)."""
+"""The HTTP front: ``http:``, what reads requests (``front``, ``front_workers``) and
+its limits on slow, idle and greedy clients (a server key: files served together
+must agree)."""
 
 from __future__ import annotations
 
