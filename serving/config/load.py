@@ -6,7 +6,7 @@ Every problem becomes a :class:`ConfigError` whose lines read
 1. YAML with a loader that rejects duplicate mapping keys (yaml_loader.py);
 2. the Paddle Serving pass (compat.py): drop keys that mean nothing here,
    fold op-level aliases into their real keys;
-3. pydantic field validation (schema.py), errors phrased by errors.py;
+3. pydantic field validation (schema/, one module per block), errors phrased by errors.py;
 4. op classes (op_classes.py), op ``params`` and the DAG (dag.py).
 """
 

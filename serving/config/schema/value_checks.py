@@ -1,0 +1,16 @@
+"""Value rules more than one block of the config file shares: the name pattern of
+pipelines and share names, and "an int (or a number) that is not a bool"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
