@@ -30,8 +30,8 @@ from serving.grpc.front import GrpcFront
 from serving.grpc.message_room import MessageRoom
 from serving.http import shared_port
 from serving.http.app import create_app
+from serving.http.asyncio_front import AsyncioFront
 from serving.http.front_gate import FrontGate
-from serving.http.front_kinds import HttpFront, front_class
 from serving.http.front_workers import FrontsFailed, FrontWorkers
 from serving.runners.gpus import Nvml, open_gpus
 from serving.runners.heap_trim import HeapTrim
@@ -121,7 +121,7 @@ class Server:
         self.grpc: GrpcFront | None = None  # on rpc_port, in this process
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
-        self.front: HttpFront | None = None  # in this process (front_workers: 0)
+        self.front: AsyncioFront | None = None  # in this process (front_workers: 0)
         self.fronts: FrontWorkers | None = None  # in their own processes
         self._port_holder: socket.socket | None = None  # keeps the fronts' port (serving.http.shared_port)
 
@@ -141,7 +141,7 @@ class Server:
             self.fronts = FrontWorkers(self.repository, self.host, self.port, self.front_workers, self.gate)
             self.fronts.start()
             return
-        self.front = front_class(self.config.http)(
+        self.front = AsyncioFront(
             self.app, self.config.http, self.gate, threads=http_threads(self.config), host=self.host, port=self.port
         )
         self.repository.on_reload(self.front.apply_body_limits)

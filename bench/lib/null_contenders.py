@@ -140,13 +140,6 @@ def contenders() -> list[Contender]:
             note=f"one process, instance_num {WORKERS}",
         ),
         Contender(
-            "batchline_waitress",
-            "batchline, `http.front: waitress` (one process)",
-            _batchline(0, front="waitress"),
-            batchline_request(),
-            note=f"one process, instance_num {WORKERS}",
-        ),
-        Contender(
             "batchline_fronts",
             f"batchline, `--front-workers {WORKERS}` (front processes, one engine)",
             _batchline(WORKERS),

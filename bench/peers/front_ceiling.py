@@ -55,8 +55,8 @@ def serve_asyncio(app: Any, port: int) -> None:
     from serving.http.asyncio_front import AsyncioFront
     from serving.http.front_gate import FrontGate
 
-    class Limited:  # what AsyncioFront reads of a Flask app: its body limit
-        config = {"MAX_CONTENT_LENGTH": 1 << 20}
+    class Limited:  # what AsyncioFront reads of the app besides WSGI: its body limit
+        body_limit = 1 << 20
 
         def __call__(self, environ: dict, start_response: Any) -> Any:
             return app(environ, start_response)

@@ -1,22 +1,31 @@
-"""The Flask app: Paddle Serving compatible and native prediction endpoints,
-health, metrics and config, and the page at ``/`` (``page.py``). Every
-failure gets its real HTTP status.
+"""The HTTP app: Paddle Serving compatible and native prediction endpoints, the
+Open Inference Protocol, health, metrics and config, and the page at ``/``
+(``page.py``), as a WSGI app built on werkzeug's routing, request and response
+objects. Every failure gets its real HTTP status and a JSON body.
 
-``create_app`` only assembles: the route groups (``serving.http.routes``),
-each built from one :class:`RouteContext`, the page and the access check."""
+No framework: a request is routed, checked (:mod:`serving.http.access`) and
+answered by its route group's view (``serving.http.routes``), each a thin
+adapter over the request core (:mod:`serving.service.core`). ``create_app``
+only assembles: the route groups, each built from one :class:`RouteContext`,
+the page and the access check."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from flask import Flask, Request, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import Map, RequestRedirect, Rule
+from werkzeug.test import Client, TestResponse
+from werkzeug.wrappers import Request, Response
 
 from serving.engine.decode_budget import DecodeBudget
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
+from serving.errors import ServingError, as_serving_error
 from serving.http.access import Access
-from serving.http.flask_json import FlaskJSON
 from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
@@ -25,11 +34,13 @@ from serving.service.core import RequestCore
 from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.service.served_repository import ServedRepository
 
-#: where the app keeps its request core (``app.extensions``: tests and the fronts' drain read it)
-CORE = "batchline.core"
+log = logging.getLogger(__name__)
+
+View = Callable[..., Response]
+StartResponse = Callable[..., Any]
 
 # in this order; errors first: its handlers answer every other group's failures
-ROUTE_GROUPS: tuple[Callable[[Flask, RouteContext], None], ...] = (
+ROUTE_GROUPS: tuple[Callable[[HttpApp, RouteContext], None], ...] = (
     errors.register,
     prediction.register,
     v2.register,
@@ -41,10 +52,10 @@ ROUTE_GROUPS: tuple[Callable[[Flask, RouteContext], None], ...] = (
 
 
 class BoundedRequest(Request):
-    """Flask's request, with multipart parts kept in memory, never in temporary files:
+    """werkzeug's request, with multipart parts kept in memory, never in temporary files:
     the body is bounded already (``max_body_size``, ``http.max_buffered_mb``), the app
-    reads every part whole anyway, and ``/tmp`` holds the body the HTTP front stored, so
-    werkzeug's own spooling of parts over 500 KB would only store it there a second time."""
+    reads every part whole anyway, and the HTTP front holds the body in memory, so
+    werkzeug's own spooling of parts over 500 KB would only store it a second time."""
 
     def _get_file_stream(
         self,
@@ -54,6 +65,79 @@ class BoundedRequest(Request):
         content_length: int | None = None,
     ) -> io.BytesIO:
         return io.BytesIO()
+
+
+class HttpApp:
+    """Routes, the access check before any of them, and the error answers (a WSGI app)."""
+
+    def __init__(self, core: RequestCore) -> None:
+        self.core = core
+        self.url_map = Map()
+        self.views: dict[str, View] = {}
+        self.automatic_options: set[str] = set()  # endpoints answering OPTIONS with their methods
+        # the largest body any route takes (413 naming it; None: any), followed on reloads
+        self.body_limit: int | None = None
+        self.access: Access | None = None  # who may call what, checked before any route
+        self.page: Page | None = None  # the page's files, which need no token
+        # the error answers (serving.http.routes.errors sets them; until then werkzeug's own)
+        self.http_error: Callable[[Request, HTTPException], Response] = lambda request, exc: exc.get_response()
+        self.serving_error: Callable[[Request, ServingError], Response] = lambda request, err: Response(
+            err.message, err.status
+        )
+
+    def check(self, request: Request) -> None:
+        """Raise the refusal of ``request`` (:class:`Access`), or return: it may go on."""
+        if self.access is not None:
+            page_file = self.page is not None and self.page.file_for(request) is not None
+            self.access.check(request, page_file=page_file)
+
+    def add_url_rule(
+        self,
+        rule: str,
+        endpoint: str,
+        view: View,
+        *,
+        methods: Iterable[str],
+        defaults: dict[str, Any] | None = None,
+        automatic_options: bool = True,
+    ) -> None:
+        """Route ``rule`` to ``view(request, **arguments)``; HEAD follows GET, and OPTIONS
+        answers the rule's methods unless ``automatic_options`` is off."""
+        methods = set(methods)
+        if automatic_options:
+            methods.add("OPTIONS")
+            self.automatic_options.add(endpoint)
+        self.url_map.add(Rule(rule, endpoint=endpoint, methods=sorted(methods), defaults=defaults))
+        self.views[endpoint] = view
+
+    def respond(self, request: Request) -> Response:
+        """The answer to ``request``: the access check first, then its route."""
+        try:
+            adapter = self.url_map.bind_to_environ(request.environ)
+            self.check(request)
+            endpoint, arguments = adapter.match()
+            if request.method == "OPTIONS" and endpoint in self.automatic_options:
+                answer = Response(mimetype="text/html")
+                answer.allow.update(adapter.allowed_methods())
+                return answer
+            return self.views[endpoint](request, **arguments)
+        except RequestRedirect as redirect:  # a path with doubled slashes: where it is
+            return redirect.get_response(request.environ)
+        except ServingError as err:
+            return self.serving_error(request, err)
+        except HTTPException as exc:
+            return self.http_error(request, exc)
+        except Exception as exc:
+            log.exception("unhandled error on %s", request.path)
+            return self.serving_error(request, as_serving_error(exc))
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        request = BoundedRequest(environ)
+        request.max_content_length = self.body_limit
+        return self.respond(request)(environ, start_response)
+
+    def test_client(self) -> Client:
+        return Client(self, TestResponse)
 
 
 def create_app(
@@ -66,12 +150,12 @@ def create_app(
     decode_budget: DecodeBudget | None = None,
     budget_share: float = 1.0,
     core: RequestCore | None = None,
-) -> Flask:
+) -> HttpApp:
     """Build the app around a :class:`PipelineRepository` (several pipelines)
     or one :class:`Pipeline`; started or starting. ``auth_token`` guards the
     routes, ``admin_token`` the admin ones (``serving.http.access``; the
     allow-lists come from the config's ``security``). ``limits`` overrides every
-    pipeline's own HTTP limits (tests). ``metrics_text`` renders ``/metrics``
+    pipeline's own request limits (tests). ``metrics_text`` renders ``/metrics``
     (default: the repository's own registry; the Ray backend adds its replicas').
     ``decode_budget`` replaces the one the config sets (tests). ``budget_share``: this
     process's part of the server's decode budget (a front process's, ``http.front_workers``).
@@ -83,25 +167,22 @@ def create_app(
     else:
         repo = core.repository
     ctx = RouteContext(core=core, metrics_text=metrics_text or repo.metrics.render)
-    app = Flask("batchline")
-    app.request_class = BoundedRequest
-    app.json = FlaskJSON(app)  # orjson; answers keep UTF-8 text readable
-    app.extensions[CORE] = core
+    app = HttpApp(core)
     _follow_reloads(app, ctx, budget_share if decode_budget is None else None)
-    page = add_page(app)
-    _check_access(app, Access(auth_token, admin_token, AccessPolicy.of(repo.config.security)), page)
+    app.page = add_page(app)
+    app.access = Access(auth_token, admin_token, AccessPolicy.of(repo.config.security))
     for register in ROUTE_GROUPS:
         register(app, ctx)
     return app
 
 
-def _follow_reloads(app: Flask, ctx: RouteContext, budget_share: float | None) -> None:
+def _follow_reloads(app: HttpApp, ctx: RouteContext, budget_share: float | None) -> None:
     """Now and after each reload: the app-wide body limit, and (``budget_share`` of) the
     decode budget (a reload may change its key or the pipelines' ``max_image_pixels``)."""
     repo, limits = ctx.repository, ctx.core.limits
 
     def refresh_body_limit() -> None:
-        app.config["MAX_CONTENT_LENGTH"] = limits.max_body_size if limits else max_body_size(repo)
+        app.body_limit = limits.max_body_size if limits else max_body_size(repo)
 
     repo.on_reload(refresh_body_limit)
     if budget_share is not None:
@@ -111,12 +192,3 @@ def _follow_reloads(app: Flask, ctx: RouteContext, budget_share: float | None) -
             ctx.core.decode_budget.resize(share_of(decode_budget_bytes(repo), share, one_request_decode_bytes(repo)))
 
         repo.on_reload(resize_budget)
-
-
-def _check_access(app: Flask, access: Access, page: Page) -> None:
-    app.extensions["batchline.access"] = access  # the loop route (serving.http.loop_route) checks with it too
-
-    def check() -> None:
-        access.check(request, page_file=page.file_for(request) is not None)  # refusals: the errors group
-
-    app.before_request(check)

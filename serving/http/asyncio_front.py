@@ -2,11 +2,12 @@
 where installed) in a thread of its own, each complete request run through
 the WSGI app in a worker thread (:mod:`serving.http.wsgi_call`).
 
-waitress hands every request from its loop thread to a worker through a
-queue and a condition; with the GIL shared by both, that hand-off costs about
-as much as a small Flask app itself (docs/BENCHMARKS.md, "HTTP fronts alone").
-This front keeps waitress's behaviour and batchline's rules on it, so either
-can serve the same app:
+The one in-process HTTP server (docs/DESIGN_NOTES.md, "One HTTP server"):
+waitress, which it replaced, handed every request from its loop thread to a
+worker through a queue and a condition, a hand-off that cost about as much as
+a small Flask app itself (docs/BENCHMARKS.md, "HTTP fronts alone"). This front
+keeps waitress's answers (tests/integration/test_asyncio_front.py holds them)
+and batchline's rules on it:
 
 * :class:`~serving.http.front_gate.FrontGate`'s refusals the moment a
   request's headers are complete, before its body is read: 401 without the
@@ -45,8 +46,7 @@ from typing import Any
 
 from serving.config.schema import HttpConf
 from serving.http import shared_port
-from serving.http.client_limits import cleanup_interval
-from serving.http.front_gate import FrontGate
+from serving.http.front_gate import FrontGate, cleanup_interval
 from serving.http.http_connection import Connection, FrontState, LoopRoute
 from serving.service.body_budget import BodyBudget, front_buffered_bytes
 from serving.service.handler_count import HandlerCount
@@ -63,8 +63,8 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 class AsyncioFront:
-    """``app`` on an asyncio front on ``host:port``, or on an already bound ``sock``;
-    the same interface as :class:`~serving.http.waitress_front.WaitressFront`."""
+    """``app`` (a WSGI app with a ``body_limit``: :class:`~serving.http.app.HttpApp`) on an
+    asyncio front on ``host:port``, or on an already bound ``sock``."""
 
     def __init__(
         self,
@@ -97,8 +97,8 @@ class AsyncioFront:
         return int(self._sock.getsockname()[1])
 
     def apply_body_limits(self) -> None:
-        """The app's body limit (its ``MAX_CONTENT_LENGTH``) and the body budget derived from it."""
-        limit = int(self.app.config["MAX_CONTENT_LENGTH"])
+        """The app's body limit and the body budget derived from it."""
+        limit = int(self.app.body_limit)
         self.state.body_limit = limit
         self.body_budget.resize(front_buffered_bytes(self.http.max_buffered_mb, limit, self._budget_share))
 

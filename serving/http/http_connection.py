@@ -20,7 +20,7 @@ import httptools
 
 from serving.config.schema import HttpConf
 from serving.errors import Overloaded, ServingError
-from serving.http.front_gate import MAX_HEADER_BYTES, MAX_HEADER_FIELDS, FrontGate, FrontRefusal
+from serving.http.front_gate import MAX_HEADER_BYTES, MAX_HEADER_FIELDS, FrontGate, refusal_parts
 from serving.http.wsgi_call import (
     DateHeader,
     HttpAnswer,
@@ -367,7 +367,7 @@ class Connection(asyncio.Protocol):
         """Answer ``err`` in the app's JSON shape, then linger (drop the rest) until the client closes."""
         path = self._path()
         authorization = self._header(b"authorization", b"").decode("latin-1")
-        status, headers, body = FrontRefusal(err, path, authorization).to_response()
+        status, headers, body = refusal_parts(err, path, authorization)
         log.debug("refused before the body: %s (%d)", path[:128], err.status)
         self._answer_refusal(refusal_answer(status, headers, body))
 

@@ -1,11 +1,11 @@
 """Paddle Serving's prediction route for one text, called on a front
 process's event loop (:mod:`serving.http.asyncio_front`) instead of in a
-worker thread through Flask: the same request core
+worker thread through the app: the same request core
 (:mod:`serving.service.core`), the same access check, parser, answer and
 error documents as the app's route, awaited instead of waited for.
 
 In a front process a short text request is almost all overhead: the hand-off
-to a worker thread, Flask's request and response objects, and a thread woken
+to a worker thread, the app's request and response objects, and a thread woken
 again for the engine's answer cost several times what parsing it and handing
 it to the engine over the link does. Everything else (images, whose decoding
 would stall the loop, several inputs, whose admission waits for the engine,
@@ -25,10 +25,10 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from serving.errors import ServingError, as_serving_error
 from serving.http.access import Access
+from serving.http.json_answer import json_body
 from serving.http.wsgi_call import HttpAnswer, HttpRequest, first_header
 from serving.service.core import RequestCore, paddle_document
 from serving.service.error_body import error_document, error_headers
-from serving.service.jsonio import dumps
 from serving.service.parse import parse_paddle
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,8 @@ class RequestFacts:
 
 
 def json_answer(status: int, doc: Any, headers: Sequence[tuple[str, str]] = ()) -> HttpAnswer:
-    """What Flask's ``jsonify`` answers (this app's JSON: keys sorted, a final newline)."""
-    body = dumps(doc, sort_keys=True) + b"\n"
+    """What the app's JSON answers are (:mod:`serving.http.json_answer`), as the front writes them."""
+    body = json_body(doc)
     return HttpAnswer(
         f"{status} {HTTP_STATUS_CODES.get(status, 'UNKNOWN').upper()}",
         [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers],

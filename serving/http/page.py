@@ -17,10 +17,13 @@ from __future__ import annotations
 import html
 from importlib import resources
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from flask import Flask, Request, Response, request
 from werkzeug.exceptions import NotFound
-from werkzeug.wrappers import Response as BaseResponse
+from werkzeug.wrappers import Request, Response
+
+if TYPE_CHECKING:
+    from serving.http.app import HttpApp
 
 FILES_DIR = "page_files"
 INDEX = "index.html"
@@ -98,13 +101,13 @@ class Page:
             return INDEX if _wants_html(req) else None
         return req.path[1:] if req.path in self.paths else None
 
-    def register(self, app: Flask) -> None:
+    def register(self, app: HttpApp) -> None:
         # every method: a request that is not for the page falls to the app's 404 as before
         methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
         for path in ("/", *sorted(self.paths)):
-            app.add_url_rule(path, f"page:{path}", self._serve, methods=methods, provide_automatic_options=False)
+            app.add_url_rule(path, f"page:{path}", self._serve, methods=methods, automatic_options=False)
 
-    def _serve(self) -> BaseResponse:
+    def _serve(self, request: Request) -> Response:
         name = self.file_for(request)
         if name is None:
             raise NotFound()
@@ -117,7 +120,7 @@ class Page:
         return resp.make_conditional(request)
 
 
-def add_page(app: Flask) -> Page:
+def add_page(app: HttpApp) -> Page:
     """Serve the page on ``app``; the returned :class:`Page` tells page requests apart (auth)."""
     page = Page(load_files())
     page.register(app)

@@ -133,7 +133,7 @@ def call_app(app: WsgiApp, environ: dict[str, Any]) -> HttpAnswer:
         if started and exc_info is None:
             raise AssertionError("start_response called twice without exc_info")
         started[:] = [status, headers]
-        return lambda data: None  # the write() callable: Flask never uses it
+        return lambda data: None  # the write() callable: the app never uses it
 
     try:
         result = app(environ, start_response)

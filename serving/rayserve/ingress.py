@@ -1,4 +1,4 @@
-"""The HTTP ingress deployment: the same Flask app, pipelines, admission,
+"""The HTTP ingress deployment: the same HTTP app, pipelines, admission,
 routing and metrics as ``batchline serve``, with every op's stage a
 :class:`RemoteStage` that calls the op's deployment through its handle.
 
@@ -144,9 +144,7 @@ class Ingress:
             metrics_text=self._metrics_text,
             core=self.core,
         )
-        self._front = IngressFront(
-            gate, lambda: int(self.app.config["MAX_CONTENT_LENGTH"]), repo_conf.http.max_buffered_mb
-        )
+        self._front = IngressFront(gate, lambda: self.app.body_limit or 0, repo_conf.http.max_buffered_mb)
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
         self._heap = HeapTrim().start()  # bodies freed: their pages back to the system, as in one process
 

@@ -1,4 +1,4 @@
-"""Runs the Flask app (WSGI) for a request that Ray Serve's HTTP proxy hands
+"""Runs the HTTP app (WSGI) for a request that Ray Serve's HTTP proxy hands
 an ingress replica (ASGI / Starlette), in a thread of a pool: the app's
 handlers block while their requests run."""
 

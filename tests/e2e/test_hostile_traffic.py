@@ -54,9 +54,8 @@ HTTP_DOOR_ATTACKS = [name for name, a in DOOR_ATTACKS.items() if not a.grpc]
 GRPC_DOOR_ATTACKS = [name for name, a in DOOR_ATTACKS.items() if a.grpc]
 
 
-# asyncio (the default front, and gRPC): the real models, as a deployment's RSS is measured
-# against; waitress: the model-free pipeline (its HTTP rows are the same whatever it serves)
-DOOR_SERVERS = {"asyncio": f"{ROOT}/configs/ocr.yml", "waitress": None}
+# the HTTP front and gRPC: the real models, as a deployment's RSS is measured against
+DOOR_SERVERS = {"asyncio": f"{ROOT}/configs/ocr.yml"}
 
 
 @pytest.fixture(scope="module", params=list(DOOR_SERVERS))

@@ -603,8 +603,8 @@ def test_bench_errors(ocr, tmp_path, capsys):
 
 
 def test_a_drained_server_closes_every_connection_and_its_loop_ends():
-    """Regression: the drain closed waitress's listening socket from the draining thread, leaving
-    keep-alive connections open and the loop running; closing sockets under a select() in the
+    """Regression (on waitress, the front then): the drain closed its listening socket from the
+    draining thread, leaving keep-alive connections open and the loop running; closing sockets under a select() in the
     loop thread could also kill it with EBADF (an unhandled thread exception in the test run)."""
     failures = []
     previous = threading.excepthook
@@ -616,7 +616,7 @@ def test_a_drained_server_closes_every_connection_and_its_loop_ends():
             with requests.Session() as keep_alive:  # a keep-alive connection still open at drain time
                 assert keep_alive.get(live.url + "/health/live", timeout=10).status_code == 200
                 live.close()
-                loops = [t for t in set(threading.enumerate()) - before if t.name == "waitress"]
+                loops = [t for t in set(threading.enumerate()) - before if t.name == "http-loop"]
                 assert not loops, "the loop still runs"
                 with pytest.raises(requests.ConnectionError):
                     keep_alive.get(live.url + "/health/live", timeout=10)

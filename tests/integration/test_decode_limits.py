@@ -18,7 +18,7 @@ from serving.config.repository_files import repository_of
 from serving.engine.decode_budget import MIB, DecodeBudget
 from serving.engine.pipeline import Pipeline
 from serving.engine.pipeline_repository import PipelineRepository
-from serving.http.app import CORE, create_app
+from serving.http.app import create_app
 from tests.support.waiting import until
 
 OP = "tests.support.gated_image:GatedImageOp"
@@ -168,7 +168,7 @@ def test_the_budget_follows_reloads(gate, tmp_path):
     repo = PipelineRepository(repository_of(confs[0]), loader=lambda sources: repository_of(confs.pop(0)))
     repo.start()
     try:
-        budget = create_app(repo).extensions[CORE].decode_budget
+        budget = create_app(repo).core.decode_budget
         # derived: one maximal request (arrays, working copies) and its transient copy
         assert budget.capacity == 2 * 2 * 4_000_000 * 4 + 2 * 4_000_000 * 3
         confs.pop(0)

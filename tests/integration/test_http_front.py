@@ -38,7 +38,7 @@ def no_token_in_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-@pytest.fixture(scope="module", params=["asyncio", "waitress"])
+@pytest.fixture(scope="module", params=["asyncio"])
 def front(request) -> str:
     return str(request.param)
 

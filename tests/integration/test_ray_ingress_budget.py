@@ -97,7 +97,7 @@ def test_each_replica_holds_one_processs_budget_following_the_apps_limit(ray_app
     app = ray_app(docs(http={"max_buffered_mb": 1}))
     assert budget_of(app).capacity == buffered_bytes(1, LIMIT) == MIB
     defaulted = ray_app(docs())
-    defaulted.ingress.app.config["MAX_CONTENT_LENGTH"] = 2 * LIMIT  # the app's limit changed
+    defaulted.ingress.app.body_limit = 2 * LIMIT  # the app's limit changed
     assert call(defaulted, "/p/predict", Body([b"7 3"]), sized(3)).status_code == 200
     assert budget_of(defaulted).capacity == buffered_bytes(None, 2 * LIMIT)
 

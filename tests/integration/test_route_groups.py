@@ -1,4 +1,4 @@
-"""Each route group of ``serving.http.routes`` built alone on a bare Flask app
+"""Each route group of ``serving.http.routes`` built alone on a bare app
 from a :class:`RouteContext` around a fake text pipeline: no page, no access
 check, no other group. The whole app's contract is tests/integration/test_http_*.py."""
 
@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from flask import Flask
+from werkzeug.wrappers import Response
 
 from serving.config.repository_files import repository_of
 from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import Conflict
+from serving.http.app import HttpApp
 from serving.http.routes import admin, errors, health, listing, metrics, prediction
 from tests.support.http_fakes import echo_pipeline, route_context
 
 
 def bare_app(*groups, ctx):
-    app = Flask("one-group")
+    app = HttpApp(ctx.core)
     for group in groups:
         group.register(app, ctx)
     return app.test_client()
@@ -72,16 +73,18 @@ def test_errors_group_answers_every_groups_failures_in_json(repo):
 
 
 def test_errors_group_turns_an_unexpected_exception_into_a_500():
-    app = Flask("one-group")
-    errors.register(app, route_context(PipelineRepository.of(echo_pipeline())))
+    ctx = route_context(PipelineRepository.of(echo_pipeline()))
+    app = HttpApp(ctx.core)
+    errors.register(app, ctx)
 
-    @app.get("/fails")
-    def fails():
+    def fails(request) -> Response:
         raise RuntimeError("bug")
 
-    @app.get("/busy")
-    def busy():
+    def busy(request) -> Response:
         raise Conflict("a reload is already running")
+
+    app.add_url_rule("/fails", "fails", fails, methods=["GET"])
+    app.add_url_rule("/busy", "busy", busy, methods=["GET"])
 
     assert app.test_client().get("/fails").get_json()["error"]["status"] == 500
     r = app.test_client().get("/busy")

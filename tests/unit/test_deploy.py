@@ -168,10 +168,9 @@ def http_drain_tail_s() -> float:
     front's drain (in the engine's process), or the front processes' (http.front_workers)."""
     from serving.http.asyncio_front import AsyncioFront
     from serving.http.front_workers import DRAIN_TIMEOUT_S
-    from serving.http.waitress_front import WaitressFront
 
     tails = []
-    for front in (AsyncioFront, WaitressFront):
+    for front in (AsyncioFront,):
         source = inspect.getsource(front.drain)
         timeouts = [float(t) for t in re.findall(r"timeout=(\d+(?:\.\d+)?)", source)]
         assert timeouts, f"{front.__name__}.drain has no literal timeouts any more: update this reader"
@@ -598,8 +597,8 @@ def byte_quantity(value: str) -> int:
 
 
 def test_tmp_holds_the_served_configs_body_budget(tmp_path):
-    """waitress spools request bodies over 512 KiB to /tmp; the server holds at most its body
-    budget (http.max_buffered_mb) of them at once: past the emptyDir's sizeLimit the pod is evicted."""
+    """/tmp holds the server's body budget (http.max_buffered_mb), as it did when waitress spooled
+    request bodies there (the asyncio front keeps them in memory): a disk-backed emptyDir, sized to it."""
     from serving.config.repository_files import repository_of
     from serving.service.body_budget import buffered_bytes
     from serving.service.limits import limits_from_config

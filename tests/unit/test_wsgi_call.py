@@ -49,7 +49,7 @@ def test_an_absolute_target_is_served_by_its_path():
     assert env["PATH_INFO"] == "/ernie/predict" and env["QUERY_STRING"] == "q=2"
 
 
-def test_the_client_gone_check_reaches_the_app_under_waitresss_key():
+def test_the_client_gone_check_reaches_the_app():
     env = environ_of(request(disconnected=lambda: True), "batchline")
     assert env[CLIENT_GONE]() is True
 

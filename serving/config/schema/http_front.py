@@ -23,12 +23,10 @@ class HttpConf(BaseModel):
         "(docs/architecture.md). Each holds its share of `max_buffered_mb` and `decode_budget_mb`, at "
         "least one largest request. Also `batchline serve --front-workers N`.",
     )
-    front: Literal["asyncio", "waitress"] = Field(
+    front: Literal["asyncio"] = Field(
         default="asyncio",
-        description="What reads HTTP: `asyncio` (httptools on an event loop, the app in worker threads) or "
-        "`waitress`. Both apply every limit below and answer alike; asyncio answers more requests per core "
-        "(docs/BENCHMARKS.md, null op), and answers a connection over `connection_limit` 503 where waitress "
-        "leaves it in the listen backlog.",
+        description="What reads HTTP: `asyncio` (httptools on an event loop, the app in worker threads), the one "
+        'HTTP server (docs/DESIGN_NOTES.md, "One HTTP server"; `waitress`, the other one before, was removed).',
     )
     channel_timeout_s: float = Field(
         default=120.0,
@@ -53,15 +51,14 @@ class HttpConf(BaseModel):
     connection_limit: int | None = Field(
         default=None,
         ge=1,
-        description="Connections open at once; more are answered 503 with `Retry-After` (`front: asyncio`) or "
-        "wait in the listen backlog (`front: waitress`). null: the HTTP threads "
-        "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold request bodies (waitress two, "
-        "the asyncio front one); what they hold in all is bounded by `max_buffered_mb`.",
+        description="Connections open at once; more are answered 503 with `Retry-After`. null: the HTTP threads "
+        "(`worker_num` + the pipelines' `max_queue_size`) + 128. Each may hold one request body; what they hold "
+        "in all is bounded by `max_buffered_mb`.",
     )
     max_buffered_mb: int | None = Field(
         default=None,
         ge=1,
-        description="Request bodies the HTTP front holds at once, in memory and in `$TMPDIR`, for the whole "
+        description="Request bodies the HTTP front holds at once, in memory, for the whole "
         "server (MiB). null: 4 x the largest `max_body_size`. A request takes its `Content-Length` from it "
         "before its body is read (a chunked body: as it arrives) and gives it back once answered; one that "
         "does not fit gets 503 with `Retry-After`, its body unread. gRPC messages (`rpc_port`) take theirs from "

@@ -1,4 +1,4 @@
-"""The app's route groups. Each module registers its routes on a Flask app
+"""The app's route groups. Each module registers its routes on an :class:`~serving.http.app.HttpApp`
 given a :class:`~serving.http.routes.context.RouteContext`, so it can be built
 alone on a bare app (tests/integration/test_route_groups.py):
 

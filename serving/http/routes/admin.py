@@ -3,16 +3,22 @@ Who may call it (the admin token) is decided before, in ``serving.http.access``.
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify
+from typing import TYPE_CHECKING
 
+from werkzeug.wrappers import Request, Response
+
+from serving.http.json_answer import json_response
 from serving.http.routes.context import RouteContext
 
+if TYPE_CHECKING:
+    from serving.http.app import HttpApp
 
-def register(app: Flask, ctx: RouteContext) -> None:
+
+def register(app: HttpApp, ctx: RouteContext) -> None:
     repository = ctx.repository
 
-    def reload() -> Response:
+    def reload(request: Request) -> Response:
         report = repository.reload()
-        return jsonify(status="reloaded", **report.as_dict())
+        return json_response({"status": "reloaded", **report.as_dict()})
 
     app.add_url_rule("/admin/reload", "reload", reload, methods=["POST"])

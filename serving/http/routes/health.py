@@ -4,32 +4,36 @@ ready once every pipeline of the current generation is loaded and warm."""
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify
+from typing import TYPE_CHECKING
 
+from werkzeug.wrappers import Request, Response
+
+from serving.http.json_answer import json_response
 from serving.http.routes.context import RouteContext
 
-Answer = Response | tuple[Response, int]
+if TYPE_CHECKING:
+    from serving.http.app import HttpApp
 
 
 class HealthRoutes:
     def __init__(self, ctx: RouteContext):
         self.repository = ctx.repository
 
-    def register(self, app: Flask) -> None:
+    def register(self, app: HttpApp) -> None:
         for prefix in ("", "/v2"):
-            app.add_url_rule(f"{prefix}/health/live", "live", self.live, methods=["GET"])
-            app.add_url_rule(f"{prefix}/health/ready", "ready", self.ready, methods=["GET"])
+            app.add_url_rule(f"{prefix}/health/live", f"live{prefix}", self.live, methods=["GET"])
+            app.add_url_rule(f"{prefix}/health/ready", f"ready{prefix}", self.ready, methods=["GET"])
 
-    def live(self) -> Answer:
+    def live(self, request: Request) -> Response:
         if self.repository.live:
-            return jsonify(status="live")
-        return jsonify(status="broken: an op lost every instance and cannot restart it"), 503
+            return json_response({"status": "live"})
+        return json_response({"status": "broken: an op lost every instance and cannot restart it"}, 503)
 
-    def ready(self) -> Answer:
+    def ready(self, request: Request) -> Response:
         if self.repository.ready:
-            return jsonify(status="ready", generation=self.repository.generation.number)
-        return jsonify(status="not ready"), 503
+            return json_response({"status": "ready", "generation": self.repository.generation.number})
+        return json_response({"status": "not ready"}, 503)
 
 
-def register(app: Flask, ctx: RouteContext) -> None:
+def register(app: HttpApp, ctx: RouteContext) -> None:
     HealthRoutes(ctx).register(app)

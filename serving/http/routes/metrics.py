@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response
+from typing import TYPE_CHECKING
+
+from werkzeug.wrappers import Request, Response
 
 from serving.http.routes.context import RouteContext
+
+if TYPE_CHECKING:
+    from serving.http.app import HttpApp
 
 CONTENT_TYPE = "text/plain; version=0.0.4"
 
 
-def register(app: Flask, ctx: RouteContext) -> None:
+def register(app: HttpApp, ctx: RouteContext) -> None:
     render = ctx.metrics_text
 
-    def metrics() -> Response:
+    def metrics(request: Request) -> Response:
         return Response(render(), mimetype=CONTENT_TYPE)
 
     app.add_url_rule("/metrics", "metrics", metrics, methods=["GET"])

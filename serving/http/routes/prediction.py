@@ -5,11 +5,12 @@ version: each parses its body and hands it to the request core
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, jsonify, request
+from werkzeug.wrappers import Request, Response
 
 from serving.errors import ServingError
+from serving.http.json_answer import json_response
 from serving.http.native_request import parse_native
 from serving.http.routes.context import RouteContext
 from serving.http.routes.errors import error_response
@@ -18,24 +19,22 @@ from serving.service.core import RequestCore, answered_version, paddle_document
 from serving.service.encode import plain
 from serving.service.parse import parse_paddle
 
+if TYPE_CHECKING:
+    from serving.http.app import HttpApp
+
 
 class PredictionRoutes:
     def __init__(self, core: RequestCore):
         self.core = core
 
-    def register(self, app: Flask) -> None:
-        app.add_url_rule("/<name>/prediction", "prediction", self.prediction, methods=["POST"])
+    def register(self, app: HttpApp) -> None:
+        latest = {"version": None}
+        app.add_url_rule("/<name>/prediction", "prediction", self.paddle, methods=["POST"], defaults=latest)
         app.add_url_rule("/<name>/v<int:version>/prediction", "prediction_version", self.paddle, methods=["POST"])
-        app.add_url_rule("/<name>/predict", "predict", self.predict, methods=["POST"])
+        app.add_url_rule("/<name>/predict", "predict", self.native, methods=["POST"], defaults=latest)
         app.add_url_rule("/<name>/v<int:version>/predict", "predict_version", self.native, methods=["POST"])
 
-    def prediction(self, name: str) -> Response:
-        return self.paddle(name, None)
-
-    def predict(self, name: str) -> Response:
-        return self.native(name, None)
-
-    def paddle(self, name: str, version: int | None) -> Response:
+    def paddle(self, request: Request, name: str, version: int | None) -> Response:
         core = self.core
         with core.handlers:
             target = core.target(name, version, request.content_length)
@@ -50,10 +49,10 @@ class PredictionRoutes:
                 started = core.start(name, version, parsed, target, core.route_key(name, version, request.headers.get))
                 handles = started.wait(client_gone(request.environ))
             except ServingError as err:
-                return error_response(err, parsed.logid)
-            return jsonify(**paddle_document(handles, parsed.logid))
+                return error_response(request, err, parsed.logid)
+            return json_response(paddle_document(handles, parsed.logid))
 
-    def native(self, name: str, version: int | None) -> Response:
+    def native(self, request: Request, name: str, version: int | None) -> Response:
         core = self.core
         with core.handlers:
             target = core.target(name, version, request.content_length)
@@ -73,8 +72,8 @@ class PredictionRoutes:
                 body["timing"] = [h.timing_summary() for h in handles]
             if show_version:
                 body["version"] = answered_version(handles, None)
-            return jsonify(body)
+            return json_response(body)
 
 
-def register(app: Flask, ctx: RouteContext) -> None:
+def register(app: HttpApp, ctx: RouteContext) -> None:
     PredictionRoutes(ctx.core).register(app)

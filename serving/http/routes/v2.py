@@ -8,10 +8,13 @@ KServe's ``{"error": "<message>"}`` with the status the native API gives."""
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify, request
+from typing import TYPE_CHECKING
+
+from werkzeug.wrappers import Request, Response
 
 from serving.errors import UnsupportedMediaType
 from serving.http import v2_body as http_body
+from serving.http.json_answer import json_response
 from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import client_gone
 from serving.service.limits import RequestLimits
@@ -19,6 +22,9 @@ from serving.service.open_inference.infer import CallFacts, infer, model
 from serving.service.open_inference.model import ModelViews
 from serving.service.open_inference.request import InferRequest
 from serving.service.open_inference.server import server_metadata
+
+if TYPE_CHECKING:
+    from serving.http.app import HttpApp
 
 PROTOCOL = "v2"  # requests by front end (metrics)
 MODEL = "/v2/models/<name>"
@@ -35,25 +41,25 @@ class InferenceProtocolRoutes:
         self.ctx = ctx
         self.views = ModelViews()
 
-    def register(self, app: Flask) -> None:
+    def register(self, app: HttpApp) -> None:
         app.add_url_rule("/v2", "v2_server", self.server, methods=["GET"])
         for prefix, suffix, defaults in ((MODEL, "", {"version": None}), (VERSION, "_version", None)):
             app.add_url_rule(prefix, f"v2_model{suffix}", self.metadata, methods=["GET"], defaults=defaults)
             app.add_url_rule(f"{prefix}/ready", f"v2_ready{suffix}", self.ready, methods=["GET"], defaults=defaults)
             app.add_url_rule(f"{prefix}/infer", f"v2_infer{suffix}", self.infer, methods=["POST"], defaults=defaults)
 
-    def server(self) -> Response:
-        return jsonify(server_metadata())
+    def server(self, request: Request) -> Response:
+        return json_response(server_metadata())
 
-    def metadata(self, name: str, version: int | None) -> Response:
-        return jsonify(model(self.ctx.core, self.views, name, _text(version)).metadata())
+    def metadata(self, request: Request, name: str, version: int | None) -> Response:
+        return json_response(model(self.ctx.core, self.views, name, _text(version)).metadata())
 
-    def ready(self, name: str, version: int | None) -> Response | tuple[Response, int]:
+    def ready(self, request: Request, name: str, version: int | None) -> Response:
         model(self.ctx.core, self.views, name, _text(version))  # 404 for a model not served
         ready = self.ctx.repository.ready
-        return jsonify(name=name, ready=ready), 200 if ready else 503
+        return json_response({"name": name, "ready": ready}, 200 if ready else 503)
 
-    def infer(self, name: str, version: int | None) -> Response:
+    def infer(self, request: Request, name: str, version: int | None) -> Response:
         with self.ctx.core.handlers:
             if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
                 raise UnsupportedMediaType("compressed request bodies are not supported (Content-Encoding)")
@@ -82,5 +88,5 @@ class InferenceProtocolRoutes:
         return response
 
 
-def register(app: Flask, ctx: RouteContext) -> None:
+def register(app: HttpApp, ctx: RouteContext) -> None:
     InferenceProtocolRoutes(ctx).register(app)
