@@ -11,9 +11,12 @@ the page and the access check."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from werkzeug.exceptions import HTTPException
@@ -28,6 +31,7 @@ from serving.errors import ServingError, as_serving_error
 from serving.http.access import Access
 from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
+from serving.http.pending import Pending
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
 from serving.http.routes.context import RouteContext
 from serving.service.core import RequestCore
@@ -36,7 +40,7 @@ from serving.service.served_repository import ServedRepository
 
 log = logging.getLogger(__name__)
 
-View = Callable[..., Response]
+View = Callable[..., Response | Pending]
 StartResponse = Callable[..., Any]
 
 # in this order; errors first: its handlers answer every other group's failures
@@ -75,6 +79,7 @@ class HttpApp:
         self.url_map = Map()
         self.views: dict[str, View] = {}
         self.automatic_options: set[str] = set()  # endpoints answering OPTIONS with their methods
+        self.light_routes: dict[str, Callable[..., bool]] = {}  # prediction endpoints: may it run on a loop
         # the largest body any route takes (413 naming it; None: any), followed on reloads
         self.body_limit: int | None = None
         self.access: Access | None = None  # who may call what, checked before any route
@@ -110,31 +115,94 @@ class HttpApp:
         self.url_map.add(Rule(rule, endpoint=endpoint, methods=sorted(methods), defaults=defaults))
         self.views[endpoint] = view
 
-    def respond(self, request: Request) -> Response:
-        """The answer to ``request``: the access check first, then its route."""
-        try:
-            adapter = self.url_map.bind_to_environ(request.environ)
-            self.check(request)
-            endpoint, arguments = adapter.match()
-            if request.method == "OPTIONS" and endpoint in self.automatic_options:
-                answer = Response(mimetype="text/html")
-                answer.allow.update(adapter.allowed_methods())
-                return answer
-            return self.views[endpoint](request, **arguments)
-        except RequestRedirect as redirect:  # a path with doubled slashes: where it is
-            return redirect.get_response(request.environ)
-        except ServingError as err:
-            return self.serving_error(request, err)
-        except HTTPException as exc:
-            return self.http_error(request, exc)
-        except Exception as exc:
-            log.exception("unhandled error on %s", request.path)
-            return self.serving_error(request, as_serving_error(exc))
+    def add_prediction_rule(
+        self,
+        rule: str,
+        endpoint: str,
+        view: Callable[..., Pending],
+        *,
+        light: Callable[..., bool],
+        defaults: dict[str, Any] | None = None,
+    ) -> None:
+        """A POST route whose view parses a prediction and hands back its :class:`Pending`
+        request, counted while it runs (drain waits for it); ``light(**arguments)``: whether
+        it may be answered on an event loop (:meth:`respond_on_loop`)."""
+        self.add_url_rule(rule, endpoint, view, methods=["POST"], defaults=defaults)
+        self.light_routes[endpoint] = light
 
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def light(self, environ: dict[str, Any]) -> bool:
+        """Whether the request of ``environ`` may be answered on an event loop: a light route's."""
+        try:
+            endpoint, arguments = self.url_map.bind_to_environ(environ).match()
+            light = self.light_routes.get(endpoint)
+            return light is not None and bool(light(**arguments))
+        except Exception:  # noqa: BLE001 - not routable here: the app answers why, in a thread
+            return False
+
+    def request(self, environ: dict[str, Any]) -> Request:
         request = BoundedRequest(environ)
         request.max_content_length = self.body_limit
-        return self.respond(request)(environ, start_response)
+        return request
+
+    def respond(self, request: Request) -> Response:
+        """The answer to ``request``: the access check first, then its route (a worker thread)."""
+        try:
+            found = self._match(request)
+            if isinstance(found, Response):
+                return found
+            endpoint, arguments = found
+            with self._counted(endpoint):
+                answer = self.views[endpoint](request, **arguments)
+                return answer.complete() if isinstance(answer, Pending) else answer
+        except Exception as exc:  # noqa: BLE001 - every failure gets its JSON answer
+            return self._failure(request, exc)
+
+    async def respond_on_loop(self, request: Request, executor: Executor) -> Response:
+        """:meth:`respond` on an event loop: a light prediction is submitted and awaited
+        there, no thread involved; what a view hands back that is not light runs on in
+        ``executor``. Only where submitting never waits (a front process's link)."""
+        try:
+            found = self._match(request)
+            if isinstance(found, Response):
+                return found
+            endpoint, arguments = found
+            with self._counted(endpoint):
+                answer = self.views[endpoint](request, **arguments)
+                if not isinstance(answer, Pending):
+                    return answer
+                if answer.light:
+                    return await answer.settle()
+                return await asyncio.get_running_loop().run_in_executor(executor, answer.complete)
+        except Exception as exc:  # noqa: BLE001 - every failure gets its JSON answer
+            return self._failure(request, exc)
+
+    def _match(self, request: Request) -> Response | tuple[str, dict[str, Any]]:
+        """The route of ``request`` once the access check let it in, or the answer it already has."""
+        adapter = self.url_map.bind_to_environ(request.environ)
+        self.check(request)
+        try:
+            endpoint, arguments = adapter.match()
+        except RequestRedirect as redirect:  # a path with doubled slashes: where it is
+            return redirect.get_response(request.environ)
+        if request.method == "OPTIONS" and endpoint in self.automatic_options:
+            answer = Response(mimetype="text/html")
+            answer.allow.update(adapter.allowed_methods())
+            return answer
+        return str(endpoint), dict(arguments)
+
+    def _counted(self, endpoint: str) -> AbstractContextManager[Any]:
+        return self.core.handlers if endpoint in self.light_routes else nullcontext()
+
+    def _failure(self, request: Request, exc: Exception) -> Response:
+        if isinstance(exc, ServingError):
+            return self.serving_error(request, exc)
+        if isinstance(exc, HTTPException):
+            return self.http_error(request, exc)
+        log.exception("unhandled error on %s", request.path)
+        return self.serving_error(request, as_serving_error(exc))
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        return self.respond(self.request(environ))(environ, start_response)
 
     def test_client(self) -> Client:
         return Client(self, TestResponse)

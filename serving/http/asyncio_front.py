@@ -47,7 +47,7 @@ from typing import Any
 from serving.config.schema import HttpConf
 from serving.http import shared_port
 from serving.http.front_gate import FrontGate, cleanup_interval
-from serving.http.http_connection import Connection, FrontState, LoopRoute
+from serving.http.http_connection import Connection, FrontState
 from serving.service.body_budget import BodyBudget, front_buffered_bytes
 from serving.service.handler_count import HandlerCount
 
@@ -77,13 +77,13 @@ class AsyncioFront:
         port: int = 0,
         sock: socket.socket | None = None,
         budget_share: float = 1.0,
-        loop_route: LoopRoute | None = None,
+        answers_on_loop: bool = False,
     ):
         self.app = app
         self.http = http
         self.body_budget = BodyBudget(0)
         self._budget_share = budget_share
-        self.state = FrontState(app, http, gate, self.body_budget, threads, loop_route)
+        self.state = FrontState(app, http, gate, self.body_budget, threads, answers_on_loop)
         self._loop = new_event_loop()
         self._sock = sock if sock is not None else shared_port.listen_alone(host, port)
         self._server: asyncio.base_events.Server | None = None

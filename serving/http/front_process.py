@@ -22,13 +22,10 @@ from multiprocessing.connection import Client
 
 from serving.engine.decode_budget import DecodeBudget
 from serving.http import shared_port
-from serving.http.access import Access
 from serving.http.app import create_app
 from serving.http.asyncio_front import AsyncioFront
 from serving.http.front_gate import FrontGate
 from serving.http.front_link import FrontHello, Wire
-from serving.http.loop_route import LoopRoute
-from serving.http.origins import AccessPolicy
 from serving.http.remote_repository import RemoteRepository
 from serving.runners.heap_trim import HeapTrim
 from serving.runners.process import name_process
@@ -72,8 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate = FrontGate(hello.auth_token, hello.admin_token)
     threads = http_threads(config)
     # a one-text prediction answered on the front's loop, the rest by the app in worker threads
-    route = LoopRoute(core, Access(hello.auth_token, hello.admin_token, AccessPolicy.of(config.security))).take
-    front = AsyncioFront(app, config.http, gate, threads=threads, sock=listening, budget_share=share, loop_route=route)
+    front = AsyncioFront(
+        app, config.http, gate, threads=threads, sock=listening, budget_share=share, answers_on_loop=True
+    )
     repository.on_reload(front.apply_body_limits)
     threading.Thread(target=repository.serve, args=(stop.set,), name="engine-link", daemon=True).start()
     front.start()

@@ -11,7 +11,6 @@ import enum
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -44,10 +43,6 @@ READ_AHEAD_BYTES = 64 << 10
 #: the end of a header block (and of a chunked body's trailers)
 BLANK_LINE = b"\r\n\r\n"
 
-#: answers some requests on the loop (:mod:`serving.http.loop_route`): a coroutine, or None
-#: for the app; the coroutine's None also leaves the request to the app
-LoopRoute = Callable[[HttpRequest], "Coroutine[Any, Any, HttpAnswer | None] | None"]
-
 
 class Phase(enum.Enum):
     """What the connection's next unparsed bytes are."""
@@ -67,10 +62,13 @@ class FrontState:
         gate: FrontGate,
         budget: BodyBudget,
         threads: int,
-        loop_route: LoopRoute | None = None,
+        answers_on_loop: bool = False,
     ):
-        self.app = app
-        self.loop_route = loop_route
+        # with answers_on_loop, an HttpApp (light, request, respond_on_loop); else any WSGI app
+        self.app: Any = app
+        # light predictions answered on the loop (serving.http.app.HttpApp.respond_on_loop): only where
+        # submitting never waits, a front process's link to the engine
+        self.answers_on_loop = answers_on_loop
         self.http = http
         self.gate = gate
         self.budget = budget
@@ -415,24 +413,22 @@ class Connection(asyncio.Protocol):
             return  # resume_writing serves it
         request, claim = self.queue.popleft()
         self.serving = True
-        route = self.state.loop_route
-        on_loop = route(request) if route is not None else None
+        environ = environ_of(request, IDENT)
         future: asyncio.Future[Any]
-        if on_loop is not None:
-            future = self.loop.create_task(on_loop)
+        app = self.state.app
+        if self.state.answers_on_loop and app.light(environ):
+            future = self.loop.create_task(self._on_loop(environ))
         else:
-            future = self.loop.run_in_executor(self.state.executor, self._run, request)
+            future = self.loop.run_in_executor(self.state.executor, call_app, self.state.app, environ)
         future.add_done_callback(lambda f: self._answered(f, request, claim))
 
-    def _run(self, request: HttpRequest) -> HttpAnswer:
-        return call_app(self.state.app, environ_of(request, IDENT))
+    async def _on_loop(self, environ: dict[str, Any]) -> HttpAnswer:
+        app = self.state.app
+        response = await app.respond_on_loop(app.request(environ), self.state.executor)
+        return call_app(response, environ)
 
     def _answered(self, future: asyncio.Future[Any], request: HttpRequest, claim: Claim | None) -> None:
         answer = future.result() if not future.cancelled() and future.exception() is None else internal_error()
-        if answer is None and not self.closed:  # the loop route left it to the app
-            retry = self.loop.run_in_executor(self.state.executor, self._run, request)
-            retry.add_done_callback(lambda f: self._answered(f, request, claim))
-            return
         self.serving = False
         if claim is not None:
             claim.release()

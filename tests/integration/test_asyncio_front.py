@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from concurrent.futures import Executor
 from pathlib import Path
 
 import pytest
@@ -336,33 +337,46 @@ def test_a_connection_over_the_limit_is_refused_503_at_once():
                 sock.close()
 
 
-# ---- the loop route (serving.http.loop_route), as front processes run it --------------------
+# ---- light predictions answered on the loop, as front processes run them --------------------
+class LoopSpy:
+    """The app, noting the targets of the requests answered on the loop without a thread."""
+
+    def __init__(self, app):
+        self.app = app
+        self.answered: list[str] = []
+
+    def __getattr__(self, name):
+        return getattr(self.app, name)
+
+    def __call__(self, environ, start_response):
+        return self.app(environ, start_response)
+
+    async def respond_on_loop(self, request, executor):
+        threads = []
+
+        class Noting(Executor):
+            def submit(self, fn, /, *args, **kwargs):
+                threads.append(fn)
+                return executor.submit(fn, *args, **kwargs)
+
+        answer = await self.app.respond_on_loop(request, Noting())
+        if not threads:
+            self.answered.append(request.environ["RAW_URI"])
+        return answer
+
+
 @pytest.fixture(scope="module")
 def loop_routed(fronts):
-    """A second asyncio front on the first server's app, answering one-text predictions on its loop;
-    ``answered``: the paths of the requests the loop answered itself."""
+    """A second asyncio front on the first server's app, answering light predictions on its loop;
+    ``answered``: the targets of the requests the loop answered itself."""
     from serving.http.asyncio_front import AsyncioFront
     from serving.http.front_gate import FrontGate
-    from serving.http.loop_route import LoopRoute
 
     (live,) = fronts
-    take = LoopRoute(live.server.core, live.server.app.access).take
-    answered: list[str] = []
-
-    def spy(request):
-        coro = take(request)
-        if coro is None:
-            return None
-
-        async def noted():
-            answer = await coro
-            if answer is not None:
-                answered.append(request.target.decode())
-            return answer
-
-        return noted()
-
-    front = AsyncioFront(live.server.app, live.server.config.http, FrontGate(TOKEN), threads=8, loop_route=spy)
+    spy = LoopSpy(live.server.app)
+    answered = spy.answered
+    http = live.server.config.http
+    front = AsyncioFront(spy, http, FrontGate(TOKEN), threads=8, answers_on_loop=True)
     front.start()
     yield front, answered
     front.drain(live.server.core.handlers)
@@ -377,12 +391,12 @@ LOOP_CASES = {
     "/ernie/v1/prediction": (one_text("bad"), True),
     "/ernie/prediction?x=1": (one_text("__bad__"), True),
     "/ernie/prediction#two": (json.dumps({"key": ["text", "text"], "value": ["a", "b"]}).encode(), False),
-    "/ernie/predict": (json.dumps({"inputs": [{"text": "good"}]}).encode(), False),
+    "/ernie/predict": (json.dumps({"inputs": [{"text": "good"}]}).encode(), True),
     "/nope/prediction": (one_text("good"), False),
 }
 
 
-def test_one_text_predictions_are_answered_on_the_loop_as_the_app_answers(fronts, loop_routed):
+def test_light_predictions_are_answered_on_the_loop_as_the_app_answers(fronts, loop_routed):
     (live,) = fronts
     front, answered = loop_routed
     for target, (body, on_loop) in LOOP_CASES.items():

@@ -1,23 +1,28 @@
 """The prediction routes: Paddle Serving's ``POST /<name>/prediction`` and the
 native ``POST /<name>/predict``, each also as ``/<name>/v<n>/...`` for one
-version: each parses its body and hands it to the request core
-(:mod:`serving.service.core`), which admits, checks, decodes, submits and waits."""
+version: each parses its body and hands the app a :class:`Pending` request on
+the request core (:mod:`serving.service.core`), which admits, checks, decodes,
+submits and waits, in a worker thread or on a front process's event loop."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request, Response
 
+from serving.engine.request import RequestState
 from serving.errors import ServingError
 from serving.http.json_answer import json_response
 from serving.http.native_request import parse_native
+from serving.http.pending import Pending
 from serving.http.routes.context import RouteContext
 from serving.http.routes.errors import error_response
 from serving.http.wsgi_call import client_gone
 from serving.service.core import RequestCore, answered_version, paddle_document
 from serving.service.encode import plain
-from serving.service.parse import parse_paddle
+from serving.service.parse import ParsedRequest, parse_paddle
+from serving.service.served_repository import ServedPipeline
 
 if TYPE_CHECKING:
     from serving.http.app import HttpApp
@@ -29,50 +34,69 @@ class PredictionRoutes:
 
     def register(self, app: HttpApp) -> None:
         latest = {"version": None}
-        app.add_url_rule("/<name>/prediction", "prediction", self.paddle, methods=["POST"], defaults=latest)
-        app.add_url_rule("/<name>/v<int:version>/prediction", "prediction_version", self.paddle, methods=["POST"])
-        app.add_url_rule("/<name>/predict", "predict", self.native, methods=["POST"], defaults=latest)
-        app.add_url_rule("/<name>/v<int:version>/predict", "predict_version", self.native, methods=["POST"])
+        for suffix, view in (("prediction", self.paddle), ("predict", self.native)):
+            app.add_prediction_rule(f"/<name>/{suffix}", suffix, view, defaults=latest, light=self.light)
+            app.add_prediction_rule(f"/<name>/v<int:version>/{suffix}", f"{suffix}_version", view, light=self.light)
 
-    def paddle(self, request: Request, name: str, version: int | None) -> Response:
-        core = self.core
-        with core.handlers:
-            target = core.target(name, version, request.content_length)
-            pipeline, limits = target
-            parsed = parse_paddle(
-                request.get_data(),
-                kind=pipeline.input_kind() or "image",
-                max_inputs=limits.max_inputs,
-                priority_levels=pipeline.config.dag.priority_levels,
-            )
-            try:
-                started = core.start(name, version, parsed, target, core.route_key(name, version, request.headers.get))
-                handles = started.wait(client_gone(request.environ))
-            except ServingError as err:
-                return error_response(request, err, parsed.logid)
-            return json_response(paddle_document(handles, parsed.logid))
+    def light(self, name: str, version: int | None) -> bool:
+        """Whether a request to ``name`` may be parsed on an event loop: a text pipeline's."""
+        try:
+            return self.core.repository.pipeline(name, version).input_kind() == "text"
+        except ServingError:
+            return False  # its 404 is the app's, wherever it runs
 
-    def native(self, request: Request, name: str, version: int | None) -> Response:
+    def paddle(self, request: Request, name: str, version: int | None) -> Pending:
         core = self.core
-        with core.handlers:
-            target = core.target(name, version, request.content_length)
-            pipeline, limits = target
-            # decided now: a reload may remove the route while the request runs, never its answer
-            show_version = core.shows_version(name, version)
-            parsed = parse_native(
-                request,
-                kind=pipeline.input_kind() or "image",
-                max_inputs=limits.max_inputs,
-                priority_levels=pipeline.config.dag.priority_levels,
-            )
-            started = core.start(name, version, parsed, target, core.route_key(name, version, request.headers.get))
-            handles = started.wait(client_gone(request.environ))
+        target = core.target(name, version, request.content_length)
+        pipeline, limits = target
+        parsed = parse_paddle(
+            request.get_data(),
+            kind=pipeline.input_kind() or "image",
+            max_inputs=limits.max_inputs,
+            priority_levels=pipeline.config.dag.priority_levels,
+        )
+        key = core.route_key(name, version, request.headers.get)
+        return Pending(
+            start=lambda: core.start(name, version, parsed, target, key),
+            finish=lambda handles: json_response(paddle_document(handles, parsed.logid)),
+            gone=client_gone(request.environ),
+            light=_light(pipeline, parsed),
+            fail=lambda err: error_response(request, err, parsed.logid),
+        )
+
+    def native(self, request: Request, name: str, version: int | None) -> Pending:
+        core = self.core
+        target = core.target(name, version, request.content_length)
+        pipeline, limits = target
+        # decided now: a reload may remove the route while the request runs, never its answer
+        show_version = core.shows_version(name, version)
+        parsed = parse_native(
+            request,
+            kind=pipeline.input_kind() or "image",
+            max_inputs=limits.max_inputs,
+            priority_levels=pipeline.config.dag.priority_levels,
+        )
+
+        def finish(handles: Sequence[RequestState]) -> Response:
             body: dict[str, Any] = {"results": [plain(h.result(timeout=0)) for h in handles]}
             if parsed.timing:
                 body["timing"] = [h.timing_summary() for h in handles]
             if show_version:
                 body["version"] = answered_version(handles, None)
             return json_response(body)
+
+        key = core.route_key(name, version, request.headers.get)
+        return Pending(
+            start=lambda: core.start(name, version, parsed, target, key),
+            finish=finish,
+            gone=client_gone(request.environ),
+            light=_light(pipeline, parsed),
+        )
+
+
+def _light(pipeline: ServedPipeline, parsed: ParsedRequest) -> bool:
+    """Text and one input: nothing to decode, and one value's submission never waits for the engine."""
+    return pipeline.input_kind() == "text" and len(parsed.inputs) == 1
 
 
 def register(app: HttpApp, ctx: RouteContext) -> None:

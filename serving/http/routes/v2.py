@@ -8,17 +8,20 @@ KServe's ``{"error": "<message>"}`` with the status the native API gives."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from werkzeug.wrappers import Request, Response
 
-from serving.errors import UnsupportedMediaType
+from serving.engine.request import RequestState
+from serving.errors import ServingError, UnsupportedMediaType
 from serving.http import v2_body as http_body
 from serving.http.json_answer import json_response
+from serving.http.pending import Pending
 from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import client_gone
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.infer import CallFacts, infer, model
+from serving.service.open_inference.infer import CallFacts, model, prepare
 from serving.service.open_inference.model import ModelViews
 from serving.service.open_inference.request import InferRequest
 from serving.service.open_inference.server import server_metadata
@@ -46,7 +49,9 @@ class InferenceProtocolRoutes:
         for prefix, suffix, defaults in ((MODEL, "", {"version": None}), (VERSION, "_version", None)):
             app.add_url_rule(prefix, f"v2_model{suffix}", self.metadata, methods=["GET"], defaults=defaults)
             app.add_url_rule(f"{prefix}/ready", f"v2_ready{suffix}", self.ready, methods=["GET"], defaults=defaults)
-            app.add_url_rule(f"{prefix}/infer", f"v2_infer{suffix}", self.infer, methods=["POST"], defaults=defaults)
+            app.add_prediction_rule(
+                f"{prefix}/infer", f"v2_infer{suffix}", self.infer, light=self.light, defaults=defaults
+            )
 
     def server(self, request: Request) -> Response:
         return json_response(server_metadata())
@@ -59,33 +64,43 @@ class InferenceProtocolRoutes:
         ready = self.ctx.repository.ready
         return json_response({"name": name, "ready": ready}, 200 if ready else 503)
 
-    def infer(self, request: Request, name: str, version: int | None) -> Response:
-        with self.ctx.core.handlers:
-            if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
-                raise UnsupportedMediaType("compressed request bodies are not supported (Content-Encoding)")
-            choices: list[http_body.BinaryChoice] = []
+    def light(self, name: str, version: int | None) -> bool:
+        """Whether a request to model ``name`` may be parsed on an event loop: a text pipeline's."""
+        try:
+            return self.ctx.repository.pipeline(name, version).input_kind() == "text"
+        except ServingError:
+            return False  # its 404 is the app's, wherever it runs
 
-            def read(limits: RequestLimits) -> InferRequest:
-                body = request.get_data()  # after the size check: target() refused a body over max_body_size
-                parsed, choice = http_body.read_request(
-                    body, request.headers.get(http_body.HEADER_LENGTH), limits.max_inputs
-                )
-                choices.append(choice)
-                return parsed
+    def infer(self, request: Request, name: str, version: int | None) -> Pending:
+        if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+            raise UnsupportedMediaType("compressed request bodies are not supported (Content-Encoding)")
+        choices: list[http_body.BinaryChoice] = []
 
-            call = CallFacts(
-                protocol=PROTOCOL,
-                size=request.content_length,
-                header=request.headers.get,
-                gone=client_gone(request.environ),
+        def read(limits: RequestLimits) -> InferRequest:
+            body = request.get_data()  # after the size check: target() refused a body over max_body_size
+            parsed, choice = http_body.read_request(
+                body, request.headers.get(http_body.HEADER_LENGTH), limits.max_inputs
             )
-            answer = infer(self.ctx.core, self.views, name, _text(version), read, call)
-            body, header_length = http_body.write_answer(answer, choices[0])
-        if header_length is None:
-            return Response(body, content_type="application/json")
-        response = Response(body, content_type="application/octet-stream")
-        response.headers[http_body.HEADER_LENGTH] = str(header_length)
-        return response
+            choices.append(choice)
+            return parsed
+
+        call = CallFacts(
+            protocol=PROTOCOL,
+            size=request.content_length,
+            header=request.headers.get,
+            gone=client_gone(request.environ),
+        )
+        prepared = prepare(self.ctx.core, self.views, name, _text(version), read, call)
+
+        def finish(handles: Sequence[RequestState]) -> Response:
+            body, header_length = http_body.write_answer(prepared.answer(handles), choices[0])
+            if header_length is None:
+                return Response(body, content_type="application/json")
+            response = Response(body, content_type="application/octet-stream")
+            response.headers[http_body.HEADER_LENGTH] = str(header_length)
+            return response
+
+        return Pending(start=prepared.start, finish=finish, gone=call.gone, light=prepared.light)
 
 
 def register(app: HttpApp, ctx: RouteContext) -> None:

@@ -7,14 +7,17 @@ reservation released after the answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from serving.service.core import RequestCore, answered_version
+from serving.engine.request import RequestState
+from serving.service.core import RequestCore, Started, answered_version
 from serving.service.limits import RequestLimits
 from serving.service.open_inference.answer import OutputTensor, output_tensors
-from serving.service.open_inference.model import ModelView, ModelViews, parse_version
+from serving.service.open_inference.model import ModelView, ModelViews, TensorSpec, parse_version
 from serving.service.open_inference.request import InferRequest, chosen_outputs, parse_request
+from serving.service.parse import ParsedRequest
+from serving.service.served_repository import ServedPipeline
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,47 @@ def model(core: RequestCore, views: ModelViews, name: str, version: str) -> Mode
     return views.get(core.repository.config, name, parse_version(version))
 
 
-def infer(
+@dataclass
+class PreparedInfer:
+    """A request read, parsed and checked, not yet submitted: :meth:`start`, wait, :meth:`answer`."""
+
+    core: RequestCore
+    name: str
+    version: int | None
+    parsed: ParsedRequest
+    target: tuple[ServedPipeline, RequestLimits]
+    key: str | None
+    call: CallFacts
+    request_id: str
+    chosen: list[TensorSpec]
+
+    @property
+    def light(self) -> bool:
+        """Text and one input: nothing to decode, and one value's submission never waits for the engine."""
+        return self.target[0].input_kind() == "text" and len(self.parsed.inputs) == 1
+
+    def start(self) -> Started:
+        started = self.core.start(self.name, self.version, self.parsed, self.target, self.key, self.call.protocol)
+        self.parsed.inputs.clear()  # decoded into the handles
+        self.call.submitted()
+        return started
+
+    def answer(self, handles: Sequence[RequestState]) -> InferAnswer:
+        results = [h.result(timeout=0) for h in handles]
+        answered = answered_version(handles, self.target[0].version)
+        return InferAnswer(self.name, str(answered), self.request_id, output_tensors(results, self.chosen))
+
+
+def prepare(
     core: RequestCore,
     views: ModelViews,
     name: str,
     version_text: str,
     read: Callable[[RequestLimits], InferRequest],
     call: CallFacts,
-) -> InferAnswer:
-    """Run the request ``read`` gives (called once the pipeline's limits are known: it is
-    the transport's to bound by them) on model ``name`` at ``version_text``."""
+) -> PreparedInfer:
+    """Read the request ``read`` gives (called once the pipeline's limits are known: it is
+    the transport's to bound by them) for model ``name`` at ``version_text``, and check it."""
     version = parse_version(version_text)
     target = core.target(name, version, call.size)
     pipeline, limits = target
@@ -70,10 +104,18 @@ def infer(
     parsed.timeout_ms = call.cap_timeout_ms(parsed.timeout_ms)
     request_id = request.id
     del request  # its elements: from here on only the parsed inputs hold them
-    started = core.start(name, version, parsed, target, core.route_key(name, version, call.header), call.protocol)
-    parsed.inputs.clear()  # decoded into the handles
-    call.submitted()
-    handles = started.wait(call.gone)
-    results = [h.result(timeout=0) for h in handles]
-    answered = answered_version(handles, pipeline.version)
-    return InferAnswer(name, str(answered), request_id, output_tensors(results, chosen))
+    key = core.route_key(name, version, call.header)
+    return PreparedInfer(core, name, version, parsed, target, key, call, request_id, chosen)
+
+
+def infer(
+    core: RequestCore,
+    views: ModelViews,
+    name: str,
+    version_text: str,
+    read: Callable[[RequestLimits], InferRequest],
+    call: CallFacts,
+) -> InferAnswer:
+    """:func:`prepare`, submit and wait (in the caller's thread): the answer."""
+    prepared = prepare(core, views, name, version_text, read, call)
+    return prepared.answer(prepared.start().wait(call.gone))
