@@ -8,7 +8,10 @@
     batchline predict --url ... --protocol grpc --rpc-url 127.0.0.1:9998 card.jpg  # gRPC on rpc_port
 
 One request per image (a directory means every image in it, sorted) and one
-per ``--text``. Output per input: ``== <path or text>`` then, for OCR, one
+per ``--text``. Without ``--pipeline`` they go to ``ocr``, or to the only pipeline
+the server runs when that is not ``ocr`` (one ``GET /pipelines`` asks, whatever the
+protocol); a server running several, none of them ``ocr``, is an error that names
+them. Output per input: ``== <path or text>`` then, for OCR, one
 ``text<TAB>score`` line per recognised line (``text<TAB>score<TAB>label<TAB>label
 score`` when the pipeline labels its lines, as ``ocr_ernie`` does), for
 classification ``label<TAB>score``; ``--json`` prints each result as JSON instead. Exit
@@ -23,7 +26,7 @@ import glob
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
@@ -31,6 +34,7 @@ from .grpc_calls import rpc_target
 from .pipeline_client import ROUTE_HEADER, PipelineClient, PipelineError
 from .protocols import GRPC_PROTOCOLS, PROTOCOLS
 
+DEFAULT_PIPELINE = "ocr"
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
 # the variable the server reads its token from (serving/http/auth.py; the client does not import serving)
 TOKEN_ENV = "BATCHLINE_AUTH_TOKEN"
@@ -44,6 +48,10 @@ PROTOCOL_HELP = (
 )
 RPC_URL_HELP = (
     "the server's gRPC address, HOST:PORT or PORT (then --url's host): its rpc_port, for --protocol grpc and v2-grpc"
+)
+PIPELINE_HELP = (
+    f"pipeline name (default: {DEFAULT_PIPELINE}, or the only pipeline the server runs when that is another: "
+    "one GET /pipelines asks)"
 )
 
 
@@ -75,6 +83,33 @@ def protocol_problem(protocol: str, rpc_url: str | None) -> str | None:
     return None
 
 
+def pick_pipeline(names: Sequence[str]) -> str:
+    """The pipeline to send to when none is named, among the ``names`` a server runs:
+    ``ocr`` when it is one of them (or the server runs none: its 404 says so), else the
+    only one; ValueError, its message for the user, when there are several and no ``ocr``."""
+    if DEFAULT_PIPELINE in names or not names:
+        return DEFAULT_PIPELINE
+    if len(names) == 1:
+        return names[0]
+    raise ValueError(
+        f"the server runs {len(names)} pipelines, none named {DEFAULT_PIPELINE!r}: {', '.join(names)}; "
+        "pick one with --pipeline NAME"
+    )
+
+
+def default_pipeline(client: PipelineClient) -> str:
+    """:func:`pick_pipeline` among the pipelines the server lists (``GET /pipelines``).
+
+    A server that does not answer the listing (Paddle Serving's own servers have none,
+    a refused token, no server at all) gets ``ocr``, as before: its answer to the
+    prediction itself then says what is wrong."""
+    try:
+        names = client.pipeline_names()
+    except PipelineError:
+        return DEFAULT_PIPELINE
+    return pick_pipeline(names)
+
+
 def expand_images(specs: Iterable[str]) -> list[str]:
     """Image paths from files, directories (their images, sorted) and glob patterns.
 
@@ -104,7 +139,7 @@ def expand_images(specs: Iterable[str]) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="*", metavar="IMAGE|DIR", help="image files or directories of images")
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:9999")
-    parser.add_argument("--pipeline", default="ocr", help="pipeline name (default: ocr)")
+    parser.add_argument("--pipeline", help=PIPELINE_HELP)
     parser.add_argument(
         "--text", action="append", default=[], help="text input (repeatable), e.g. for an ERNIE pipeline"
     )
@@ -204,11 +239,20 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
     token = resolve_token(args.token)
     routing = {"version": args.version, "route_key": args.route_key, "route_header": args.route_header}
     with PipelineClient(args.url, timeout=args.timeout, token=token, rpc_url=rpc_url) as client:
+        pipeline = args.pipeline
+        if pipeline is None:
+            try:
+                pipeline = default_pipeline(client)
+            except ValueError as e:
+                err.write(f"error: {e}\n")
+                return 2
+            if pipeline != DEFAULT_PIPELINE:
+                err.write(f"pipeline: {pipeline} (the only one the server runs)\n")
         for path in images:
             try:
                 with open(path, "rb") as f:
                     data = f.read()
-                result = client.predict(args.pipeline, image=data, protocol=args.protocol, **routing)[0]
+                result = client.predict(pipeline, image=data, protocol=args.protocol, **routing)[0]
             except (PipelineError, OSError, IndexError) as e:
                 failed += 1
                 err.write(f"error: {path}: {_describe(e)}\n")
@@ -223,7 +267,7 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
                     err.write(f"error: {path}: cannot draw: {e}\n")
         for text in args.text:
             try:
-                result = client.predict(args.pipeline, text=text, protocol=args.protocol, **routing)[0]
+                result = client.predict(pipeline, text=text, protocol=args.protocol, **routing)[0]
             except (PipelineError, IndexError) as e:
                 failed += 1
                 err.write(f"error: text {text[:40]!r}: {_describe(e)}\n")
