@@ -77,3 +77,83 @@ def test_a_font_file_is_found_by_name_and_latin_ones_fall_back_to_matplotlib(tmp
     assert fonts.find_font_file("DejaVuSerif-Italic.ttf") == str(tmp_path / "sub" / "DejaVuSerif-Italic.ttf")
     assert fonts.find_font_file("DejaVuSansMono.ttf") == os.path.join(bundled_font_dir(), "DejaVuSansMono.ttf")
     assert fonts.find_font_file("wqy-zenhei.ttc") is None
+
+
+# ----------------------------------------------------------------------------- CJK fonts
+
+
+@pytest.fixture
+def fonts_only_in(tmp_path, monkeypatch):
+    """The system search pointed at one empty directory, fontconfig's cache cleared: a test
+    adds the font files (and an ``fc-list``) it means the machine to have."""
+    system = tmp_path / "system-fonts"
+    system.mkdir()
+    monkeypatch.delenv(FONT_DIRS_ENV, raising=False)
+    monkeypatch.delenv("WINDIR", raising=False)
+    monkeypatch.setattr(fonts, "SYSTEM_FONT_DIRS", (str(system),))
+    fonts.fontconfig_font.cache_clear()
+    yield system
+    fonts.fontconfig_font.cache_clear()
+
+
+def fake_fc_list(bin_dir, monkeypatch, answer: str) -> str:
+    """An ``fc-list`` first on PATH that prints ``answer`` and records that it was asked."""
+    bin_dir.mkdir(exist_ok=True)
+    asked = bin_dir / "asked"
+    script = bin_dir / "fc-list"
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> '{asked}'\nprintf '%s' '{answer}'\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return str(asked)
+
+
+def test_the_preferred_cjk_font_wins_whatever_directory_it_lies_in(tmp_path, monkeypatch):
+    for sub, name in (("opentype/noto", "NotoSansCJK-Regular.ttc"), ("truetype/wqy", "wqy-zenhei.ttc")):
+        (tmp_path / sub).mkdir(parents=True)
+        (tmp_path / sub / name).write_bytes(b"")
+    monkeypatch.setenv(FONT_DIRS_ENV, str(tmp_path))
+    # opentype/ is walked first; WenQuanYi Zen Hei is still the one preferred (the tests' pages use it)
+    assert find_font("zh") == str(tmp_path / "truetype" / "wqy" / "wqy-zenhei.ttc")
+
+
+@pytest.mark.parametrize(
+    "name", ["DroidSansFallbackFull.ttf", "uming.ttc", "NotoSerifCJK-Regular.ttc", "msyh.ttc", "PingFang.ttc"]
+)
+def test_other_common_cjk_fonts_are_found(tmp_path, monkeypatch, name):
+    (tmp_path / "fonts").mkdir()
+    (tmp_path / "fonts" / name).write_bytes(b"")
+    monkeypatch.setenv(FONT_DIRS_ENV, str(tmp_path))
+    assert find_font("zh") == str(tmp_path / "fonts" / name)
+    assert find_font("any") == find_font("zh")
+
+
+def test_fontconfig_finds_a_cjk_font_of_no_known_name(fonts_only_in, tmp_path, monkeypatch):
+    bold = tmp_path / "elsewhere" / "SomeHei-Bold.otf"
+    regular = tmp_path / "elsewhere" / "SomeHei-Regular.otf"
+    bold.parent.mkdir()
+    bold.write_bytes(b"")
+    regular.write_bytes(b"")
+    listing = f"{bold}\tBold\n{tmp_path / 'gone.ttf'}\tRegular\n{regular}\tRegular,Normal\n"
+    asked = fake_fc_list(tmp_path / "bin", monkeypatch, listing)
+    assert find_font("zh") == str(regular)  # a regular face first; a listed file that is gone is skipped
+    with open(asked) as f:
+        assert ":lang=zh" in f.read()
+
+
+def test_fontconfig_is_not_asked_when_a_known_file_is_there_or_the_directories_are_given(
+    fonts_only_in, tmp_path, monkeypatch
+):
+    asked = fake_fc_list(tmp_path / "bin", monkeypatch, f"{tmp_path / 'x.otf'}\tRegular\n")
+    (fonts_only_in / "wqy-microhei.ttc").write_bytes(b"")
+    assert find_font("zh") == str(fonts_only_in / "wqy-microhei.ttc")
+    monkeypatch.setenv(FONT_DIRS_ENV, str(tmp_path / "nothing-here"))
+    assert find_font("zh") is None
+    assert not os.path.exists(asked)
+
+
+def test_no_cjk_font_without_fontconfig_or_when_it_lists_none(fonts_only_in, tmp_path, monkeypatch):
+    fake_fc_list(tmp_path / "bin", monkeypatch, "")
+    assert find_font("zh") is None
+    fonts.fontconfig_font.cache_clear()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no fc-list at all
+    assert find_font("zh") is None
