@@ -3,6 +3,7 @@
     batchline predict --url http://127.0.0.1:9999 photos/ card.jpg
     batchline predict --url ... --pipeline ernie --text "这个产品很好"
     batchline predict --url ... --draw out/ card.jpg
+    batchline predict --url ... --draw out/ --font /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc card.jpg
     batchline predict --url ... --version 2 card.jpg        # POST /ocr/v2/prediction
     batchline predict --url ... --route-key user-7 card.jpg  # sticky A/B routing
     batchline predict --url ... --protocol grpc --rpc-url 127.0.0.1:9998 card.jpg  # gRPC on rpc_port
@@ -17,6 +18,10 @@ score`` when the pipeline labels its lines, as ``ocr_ernie`` does), for
 classification ``label<TAB>score``; ``--json`` prints each result as JSON instead. Exit
 status 1 if any request failed (the error, with its HTTP status, goes to
 stderr).
+
+``--draw`` writes Chinese text with a CJK font found on the machine
+(client/fonts.py) or ``--font``; when the font it has cannot draw the characters
+of a result (they would be boxes), a warning says so once, and how to fix it.
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ PIPELINE_HELP = (
     f"pipeline name (default: {DEFAULT_PIPELINE}, or the only pipeline the server runs when that is another: "
     "one GET /pipelines asks)"
 )
+FONT_HELP = (
+    "font file for --draw's text (.ttf, .ttc, .otf; default: a CJK font found on this machine, e.g. "
+    "fonts-wqy-zenhei's or fonts-noto-cjk's, else DejaVu, which draws Chinese as boxes)"
+)
+# what a machine without a CJK font needs (Debian, Ubuntu; fonts-noto-cjk works too)
+CJK_FONT_PACKAGE = "fonts-wqy-zenhei"
 
 
 def resolve_token(given: str | None, environ: Mapping[str, str] | None = None) -> str | None:
@@ -110,6 +121,38 @@ def default_pipeline(client: PipelineClient) -> str:
     return pick_pipeline(names)
 
 
+def font_problem(path: str | None) -> str | None:
+    """Why ``--font`` cannot be drawn with (no such file, not a font), or None."""
+    if path is None:
+        return None
+    from PIL import ImageFont  # lazy: PIL only when drawing
+
+    try:
+        ImageFont.truetype(path, 16)
+    except (OSError, ValueError) as e:
+        return f"--font {path}: not a font file that can be read ({e})"
+    return None
+
+
+def cjk_font_warning(result: Any, font_path: str | None, out_dir: str) -> str | None:
+    """The warning for a drawing of ``result`` whose Chinese (CJK) characters the font
+    cannot draw (PIL draws them as boxes), with the fix; None when every one is drawn."""
+    from .draw import missing_glyphs  # lazy: PIL only when drawing
+    from .fonts import find_font
+
+    items = result if isinstance(result, list) else []
+    missing = missing_glyphs((str(item.get("text", "")) for item in items if isinstance(item, dict)), font_path)
+    if not missing:
+        return None
+    used = font_path or find_font("any") or "PIL's built-in font"
+    found = "no CJK font found: " if font_path is None and find_font("zh") is None else ""
+    return (
+        f"warning: {found}the font used, {used}, has no glyph for {missing!r}: "
+        f"drawn as boxes in {out_dir}; pass --font PATH to a font that has them, "
+        f"or install one (apt-get install {CJK_FONT_PACKAGE})"
+    )
+
+
 def expand_images(specs: Iterable[str]) -> list[str]:
     """Image paths from files, directories (their images, sorted) and glob patterns.
 
@@ -145,6 +188,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--draw", metavar="OUT_DIR", help="save each image with its boxes and text drawn into OUT_DIR")
+    parser.add_argument("--font", metavar="PATH", help=FONT_HELP)
     parser.add_argument("--token", help=TOKEN_HELP)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="paddle", help=PROTOCOL_HELP)
@@ -200,13 +244,13 @@ def _score(score: Any) -> str:
     return f"{score:.4f}" if isinstance(score, (int, float)) else str(score)
 
 
-def _draw(path: str, data: bytes, result: Any, out_dir: str) -> str:
+def _draw(path: str, data: bytes, result: Any, out_dir: str, font_path: str | None = None) -> str:
     from .draw import draw_ocr  # lazy: PIL drawing only when asked
 
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(path))[0]
     out = os.path.join(out_dir, f"{stem}.png")
-    draw_ocr(data, result if isinstance(result, list) else []).save(out)
+    draw_ocr(data, result if isinstance(result, list) else [], font_path=font_path).save(out)
     return out
 
 
@@ -231,13 +275,14 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
         err.write("error: nothing to send: give IMAGE|DIR arguments or --text\n")
         return 1
     rpc_url = rpc_address(args.rpc_url, args.url)
-    problem = protocol_problem(args.protocol, rpc_url)
+    problem = protocol_problem(args.protocol, rpc_url) or (font_problem(args.font) if args.draw else None)
     if problem:
         err.write(f"error: {problem}\n")
         return 2
     failed = 0
     token = resolve_token(args.token)
     routing = {"version": args.version, "route_key": args.route_key, "route_header": args.route_header}
+    font_warned = False
     with PipelineClient(args.url, timeout=args.timeout, token=token, rpc_url=rpc_url) as client:
         pipeline = args.pipeline
         if pipeline is None:
@@ -260,11 +305,17 @@ def main(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None
             _report(path, result, args.json, out)
             if args.draw:
                 try:
-                    saved = _draw(path, data, result, args.draw)
-                    err.write(f"drew {saved}\n")
+                    saved = _draw(path, data, result, args.draw, args.font)
                 except OSError as e:
                     failed += 1
                     err.write(f"error: {path}: cannot draw: {e}\n")
+                    continue
+                err.write(f"drew {saved}\n")
+                if not font_warned:
+                    warning = cjk_font_warning(result, args.font, args.draw)
+                    if warning:
+                        err.write(warning + "\n")
+                        font_warned = True
         for text in args.text:
             try:
                 result = client.predict(pipeline, text=text, protocol=args.protocol, **routing)[0]

@@ -1,11 +1,14 @@
 """`batchline predict` as a newcomer runs it, against the real app: the pipeline it
-sends to when ``--pipeline`` is not given.
+sends to when ``--pipeline`` is not given, and what ``--draw`` says when no font
+on the machine can draw the results' Chinese.
 
 The servers are the real one (:class:`tests.support.live_app.LiveApp`) with the
 model-free ops of tests/support/client_fakes.py, named as a test needs: one
 pipeline not called ``ocr`` (what ``batchline serve configs/ocr_ernie.yml`` runs),
 several, several with ``ocr`` among them. Their ``GET /pipelines`` is the server's
-own.
+own. Fonts come from directories the test fills (``$BATCHLINE_FONT_DIRS``): no
+font needs to be installed, and a CJK one is a tiny real TrueType file
+(tests/support/cjk_font.py).
 """
 
 import os
@@ -13,15 +16,19 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 from PIL import Image
 
 from client import cli as predict_cmd
+from client.draw import draw_ocr
+from client.fonts import FONT_DIRS_ENV
 from client.pipeline_client import PipelineClient
 from client.protocols import GRPC_PROTOCOLS, PROTOCOLS
 from serving.config import parse_config
 from serving.config.repository_files import RepositoryConfig, repository_from
-from tests.support.client_fakes import ocr_config, text_config
+from tests.support.cjk_font import write_cjk_font
+from tests.support.client_fakes import ocr_config, ocr_lines, text_config
 from tests.support.inference_fakes import v2_repository
 from tests.support.live_app import LiveApp
 from tests.support.server_process import ROOT
@@ -56,6 +63,16 @@ def image(image_dir):
     return str(image_dir / "img0.png")
 
 
+@pytest.fixture
+def font_dir(tmp_path, monkeypatch):
+    """Font lookup pointed at an empty directory: a machine with no font package (DejaVu
+    still comes from matplotlib); a test puts a CJK font there when it means one installed."""
+    d = tmp_path / "fonts"
+    d.mkdir()
+    monkeypatch.setenv(FONT_DIRS_ENV, str(d))
+    return d
+
+
 def _predict(argv):
     return predict_cmd.main(predict_cmd.build_parser().parse_args(argv))
 
@@ -67,7 +84,7 @@ def repository(*configs: tuple[str, dict[str, Any]]) -> RepositoryConfig:
 
 def batchline(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     """The ``batchline`` console entry point (``serving.cli``) in a child process."""
-    full_env = {k: v for k, v in os.environ.items() if k != TOKEN_VAR}
+    full_env = {k: v for k, v in os.environ.items() if k not in (TOKEN_VAR, FONT_DIRS_ENV)}
     full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env)
     return subprocess.run(
@@ -149,12 +166,82 @@ def test_the_listing_is_asked_with_the_token(live_app, image, capsys):
     assert "HTTP 401" in capsys.readouterr().err
 
 
+# ----------------------------------------------------------------------------- --draw's font
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning:")]
+
+
+def _drawn_as(out_dir, font_path):
+    """Whether every drawing in ``out_dir`` is what ``draw_ocr`` draws with ``font_path``."""
+    for i, (w, h) in enumerate(SIZES):
+        page = Image.new("RGB", (w, h), (255, 255, 255))
+        expected = np.asarray(draw_ocr(page, ocr_lines(w, h), font_path=font_path))
+        with Image.open(out_dir / f"img{i}.png") as saved:
+            if not np.array_equal(np.asarray(saved.convert("RGB")), expected):
+                return False
+    return True
+
+
+def test_draw_without_a_cjk_font_warns_once_with_the_fix(ocr, image_dir, tmp_path, font_dir, capsys):
+    out = tmp_path / "vis"
+    rc = _predict(["--url", ocr.url, "--draw", str(out), str(image_dir)])  # every result holds 你好
+    cap = capsys.readouterr()
+    assert rc == 0
+    assert sorted(os.listdir(out)) == ["img0.png", "img1.png", "img2.png"]  # drawn all the same
+    (warning,) = _warnings(cap.err)
+    assert warning.startswith("warning: no CJK font found: ") and "no glyph for '你好'" in warning
+    assert "DejaVuSans.ttf" in warning  # the font the text was drawn with instead
+    assert "--font PATH" in warning and "apt-get install fonts-wqy-zenhei" in warning
+    assert cap.err.index("drew") < cap.err.index("warning:")
+
+
+def test_draw_uses_an_installed_cjk_font_and_says_nothing(ocr, image_dir, tmp_path, font_dir, capsys):
+    installed = font_dir / "truetype" / "droid"  # where fonts-droid-fallback puts it
+    installed.mkdir(parents=True)
+    font = write_cjk_font(installed / "DroidSansFallbackFull.ttf")
+    out = tmp_path / "vis"
+    assert _predict(["--url", ocr.url, "--draw", str(out), str(image_dir)]) == 0
+    assert _warnings(capsys.readouterr().err) == []
+    assert _drawn_as(out, font)
+
+
+def test_draw_with_font_draws_with_that_file(ocr, image_dir, tmp_path, font_dir, capsys):
+    font = write_cjk_font(tmp_path / "mine.ttf")
+    out = tmp_path / "vis"
+    assert _predict(["--url", ocr.url, "--draw", str(out), "--font", font, str(image_dir)]) == 0
+    assert _warnings(capsys.readouterr().err) == []
+    assert _drawn_as(out, font)
+    # a font without some of the characters: said once, naming the font and what it lacks
+    partial = write_cjk_font(tmp_path / "partial.ttf", chars="你")
+    assert _predict(["--url", ocr.url, "--draw", str(out), "--font", partial, str(image_dir)]) == 0
+    (warning,) = _warnings(capsys.readouterr().err)
+    assert f"the font used, {partial}, has no glyph for '好'" in warning and "no CJK font found" not in warning
+
+
+def test_draw_with_a_font_that_cannot_be_read_is_a_usage_error(ocr, image, tmp_path, capsys):
+    out = tmp_path / "vis"
+    not_a_font = tmp_path / "notes.ttf"
+    not_a_font.write_text("not a font")
+    for path in (str(tmp_path / "missing.ttf"), str(not_a_font)):
+        assert _predict(["--url", ocr.url, "--draw", str(out), "--font", path, image]) == 2
+        cap = capsys.readouterr()
+        assert cap.err.startswith(f"error: --font {path}: ") and cap.out == ""
+    assert not out.exists()  # refused before anything was sent or drawn
+
+
 # ----------------------------------------------------------------------------- the whole story
 
 
-def test_batchline_predict_against_a_lone_pipeline_with_the_token_variable(live_app, image):
+def test_batchline_predict_draw_against_a_lone_pipeline_on_a_machine_without_a_cjk_font(live_app, image, tmp_path):
     live = live_app(ocr_config(name="ocr_ernie", auth_token="t0k"))
-    run = batchline("predict", "--url", live.url, image, env={TOKEN_VAR: "t0k"})
+    (tmp_path / "no-fonts").mkdir()
+    out = tmp_path / "vis"
+    env = {TOKEN_VAR: "t0k", FONT_DIRS_ENV: str(tmp_path / "no-fonts")}
+    run = batchline("predict", "--url", live.url, "--draw", str(out), image, env=env)
     assert run.returncode == 0, run.stderr
     assert run.stdout == f"== {image}\n120x40\t0.9900\n你好 world\t0.8750\n"
-    assert run.stderr == "pipeline: ocr_ernie (the only one the server runs)\n"
+    assert "pipeline: ocr_ernie" in run.stderr and f"drew {out / 'img0.png'}" in run.stderr
+    (warning,) = _warnings(run.stderr)
+    assert "no CJK font found" in warning and "fonts-wqy-zenhei" in warning

@@ -157,3 +157,33 @@ def test_no_cjk_font_without_fontconfig_or_when_it_lists_none(fonts_only_in, tmp
     fonts.fontconfig_font.cache_clear()
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no fc-list at all
     assert find_font("zh") is None
+
+
+def test_missing_glyphs_names_the_cjk_characters_a_font_draws_as_boxes(no_system_fonts, tmp_path):
+    from client.draw import is_cjk, missing_glyphs
+    from tests.support.cjk_font import write_cjk_font
+
+    assert [is_cjk(ch) for ch in "你ａ：。かa é"] == [True, True, True, True, True, False, False, False]
+    # no CJK font: matplotlib's DejaVu, which has Latin but no Chinese
+    assert missing_glyphs(["你好 world", "：abc 你"]) == "你好："
+    assert missing_glyphs(["hello", "é"]) == ""
+    assert missing_glyphs(["一二三四五六七八九十"], limit=3) == "一二三"
+    cjk = write_cjk_font(tmp_path / "cjk.ttf")  # glyphs for 你 and 好 only
+    assert missing_glyphs(["你好 world"], cjk) == ""
+    assert missing_glyphs(["你好吗"], cjk) == "吗"
+
+
+def test_drawing_with_a_cjk_font_draws_what_dejavu_draws_as_boxes(no_system_fonts, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from client.draw import draw_ocr
+    from tests.support.cjk_font import write_cjk_font
+
+    item = {"text": "你好", "score": 0.9, "box": [[0, 0], [79, 0], [79, 29], [0, 29]]}
+    page = Image.new("RGB", (80, 30), "white")
+    cjk = write_cjk_font(tmp_path / "cjk.ttf")
+    with_cjk = draw_ocr(page, [item], font_path=cjk).crop((81, 1, 159, 29)).convert("L")
+    with_dejavu = draw_ocr(page, [item]).crop((81, 1, 159, 29)).convert("L")
+    # the test font's glyphs are filled squares, DejaVu's missing glyph an outline: far more ink
+    assert (np.asarray(with_cjk) < 128).sum() > 4 * (np.asarray(with_dejavu) < 128).sum()

@@ -25,6 +25,8 @@ def test_several_without_ocr_is_an_error_naming_them_and_the_option():
     )
 
 
-def test_pipeline_is_not_given_unless_named():
-    assert build_parser().parse_args(["--url", "http://x", "a.png"]).pipeline is None
-    assert build_parser().parse_args(["--url", "http://x", "--pipeline", "ocr", "a.png"]).pipeline == "ocr"
+def test_pipeline_and_font_are_not_given_unless_named():
+    args = build_parser().parse_args(["--url", "http://x", "a.png"])
+    assert args.pipeline is None and args.font is None
+    args = build_parser().parse_args(["--url", "http://x", "--pipeline", "ocr", "--font", "f.ttc", "a.png"])
+    assert args.pipeline == "ocr" and args.font == "f.ttc"
