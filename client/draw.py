@@ -6,7 +6,9 @@ white panel with the same boxes and the text written inside them (the layout
 PaddleOCR's ``draw_ocr_box_txt`` made familiar). The font is
 ``client.fonts.find_font("any")`` — a CJK-capable one when installed, so
 Chinese text is legible — else DejaVu (matplotlib's copy if the system has
-none), else PIL's built-in bitmap font.
+none), else PIL's built-in bitmap font. Neither of those has Chinese glyphs: the
+text is then drawn as boxes, which :func:`missing_glyphs` tells a caller
+(``batchline predict --draw`` says so once, with the fix).
 """
 
 from __future__ import annotations
@@ -22,6 +24,24 @@ from client.fonts import find_font
 
 Point = tuple[float, float]
 
+# Han ideographs (and their extensions, compatibility forms), CJK punctuation, kana,
+# Hangul, fullwidth forms: what a Latin font has no glyph for in an OCR result
+CJK_RANGES = (
+    (0x2E80, 0x2FDF),  # radicals
+    (0x3000, 0x30FF),  # CJK symbols and punctuation, hiragana, katakana
+    (0x3100, 0x31FF),  # bopomofo, Hangul compatibility jamo, kanbun, strokes
+    (0x3400, 0x4DBF),  # extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # compatibility ideographs
+    (0xFE30, 0xFE4F),  # compatibility forms
+    (0xFF00, 0xFFEF),  # halfwidth and fullwidth forms
+    (0x20000, 0x3134F),  # extensions B-H
+)
+# a noncharacter: no font maps it, so it renders as the font's "missing glyph"
+_NO_GLYPH = "\U0010ffff"
+_PROBE_SIZE = 24
+
 
 def load_font(size: int, path: str | None = None):
     """TrueType font of ``size`` px from ``path`` (or ``find_font("any")``); else PIL's default."""
@@ -32,6 +52,44 @@ def load_font(size: int, path: str | None = None):
         except OSError:
             pass
     return ImageFont.load_default()
+
+
+def is_cjk(ch: str) -> bool:
+    """Whether the character ``ch`` is Chinese, Japanese or Korean script (or their punctuation)."""
+    code = ord(ch)
+    return any(low <= code <= high for low, high in CJK_RANGES)
+
+
+def missing_glyphs(texts: Iterable[str], font_path: str | None = None, limit: int = 8) -> str:
+    """The CJK characters of ``texts`` (distinct, in order, at most ``limit``) that the
+    font :func:`draw_ocr` would use (``font_path``, else the one found) has no glyph
+    for: they are drawn as boxes. "" when every one is drawn, or there are none.
+
+    A character counts as missing when the font renders it exactly as it renders a
+    character no font has (its "missing glyph" box)."""
+    chars = list(dict.fromkeys(ch for text in texts for ch in text if is_cjk(ch) and not ch.isspace()))
+    if not chars:
+        return ""
+    font = load_font(_PROBE_SIZE, font_path)
+    box = _rendering(font, _NO_GLYPH)
+    missing = []
+    for ch in chars:
+        drawn = _rendering(font, ch)
+        if drawn is None or drawn == box:
+            missing.append(ch)
+            if len(missing) == limit:
+                break
+    return "".join(missing)
+
+
+def _rendering(font: Any, text: str) -> tuple[tuple[int, int], bytes] | None:
+    """The size and pixels of ``text`` in ``font``; None when the font cannot render it at all."""
+    try:
+        mask = font.getmask(text)
+    except (UnicodeError, ValueError, OSError):
+        return None
+    width, height = mask.size
+    return (width, height), bytes(mask)
 
 
 def open_image(image: Any) -> Image.Image:

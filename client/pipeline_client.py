@@ -8,6 +8,7 @@
         c.predict("ocr", image="card.jpg", version=2)    # one version: /ocr/v2/prediction
         c.predict("ocr", image="card.jpg", route_key="user-7")  # the same key, the same version
         c.pipelines()["generation"]                       # GET /pipelines
+        c.pipeline_names()                                # ["ernie", "ocr"]: each pipeline once
 
     # the same answers over the other protocols (client/protocols.py); gRPC ones on the server's rpc_port
     with PipelineClient("http://127.0.0.1:9999", rpc_url="127.0.0.1:9998") as c:
@@ -291,6 +292,14 @@ class PipelineClient:
         """``GET /pipelines``: the generation, every pipeline version (state, default, weight,
         shadow, ops), the routes and the shared ops."""
         return _json_object(_check(self._request("GET", "/pipelines")))
+
+    def pipeline_names(self) -> list[str]:
+        """The names of the pipelines the server runs (``GET /pipelines``), each once, in its order."""
+        entries = self.pipelines().get("pipelines")
+        if not isinstance(entries, list):
+            raise PipelineError(200, "answer has no 'pipelines' list", body=str(entries)[:200])
+        names = (entry.get("name") for entry in entries if isinstance(entry, dict))
+        return list(dict.fromkeys(name for name in names if isinstance(name, str)))
 
     def reload(self, admin_token: str | None = None) -> dict:
         """``POST /admin/reload`` with the server's admin token (``admin_token`` /
