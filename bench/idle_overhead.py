@@ -4,7 +4,7 @@ One sequential client, rec pipeline (configs/rec.yml) with
 ``max_queue_delay: 10`` ms, the same crop every time. In the same run, in
 interleaved blocks:
 
-* in-process: ``serving.engine.direct.run_op_direct`` with the same op class, params
+* in-process: ``serving.batching.direct.run_op_direct`` with the same op class, params
   and predictor settings, fed the same PNG bytes (so image decode, preprocess,
   run and postprocess are all counted, as in the server);
 * served, ``batching_policy: adaptive`` (the default): must not wait the
@@ -74,11 +74,11 @@ def main() -> int:
     width = op.preprocess(decode_png(crop)).width
     payload = image_payloads([crop])[0]
 
-    import serving.engine.direct as direct_module
+    import serving.batching.direct as direct_module
     from client.pipeline_client import PipelineClient
     from client.stats import latency_summary
+    from serving.batching.direct import run_op_direct
     from serving.config import load_config
-    from serving.engine.direct import run_op_direct
 
     in_process_spans = RunSpans()
     direct_module.run_batch = in_process_spans.wrap(direct_module.run_batch)  # type: ignore[assignment]

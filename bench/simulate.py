@@ -1,5 +1,5 @@
 """Simulated batching on hardware we cannot run here: the real batcher
-(tuning/simulate.py drives serving.engine.batcher.Batcher with its injectable
+(tuning/simulate.py drives serving.batching.batcher.Batcher with its injectable
 clock) on a cost curve, over a sweep of arrival rates, for three policies:
 adaptive (ours), fixed (Triton-like: wait up to max_queue_delay unless the
 batch is full) and no batching. A SIMULATION, not a measurement.

@@ -40,7 +40,7 @@ def timed(fn, repeat: int) -> float:
 
 def cases(engine: str, threads: int) -> dict:
     """name -> a zero-argument call, for one engine."""
-    from serving.engine.direct import run_chain_direct
+    from serving.batching.direct import run_chain_direct
     from tests.support import ocr_data
     from tests.support.loaded_ops import loaded_ops
 

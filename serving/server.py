@@ -17,22 +17,22 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from serving.batching.decode_budget import DecodeBudget
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.metrics import Metrics
+from serving.batching.pipeline import Pipeline
 from serving.config import ConfigError, ServingConfig
+from serving.config.file_set import RepositoryConfig, load_repository, repository_of
 from serving.config.report import format_op_table
-from serving.config.repository_files import RepositoryConfig, load_repository, repository_of
-from serving.engine.decode_budget import DecodeBudget
-from serving.engine.metrics import Metrics
-from serving.engine.pipeline import Pipeline
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.errors import ServingError
 from serving.grpc.context import GrpcServices
-from serving.grpc.front import GrpcFront
+from serving.grpc.grpc_server import GrpcServer
 from serving.grpc.message_room import MessageRoom
 from serving.http import shared_port
 from serving.http.app import create_app
-from serving.http.asyncio_front import AsyncioFront
-from serving.http.front_gate import FrontGate
-from serving.http.front_workers import FrontsFailed, FrontWorkers
+from serving.http.early_refusals import FrontGate
+from serving.http.front_processes.workers import FrontsFailed, FrontWorkers
+from serving.http.http_server import HttpServer
 from serving.runners.gpus import Nvml, open_gpus
 from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
@@ -86,7 +86,7 @@ class Server:
     until drained.
 
     ``http.front_workers: 0``: the front runs in this process. ``N``: this process
-    holds the engine and N front processes serve HTTP (:mod:`serving.http.front_workers`)."""
+    holds the engine and N front processes serve HTTP (:mod:`serving.http.front_processes.workers`)."""
 
     def __init__(
         self,
@@ -118,10 +118,10 @@ class Server:
         )
         self.port = self.config.http_port if port is None else port
         self.rpc_port = self.config.rpc_port if rpc_port is None else rpc_port
-        self.grpc: GrpcFront | None = None  # on rpc_port, in this process
+        self.grpc: GrpcServer | None = None  # on rpc_port, in this process
         self._stopping = threading.Event()
         self._started = threading.Event()  # every pipeline of generation 1 loaded: a reload may run
-        self.front: AsyncioFront | None = None  # in this process (front_workers: 0)
+        self.front: HttpServer | None = None  # in this process (front_workers: 0)
         self.fronts: FrontWorkers | None = None  # in their own processes
         self._port_holder: socket.socket | None = None  # keeps the fronts' port (serving.http.shared_port)
 
@@ -141,7 +141,7 @@ class Server:
             self.fronts = FrontWorkers(self.repository, self.host, self.port, self.front_workers, self.gate)
             self.fronts.start()
             return
-        self.front = AsyncioFront(
+        self.front = HttpServer(
             self.app, self.config.http, self.gate, threads=http_threads(self.config), host=self.host, port=self.port
         )
         self.repository.on_reload(self.front.apply_body_limits)
@@ -153,14 +153,14 @@ class Server:
         if self.rpc_port is None:
             return
         room = MessageRoom(budget, largest_body_size(self.config), self.config.http.request_timeout_s)
-        self.grpc = GrpcFront(
+        self.grpc = GrpcServer(
             GrpcServices(self.core, self.gate.auth_token, room), self.config, host=self.host, port=self.rpc_port
         )
         self.rpc_port = self.grpc.port
 
     def _front_share_budget(self) -> BodyBudget:
         """With front processes, the bodies are held by them: gRPC's messages, in this process, get
-        a budget of one front process's share (serving/http/front_process.py), sized on each reload
+        a budget of one front process's share (serving/http/front_processes/process.py), sized on each reload
         as a front sizes its own."""
         budget = BodyBudget(0)
         share = 1.0 / self.front_workers

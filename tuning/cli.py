@@ -200,7 +200,7 @@ def _items(config: ServingConfig, args: argparse.Namespace, console: Console) ->
 
 
 def _warmup_items(config: ServingConfig, name: str) -> OpItems:
-    from serving.engine.launch import make_op
+    from serving.batching.launch import make_op
 
     op = make_op(config.op[name])
     op.load()

@@ -19,12 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from serving.batching.execute import run_batch
+from serving.batching.launch import make_op, runners_for
+from serving.batching.units import batch_units
 from serving.config.engines import foreign_keys
 from serving.config.load import parse_config
 from serving.config.schema import ServingConfig
-from serving.engine.execute import run_batch
-from serving.engine.launch import make_op, runners_for
-from serving.engine.units import batch_units
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import CpuAllocator, available_cpus
 from serving.runners.process_memory import peak_rss_bytes, reset_peak, rss_bytes
@@ -128,7 +128,7 @@ class LoadedOp:
         self.run_sizes = svc.predictor_batch_sizes
 
     def warm(self) -> None:
-        """The server's warm-up (serving.engine.warmup): every warm-up shape once per
+        """The server's warm-up (serving.batching.warmup): every warm-up shape once per
         instance and the first at every predictor batch size, so first-shape costs
         (kernel compilation for a new input size) stay out of the measurements."""
         warmup = list(self.op.warmup_items())

@@ -1,6 +1,6 @@
 """A discrete-event simulation of one op: requests arrive, the real batcher
-(:class:`serving.engine.batcher.Batcher`, driven through its injectable clock
-and :meth:`~serving.engine.batcher.Batcher.poll`) forms batches, and ``N``
+(:class:`serving.batching.batcher.Batcher`, driven through its injectable clock
+and :meth:`~serving.batching.batcher.Batcher.poll`) forms batches, and ``N``
 instances run them at the cost a cost curve gives.
 
 It answers "what p50/p99 and batch sizes would these settings give at this
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from serving.engine.batcher import Batcher
+from serving.batching.batcher import Batcher
 
 #: run time in seconds of one batch of ``n`` items
 CostCurve = Callable[[int], float]

@@ -18,7 +18,7 @@ from bench.lib.inputs import decode_png
 
 def read_crop(op: Any, runner: Any, png: bytes) -> tuple[str, float]:
     """(text, score) of one PNG crop, as ``batchline serve`` computes it for configs/rec.yml."""
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
 
     out = run_op_direct(op, runner, {"input": decode_png(png)})
     return out["text"], out["score"]
@@ -47,8 +47,8 @@ def engine_loop(
     submitting its next crop (decoded here, as the HTTP route decodes it) when the last
     was answered; and its texts of the first ``texts`` crops, read before the load. What
     separates the engine's cost from the HTTP front's."""
+    from serving.batching.pipeline import Pipeline
     from serving.config import load_config
-    from serving.engine.pipeline import Pipeline
 
     images = [decode_png(png) for png in crops]
     pipeline = Pipeline(load_config(config_path))

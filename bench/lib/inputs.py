@@ -83,7 +83,7 @@ def bench_crops(count_docs: int = 24, seed: int = 7, det_config: str | None = No
         import numpy as np
 
         from ops.image import crop_boxes
-        from serving.engine.direct import run_op_direct
+        from serving.batching.direct import run_op_direct
 
         op, runners = make_op(det_config, "det")
         k = 0

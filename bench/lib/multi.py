@@ -16,7 +16,7 @@ from bench.lib.engines import engine_label
 from bench.lib.paths import cache_dir
 from bench.lib.script import BenchError
 
-SHARED = "shared"  # the pipeline label of a shared stage's op metrics (serving.engine.metrics.SHARED)
+SHARED = "shared"  # the pipeline label of a shared stage's op metrics (serving.batching.metrics.SHARED)
 SHADOW_OUTCOMES = ("agree", "disagree", "shadow_failed", "primary_failed", "dropped")
 
 

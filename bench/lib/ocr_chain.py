@@ -4,7 +4,7 @@ A profile's config is its repo config with the profile's overrides, and
 every op forced to one in-process instance (``instance_mode: thread``,
 ``instance_num: 1``, ``thread_num`` from the bench): a single-process loop,
 not the served layout. Each op ("stage") runs with the same hooks the server
-calls (``serving.engine.direct.run_op_direct``); the stages of all profiles
+calls (``serving.batching.direct.run_op_direct``); the stages of all profiles
 take turns page by page (:func:`run_profiles`).
 
 A stage is identified by its op's config section, its runner and everything
@@ -111,7 +111,7 @@ class StageResult:
 def build_op_and_runner(
     config: Mapping[str, Any], stage: Stage, runtime_runner: RuntimeRunnerFactory | None
 ) -> tuple[Any, Any]:
-    from serving.engine.launch import runners_for
+    from serving.batching.launch import runners_for
 
     op = load_op(write_config(config, tag="precision"), stage.op)
     if stage.runtime is None:
@@ -134,7 +134,7 @@ class _Live:
 
 def _one_page(live: Mapping[str, _Live], memo: Mapping[str, StageResult], image: Any, i: int) -> dict[str, tuple]:
     """Page ``i`` through every live stage, upstream first: key -> (output, seconds)."""
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
 
     done: dict[str, tuple] = {}
     for key, entry in live.items():

@@ -34,7 +34,7 @@ class RuntimeRunners:
         def make(op_name: str, op: Any, precision: str) -> Any:
             from serving.config.schema import LocalServiceConf
             from serving.paths import model_files
-            from serving.runners.engines import load_in_process
+            from serving.runners.runner_modules import load_in_process
 
             model_dir = op.conf.local_service_conf.model_config
             if precision == "int8":

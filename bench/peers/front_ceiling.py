@@ -52,16 +52,16 @@ async def asgi_app(scope: dict, receive: Any, send: Any) -> None:
 
 def serve_asyncio(app: Any, port: int) -> None:
     from serving.config.schema import HttpConf
-    from serving.http.asyncio_front import AsyncioFront
-    from serving.http.front_gate import FrontGate
+    from serving.http.early_refusals import FrontGate
+    from serving.http.http_server import HttpServer
 
-    class Limited:  # what AsyncioFront reads of the app besides WSGI: its body limit
+    class Limited:  # what HttpServer reads of the app besides WSGI: its body limit
         body_limit = 1 << 20
 
         def __call__(self, environ: dict, start_response: Any) -> Any:
             return app(environ, start_response)
 
-    front = AsyncioFront(Limited(), HttpConf(), FrontGate(), threads=THREADS, port=port)
+    front = HttpServer(Limited(), HttpConf(), FrontGate(), threads=THREADS, port=port)
     front.start()
     threading.Event().wait()
 

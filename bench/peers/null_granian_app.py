@@ -19,9 +19,9 @@ from typing import Any
 
 def app() -> Any:
     from bench.lib.null_op import null_config
+    from serving.batching.live_pipelines import PipelineRepository
     from serving.config import parse_config
-    from serving.config.repository_files import repository_of
-    from serving.engine.pipeline_repository import PipelineRepository
+    from serving.config.file_set import repository_of
     from serving.http.app import create_app
 
     repository = PipelineRepository(repository_of(parse_config(null_config())), warmup=True)

@@ -56,7 +56,7 @@ class Inference(Worker):
         self.op, (self.runner,) = _rec_op(1)
 
     def forward(self, data: Any) -> Any:
-        from serving.engine.execute import run_batch
+        from serving.batching.execute import run_batch
 
         items = data if isinstance(data, list) else [data]
         outputs, _ = run_batch(self.op, self.runner, items, run_sizes=[])

@@ -117,7 +117,7 @@ def test_op_layout_and_predictor_processes():
 
 
 def test_call_pipelines_counts_calls_that_mixed_pipelines():
-    from serving.engine.metrics import SHARED, Metrics
+    from serving.batching.metrics import SHARED, Metrics
 
     metrics = Metrics()
     before = snapshot(metrics)
@@ -134,7 +134,7 @@ def test_call_pipelines_counts_calls_that_mixed_pipelines():
 
 
 def test_shadow_stats_counts_outcomes_and_reads_the_agreement():
-    from serving.engine.metrics import Metrics
+    from serving.batching.metrics import Metrics
 
     metrics = Metrics()
     metrics.shadow_requests.labels("ocr", "2", "agree").inc(5)
@@ -155,7 +155,7 @@ def test_shadow_stats_counts_outcomes_and_reads_the_agreement():
 
 
 def test_shadow_stats_without_an_agreement_gauge():
-    from serving.engine.metrics import Metrics
+    from serving.batching.metrics import Metrics
 
     snap = snapshot(Metrics())
     assert shadow_stats(snap, snap, "ocr")["agreement"] is None

@@ -103,11 +103,11 @@ class _Pipeline:
 
 
 def test_the_engine_loop_runs_the_configs_pipeline_reads_texts_first_and_counts_failures(monkeypatch):
+    import serving.batching.pipeline
     import serving.config
-    import serving.engine.pipeline
 
     monkeypatch.setattr(serving.config, "load_config", lambda path: {"path": path})
-    monkeypatch.setattr(serving.engine.pipeline, "Pipeline", _Pipeline)
+    monkeypatch.setattr(serving.batching.pipeline, "Pipeline", _Pipeline)
     monkeypatch.setattr(bare_rec, "decode_png", lambda png: png.decode())
     crops = [b"a", b"b", b"bad"]
     result, texts = bare_rec.engine_loop("cfg.yml", crops, clients=3, duration_s=0.2, warmup_s=0.05, texts=2)

@@ -1,9 +1,8 @@
 """Config layer: config.yml -> typed, validated objects (see load.py); several files
-served together -> a checked repository (see repository_files.py)."""
+served together -> a checked repository (see file_set.py)."""
 
 from serving.config.errors import ConfigError
-from serving.config.load import load_config, parse_config
-from serving.config.repository_files import (
+from serving.config.file_set import (
     RepositoryConfig,
     Route,
     SharedOp,
@@ -13,6 +12,7 @@ from serving.config.repository_files import (
     pipeline_fingerprint,
     repository_of,
 )
+from serving.config.load import load_config, parse_config
 from serving.config.schema import (
     DagConfig,
     LocalServiceConf,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.config.errors import ConfigError
+from serving.config.file_set import RepositoryConfig, expand_sources, repository_from
 from serving.config.load import parse_config, read_config
-from serving.config.repository_files import RepositoryConfig, expand_sources, repository_from
 from serving.paths import PKG_SCHEME, resolve_pkg_path
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from serving.config.dag import Dag
-from serving.config.repository_files import RepositoryConfig, Route
+from serving.config.file_set import RepositoryConfig, Route
 from serving.config.schema import ServingConfig
 
 TABLE_COLUMNS = (

@@ -28,7 +28,7 @@ from serving.service.limits import RequestLimits
 from serving.service.open_inference.infer import CallFacts, infer, model
 from serving.service.open_inference.model import PLATFORM, ModelViews
 from serving.service.open_inference.request import InferRequest, InputTensor, RequestedOutput, checked_id
-from serving.service.open_inference.server import server_metadata
+from serving.service.open_inference.server_metadata import server_metadata
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ A call that finds no room waits for it up to its deadline or
 ``http.request_timeout_s``, then gets 503 with Retry-After. While it waits it
 holds no budget, and grpc's flow control holds its message to the stream's
 window (grpc grows the window toward the message size only once the message is
-read, with BDP probing off: :mod:`serving.grpc.front`). A client that trickles
+read, with BDP probing off: :mod:`serving.grpc.grpc_server`). A client that trickles
 its message is cut off after ``http.request_timeout_s``
 (:class:`~serving.grpc.read_watch.ReadWatch`), as over HTTP."""
 

@@ -24,9 +24,9 @@ from werkzeug.routing import Map, RequestRedirect, Rule
 from werkzeug.test import Client, TestResponse
 from werkzeug.wrappers import Request, Response
 
-from serving.engine.decode_budget import DecodeBudget
-from serving.engine.pipeline import Pipeline
-from serving.engine.pipeline_repository import PipelineRepository
+from serving.batching.decode_budget import DecodeBudget
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.pipeline import Pipeline
 from serving.errors import ServingError, as_serving_error
 from serving.http.access import Access
 from serving.http.origins import AccessPolicy
@@ -36,7 +36,7 @@ from serving.http.routes import admin, errors, health, listing, metrics, predict
 from serving.http.routes.context import RouteContext
 from serving.service.core import RequestCore
 from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
-from serving.service.served_repository import ServedRepository
+from serving.service.served_pipelines import ServedRepository
 
 log = logging.getLogger(__name__)
 

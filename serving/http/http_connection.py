@@ -1,8 +1,8 @@
-"""One client connection of the asyncio front (:mod:`serving.http.asyncio_front`):
+"""One client connection of the asyncio front (:mod:`serving.http.http_server`):
 HTTP/1.1 parsed by ``httptools``, gated before its body, its requests answered
 in order, each by the app in a worker thread or by the loop route.
 
-The rules it applies are the module doc of :mod:`serving.http.asyncio_front`."""
+The rules it applies are the module doc of :mod:`serving.http.http_server`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import httptools
 
 from serving.config.schema import HttpConf
 from serving.errors import Overloaded, ServingError
-from serving.http.front_gate import MAX_HEADER_BYTES, MAX_HEADER_FIELDS, FrontGate, refusal_parts
+from serving.http.early_refusals import MAX_HEADER_BYTES, MAX_HEADER_FIELDS, FrontGate, refusal_parts
 from serving.http.wsgi_call import (
     DateHeader,
     HttpAnswer,
@@ -72,7 +72,7 @@ class FrontState:
         self.http = http
         self.gate = gate
         self.budget = budget
-        self.body_limit = 0  # set by AsyncioFront.apply_body_limits
+        self.body_limit = 0  # set by HttpServer.apply_body_limits
         self.connection_limit = http.connection_limit or threads + 128
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
         self.connections: set[Connection] = set()
@@ -455,7 +455,7 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
-    # ---- the client limits (checked by AsyncioFront every cleanup interval) --------------------
+    # ---- the client limits (checked by HttpServer every cleanup interval) --------------------
     def overdue(self, now: float, http: HttpConf) -> bool:
         """Whether this connection is to be closed now (the rules of ``client_limits.overdue``,
         plus waitress's idle timeout)."""

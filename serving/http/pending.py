@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from werkzeug.wrappers import Response
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.errors import ServingError
 from serving.service.core import Gone, Started
 

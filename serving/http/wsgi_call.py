@@ -1,5 +1,5 @@
 """One complete HTTP request run through a WSGI app, and its answer as bytes:
-what :mod:`serving.http.asyncio_front` does in a worker thread per request.
+what :mod:`serving.http.http_server` does in a worker thread per request.
 
 The environ is the one waitress builds (the same keys and the same header
 rules), so the app cannot tell the two fronts apart: header names with an

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from serving.config.errors import ConfigError
+from serving.config.file_set import RepositoryConfig
 from serving.config.ray_schema import RayConf, RayDeploymentConf
-from serving.config.repository_files import RepositoryConfig
 from serving.config.schema import OpConfig, ServingConfig
 
 INGRESS = "ingress"

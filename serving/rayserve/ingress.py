@@ -46,17 +46,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from serving.batching.decode_budget import DecodeBudget
+from serving.batching.launch import make_op
+from serving.batching.live_pipelines import PipelineRepository
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.config.schema import OpConfig, ServingConfig
-from serving.engine.decode_budget import DecodeBudget
-from serving.engine.launch import make_op
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
-from serving.http.front_gate import FrontGate
+from serving.http.early_refusals import FrontGate
 from serving.rayserve.deployments import op_deployment_name, ray_conf
 from serving.rayserve.encoded_images import carried
-from serving.rayserve.front import IngressFront
 from serving.rayserve.health import DeploymentHealth
+from serving.rayserve.ingress_gate import IngressGate
 from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
 from serving.rayserve.remote_stage import RemoteStage, Send
@@ -144,7 +144,7 @@ class Ingress:
             metrics_text=self._metrics_text,
             core=self.core,
         )
-        self._front = IngressFront(gate, lambda: self.app.body_limit or 0, repo_conf.http.max_buffered_mb)
+        self._front = IngressGate(gate, lambda: self.app.body_limit or 0, repo_conf.http.max_buffered_mb)
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")
         self._heap = HeapTrim().start()  # bodies freed: their pages back to the system, as in one process
 

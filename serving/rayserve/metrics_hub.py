@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.engine.metrics import Metrics
+from serving.batching.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

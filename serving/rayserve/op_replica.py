@@ -16,12 +16,12 @@ import os
 import time
 from typing import Any
 
+from serving.batching.launch import launch as launch_stage
+from serving.batching.launch import make_op
+from serving.batching.metrics import SHARED, Metrics
+from serving.batching.request import RequestState
+from serving.batching.stage import OpStage
 from serving.config.documents import ConfigDocument, parse_documents
-from serving.engine.launch import launch as launch_stage
-from serving.engine.launch import make_op
-from serving.engine.metrics import SHARED, Metrics
-from serving.engine.request import RequestState
-from serving.engine.stage import OpStage
 from serving.errors import ClientDisconnected, ServingError, as_serving_error
 from serving.op import Op
 from serving.rayserve.encoded_images import decoded

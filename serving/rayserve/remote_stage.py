@@ -23,8 +23,8 @@ from typing import Any
 from ray import exceptions as ray_errors
 from ray.serve import exceptions as serve_errors
 
-from serving.engine.channel import Join
-from serving.engine.request import RequestState
+from serving.batching.channel import Join
+from serving.batching.request import RequestState
 from serving.errors import DeadlineExceeded, InternalError, Overloaded, ServingError
 from serving.op import Op
 from serving.rayserve.loop_thread import LoopThread
@@ -57,7 +57,7 @@ def call_error(exc: BaseException, op: str) -> ServingError:
 
 
 class RemoteStage:
-    """Implements :class:`serving.engine.stage_api.Stage` for one op deployment."""
+    """Implements :class:`serving.batching.stage_api.Stage` for one op deployment."""
 
     def __init__(
         self,

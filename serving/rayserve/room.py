@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from serving.config.repository_files import RepositoryConfig
+from serving.config.file_set import RepositoryConfig
 from serving.rayserve.deployments import INGRESS, deployment_options, op_deployments, ray_conf
 
 # Ray counts resources in units of 1/10000

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.engine.request import OpTiming
+from serving.batching.request import OpTiming
 from serving.errors import ServingError, error_for_status
 
 

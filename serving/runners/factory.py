@@ -1,7 +1,7 @@
 """``local_service_conf`` -> predictor instances (the configured runners).
 
 ``instance_mode: thread`` loads the instances in this process, sharing the
-weights (Paddle clones, or OpenVINO infer requests: :mod:`serving.runners.engines`);
+weights (Paddle clones, or OpenVINO infer requests: :mod:`serving.runners.runner_modules`);
 ``instance_mode: process`` starts one child process per instance, pinned to
 the CPU sets of the plan (:mod:`serving.runners.cpu_plan`), in the idle CPU
 class with ``idle_cpu``, loading their models in parallel.
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from serving.config.schema import LocalServiceConf
 from serving.op import Runner
 from serving.runners.cpu_plan import CpuSet
-from serving.runners.engines import load_in_process
 from serving.runners.placement import gpu_of
 from serving.runners.process import ModelFactory, ProcessPredictor
+from serving.runners.runner_modules import load_in_process
 
 
 def create_process_predictors(

@@ -120,7 +120,7 @@ def convert(files: tuple[str, ...], path: str) -> None:
 
 def torch_model_dirs(sources: Sequence[str]) -> list[str]:
     """The model folders of every ``engine: torch`` op of the config files (or folders) ``sources``."""
-    from serving.config.repository_files import load_repository
+    from serving.config.file_set import load_repository
 
     repository = load_repository(sources)
     folders = {

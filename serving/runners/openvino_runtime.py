@@ -155,7 +155,7 @@ def create_openvino_runners(conf: LocalServiceConf, count: int) -> list[OpenVino
     return runners
 
 
-# The engine table's loader (serving.runners.engines)
+# The engine table's loader (serving.runners.runner_modules)
 def load_in_process(conf: LocalServiceConf, count: int) -> list[OpenVinoRunner]:
     return create_openvino_runners(conf, count)
 

@@ -346,7 +346,7 @@ def create_predictors(conf: LocalServiceConf, count: int) -> list[PaddlePredicto
     return result
 
 
-# The engine table's loader (serving.runners.engines)
+# The engine table's loader (serving.runners.runner_modules)
 def load_in_process(conf: LocalServiceConf, count: int) -> list[PaddlePredictor]:
     return create_predictors(conf, count)
 

@@ -44,10 +44,10 @@ import numpy as np
 from serving.config.schema import LocalServiceConf
 from serving.errors import DeadlineExceeded, InstanceRestarting
 from serving.runners.cpu_plan import use_idle_cpu
-from serving.runners.engines import load_one
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import device_name
 from serving.runners.process_memory import rss_bytes
+from serving.runners.runner_modules import load_one
 from serving.runners.shared_memory import (
     Segment,
     array_views,

@@ -8,7 +8,7 @@ until the request is answered; each connection may hold two. Without a bound,
 times over. So a request takes its body's bytes from one budget the moment its
 headers are complete, before any of the body is read, and gives them back when
 the front is done with it; one that does not fit is refused at once with
-503 + Retry-After (:mod:`serving.http.front_gate`).
+503 + Retry-After (:mod:`serving.http.early_refusals`).
 
 A chunked body has no length up front: it takes its bytes as they arrive
 (each read before it is stored), not the body limit up front, which would let

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serving.engine.decode_budget import DecodeBudget, Reservation
-from serving.engine.request import RequestState
+from serving.batching.decode_budget import DecodeBudget, Reservation
+from serving.batching.request import RequestState
 from serving.service.decode import DecodePlan, plan_inputs
 from serving.service.encode import to_json
 from serving.service.error_body import body_over_limit
@@ -32,7 +32,7 @@ from serving.service.handler_count import HandlerCount
 from serving.service.json_budget import value_budget
 from serving.service.limits import RequestLimits, largest_max_inputs, limits_from_config
 from serving.service.parse import ParsedRequest
-from serving.service.served_repository import ServedPipeline, ServedRepository
+from serving.service.served_pipelines import ServedPipeline, ServedRepository
 from serving.service.waiting import settled, wait_for_results
 
 Gone = Callable[[], bool]

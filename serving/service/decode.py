@@ -6,7 +6,7 @@ the op decides what colour format it wants. Decoding is two steps so that
 nothing is decoded before every limit is checked: :func:`plan_inputs` reads
 each image's header (:mod:`serving.service.image_header`) and refuses an image
 or a request that is too large (413) from the bytes it would decode to; the
-caller then reserves those bytes (:mod:`serving.engine.decode_budget`) and
+caller then reserves those bytes (:mod:`serving.batching.decode_budget`) and
 calls :meth:`DecodePlan.decode`.
 ``text``: a string (UTF-8 when raw bytes), length-limited.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from serving.engine.decode_budget import request_bytes_limit
+from serving.batching.decode_budget import request_bytes_limit
 from serving.errors import BadRequest, PayloadTooLarge
 from serving.service.image_header import ImageHeader, read_header
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from serving.engine.decode_budget import BGR_BYTES
+from serving.batching.decode_budget import BGR_BYTES
 from serving.errors import BadRequest, PayloadTooLarge
 
 # PNG IHDR colour type -> channels cv2 returns (gray+alpha comes out BGRA)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from serving.config.repository_files import RepositoryConfig
+from serving.batching.decode_budget import budget_bytes, default_budget_bytes, request_bytes_limit
+from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
-from serving.engine.decode_budget import budget_bytes, default_budget_bytes, request_bytes_limit
 from serving.service.decode import InputLimits
-from serving.service.served_repository import ServedRepository
+from serving.service.served_pipelines import ServedRepository
 
 
 @dataclass

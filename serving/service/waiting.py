@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.errors import ClientDisconnected, ServingError
 
 

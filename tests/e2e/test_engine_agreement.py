@@ -48,7 +48,7 @@ def _bf16_native() -> bool:
 
 
 def _read_pages(pair: str, docs) -> list:
-    from serving.engine.direct import run_chain_direct
+    from serving.batching.direct import run_chain_direct
 
     one_instance = {**PAIRS[pair], "instance_mode": "thread", "instance_num": 1}
     chain = list(loaded_ops("ocr.yml", {"det": one_instance, "rec": one_instance}).values())
@@ -79,7 +79,7 @@ def test_torch_reads_every_line_as_the_exact_profile(pages_read):
 def test_ernie_gives_the_same_labels_on_every_engine():
     """The ERNIE demo model's ONNX twin (what OpenVINO and torch read) against its Paddle export."""
     from recipes.ernie_fields.data import generate
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
 
     texts = [text for text, _ in generate(20, seed=77)]
     answers = {}
@@ -95,7 +95,7 @@ def test_ernie_gives_the_same_labels_on_every_engine():
 @pytest.mark.parametrize("pair", ["openvino-fp32", "torch-fp32"])
 def test_process_instances_answer_as_in_process_ones(pair):
     """An engine in instance_mode: process (isolation) reads crops exactly as in-process."""
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
     from tests.support import ocr_data
 
     crops = ocr_data.rec_crops()

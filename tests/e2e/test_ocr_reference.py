@@ -96,7 +96,7 @@ BUCKETS = {"rec": {"pad_policy": "bucket"}}
 
 
 def run_all(chain, docs, max_batch_size=None):
-    from serving.engine.direct import run_chain_direct
+    from serving.batching.direct import run_chain_direct
 
     return [run_chain_direct(chain, d.image, max_batch_size=max_batch_size) for d in docs]
 
@@ -167,7 +167,7 @@ def test_cls_chain_matches_reference_with_angle_cls(config, runners, docs):
 
 def test_rec_source_op_matches_reference_rec_only(config, runners):
     """configs/rec.yml style: the request is one crop; compare with PaddleOCR's ocr(det=False)."""
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
 
     crops = ocr_data.rec_crops()
     assert any(not c.text.isascii() for c in crops)  # Chinese included

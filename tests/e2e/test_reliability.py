@@ -214,8 +214,8 @@ def test_short_soak_has_no_errors_and_flat_rss():
 # engine-level: a request blocked on a full channel must still honour its deadline
 # ---------------------------------------------------------------------------
 def test_submit_blocked_on_a_full_channel_honours_the_deadline():
+    from serving.batching.pipeline import Pipeline
     from serving.config import parse_config
-    from serving.engine.pipeline import Pipeline
     from serving.errors import DeadlineExceeded
 
     p = Pipeline(

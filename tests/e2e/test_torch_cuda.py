@@ -37,7 +37,7 @@ CPU = {"engine": "torch", "device_type": 0, "use_openvino": False, "conv_kernels
 
 
 def read_crops(keys: dict) -> list[str]:
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
     from tests.support import ocr_data
 
     ((op, runner),) = loaded_ops("rec.yml", {"rec": keys}).values()
@@ -74,7 +74,7 @@ def test_instances_share_the_module_and_run_on_their_own_streams():
 
 
 def test_the_chain_on_the_gpu_agrees_with_paddleocr(docs, reference):
-    from serving.engine.direct import run_chain_direct
+    from serving.batching.direct import run_chain_direct
 
     keys = {**GPU, "precision": "fp32", "instance_mode": "thread", "instance_num": 1}
     chain = list(loaded_ops("ocr.yml", {"det": keys, "rec": keys}).values())

@@ -11,7 +11,7 @@ import pytest
 from ops.ernie import ErnieClsOp
 from ops.ocr_det import DetParams, OcrDetOp
 from ops.ocr_rec import OcrRecOp
-from serving.engine.direct import run_chain_direct, run_op_direct
+from serving.batching.direct import run_chain_direct, run_op_direct
 from tests.support.ops import ERNIE_MODEL_DIR, make_op, ocr_model_dir, runner_for
 from tests.support.synth import random_document
 

@@ -265,7 +265,7 @@ def test_a_chunked_body_is_counted_on_the_wire_framing_included():
 def test_a_client_that_reads_no_answers_stops_being_read(fronts):
     """Pipelined requests whose answers are never read: the front answers until the
     transport's buffer is full, then neither reads nor answers; what it holds is bounded."""
-    from serving.http.front_gate import MAX_HEADER_BYTES
+    from serving.http.early_refusals import MAX_HEADER_BYTES
     from serving.http.http_connection import READ_AHEAD_BYTES
 
     (fast,) = fronts
@@ -369,14 +369,14 @@ class LoopSpy:
 def loop_routed(fronts):
     """A second asyncio front on the first server's app, answering light predictions on its loop;
     ``answered``: the targets of the requests the loop answered itself."""
-    from serving.http.asyncio_front import AsyncioFront
-    from serving.http.front_gate import FrontGate
+    from serving.http.early_refusals import FrontGate
+    from serving.http.http_server import HttpServer
 
     (live,) = fronts
     spy = LoopSpy(live.server.app)
     answered = spy.answered
     http = live.server.config.http
-    front = AsyncioFront(spy, http, FrontGate(TOKEN), threads=8, answers_on_loop=True)
+    front = HttpServer(spy, http, FrontGate(TOKEN), threads=8, answers_on_loop=True)
     front.start()
     yield front, answered
     front.drain(live.server.core.handlers)

@@ -26,7 +26,7 @@ from client.fonts import FONT_DIRS_ENV
 from client.pipeline_client import PipelineClient
 from client.protocols import GRPC_PROTOCOLS, PROTOCOLS
 from serving.config import parse_config
-from serving.config.repository_files import RepositoryConfig, repository_from
+from serving.config.file_set import RepositoryConfig, repository_from
 from tests.support.cjk_font import write_cjk_font
 from tests.support.client_fakes import ocr_config, ocr_lines, text_config
 from tests.support.inference_fakes import v2_repository

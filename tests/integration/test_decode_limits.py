@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from serving.batching.decode_budget import MIB, DecodeBudget
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.config.repository_files import repository_of
-from serving.engine.decode_budget import MIB, DecodeBudget
-from serving.engine.pipeline import Pipeline
-from serving.engine.pipeline_repository import PipelineRepository
+from serving.config.file_set import repository_of
 from serving.http.app import create_app
 from tests.support.waiting import until
 

@@ -9,7 +9,7 @@ import pytest
 
 from ops import text as T
 from ops.ernie import ErnieClsOp
-from serving.engine.direct import run_op_direct
+from serving.batching.direct import run_op_direct
 from tests.support.field_texts import mixed_texts
 from tests.support.ops import make_ernie_op, make_op, ocr_model_dir, runner_for
 
@@ -149,7 +149,7 @@ def test_ocr_chain_labels_recognised_lines(runner):
 
     from ops.ocr_det import OcrDetOp
     from ops.ocr_rec import OcrRecOp
-    from serving.engine.direct import run_chain_direct
+    from serving.batching.direct import run_chain_direct
 
     chain = []
     for name, cls, model in (("det", OcrDetOp, "ch_PP-OCRv4_det_infer"), ("rec", OcrRecOp, "ch_PP-OCRv4_rec_infer")):

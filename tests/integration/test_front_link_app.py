@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.request import RequestState
 from serving.config import parse_config
-from serving.config.repository_files import RepositoryConfig, repository_of
-from serving.engine.pipeline_repository import PipelineRepository
-from serving.engine.request import RequestState
+from serving.config.file_set import RepositoryConfig, repository_of
 from serving.errors import ClientDisconnected, Overloaded, ShuttingDown
 from serving.http.app import create_app
-from serving.http.front_hub import FrontHub
-from serving.http.front_link import FrontHello, Wire
-from serving.http.remote_repository import RemoteRepository
+from serving.http.front_processes.hub import FrontHub
+from serving.http.front_processes.link import FrontHello, Wire
+from serving.http.front_processes.remote_pipelines import RemoteRepository
 from tests.support.client_fakes import HOLD, text_config
 from tests.support.http_fakes import echo_pipeline
 

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from serving.config import parse_config
-from serving.config.repository_files import load_repository, repository_of
+from serving.config.file_set import load_repository, repository_of
 from tests.support.client_fakes import BAD, BOOM, HOLD, OVERLOADED, ocr_config, text_config
 from tests.support.image_fakes import encode_png
 from tests.support.live_app import LiveApp
@@ -229,9 +229,9 @@ def test_ray_has_its_own_front():
 
 
 def test_fronts_that_cannot_start_stop_the_server_with_a_message(monkeypatch):
-    from serving.engine.pipeline_repository import PipelineRepository
-    from serving.http.front_gate import FrontGate
-    from serving.http.front_workers import FrontsFailed, FrontWorkers
+    from serving.batching.live_pipelines import PipelineRepository
+    from serving.http.early_refusals import FrontGate
+    from serving.http.front_processes.workers import FrontsFailed, FrontWorkers
 
     repository = PipelineRepository(repository_of(parse_config(text_config())), warmup=False)
     workers = FrontWorkers(repository, "127.0.0.1", 0, 2, FrontGate())

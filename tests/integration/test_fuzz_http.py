@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 from tests.support.fuzz.malformed import hdr_bomb, png_with_header
 from tests.support.image_fakes import encode_png, expected_answer, make_image, stats_config_dict

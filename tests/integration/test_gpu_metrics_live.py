@@ -11,7 +11,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from client.pipeline_client import PipelineClient
-from serving.config.repository_files import load_repository
+from serving.config.file_set import load_repository
 from tests.support.engine_fakes import op_conf
 from tests.support.fake_nvml import FakeGpu, FakeNvml
 from tests.support.live_app import LiveApp

@@ -21,7 +21,7 @@ import pytest
 import requests
 import yaml
 
-from serving.config.repository_files import load_repository
+from serving.config.file_set import load_repository
 from serving.protos import pipeline_messages
 from tests.support import paddle_serving_client
 from tests.support.client_fakes import HOLD, ocr_config, text_config

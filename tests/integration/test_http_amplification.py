@@ -17,8 +17,8 @@ import tracemalloc
 
 import pytest
 
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 from tests.support.fuzz import body_cases
 from tests.support.image_fakes import encode_png, make_image, stats_config_dict

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 from serving.service.decode import InputLimits
 from serving.service.limits import RequestLimits

@@ -4,8 +4,8 @@
 import re
 from pathlib import Path
 
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]

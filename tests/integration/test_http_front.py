@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from serving.config.repository_files import load_repository
+from serving.config.file_set import load_repository
 from tests.support.client_fakes import text_config
 from tests.support.live_app import LiveApp
 

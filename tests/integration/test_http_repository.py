@@ -32,7 +32,7 @@ from client import cli as predict_cmd
 from client import listing as pipelines_cmd
 from client.pipeline_client import PROTOCOLS, PipelineClient, PipelineError, make_payload
 from client.stats import MetricsSnapshot
-from serving.config.repository_files import load_repository
+from serving.config.file_set import load_repository
 from tests.support.engine_fakes import FAKES, op_conf
 from tests.support.live_app import LiveApp
 from tests.support.server_process import ServerProcess, free_port

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from serving.batching.live_pipelines import PipelineRepository
 from serving.config import load_repository
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from tests.support.engine_fakes import op_conf
 

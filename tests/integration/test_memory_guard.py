@@ -14,9 +14,9 @@ import threading
 import numpy as np
 import pytest
 
+from serving.batching.launch import runners_for
 from serving.config.errors import ConfigError
 from serving.config.schema import LocalServiceConf
-from serving.engine.launch import runners_for
 from serving.runners.process import ProcessPredictor
 from serving.runners.process_supervisor import Supervisor
 from tests.support.fault_op import WARMUP, FaultModel, FaultOp

@@ -13,7 +13,7 @@ import pytest
 from ops.ocr_cls import OcrClsOp
 from ops.ocr_det import DetParams, OcrDetOp
 from ops.ocr_rec import OcrRecOp, RecParams
-from serving.engine.direct import run_op_direct
+from serving.batching.direct import run_op_direct
 from tests.support.ops import make_op, ocr_model_dir, runner_for
 from tests.support.synth import random_document, render_line
 

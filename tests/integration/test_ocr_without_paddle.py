@@ -52,7 +52,7 @@ class RefusePaddle(importlib.abc.MetaPathFinder):
 if mode == "block":
     sys.meta_path.insert(0, RefusePaddle())
 
-from serving.engine.direct import run_chain_direct
+from serving.batching.direct import run_chain_direct
 from tests.support.loaded_ops import loaded_ops
 from tests.support.synth import random_document
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
 from serving.http.app import create_app
 from serving.http.page import FILES_DIR, INDEX, load_files
 from tests.support.engine_fakes import op_conf

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("paddle")
 
-from serving.engine.launch import runners_for  # noqa: E402
+from serving.batching.launch import runners_for  # noqa: E402
 from serving.runners.process import ProcessPredictor  # noqa: E402
 from tests.support.ops import make_op  # noqa: E402
 from tests.support.tiny_model import expected, make_conf  # noqa: E402

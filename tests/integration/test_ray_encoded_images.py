@@ -16,8 +16,8 @@ import pytest
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
+from serving.batching.live_pipelines import PipelineRepository
 from serving.config.documents import parse_documents
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from serving.rayserve.ingress import Ingress
 from serving.service.decode import PendingInput

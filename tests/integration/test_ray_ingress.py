@@ -26,8 +26,8 @@ import pytest
 from ray.exceptions import ActorDiedError
 from starlette.requests import Request
 
+from serving.batching.live_pipelines import PipelineRepository
 from serving.config.documents import ConfigDocument, parse_documents
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.app import create_app
 from serving.rayserve.ingress import RELOAD_ON_RAY
 from serving.rayserve.wire import OpCall, OpReply

@@ -1,4 +1,4 @@
-"""The Ray ingress's body budget (:mod:`serving.rayserve.front`), without Ray: each
+"""The Ray ingress's body budget (:mod:`serving.rayserve.ingress_gate`), without Ray: each
 replica holds request bodies against one budget sized as one process's
 (``http.max_buffered_mb``, default 4 x the largest ``max_body_size``); a body takes its
 ``Content-Length`` before any of it is read (a body without a length, each chunk before
@@ -24,7 +24,7 @@ import pytest
 from starlette.requests import ClientDisconnect
 
 from serving.errors import PayloadTooLarge, ServingError
-from serving.http.front_gate import FrontGate
+from serving.http.early_refusals import FrontGate
 from serving.rayserve import wsgi_bridge
 from serving.service.body_budget import MIB, BodyBudget, Claim, buffered_bytes
 from tests.support.ray_fakes import HANG_GUARD_S, RAY_FAKES, document, gate, op_conf, split_add

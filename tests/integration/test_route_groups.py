@@ -9,8 +9,8 @@ import json
 import pytest
 from werkzeug.wrappers import Response
 
-from serving.config.repository_files import repository_of
-from serving.engine.pipeline_repository import PipelineRepository
+from serving.batching.live_pipelines import PipelineRepository
+from serving.config.file_set import repository_of
 from serving.errors import Conflict
 from serving.http.app import HttpApp
 from serving.http.routes import admin, errors, health, listing, metrics, prediction

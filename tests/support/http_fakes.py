@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from serving.batching.decode_budget import DecodeBudget
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.decode_budget import DecodeBudget
-from serving.engine.pipeline import Pipeline
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.http.routes.context import RouteContext
 from serving.service.core import RequestCore
 from serving.service.handler_count import HandlerCount

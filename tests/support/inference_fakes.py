@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from serving.config import parse_config
-from serving.config.repository_files import RepositoryConfig, repository_from
+from serving.config.file_set import RepositoryConfig, repository_from
 from serving.op import Op
 from tests.support.client_fakes import ocr_config, text_config
 from tests.support.live_app import LiveApp

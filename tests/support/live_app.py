@@ -19,11 +19,11 @@ import threading
 import time
 from typing import Any
 
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.config.repository_files import RepositoryConfig
+from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
-from serving.engine.pipeline import Pipeline
-from serving.engine.pipeline_repository import PipelineRepository
 from serving.op import Op
 from serving.runners.gpus import Nvml
 from serving.server import Server

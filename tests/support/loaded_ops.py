@@ -11,9 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def loaded_ops(config_name: str, overrides: dict[str, dict]) -> dict:
     """``{op: (op, runner)}`` for the ops of ``configs/<config_name>`` named in
     ``overrides``, each with its ``local_service_conf`` updated by them (one instance each)."""
+    from serving.batching.launch import make_op, runners_for
     from serving.config import parse_config
     from serving.config.load import read_config
-    from serving.engine.launch import make_op, runners_for
 
     path = os.path.join(ROOT, "configs", config_name)
     _, data = read_config(path)

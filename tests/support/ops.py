@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from serving.batching.launch import runners_for
 from serving.config.schema import LocalServiceConf, OpConfig
-from serving.engine.launch import runners_for
 from serving.op import Op, OpContext, Runner
 from serving.paths import resolve_pkg_path
 

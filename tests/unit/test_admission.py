@@ -2,7 +2,7 @@
 
 import pytest
 
-from serving.engine.admission import Admission
+from serving.batching.admission import Admission
 from serving.errors import Overloaded
 from tests.support.fake_clock import FakeClock
 

@@ -6,11 +6,11 @@ test_batch_units.py."""
 
 import pytest
 
+from serving.batching.batcher import Batcher
+from serving.batching.estimators import CostModel
+from serving.batching.pipeline import Pipeline
+from serving.batching.units import PaddedSize
 from serving.config import parse_config
-from serving.engine.batcher import Batcher
-from serving.engine.estimators import CostModel
-from serving.engine.pipeline import Pipeline
-from serving.engine.units import PaddedSize
 from tests.support.fake_clock import FakeClock
 
 FIXED = 0.002  # seconds a batch costs whatever it holds

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from serving.engine.batcher import Batcher
-from serving.engine.estimators import CostModel
-from serving.engine.units import PaddedSize, batch_units, checked_extent, items_within
+from serving.batching.batcher import Batcher
+from serving.batching.estimators import CostModel
+from serving.batching.units import PaddedSize, batch_units, checked_extent, items_within
 from serving.errors import InternalError
 from tests.support.fake_clock import FakeClock
 

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from serving.engine.batcher import Batcher
-from serving.engine.estimators import ArrivalEstimator, CostModel
+from serving.batching.batcher import Batcher
+from serving.batching.estimators import ArrivalEstimator, CostModel
 from tests.support.fake_clock import FakeClock
 
 

@@ -165,7 +165,7 @@ def test_op_stats_histogram_mean_and_padding_ratio():
 
 def test_op_stats_counts_predictor_calls_and_calls_shared_by_requests():
     """On the server's own metrics: dispatches, calls, and calls that held items of several requests."""
-    from serving.engine.metrics import Metrics
+    from serving.batching.metrics import Metrics
 
     m = Metrics()
     before = MetricsSnapshot.from_text(m.render().decode())

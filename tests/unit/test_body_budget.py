@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from serving.config import ConfigError, load_repository, parse_config
-from serving.config.repository_files import repository_of
+from serving.config.file_set import repository_of
 from serving.errors import Overloaded
 from serving.service.body_budget import MIB, BodyBudget, buffered_bytes, default_buffered_bytes
 

@@ -1,4 +1,4 @@
-"""serving.config.repository_files and the repository keys of a file (version, routing,
+"""serving.config.file_set and the repository keys of a file (version, routing,
 share): several files checked as one server, every check's message naming the
 file and the key, and the fingerprints reload and sharing rely on."""
 

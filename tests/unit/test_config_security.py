@@ -9,7 +9,7 @@ import yaml
 
 from serving import cli
 from serving.config import ConfigError, load_repository, parse_config
-from serving.config.repository_files import SERVER_KEYS
+from serving.config.file_set import SERVER_KEYS
 from tests.support.engine_fakes import op_conf
 
 SECRET = "s3cr3t-4dm1n-v4lue"

@@ -1,4 +1,4 @@
-"""serving.engine.decode_budget: bytes of decoded images in flight, server-wide.
+"""serving.batching.decode_budget: bytes of decoded images in flight, server-wide.
 A fake clock that the budget's wait moves keeps the waiting tests instant."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from serving.engine.decode_budget import (
+from serving.batching.decode_budget import (
     MIB,
     DecodeBudget,
     budget_bytes,

@@ -166,11 +166,11 @@ def cpu_quantity(value: str | int) -> float:
 def http_drain_tail_s() -> float:
     """Worst case the HTTP layer adds after the pipelines drained: the timeouts of either HTTP
     front's drain (in the engine's process), or the front processes' (http.front_workers)."""
-    from serving.http.asyncio_front import AsyncioFront
-    from serving.http.front_workers import DRAIN_TIMEOUT_S
+    from serving.http.front_processes.workers import DRAIN_TIMEOUT_S
+    from serving.http.http_server import HttpServer
 
     tails = []
-    for front in (AsyncioFront,):
+    for front in (HttpServer,):
         source = inspect.getsource(front.drain)
         timeouts = [float(t) for t in re.findall(r"timeout=(\d+(?:\.\d+)?)", source)]
         assert timeouts, f"{front.__name__}.drain has no literal timeouts any more: update this reader"
@@ -582,7 +582,7 @@ def test_network_policy_admits_only_the_http_port_to_the_server_pods():
 
 
 def test_served_config_has_a_header_deadline(tmp_path):
-    from serving.config.repository_files import repository_of
+    from serving.config.file_set import repository_of
 
     http = repository_of(configmap_config(tmp_path)).http
     # a public endpoint closes connections whose headers trickle in (slow-loris) within ~10 s
@@ -599,7 +599,7 @@ def byte_quantity(value: str) -> int:
 def test_tmp_holds_the_served_configs_body_budget(tmp_path):
     """/tmp holds the server's body budget (http.max_buffered_mb), as it did when waitress spooled
     request bodies there (the asyncio front keeps them in memory): a disk-backed emptyDir, sized to it."""
-    from serving.config.repository_files import repository_of
+    from serving.config.file_set import repository_of
     from serving.service.body_budget import buffered_bytes
     from serving.service.limits import limits_from_config
 
@@ -628,7 +628,7 @@ def test_service_reaches_the_pods():
 
 
 def _metric_types() -> dict[str, str]:
-    from serving.engine.metrics import Metrics
+    from serving.batching.metrics import Metrics
 
     return {family.name: family.type for family in Metrics().registry.collect()}
 

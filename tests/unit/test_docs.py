@@ -86,7 +86,7 @@ def test_ray_examples_load_and_follow_their_own_advice():
     import yaml
 
     from serving.config import parse_config
-    from serving.config.repository_files import repository_from
+    from serving.config.file_set import repository_from
     from serving.rayserve.deployments import deployment_options
 
     base = yaml.safe_load((ROOT / "configs" / "ocr.yml").read_text(encoding="utf-8"))
@@ -125,10 +125,10 @@ def test_add_an_op_example_serves_a_request(tmp_path, monkeypatch):
     answers a request through the engine's own batch path (padding included)."""
     import yaml
 
+    from serving.batching.direct import run_op_direct
+    from serving.batching.execute import run_batch
+    from serving.batching.launch import make_op
     from serving.config import parse_config
-    from serving.engine.direct import run_op_direct
-    from serving.engine.execute import run_batch
-    from serving.engine.launch import make_op
 
     text = (ROOT / "docs" / "howto" / "add-an-op.md").read_text(encoding="utf-8")
     (code,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
@@ -148,7 +148,7 @@ def test_add_an_op_example_serves_a_request(tmp_path, monkeypatch):
 def test_metrics_reference_lists_every_family_as_exported():
     """docs/reference/metrics.md names every family of the server's registry, with its type
     and labels, and nothing else: the GPU families too (a fake NVML with one GPU)."""
-    from serving.engine.metrics import Metrics
+    from serving.batching.metrics import Metrics
     from serving.runners.gpus import open_gpus
     from tests.support.fake_nvml import FakeGpu, FakeNvml
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from serving import errors
-from serving.engine.channel import ChannelClosed
+from serving.batching.channel import ChannelClosed
 
 CLASSES = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.ServingError)]
 

@@ -8,7 +8,7 @@ from multiprocessing import Pipe
 
 import pytest
 
-from serving.http.front_link import MAX_FRAME_MESSAGES, Wire
+from serving.http.front_processes.link import MAX_FRAME_MESSAGES, Wire
 
 
 def wires() -> tuple[Wire, Wire]:

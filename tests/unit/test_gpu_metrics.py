@@ -12,9 +12,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from serving.batching.instance_devices import InstanceDevices
+from serving.batching.metrics import Metrics
 from serving.config.schema import LocalServiceConf
-from serving.engine.instance_devices import InstanceDevices
-from serving.engine.metrics import Metrics
 from serving.runners.factory import create_runners
 from serving.runners.gpus import open_gpus
 from serving.runners.placement import device_name, device_of, gpu_of

@@ -122,7 +122,7 @@ def test_what_lets_the_server_start(tmp_path, no_loading, monkeypatch, top, argv
 
 
 def test_the_server_class_refuses_too(tmp_path, no_loading):
-    from serving.config.repository_files import load_repository
+    from serving.config.file_set import load_repository
 
     config = load_repository([config_file(tmp_path)])
     with pytest.raises(OpenBindRefused):

@@ -7,7 +7,7 @@ import pytest
 
 from ops.ernie import ErnieClsOp
 from serving.config import parse_config
-from serving.config.repository_files import repository_from
+from serving.config.file_set import repository_from
 from serving.errors import InternalError, NotFound
 from serving.service.open_inference.answer import output_tensors
 from serving.service.open_inference.model import BYTES, FP32, TensorSpec, model_view, parse_version

@@ -14,8 +14,8 @@ from ops.ernie import Encoded, ErnieClsOp
 from ops.ocr_cls import ClsItem, OcrClsOp
 from ops.ocr_det import DetItem, DetParams, OcrDetOp
 from ops.ocr_rec import OcrRecOp, RecItem, RecParams
+from serving.batching.units import batch_units
 from serving.config.op_classes import BUILTIN_OPS, resolve_op_class
-from serving.engine.units import batch_units
 from serving.op import Op
 from tests.support.ops import ERNIE_MODEL_DIR as MODEL_DIR
 from tests.support.ops import make_op

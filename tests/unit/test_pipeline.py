@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
 from serving.errors import BadRequest, DeadlineExceeded, InternalError, Overloaded, ShuttingDown
 
 FAKES = "tests.support.engine_fakes"
@@ -229,7 +229,7 @@ def test_dead_worker_thread_is_replaced(pipelines, caplog):
 
 def test_profile_and_tracer_lines(caplog):
     p = make({"split": op("SplitOp")}, use_profile=True)
-    with caplog.at_level(logging.INFO, logger="serving.engine.pipeline"):
+    with caplog.at_level(logging.INFO, logger="serving.batching.pipeline"):
         p.submit({"id": 1, "n": 3}, logid=42).result()
         p.shutdown(timeout=5)
     line = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("profile"))
@@ -318,7 +318,7 @@ def test_warm_up_batches_stay_within_the_budget(pipelines, budget, largest):
 
 
 def test_split_sizes():
-    from serving.engine.execute import split_sizes
+    from serving.batching.execute import split_sizes
 
     assert split_sizes(13, [1, 2, 4, 8, 16, 32]) == [8, 4, 1]
     assert split_sizes(32, [1, 2, 4, 8, 16, 32]) == [32]
@@ -340,7 +340,7 @@ def test_split_sizes():
 def test_a_wrong_result_count_fails_the_batch_with_the_op_and_the_counts(pipelines, caplog, fault, message):
     p = make({"faulty": dict(op("FaultyHooksOp", params={"fault": fault}, run_batch_sizes=[]), retry=0)})
     pipelines(p)
-    with caplog.at_level(logging.WARNING, logger="serving.engine.execute"), pytest.raises(InternalError) as info:
+    with caplog.at_level(logging.WARNING, logger="serving.batching.execute"), pytest.raises(InternalError) as info:
         p.submit({"id": 2, "n": 3}).result(timeout=10)
     assert info.value.status == 500
     assert any(message in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]

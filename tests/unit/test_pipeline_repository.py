@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from serving.config.repository_files import load_repository
-from serving.engine.pipeline_repository import PipelineRepository
+from serving.batching.live_pipelines import PipelineRepository
+from serving.config.file_set import load_repository
 from serving.errors import InternalError, InvalidConfig, NotFound
 from tests.support.engine_fakes import op_conf
 

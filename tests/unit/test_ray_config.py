@@ -20,7 +20,7 @@ from ray.serve.schema import ServeDeploySchema
 from serving import cli
 from serving.config import ConfigError, load_config
 from serving.config.documents import ConfigDocument, parse_documents, read_documents
-from serving.config.repository_files import RepositoryConfig, load_repository, pipeline_fingerprint
+from serving.config.file_set import RepositoryConfig, load_repository, pipeline_fingerprint
 from serving.rayserve.app import backpressure_options, build_app, serve_config
 from serving.rayserve.deployments import (
     IMPORT_PATH,

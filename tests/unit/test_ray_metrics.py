@@ -12,7 +12,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.engine.metrics import Metrics
+from serving.batching.metrics import Metrics
 from serving.rayserve.metrics_hub import REPLICA_LABEL, MetricsHub, MetricsPusher, merge_texts
 from tests.support.fake_clock import FakeClock
 

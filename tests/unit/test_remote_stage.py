@@ -1,5 +1,5 @@
 """The ingress side of an op deployment (:class:`serving.rayserve.remote_stage.RemoteStage`)
-inside a real :class:`serving.engine.pipeline.Pipeline`, without Ray: every op's
+inside a real :class:`serving.batching.pipeline.Pipeline`, without Ray: every op's
 stage is a RemoteStage whose ``send`` is either the real replica body
 (:class:`serving.rayserve.op_replica.OpReplica` in this process, through
 :class:`tests.support.ray_fakes.FakeHandle`) or a fake that fails the way a
@@ -19,10 +19,10 @@ import pytest
 from ray.exceptions import ActorDiedError
 from ray.serve.exceptions import BackPressureError
 
+from serving.batching.launch import make_op
+from serving.batching.pipeline import Pipeline
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.config.schema import ServingConfig
-from serving.engine.launch import make_op
-from serving.engine.pipeline import Pipeline
 from serving.errors import BadRequest, ServingError
 from serving.rayserve.deployments import op_deployment_name
 from serving.rayserve.loop_thread import LoopThread

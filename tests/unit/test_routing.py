@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from serving.engine.routing import Router
+from serving.batching.routing import Router
 
 KEYS = [f"logid-{i}" for i in range(1000)]
 

@@ -8,7 +8,7 @@ import pytest
 
 from serving.config import LocalServiceConf
 from serving.config.engines import ENGINE_NAMES
-from serving.runners.engines import load_in_process, load_one
+from serving.runners.runner_modules import load_in_process, load_one
 from tests.conftest import ROOT, tier_of
 from tests.unit.conftest import UnitTierViolation
 

@@ -1,5 +1,5 @@
 """Warm-up's seed runs are timed with every instance running at once, as batches
-run under load (serving.engine.warmup.seed_seconds). Fake stage and runners: a
+run under load (serving.batching.warmup.seed_seconds). Fake stage and runners: a
 run can only finish while the other instance's run is under way too."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from serving.engine.warmup import seed_seconds
+from serving.batching.warmup import seed_seconds
 
 
 class _Stage:

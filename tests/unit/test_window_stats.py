@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from serving.batching.pipeline import Pipeline
+from serving.batching.window_stats import WindowStats
 from serving.config import parse_config
-from serving.engine.pipeline import Pipeline
-from serving.engine.window_stats import WindowStats
 from tests.support.fake_clock import FakeClock
 
 

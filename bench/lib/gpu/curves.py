@@ -1,7 +1,7 @@
 """Batch curves on the device: the time of one predictor call against its batch size.
 
 One runner of an op is loaded in this process exactly as a predictor process loads it
-(:func:`serving.runners.engines.load_one` on the config's ``local_service_conf``), and fed
+(:func:`serving.runners.runner_modules.load_one` on the config's ``local_service_conf``), and fed
 what the op itself feeds it: a committed sample page through det's preprocessing, a text
 crop of that page through rec's, repeated to the batch size and collated by the op. A call
 returns numpy arrays, so its time includes the copies to and from the GPU and waits for
@@ -39,7 +39,7 @@ def load_runner(config_path: str, op_name: str) -> Any:
     """One runner of the op's model, on its first device (``load_one``'s default), as a
     predictor process loads it."""
     from serving.config import load_config
-    from serving.runners.engines import load_one
+    from serving.runners.runner_modules import load_one
 
     return load_one(load_config(config_path).op[op_name].local_service_conf)
 
@@ -76,7 +76,7 @@ def det_item(det: Loaded, page: np.ndarray) -> Any:
 def page_crops(det: Loaded, page: np.ndarray) -> list[np.ndarray]:
     """The text crops det finds on ``page``, in reading order."""
     from ops.image import crop_boxes
-    from serving.engine.direct import run_op_direct
+    from serving.batching.direct import run_op_direct
 
     found = run_op_direct(det.op, det.runner, {"input": page})
     return crop_boxes(found["image"], found["boxes"], found.get("box_type", "quad"))

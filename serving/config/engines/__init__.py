@@ -2,7 +2,7 @@
 facts); the runner module that loads it is named in its entry.
 
 Everything that depends on the engine asks this table (the schema, the CPU plan,
-the tuner, the loaders in :mod:`serving.runners.engines`); to add an engine, add
+the tuner, the loaders in :mod:`serving.runners.runner_modules`); to add an engine, add
 its module here (docs/howto/add-an-engine.md).
 """
 

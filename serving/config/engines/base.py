@@ -41,7 +41,7 @@ class Engine:
     value every other engine requires them to keep (their default).
     ``loader`` is the import path of the runner module that loads it: a module with
     ``load_in_process(conf, count)`` and ``load_one(conf, device_id)``
-    (:mod:`serving.runners.engines`). A path, not an import: the config layer sits
+    (:mod:`serving.runners.runner_modules`). A path, not an import: the config layer sits
     below the runners (setup.cfg, import contracts) and must not load a runtime.
     """
 

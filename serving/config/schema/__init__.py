@@ -10,7 +10,7 @@ top level (``ServingConfig``)          :mod:`~serving.config.schema.serving_conf
 ``op.<name>.local_service_conf``       :mod:`~serving.config.schema.local_service`
 ``...local_service_conf.tensorrt``     :mod:`~serving.config.schema.tensorrt`
 ``dag``, ``dag.tracer``                :mod:`~serving.config.schema.dag_settings`
-``http``                               :mod:`~serving.config.schema.http_front`
+``http``                               :mod:`~serving.config.schema.http_settings`
 ``security``                           :mod:`~serving.config.schema.security`
 ``routing``, ``routing.shadow``        :mod:`~serving.config.schema.routing`
 ``ray``, ``op.<name>.ray``             :mod:`serving.config.ray_schema`
@@ -22,7 +22,7 @@ share. Every name is importable from here, as before the split: import from
 """
 
 from serving.config.schema.dag_settings import DagConfig, TracerConf
-from serving.config.schema.http_front import HttpConf
+from serving.config.schema.http_settings import HttpConf
 from serving.config.schema.local_service import DEVICE_TYPE_NAMES, LocalServiceConf, device_type_value
 from serving.config.schema.op import OP_ALIASES, OpConfig
 from serving.config.schema.routing import HEADER_PATTERN, RoutingConf, ShadowConf

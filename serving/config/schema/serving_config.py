@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from serving.config.dag import Dag
 from serving.config.ray_schema import RayConf
 from serving.config.schema.dag_settings import DagConfig
-from serving.config.schema.http_front import HttpConf
+from serving.config.schema.http_settings import HttpConf
 from serving.config.schema.op import OpConfig
 from serving.config.schema.routing import RoutingConf
 from serving.config.schema.security import SecurityConf

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from serving.service.core import RequestCore
-from serving.service.served_repository import ServedRepository
+from serving.service.served_pipelines import ServedRepository
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wrappers import Request, Response
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.errors import ServingError
 from serving.http.json_answer import json_response
 from serving.http.native_request import parse_native
@@ -22,7 +22,7 @@ from serving.http.wsgi_call import client_gone
 from serving.service.core import RequestCore, answered_version, paddle_document
 from serving.service.encode import plain
 from serving.service.parse import ParsedRequest, parse_paddle
-from serving.service.served_repository import ServedPipeline
+from serving.service.served_pipelines import ServedPipeline
 
 if TYPE_CHECKING:
     from serving.http.app import HttpApp

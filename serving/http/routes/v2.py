@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from werkzeug.wrappers import Request, Response
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.errors import ServingError, UnsupportedMediaType
 from serving.http import v2_body as http_body
 from serving.http.json_answer import json_response
@@ -24,7 +24,7 @@ from serving.service.limits import RequestLimits
 from serving.service.open_inference.infer import CallFacts, model, prepare
 from serving.service.open_inference.model import ModelViews
 from serving.service.open_inference.request import InferRequest
-from serving.service.open_inference.server import server_metadata
+from serving.service.open_inference.server_metadata import server_metadata
 
 if TYPE_CHECKING:
     from serving.http.app import HttpApp

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.service.core import RequestCore, Started, answered_version
 from serving.service.limits import RequestLimits
 from serving.service.open_inference.answer import OutputTensor, output_tensors
 from serving.service.open_inference.model import ModelView, ModelViews, TensorSpec, parse_version
 from serving.service.open_inference.request import InferRequest, chosen_outputs, parse_request
 from serving.service.parse import ParsedRequest
-from serving.service.served_repository import ServedPipeline
+from serving.service.served_pipelines import ServedPipeline
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from serving.config.repository_files import RepositoryConfig
+from serving.batching.live_pipelines import find_pipeline
+from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
-from serving.engine.pipeline_repository import find_pipeline
 from serving.errors import NotFound
 
 PLATFORM = "batchline"

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from serving.batching.launch import build_stage, launch
+from serving.batching.metrics import SHARED, Metrics
+from serving.batching.stage import OpStage
 from serving.config.schema import DagConfig, OpConfig
-from serving.engine.launch import build_stage, launch
-from serving.engine.metrics import SHARED, Metrics
-from serving.engine.stage import OpStage
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 every front process submits to the one :class:`PipelineRepository`, so all
 requests of all fronts batch together, sends each value's outcome back as soon
 as it is known, answers the fronts' other calls, and tells every front about a
-reload (wire format: :mod:`serving.http.front_link`)."""
+reload (wire format: :mod:`serving.http.front_processes.link`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Listener
 from typing import Any
 
-from serving.engine.pipeline_repository import PipelineRepository
-from serving.engine.request import RequestState
+from serving.batching.live_pipelines import PipelineRepository
+from serving.batching.request import RequestState
 from serving.errors import ClientDisconnected, InternalError, ServingError, as_serving_error
-from serving.http.front_link import (
+from serving.http.front_processes.link import (
     ADMITTED,
     CALL,
     CANCEL,

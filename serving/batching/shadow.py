@@ -17,9 +17,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from serving.engine.metrics import Metrics
-from serving.engine.pipeline import Pipeline
-from serving.engine.request import RequestState
+from serving.batching.metrics import Metrics
+from serving.batching.pipeline import Pipeline
+from serving.batching.request import RequestState
 from serving.errors import DeadlineExceeded, Overloaded, ServingError
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ formed when the first of these holds (see docs/batching.md, "When a batch leaves
 
 With the ``adaptive`` policy and item extents (``extent_of``: ops that pad),
 a batch also ends before the first item whose padding would cost more than
-batching saves: the cost model (:mod:`serving.engine.estimators`), which has
+batching saves: the cost model (:mod:`serving.batching.estimators`), which has
 a term per padded unit, prices the padding an item adds against the ``fixed``
 per-batch cost it spares. Such a cut batch leaves at once (reason ``adaptive
 (padding)``); it comes after rules 1 and 2 only where a preferred size can be
@@ -46,7 +46,7 @@ to ``on_expired`` and never reach a predictor; items whose request already
 failed (``is_dead``) are dropped.
 
 With a budget (``max_batch_units``), a batch is the longest run of items in
-that order whose padded size (:mod:`serving.engine.units`: items x largest
+that order whose padded size (:mod:`serving.batching.units`: items x largest
 extent) stays within it; the first item that does not fit waits for the next
 batch. The batch is full (rule 1) when that item exists, or when no further
 item, however small, could join (any item pads to the batch's extent). An
@@ -79,8 +79,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.engine.estimators import ArrivalEstimator, CostFit, CostModel
-from serving.engine.units import Extent, PaddedSize
+from serving.batching.estimators import ArrivalEstimator, CostFit, CostModel
+from serving.batching.units import Extent, PaddedSize
 
 Clock = Callable[[], float]
 

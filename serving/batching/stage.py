@@ -20,15 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from serving.batching.batcher import Batcher, QueuedItem
+from serving.batching.channel import Channel, ChannelClosed, Join
+from serving.batching.execute import CallStats, run_batch, run_with_retry
+from serving.batching.metrics import Metrics, OpMetrics
+from serving.batching.request import OpTiming, RequestState
+from serving.batching.units import Extent, batch_units, checked_extent, items_within
+from serving.batching.window_stats import WindowReader, WindowStats
+from serving.batching.worker_threads import SupervisedThreads
 from serving.config.schema import OpConfig
-from serving.engine.batcher import Batcher, QueuedItem
-from serving.engine.channel import Channel, ChannelClosed, Join
-from serving.engine.execute import CallStats, run_batch, run_with_retry
-from serving.engine.metrics import Metrics, OpMetrics
-from serving.engine.request import OpTiming, RequestState
-from serving.engine.units import Extent, batch_units, checked_extent, items_within
-from serving.engine.window_stats import WindowReader, WindowStats
-from serving.engine.worker_threads import SupervisedThreads
 from serving.errors import DeadlineExceeded, Overloaded, ServingError, ShuttingDown, as_serving_error
 from serving.op import Op, Runner
 from serving.runners.cpu_plan import use_idle_cpu

@@ -24,7 +24,7 @@ class OpTiming:
 
 
 class RequestState:
-    """Created by :meth:`serving.engine.pipeline.Pipeline.submit`; the handle callers keep.
+    """Created by :meth:`serving.batching.pipeline.Pipeline.submit`; the handle callers keep.
 
     Exactly one of ``finish``/``fail`` takes effect (the first); later calls
     are ignored, so a request that timed out can never also succeed.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from serving.engine.gpu_metrics import GpuCollector
-from serving.engine.instance_devices import InstanceDevices
+from serving.batching.gpu_metrics import GpuCollector
+from serving.batching.instance_devices import InstanceDevices
 from serving.runners.gpus import Gpus
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.errors import DeadlineExceeded, ShuttingDown
 
 

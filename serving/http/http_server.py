@@ -9,7 +9,7 @@ a small Flask app itself (docs/BENCHMARKS.md, "HTTP fronts alone"). This front
 keeps waitress's answers (tests/integration/test_asyncio_front.py holds them)
 and batchline's rules on it:
 
-* :class:`~serving.http.front_gate.FrontGate`'s refusals the moment a
+* :class:`~serving.http.early_refusals.FrontGate`'s refusals the moment a
   request's headers are complete, before its body is read: 401 without the
   token, 413 over the body limit, 503 when the body budget has no room (a
   chunked body claims as it arrives). A connection past
@@ -46,7 +46,7 @@ from typing import Any
 
 from serving.config.schema import HttpConf
 from serving.http import shared_port
-from serving.http.front_gate import FrontGate, cleanup_interval
+from serving.http.early_refusals import FrontGate, cleanup_interval
 from serving.http.http_connection import Connection, FrontState
 from serving.service.body_budget import BodyBudget, front_buffered_bytes
 from serving.service.handler_count import HandlerCount
@@ -62,7 +62,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-class AsyncioFront:
+class HttpServer:
     """``app`` (a WSGI app with a ``body_limit``: :class:`~serving.http.app.HttpApp`) on an
     asyncio front on ``host:port``, or on an already bound ``sock``."""
 

@@ -18,14 +18,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from serving.batching.admission import Admission
+from serving.batching.launch import build_stage, launch
+from serving.batching.metrics import Metrics
+from serving.batching.request import RequestState
+from serving.batching.stage import OpStage
+from serving.batching.stage_api import Stage
+from serving.batching.tracer import Tracer
 from serving.config.schema import ServingConfig
-from serving.engine.admission import Admission
-from serving.engine.launch import build_stage, launch
-from serving.engine.metrics import Metrics
-from serving.engine.request import RequestState
-from serving.engine.stage import OpStage
-from serving.engine.stage_api import Stage
-from serving.engine.tracer import Tracer
 from serving.errors import Overloaded, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
 

@@ -4,7 +4,7 @@
 What the routes read of a pipeline (its config: input kind, limits, time limit,
 op table) is answered here, from the config the engine sent; admission,
 submission, health, listing, reload and metrics go over the link
-(:mod:`serving.http.front_link`) to the engine, which holds the pipelines."""
+(:mod:`serving.http.front_processes.link`) to the engine, which holds the pipelines."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serving.config.repository_files import RepositoryConfig
+from serving.batching.live_pipelines import Key, ReloadReport, find_pipeline
+from serving.batching.pipeline import time_limit_s
+from serving.batching.request import RequestState
+from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
-from serving.engine.pipeline import time_limit_s
-from serving.engine.pipeline_repository import Key, ReloadReport, find_pipeline
-from serving.engine.request import RequestState
 from serving.errors import Overloaded, ServingError, ShuttingDown
-from serving.http.front_link import (
+from serving.http.front_processes.link import (
     ADMITTED,
     CALL,
     CANCEL,

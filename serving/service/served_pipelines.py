@@ -1,6 +1,6 @@
 """What the app needs of the pipelines it serves: the engine's own
-:class:`~serving.engine.pipeline_repository.PipelineRepository` (one process),
-or a front process's :class:`~serving.http.remote_repository.RemoteRepository`
+:class:`~serving.batching.live_pipelines.PipelineRepository` (one process),
+or a front process's :class:`~serving.http.front_processes.remote_pipelines.RemoteRepository`
 standing in for it (``http.front_workers``). The routes are written against
 these protocols, so both serve the same answers."""
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from serving.config.repository_files import RepositoryConfig
+from serving.batching.live_pipelines import ReloadReport
+from serving.batching.request import RequestState
+from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
-from serving.engine.pipeline_repository import ReloadReport
-from serving.engine.request import RequestState
 
 
 class ServedPipeline(Protocol):

@@ -1,10 +1,10 @@
 """One front process (``http.front_workers``): the app behind its HTTP front (``http.front``) on the
 server's listening socket, with everything the engine holds reached through
-:class:`~serving.http.remote_repository.RemoteRepository`.
+:class:`~serving.http.front_processes.remote_pipelines.RemoteRepository`.
 
-Started by the server (:mod:`serving.http.front_workers`), never by hand::
+Started by the server (:mod:`serving.http.front_processes.workers`), never by hand::
 
-    python -m serving.http.front_process --address NAME --host H --port P --index I   (the link key on stdin)
+    python -m serving.http.front_processes.process --address NAME --host H --port P --index I   (the link key on stdin)
 
 It ignores SIGINT and SIGHUP (the server's process takes them for the whole
 server); SIGTERM drains it: running handlers answer, answers are flushed, then
@@ -20,13 +20,13 @@ import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Client
 
-from serving.engine.decode_budget import DecodeBudget
+from serving.batching.decode_budget import DecodeBudget
 from serving.http import shared_port
 from serving.http.app import create_app
-from serving.http.asyncio_front import AsyncioFront
-from serving.http.front_gate import FrontGate
-from serving.http.front_link import FrontHello, Wire
-from serving.http.remote_repository import RemoteRepository
+from serving.http.early_refusals import FrontGate
+from serving.http.front_processes.link import FrontHello, Wire
+from serving.http.front_processes.remote_pipelines import RemoteRepository
+from serving.http.http_server import HttpServer
 from serving.runners.heap_trim import HeapTrim
 from serving.runners.process import name_process
 from serving.service.core import RequestCore
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m serving.http.front_process")
+    parser = argparse.ArgumentParser(prog="python -m serving.http.front_processes.process")
     parser.add_argument("--address", required=True, help="the engine's link (an abstract Unix socket name)")
     parser.add_argument("--host", required=True, help="the server's address (shared: serving.http.shared_port)")
     parser.add_argument("--port", type=int, required=True)
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate = FrontGate(hello.auth_token, hello.admin_token)
     threads = http_threads(config)
     # a one-text prediction answered on the front's loop, the rest by the app in worker threads
-    front = AsyncioFront(
+    front = HttpServer(
         app, config.http, gate, threads=threads, sock=listening, budget_share=share, answers_on_loop=True
     )
     repository.on_reload(front.apply_body_limits)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from serving.engine.execute import run_batch
+from serving.batching.execute import run_batch
 from serving.op import Op, Runner
 
 

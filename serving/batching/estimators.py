@@ -9,7 +9,7 @@
       run_time = fixed + per_item * items + per_unit * padded units  (with extents)
 
   where a batch's padded units are items x its largest extent
-  (:mod:`serving.engine.units`). ``fixed`` is what batching saves per batch,
+  (:mod:`serving.batching.units`). ``fixed`` is what batching saves per batch,
   ``per_unit`` what padding costs. Both terms are needed with extents: fitted
   on padded units alone, the run time of single items of different widths
   would pass their width-independent per-item cost (on a CPU, most of it)

@@ -10,9 +10,9 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from serving.engine.pipeline import Pipeline
-    from serving.engine.stage import OpStage
-    from serving.engine.window_stats import WindowReader
+    from serving.batching.pipeline import Pipeline
+    from serving.batching.stage import OpStage
+    from serving.batching.window_stats import WindowReader
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from serving.engine.stage import OpStage
+from serving.batching.stage import OpStage
 from serving.op import Runner
 
 log = logging.getLogger(__name__)

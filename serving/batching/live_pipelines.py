@@ -21,8 +21,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from serving.batching.instance_devices import Placement
+from serving.batching.metrics import Metrics
+from serving.batching.pipeline import Pipeline
+from serving.batching.request import RequestState
+from serving.batching.routing import Router
+from serving.batching.shadow import Shadow
+from serving.batching.shared import SharedStages, User
+from serving.batching.stage import OpStage
+from serving.batching.stage_api import Stage
 from serving.config.errors import ConfigError
-from serving.config.repository_files import (
+from serving.config.file_set import (
     RELOADABLE_SERVER_KEYS,
     SERVER_KEYS,
     RepositoryConfig,
@@ -32,15 +41,6 @@ from serving.config.repository_files import (
     repository_of,
 )
 from serving.config.schema import OpConfig, ServingConfig
-from serving.engine.instance_devices import Placement
-from serving.engine.metrics import Metrics
-from serving.engine.pipeline import Pipeline
-from serving.engine.request import RequestState
-from serving.engine.routing import Router
-from serving.engine.shadow import Shadow
-from serving.engine.shared import SharedStages, User
-from serving.engine.stage import OpStage
-from serving.engine.stage_api import Stage
 from serving.errors import Conflict, InternalError, InvalidConfig, NotFound, ServingError, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator
 

@@ -8,11 +8,11 @@ import logging
 import time
 from collections.abc import Callable
 
+from serving.batching.metrics import Metrics
+from serving.batching.stage import OpStage
+from serving.batching.warmup import warm
 from serving.config.engines import ENGINES
 from serving.config.schema import DagConfig, OpConfig
-from serving.engine.metrics import Metrics
-from serving.engine.stage import OpStage
-from serving.engine.warmup import warm
 from serving.op import Op, OpContext, Runner
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
 from serving.runners.factory import create_runners

@@ -1,7 +1,7 @@
 """The front processes of a server with ``http.front_workers: N``: N processes
 that accept on the server's port (:mod:`serving.http.shared_port`), read, authenticate, parse,
 decode and admit requests, and hand their values to this (the engine's)
-process through a :class:`~serving.http.front_hub.FrontHub`, so every request
+process through a :class:`~serving.http.front_processes.hub.FrontHub`, so every request
 of every front batches together.
 
 A front that dies is started again (its requests in flight fail; the engine
@@ -20,9 +20,9 @@ import sys
 import threading
 import time
 
-from serving.engine.pipeline_repository import PipelineRepository
-from serving.http.front_gate import FrontGate
-from serving.http.front_hub import FrontHub
+from serving.batching.live_pipelines import PipelineRepository
+from serving.http.early_refusals import FrontGate
+from serving.http.front_processes.hub import FrontHub
 from serving.runners.process_supervisor import exit_cause
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,14 @@ class FrontWorkers:
             return [p.pid for p in self._procs]
 
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "serving.http.front_process", "--address", self._address, *self._listen]
+        command = [
+            sys.executable,
+            "-m",
+            "serving.http.front_processes.process",
+            "--address",
+            self._address,
+            *self._listen,
+        ]
         level = logging.getLevelName(log.getEffectiveLevel())
         command += ["--index", str(index), "--log-level", level]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE)

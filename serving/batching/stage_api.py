@@ -1,5 +1,5 @@
 """What a pipeline needs of an op stage: the seam between the DAG's wiring
-and where an op runs. :class:`serving.engine.stage.OpStage` runs it in this
+and where an op runs. :class:`serving.batching.stage.OpStage` runs it in this
 process; the Ray backend's remote stage forwards each request to a Ray Serve
 deployment."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from serving.engine.request import RequestState
+from serving.batching.request import RequestState
 from serving.op import Op
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from serving.config.repository_files import RepositoryConfig
+from serving.config.file_set import RepositoryConfig
 from serving.grpc import inference_service, pipeline_service
 from serving.grpc.context import GrpcServices
 from serving.service.limits import http_threads
@@ -33,7 +33,7 @@ def address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class GrpcFront:
+class GrpcServer:
     """Started by :meth:`start`; :meth:`drain` lets calls in flight finish."""
 
     def __init__(self, services: GrpcServices, config: RepositoryConfig, *, host: str, port: int):

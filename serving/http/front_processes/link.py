@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from serving.config.repository_files import RepositoryConfig
+from serving.config.file_set import RepositoryConfig
 
 SUBMIT, ADMITTED, REFUSED, DONE, CANCEL = "submit", "admitted", "refused", "done", "cancel"
 CALL, REPLY, GENERATION = "call", "reply", "generation"

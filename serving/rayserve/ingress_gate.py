@@ -4,7 +4,7 @@ and the read.
 Ray Serve's proxy hands an ingress replica each request while its body may
 still be arriving. Before reading any of it, the ingress answers
 
-* what :meth:`serving.http.front_gate.FrontGate.refusal` refuses from the
+* what :meth:`serving.http.early_refusals.FrontGate.refusal` refuses from the
   headers, the rule every front applies: 401 with ``WWW-Authenticate`` a
   body to a route that needs a token, sent without that token; then 413 a
   body to a path that takes none (:mod:`serving.http.body_paths`: anything
@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from serving.errors import BadRequest, ServingError
-from serving.http.front_gate import FrontGate
+from serving.http.early_refusals import FrontGate
 from serving.service.body_budget import BodyBudget, Claim, buffered_bytes
 from serving.service.error_body import body_over_limit, error_document, error_headers
 from serving.service.jsonio import dumps
@@ -54,7 +54,7 @@ class Admitted:
     claim: Claim
 
 
-class IngressFront:
+class IngressGate:
     """The gate's rule, the body limit (read per request: it is the app's setting) and the
     replica's body budget (sized from that limit and ``http.max_buffered_mb``, as one process's)."""
 
