@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from werkzeug.exceptions import HTTPException
@@ -147,12 +147,7 @@ class HttpApp:
     def respond(self, request: Request) -> Response:
         """The answer to ``request``: the access check first, then its route (a worker thread)."""
         try:
-            found = self._match(request)
-            if isinstance(found, Response):
-                return found
-            endpoint, arguments = found
-            with self._counted(endpoint):
-                answer = self.views[endpoint](request, **arguments)
+            with self._dispatch(request) as answer:
                 return answer.complete() if isinstance(answer, Pending) else answer
         except Exception as exc:  # noqa: BLE001 - every failure gets its JSON answer
             return self._failure(request, exc)
@@ -162,12 +157,7 @@ class HttpApp:
         there, no thread involved; what a view hands back that is not light runs on in
         ``executor``. Only where submitting never waits (a front process's link)."""
         try:
-            found = self._match(request)
-            if isinstance(found, Response):
-                return found
-            endpoint, arguments = found
-            with self._counted(endpoint):
-                answer = self.views[endpoint](request, **arguments)
+            with self._dispatch(request) as answer:
                 if not isinstance(answer, Pending):
                     return answer
                 if answer.light:
@@ -175,6 +165,18 @@ class HttpApp:
                 return await asyncio.get_running_loop().run_in_executor(executor, answer.complete)
         except Exception as exc:  # noqa: BLE001 - every failure gets its JSON answer
             return self._failure(request, exc)
+
+    @contextmanager
+    def _dispatch(self, request: Request) -> Iterator[Response | Pending]:
+        """What ``request``'s view answers (a prediction's counted until the block ends), or the
+        answer it already has (the access check's refusal raises)."""
+        found = self._match(request)
+        if isinstance(found, Response):
+            yield found
+            return
+        endpoint, arguments = found
+        with self.core.handlers if endpoint in self.light_routes else nullcontext():
+            yield self.views[endpoint](request, **arguments)
 
     def _match(self, request: Request) -> Response | tuple[str, dict[str, Any]]:
         """The route of ``request`` once the access check let it in, or the answer it already has."""
@@ -189,9 +191,6 @@ class HttpApp:
             answer.allow.update(adapter.allowed_methods())
             return answer
         return str(endpoint), dict(arguments)
-
-    def _counted(self, endpoint: str) -> AbstractContextManager[Any]:
-        return self.core.handlers if endpoint in self.light_routes else nullcontext()
 
     def _failure(self, request: Request, exc: Exception) -> Response:
         if isinstance(exc, ServingError):

@@ -25,6 +25,7 @@ from typing import Any
 
 from serving.batching.decode_budget import DecodeBudget, Reservation
 from serving.batching.request import RequestState
+from serving.errors import ServingError
 from serving.service.decode import DecodePlan, plan_inputs
 from serving.service.encode import to_json
 from serving.service.error_body import body_over_limit
@@ -119,6 +120,13 @@ class RequestCore:
         """Whether an answer names the version that answered: asked for one, or the route has several."""
         route = self.repository.config.routes.get(name)
         return version is not None or (route is not None and len(route.versions) > 1)
+
+    def takes_text(self, name: str, version: int | None) -> bool:
+        """Whether ``name`` (at ``version``) is a text pipeline (False for one not served)."""
+        try:
+            return self.repository.pipeline(name, version).input_kind() == "text"
+        except ServingError:
+            return False
 
     def max_values(self) -> int:
         """What a message may make a parser build before its pipeline is known: a JSON body's

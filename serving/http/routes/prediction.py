@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.wrappers import Request, Response
 
 from serving.batching.request import RequestState
-from serving.errors import ServingError
 from serving.http.json_answer import json_response
 from serving.http.native_request import parse_native
 from serving.http.pending import Pending
@@ -33,17 +32,10 @@ class PredictionRoutes:
         self.core = core
 
     def register(self, app: HttpApp) -> None:
-        latest = {"version": None}
+        latest, text = {"version": None}, self.core.takes_text
         for suffix, view in (("prediction", self.paddle), ("predict", self.native)):
-            app.add_prediction_rule(f"/<name>/{suffix}", suffix, view, defaults=latest, light=self.light)
-            app.add_prediction_rule(f"/<name>/v<int:version>/{suffix}", f"{suffix}_version", view, light=self.light)
-
-    def light(self, name: str, version: int | None) -> bool:
-        """Whether a request to ``name`` may be parsed on an event loop: a text pipeline's."""
-        try:
-            return self.core.repository.pipeline(name, version).input_kind() == "text"
-        except ServingError:
-            return False  # its 404 is the app's, wherever it runs
+            app.add_prediction_rule(f"/<name>/{suffix}", suffix, view, defaults=latest, light=text)
+            app.add_prediction_rule(f"/<name>/v<int:version>/{suffix}", f"{suffix}_version", view, light=text)
 
     def paddle(self, request: Request, name: str, version: int | None) -> Pending:
         core = self.core

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from werkzeug.wrappers import Request, Response
 
 from serving.batching.request import RequestState
-from serving.errors import ServingError, UnsupportedMediaType
+from serving.errors import UnsupportedMediaType
 from serving.http import v2_body as http_body
 from serving.http.json_answer import json_response
 from serving.http.pending import Pending
@@ -50,7 +50,7 @@ class InferenceProtocolRoutes:
             app.add_url_rule(prefix, f"v2_model{suffix}", self.metadata, methods=["GET"], defaults=defaults)
             app.add_url_rule(f"{prefix}/ready", f"v2_ready{suffix}", self.ready, methods=["GET"], defaults=defaults)
             app.add_prediction_rule(
-                f"{prefix}/infer", f"v2_infer{suffix}", self.infer, light=self.light, defaults=defaults
+                f"{prefix}/infer", f"v2_infer{suffix}", self.infer, light=self.ctx.core.takes_text, defaults=defaults
             )
 
     def server(self, request: Request) -> Response:
@@ -63,13 +63,6 @@ class InferenceProtocolRoutes:
         model(self.ctx.core, self.views, name, _text(version))  # 404 for a model not served
         ready = self.ctx.repository.ready
         return json_response({"name": name, "ready": ready}, 200 if ready else 503)
-
-    def light(self, name: str, version: int | None) -> bool:
-        """Whether a request to model ``name`` may be parsed on an event loop: a text pipeline's."""
-        try:
-            return self.ctx.repository.pipeline(name, version).input_kind() == "text"
-        except ServingError:
-            return False  # its 404 is the app's, wherever it runs
 
     def infer(self, request: Request, name: str, version: int | None) -> Pending:
         if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
