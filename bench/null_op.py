@@ -23,7 +23,7 @@ import argparse
 import tempfile
 from contextlib import ExitStack
 
-from bench.lib.null_contenders import Contender, base_contender, contenders, this_python
+from bench.lib.null_contenders import Contender, base_contenders, contenders, this_python
 from bench.lib.null_run import Served, measured_row
 from bench.lib.null_table import format_table, ratio_line, ratios
 from bench.lib.results import write_result
@@ -61,11 +61,14 @@ def main() -> int:
     parser.add_argument("--lone", type=int, default=400, help="lone requests per server (after 50 unmeasured)")
     parser.add_argument("--no-install", action="store_true", help="use built peer environments only (no network)")
     parser.add_argument("--base", default="", help="also batchline as this revision had it (a git worktree of it)")
+    parser.add_argument(
+        "--base-fronts", action="store_true", help="--base: also with front processes, Paddle and native routes"
+    )
     args = parser.parse_args()
     picked = chosen(args.only, keys)
     servers = [c for c in contenders() if c.key in picked]
     if args.base:
-        servers.insert(0, base_contender(args.base))
+        servers[:0] = base_contenders(args.base, args.base_fronts)
     rows = []
     with tempfile.TemporaryDirectory(prefix="null-op-") as config_dir, ExitStack() as checkouts:
         roots = {args.base: checkouts.enter_context(worktree(args.base))} if args.base else {}
@@ -96,6 +99,10 @@ def main() -> int:
     )
     print(f"\nresults: {path}")
     print(ratio_line(rows))
+    for ours in ("batchline", "batchline_fronts", "batchline_fronts_native"):
+        base = ours.replace("batchline", "batchline_base", 1)
+        if {ours, base} <= {r["key"] for r in rows if not r.get("failed")}:
+            print(f"RATIO null_op req/s {ours}/{base}: {ratios(rows, ours)[base]:.3f}x")
     return 0 if any(not r.get("failed") for r in rows) else 1
 
 

@@ -29,6 +29,12 @@ def batchline_request() -> HttpRequest:
     return HttpRequest("/null/prediction", body, check=lambda b: _length_in(b, _batchline_length))
 
 
+def native_request() -> HttpRequest:
+    """The same text to the native route (``POST /null/predict``)."""
+    body = json.dumps({"inputs": [{"text": TEXT}]}).encode()
+    return HttpRequest("/null/predict", body, check=lambda b: _length_in(b, lambda d: d["results"][0]["length"]))
+
+
 def _batchline_length(doc: dict) -> object:
     value = doc["value"][0]
     return (json.loads(value) if isinstance(value, str) else value)["length"]
@@ -91,16 +97,36 @@ def _batchline(front_workers: int | None, front: str | None = None) -> Callable[
     return argv
 
 
-def base_contender(revision: str) -> Contender:
-    """``batchline serve`` as ``revision`` had it (``--base``): the same null op, its own server."""
-    return Contender(
-        "batchline_base",
-        f"batchline at {revision} (`batchline serve`, before issue 27)",
-        _batchline(None),
-        batchline_request(),
-        note=f"one process, instance_num {WORKERS}",
-        revision=revision,
-    )
+def base_contenders(revision: str, fronts: bool) -> list[Contender]:
+    """``batchline serve`` as ``revision`` had it (``--base``): the same null op, its own server;
+    ``fronts``: also with front processes, on the Paddle and the native route (a revision
+    that has ``--front-workers``)."""
+    base = [
+        Contender(
+            "batchline_base",
+            f"batchline at {revision} (`batchline serve`: one process)",
+            _batchline(None),
+            batchline_request(),
+            note=f"one process, instance_num {WORKERS}",
+            revision=revision,
+        )
+    ]
+    if fronts:
+        base += [
+            Contender(
+                f"batchline_base_fronts{route}",
+                f"batchline at {revision}, `--front-workers {WORKERS}`, {what}",
+                _batchline(WORKERS),
+                request,
+                note="front processes, one engine",
+                revision=revision,
+            )
+            for route, what, request in (
+                ("", "Paddle route", batchline_request()),
+                ("_native", "native route", native_request()),
+            )
+        ]
+    return base
 
 
 def _granian(workers: int) -> Callable[[str, int, str], list[str]]:
@@ -138,6 +164,13 @@ def contenders() -> list[Contender]:
             _batchline(0),
             batchline_request(),
             note=f"one process, instance_num {WORKERS}",
+        ),
+        Contender(
+            "batchline_fronts_native",
+            f"batchline, `--front-workers {WORKERS}`, the native route (`POST /null/predict`)",
+            _batchline(WORKERS),
+            native_request(),
+            note="front processes, one engine",
         ),
         Contender(
             "batchline_fronts",

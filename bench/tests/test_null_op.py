@@ -130,6 +130,7 @@ def test_every_contender_checks_answers_by_the_text_length():
     answers = {
         "/null/prediction": json.dumps({"err_no": 0, "key": ["null"], "value": [json.dumps({"length": n})]}),
         "/v2/models/null/infer": json.dumps({"outputs": [{"name": "length", "data": [n]}]}),
+        "/null/predict": json.dumps({"results": [{"length": n}]}),
     }
     for c in null_contenders.contenders():
         good = answers.get(c.request.path, json.dumps({"length": n})).encode()
