@@ -224,8 +224,12 @@ class PipelineRepository:
     def shutdown(self, timeout: float | None = None) -> bool:
         """Stop routing, drain every pipeline (in parallel), stop shared stages."""
         with self._reload_lock:
-            self._closed = True
             pipelines = list(self._gen.pipelines.items())
+            # here, not in the drain threads (late on a loaded machine): once ``ready`` says draining,
+            # no pipeline may admit a request, or one admitted then waits behind the held ones
+            for _, pipeline in pipelines:
+                pipeline.stop_admitting()
+            self._closed = True
         results: dict[Key, bool] = {}
 
         def drain(key: Key, pipeline: Pipeline) -> None:

@@ -148,9 +148,8 @@ class Pipeline:
         pipeline's own stages. Returns True when everything accepted was answered."""
         timeout = self.config.dag.shutdown_timeout_s if timeout is None else timeout
         end = time.monotonic() + timeout
+        self.stop_admitting()
         with self._idle:
-            self._accepting = False
-            self._draining = True
             while self._in_flight and time.monotonic() < end:
                 self._idle.wait(max(0.0, end - time.monotonic()))
             drained = self._in_flight == 0
@@ -168,6 +167,12 @@ class Pipeline:
             "drained" if drained else "timed out while draining",
         )
         return drained
+
+    def stop_admitting(self) -> None:
+        """Refuse new requests from now on (503); the accepted ones go on. :meth:`shutdown` begins with it."""
+        with self._lock:
+            self._accepting = False
+            self._draining = True
 
     def _stop_stages(self, timeout: float) -> None:
         for stage in self._owned:

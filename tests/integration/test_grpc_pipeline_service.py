@@ -79,9 +79,9 @@ def wait_until(condition, what: str) -> None:
         time.sleep(0.02)
 
 
-def held(live: LiveApp) -> None:
-    """Until a request is admitted (and, sent with HOLD, held in its batch)."""
-    wait_until(lambda: metric(live, "batchline_requests_in_flight") >= 1, "admitted")
+def held(live: LiveApp, inputs: int = 1) -> None:
+    """Until a request of ``inputs`` inputs is admitted, every one (and, sent with HOLD, held in its batch)."""
+    wait_until(lambda: metric(live, "batchline_requests_in_flight") >= inputs, "admitted")
 
 
 # ----------------------------------------------------------------------------- the real PipelineClient
@@ -245,7 +245,7 @@ def test_drain_answers_the_call_in_flight(serve):
     live = serve(text_config())
     call = inference(live)
     future = call.future(M.Request(key=["text", "text"], value=[HOLD, "good"]))
-    held(live)
+    held(live, inputs=2)  # the whole call accepted: a drain begun between its inputs refuses it (503)
     closer = threading.Thread(target=live.close)
     closer.start()
     wait_until(lambda: requests.get(f"{live.url}/health/ready").status_code == 503, "draining")

@@ -345,3 +345,30 @@ def test_a_version_that_becomes_the_shadow_is_rebuilt_in_the_idle_cpu_class(tmp_
     report = repo.reload()
     assert report.changed == ["ocr/v2"] and report.unchanged == ["ocr/v1"]
     assert repo.pipeline("ocr", 2).idle_cpu and repo.pipeline("ocr", 2) is not old_v2
+
+
+def test_once_shutdown_shows_the_server_draining_a_new_request_is_refused(tmp_path, repos, monkeypatch):
+    from serving.engine.pipeline import Pipeline
+    from serving.errors import ShuttingDown
+
+    repo = repos(write(tmp_path / "a.yml", "alpha", {"echo": op_conf("EchoTextOp")}))
+    # the pipeline's drain thread held back, as the scheduler may hold it on a loaded machine
+    go = threading.Event()
+    drain = Pipeline.shutdown
+
+    def late_drain(self, timeout=None):
+        go.wait(20)
+        return drain(self, timeout)
+
+    monkeypatch.setattr(Pipeline, "shutdown", late_drain)
+    closer = threading.Thread(target=repo.shutdown)
+    closer.start()
+    try:
+        wait_for(lambda: not repo.ready)
+        with pytest.raises(ShuttingDown):
+            repo.submit("alpha", ["late"])  # admitted here, it would hold the drain until its answer
+        assert repo.pipeline("alpha").state == "draining"
+    finally:
+        go.set()
+        closer.join(20)
+    assert repo.pipeline("alpha").state == "stopped"
