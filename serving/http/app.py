@@ -19,7 +19,7 @@ from concurrent.futures import Executor
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, RequestRedirect, Rule
 from werkzeug.test import Client, TestResponse
 from werkzeug.wrappers import Request, Response
@@ -34,6 +34,7 @@ from serving.http.page import Page, add_page
 from serving.http.pending import Pending
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
 from serving.http.routes.context import RouteContext
+from serving.http.wsgi_call import BODY
 from serving.service.core import RequestCore
 from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.service.served_pipelines import ServedRepository
@@ -41,6 +42,8 @@ from serving.service.served_pipelines import ServedRepository
 log = logging.getLogger(__name__)
 
 View = Callable[..., Response | Pending]
+#: environ key: the route :meth:`HttpApp.light` matched
+ROUTE = "batchline.route"
 StartResponse = Callable[..., Any]
 
 # in this order; errors first: its handlers answer every other group's failures
@@ -70,6 +73,16 @@ class BoundedRequest(Request):
     ) -> io.BytesIO:
         return io.BytesIO()
 
+    def get_data(self, cache: bool = True, as_text: bool = False, parse_form_data: bool = False) -> Any:
+        """The body the HTTP server read whole (:data:`~serving.http.wsgi_call.BODY`), as is, once its
+        length passed ``max_content_length``; werkzeug's stream read otherwise."""
+        body = self.environ.get(BODY)
+        if body is None or as_text or parse_form_data:
+            return super().get_data(cache, as_text, parse_form_data)  # type: ignore[call-overload]
+        if self.max_content_length is not None and len(body) > self.max_content_length:
+            raise RequestEntityTooLarge()
+        return body
+
 
 class HttpApp:
     """Routes, the access check before any of them, and the error answers (a WSGI app)."""
@@ -77,6 +90,7 @@ class HttpApp:
     def __init__(self, core: RequestCore) -> None:
         self.core = core
         self.url_map = Map()
+        self._paths = self.url_map.bind("")  # matches a path alone (no redirects: light POSTs only)
         self.views: dict[str, View] = {}
         self.automatic_options: set[str] = set()  # endpoints answering OPTIONS with their methods
         self.light_routes: dict[str, Callable[..., bool]] = {}  # prediction endpoints: may it run on a loop
@@ -131,13 +145,19 @@ class HttpApp:
         self.light_routes[endpoint] = light
 
     def light(self, environ: dict[str, Any]) -> bool:
-        """Whether the request of ``environ`` may be answered on an event loop: a light route's."""
+        """Whether the request of ``environ`` may be answered on an event loop: a POST to a light
+        route (its route is kept in ``environ``, so it is matched once)."""
+        if environ["REQUEST_METHOD"] != "POST":
+            return False
         try:
-            endpoint, arguments = self.url_map.bind_to_environ(environ).match()
+            endpoint, arguments = self._paths.match(environ["PATH_INFO"], "POST")
             light = self.light_routes.get(endpoint)
-            return light is not None and bool(light(**arguments))
+            if light is None or not light(**arguments):
+                return False
         except Exception:  # noqa: BLE001 - not routable here: the app answers why, in a thread
             return False
+        environ[ROUTE] = (endpoint, arguments)
+        return True
 
     def request(self, environ: dict[str, Any]) -> Request:
         request = BoundedRequest(environ)
@@ -180,6 +200,10 @@ class HttpApp:
 
     def _match(self, request: Request) -> Response | tuple[str, dict[str, Any]]:
         """The route of ``request`` once the access check let it in, or the answer it already has."""
+        routed = request.environ.get(ROUTE)
+        if routed is not None:  # a POST matched by :meth:`light`
+            self.check(request)
+            return routed
         adapter = self.url_map.bind_to_environ(request.environ)
         self.check(request)
         try:

@@ -30,6 +30,8 @@ UNTRUSTED_PROXY_HEADERS = frozenset(
 )
 #: the environ key of a callable that says whether the request's client went away
 CLIENT_GONE = "batchline.client_gone"
+#: the environ key of the whole body as read (``wsgi.input`` holds the same bytes)
+BODY = "batchline.body"
 INTERNAL_ERROR = b"Internal Server Error\r\n\r\nThe server encountered an unexpected internal server error"
 
 
@@ -100,6 +102,7 @@ def environ_of(request: HttpRequest, ident: str) -> dict[str, Any]:
         "wsgi.input_terminated": True,
         # the prediction routes watch for a client gone while its request waits
         CLIENT_GONE: request.disconnected,
+        BODY: request.body,
     }
     for raw_name, raw_value in request.headers:
         name = raw_name.decode("latin-1").upper()
