@@ -17,8 +17,10 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager, nullcontext
+from functools import cached_property, lru_cache
 from typing import Any
 
+from werkzeug.datastructures import EnvironHeaders
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, RequestRedirect, Rule
 from werkzeug.test import Client, TestResponse
@@ -58,6 +60,21 @@ ROUTE_GROUPS: tuple[Callable[[HttpApp, RouteContext], None], ...] = (
 )
 
 
+class Headers(EnvironHeaders):
+    """werkzeug's view of the environ's headers, with a shorter ``get`` for a plain lookup
+    (every request reads several: the access check, the route key, the length)."""
+
+    def get(self, key: str, default: Any = None, type: Any = None) -> Any:  # type: ignore[override]
+        if type is not None:
+            return super().get(key, default, type)
+        name = key.upper().replace("-", "_")
+        value = self.environ.get(name if name in _UNPREFIXED else "HTTP_" + name)
+        return default if value is None else value
+
+
+_UNPREFIXED = frozenset({"CONTENT_TYPE", "CONTENT_LENGTH"})
+
+
 class BoundedRequest(Request):
     """werkzeug's request, with multipart parts kept in memory, never in temporary files:
     the body is bounded already (``max_body_size``, ``http.max_buffered_mb``), the app
@@ -72,6 +89,10 @@ class BoundedRequest(Request):
         content_length: int | None = None,
     ) -> io.BytesIO:
         return io.BytesIO()
+
+    @cached_property
+    def headers(self) -> Headers:  # type: ignore[override]
+        return Headers(self.environ)
 
     def get_data(self, cache: bool = True, as_text: bool = False, parse_form_data: bool = False) -> Any:
         """The body the HTTP server read whole (:data:`~serving.http.wsgi_call.BODY`), as is, once its
@@ -90,7 +111,9 @@ class HttpApp:
     def __init__(self, core: RequestCore) -> None:
         self.core = core
         self.url_map = Map()
-        self._paths = self.url_map.bind("")  # matches a path alone (no redirects: light POSTs only)
+        paths = self.url_map.bind("")  # matches a path alone (no redirects: light POSTs only)
+        # the pipelines' few paths, each matched once (a miss, e.g. a client's made-up paths, costs a match)
+        self._post_routes = lru_cache(maxsize=256)(lambda path: paths.match(path, "POST"))
         self.views: dict[str, View] = {}
         self.automatic_options: set[str] = set()  # endpoints answering OPTIONS with their methods
         self.light_routes: dict[str, Callable[..., bool]] = {}  # prediction endpoints: may it run on a loop
@@ -150,7 +173,7 @@ class HttpApp:
         if environ["REQUEST_METHOD"] != "POST":
             return False
         try:
-            endpoint, arguments = self._paths.match(environ["PATH_INFO"], "POST")
+            endpoint, arguments = self._post_route(environ["PATH_INFO"])
             light = self.light_routes.get(endpoint)
             if light is None or not light(**arguments):
                 return False
@@ -158,6 +181,11 @@ class HttpApp:
             return False
         environ[ROUTE] = (endpoint, arguments)
         return True
+
+    def _post_route(self, path: str) -> tuple[str, dict[str, Any]]:
+        """The route of a POST to ``path`` (its arguments a fresh dict), the last few remembered."""
+        endpoint, arguments = self._post_routes(path)
+        return endpoint, dict(arguments)
 
     def request(self, environ: dict[str, Any]) -> Request:
         request = BoundedRequest(environ)

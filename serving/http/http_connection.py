@@ -425,7 +425,8 @@ class Connection(asyncio.Protocol):
     async def _on_loop(self, environ: dict[str, Any]) -> HttpAnswer:
         app = self.state.app
         response = await app.respond_on_loop(app.request(environ), self.state.executor)
-        return call_app(response, environ)
+        # the app's own answer, its body in hand and its length set: what the WSGI call would give
+        return HttpAnswer(response.status, response.headers.to_wsgi_list(), response.get_data())
 
     def _answered(self, future: asyncio.Future[Any], request: HttpRequest, claim: Claim | None) -> None:
         answer = future.result() if not future.cancelled() and future.exception() is None else internal_error()

@@ -13,6 +13,7 @@ it exits 0. If the engine's process goes away, it drains and exits too."""
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -68,12 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     gate = FrontGate(hello.auth_token, hello.admin_token)
     threads = http_threads(config)
-    # a one-text prediction answered on the front's loop, the rest by the app in worker threads
+    # a light prediction (text, one input) answered on the front's loop, the rest by the app in worker threads
     front = HttpServer(
         app, config.http, gate, threads=threads, sock=listening, budget_share=share, answers_on_loop=True
     )
     repository.on_reload(front.apply_body_limits)
     threading.Thread(target=repository.serve, args=(stop.set,), name="engine-link", daemon=True).start()
+    gc.freeze()  # what start-up built lives as long as the process: the collector need not walk it again
     front.start()
     heap = HeapTrim().start()  # bodies and decoded images freed: their pages back to the system
     stop.wait()
