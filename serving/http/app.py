@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager, nullcontext
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from werkzeug.datastructures import EnvironHeaders
@@ -67,12 +67,14 @@ class Headers(EnvironHeaders):
     def get(self, key: str, default: Any = None, type: Any = None) -> Any:  # type: ignore[override]
         if type is not None:
             return super().get(key, default, type)
-        name = key.upper().replace("-", "_")
-        value = self.environ.get(name if name in _UNPREFIXED else "HTTP_" + name)
+        value = self.environ.get(_environ_name(key))
         return default if value is None else value
 
 
-_UNPREFIXED = frozenset({"CONTENT_TYPE", "CONTENT_LENGTH"})
+@lru_cache(maxsize=256)
+def _environ_name(key: str) -> str:
+    name = key.upper().replace("-", "_")
+    return name if name in ("CONTENT_TYPE", "CONTENT_LENGTH") else "HTTP_" + name
 
 
 class BoundedRequest(Request):
@@ -90,9 +92,9 @@ class BoundedRequest(Request):
     ) -> io.BytesIO:
         return io.BytesIO()
 
-    @cached_property
-    def headers(self) -> Headers:  # type: ignore[override]
-        return Headers(self.environ)
+    def __init__(self, environ: dict[str, Any]) -> None:
+        super().__init__(environ)
+        self.headers = Headers(environ)
 
     def get_data(self, cache: bool = True, as_text: bool = False, parse_form_data: bool = False) -> Any:
         """The body the HTTP server read whole (:data:`~serving.http.wsgi_call.BODY`), as is, once its

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -73,6 +74,20 @@ def internal_error() -> HttpAnswer:
     return HttpAnswer("500 Internal Server Error", [("Content-Type", "text/plain")], INTERNAL_ERROR)
 
 
+@lru_cache(maxsize=512)
+def environ_key(raw_name: bytes) -> str | None:
+    """The environ key of header ``raw_name`` (``HTTP_X_THING``), or None where it is dropped: a
+    name with an underscore (it would alias a dashed one) or an untrusted proxy header. The few
+    names clients send are worked out once (a miss, e.g. a client's made-up names, costs this)."""
+    name = raw_name.decode("latin-1").upper()
+    if "_" in name:
+        return None
+    key = name.replace("-", "_")
+    if key in UNTRUSTED_PROXY_HEADERS:
+        return None
+    return key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else "HTTP_" + key
+
+
 def environ_of(request: HttpRequest, ident: str) -> dict[str, Any]:
     """The WSGI environ of ``request``, as waitress writes it."""
     path, _, query = request.target.partition(b"?")
@@ -105,15 +120,10 @@ def environ_of(request: HttpRequest, ident: str) -> dict[str, Any]:
         BODY: request.body,
     }
     for raw_name, raw_value in request.headers:
-        name = raw_name.decode("latin-1").upper()
-        if "_" in name:
-            continue
-        key = name.replace("-", "_")
-        if key in UNTRUSTED_PROXY_HEADERS:
+        key = environ_key(raw_name)
+        if key is None:
             continue
         value = raw_value.decode("latin-1").strip()
-        if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            key = "HTTP_" + key
         environ[key] = f"{environ[key]}, {value}" if key in environ else value
     environ["CONTENT_LENGTH"] = str(len(request.body))
     return environ
