@@ -20,9 +20,11 @@ A server that cannot start is a row saying so, not a failure of the run.
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 from contextlib import ExitStack
 
+from bench.lib.http_load import closed_loop
 from bench.lib.null_contenders import Contender, base_contenders, contenders, this_python
 from bench.lib.null_run import Served, measured_row
 from bench.lib.null_table import format_table, ratio_line, ratios
@@ -51,6 +53,44 @@ def run_one(c: Contender, args: argparse.Namespace, config_dir: str, roots: dict
     return row
 
 
+#: each of ours against the base revision's same server (``--base``), by key
+PAIRS = {"batchline": "batchline_base", "batchline_fronts": "batchline_base_fronts"}
+PAIRS["batchline_fronts_native"] = "batchline_base_fronts_native"
+
+
+def alternate(servers: list[Contender], args: argparse.Namespace, config_dir: str, roots: dict[str, str]) -> int:
+    """Every server up at once, each measured ``--duration`` s in turn, ``--alternate`` rounds
+    in rotated order: drift between servers measured minutes apart cancels in each round's
+    ratio. Prints each round's req/s and the median per-round ratio of each pair."""
+    from tests.support.server_process import free_port
+
+    running: dict[str, tuple[Served, Contender]] = {}
+    try:
+        for c in servers:
+            root = roots.get(c.revision) if c.revision else None
+            port = free_port()
+            served = Served(c.argv(this_python(), port, config_dir), c.key, port, **({"root": root} if root else {}))
+            running[c.key] = (served, c)
+        for served, c in running.values():
+            served.wait_ready(c.request, c.ready_timeout)
+        rates: dict[str, list[float]] = {key: [] for key in running}
+        keys = list(running)
+        for r in range(args.alternate):
+            for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
+                served, c = running[key]
+                result = closed_loop("127.0.0.1", served.port, c.request, args.clients, args.duration, args.warmup)
+                rates[key].append(result.rate)
+                print(f"round {r} {key}: {result.rate:,.0f} req/s, errors {result.errors}", flush=True)
+    finally:
+        for served, _ in running.values():
+            served.stop()
+    for ours, base in PAIRS.items():
+        if ours in rates and base in rates:
+            ratio = statistics.median(a / b for a, b in zip(rates[ours], rates[base], strict=True))
+            print(f"RATIO null_op req/s {ours}/{base} (median of {args.alternate} alternated rounds): {ratio:.3f}x")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     keys = [c.key for c in contenders()]
@@ -64,6 +104,9 @@ def main() -> int:
     parser.add_argument(
         "--base-fronts", action="store_true", help="--base: also with front processes, Paddle and native routes"
     )
+    parser.add_argument(
+        "--alternate", type=int, default=0, metavar="ROUNDS", help="all servers up at once, measured in turn"
+    )
     args = parser.parse_args()
     picked = chosen(args.only, keys)
     servers = [c for c in contenders() if c.key in picked]
@@ -72,6 +115,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="null-op-") as config_dir, ExitStack() as checkouts:
         roots = {args.base: checkouts.enter_context(worktree(args.base))} if args.base else {}
+        if args.alternate:
+            return alternate([c for c in servers if c.venv is None], args, config_dir, roots)
         for c in servers:
             print(f"=== {c.key}", flush=True)
             row = run_one(c, args, config_dir, roots)
@@ -99,8 +144,7 @@ def main() -> int:
     )
     print(f"\nresults: {path}")
     print(ratio_line(rows))
-    for ours in ("batchline", "batchline_fronts", "batchline_fronts_native"):
-        base = ours.replace("batchline", "batchline_base", 1)
+    for ours, base in PAIRS.items():
         if {ours, base} <= {r["key"] for r in rows if not r.get("failed")}:
             print(f"RATIO null_op req/s {ours}/{base}: {ratios(rows, ours)[base]:.3f}x")
     return 0 if any(not r.get("failed") for r in rows) else 1
