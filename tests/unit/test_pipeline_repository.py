@@ -348,7 +348,7 @@ def test_a_version_that_becomes_the_shadow_is_rebuilt_in_the_idle_cpu_class(tmp_
 
 
 def test_once_shutdown_shows_the_server_draining_a_new_request_is_refused(tmp_path, repos, monkeypatch):
-    from serving.engine.pipeline import Pipeline
+    from serving.batching.pipeline import Pipeline
     from serving.errors import ShuttingDown
 
     repo = repos(write(tmp_path / "a.yml", "alpha", {"echo": op_conf("EchoTextOp")}))
