@@ -175,7 +175,8 @@ class HttpApp:
         if environ["REQUEST_METHOD"] != "POST":
             return False
         try:
-            endpoint, arguments = self._post_route(environ["PATH_INFO"])
+            # the path as werkzeug reads it (UTF-8), so a route matches here as it does there
+            endpoint, arguments = self._post_route(environ["PATH_INFO"].encode("latin-1").decode(errors="replace"))
             light = self.light_routes.get(endpoint)
             if light is None or not light(**arguments):
                 return False
