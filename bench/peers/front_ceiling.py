@@ -8,7 +8,8 @@ front, to measure what the front alone costs per request
 Fronts: ``waitress`` and ``asyncio`` (batchline's two, ``http.front``) around a raw
 WSGI app; ``waitress_flask`` and ``asyncio_flask`` around the same in Flask;
 ``uvicorn_asgi``: the same as a raw ASGI app on uvicorn (httptools, uvloop), with no
-worker thread at all: the ceiling of Python on an event loop.
+worker thread at all: the ceiling of Python on an event loop; ``uvicorn_h11``: the same
+on uvicorn's h11 protocol (the one that bounds a header).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from bench.peers.null_flask import create_app
 
-FRONTS = ("waitress", "asyncio", "waitress_flask", "asyncio_flask", "uvicorn_asgi")
+FRONTS = ("waitress", "asyncio", "waitress_flask", "asyncio_flask", "uvicorn_asgi", "uvicorn_h11")
 THREADS = 16
 
 
@@ -71,10 +72,11 @@ def main() -> None:
     parser.add_argument("--front", choices=FRONTS, required=True)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    if args.front == "uvicorn_asgi":
+    if args.front.startswith("uvicorn"):
         import uvicorn
 
-        uvicorn.run(asgi_app, host="127.0.0.1", port=args.port, loop="uvloop", http="httptools", log_level="warning")
+        http = "h11" if args.front == "uvicorn_h11" else "httptools"
+        uvicorn.run(asgi_app, host="127.0.0.1", port=args.port, loop="uvloop", http=http, log_level="warning")
         return
     app = create_app() if args.front.endswith("_flask") else wsgi_app
     if args.front.startswith("asyncio"):
