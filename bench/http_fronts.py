@@ -23,6 +23,7 @@ TITLES = {
     "waitress_flask": "waitress, Flask app",
     "asyncio_flask": "batchline's asyncio front, Flask app",
     "uvicorn_asgi": "uvicorn (httptools, uvloop), raw ASGI app, no worker thread",
+    "uvicorn_h11": "uvicorn (h11, uvloop), raw ASGI app, no worker thread",
 }
 
 
@@ -35,7 +36,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--lone", type=int, default=300)
     args = parser.parse_args()
-    request = plain_request("/null")
+    request = plain_request("/null/predict")  # a path that takes a body (the HTTP server refuses one elsewhere)
     rows = []
     for front in FRONTS:
         port = free_port()
