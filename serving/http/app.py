@@ -172,8 +172,10 @@ class HttpApp:
     def light(self, environ: dict[str, Any]) -> bool:
         """Whether the request of ``environ`` may be answered on an event loop: a POST to a light
         route (its route is kept in ``environ``, so it is matched once)."""
-        if environ["REQUEST_METHOD"] != "POST":
-            return False
+        if environ["REQUEST_METHOD"] != "POST" or environ.get("CONTENT_TYPE", "").lstrip().lower().startswith(
+            "multipart/"
+        ):
+            return False  # a multipart body is parsed by werkzeug's form parser: not on the loop
         try:
             # the path as werkzeug reads it (UTF-8), so a route matches here as it does there
             endpoint, arguments = self._post_route(environ["PATH_INFO"].encode("latin-1").decode(errors="replace"))

@@ -413,6 +413,28 @@ def test_light_predictions_are_answered_on_the_loop_as_the_app_answers(fronts, l
         answered.clear()
 
 
+def test_a_multipart_prediction_is_parsed_in_a_thread_not_on_the_loop(fronts, loop_routed):
+    """A text pipeline's one input, but multipart: werkzeug's form parser, not the loop, reads it."""
+    (live,) = fronts
+    front, answered = loop_routed
+    boundary = "b0undary"
+    body = f'--{boundary}\r\nContent-Disposition: form-data; name="text"\r\n\r\ngood\r\n--{boundary}--\r\n'.encode()
+    data = (
+        f"POST /ernie/predict HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    got = []
+    for port in (live.server.port, front.port):
+        with socket.create_connection(("127.0.0.1", port), timeout=WITHIN_S) as sock:
+            sock.settimeout(WITHIN_S)
+            sock.sendall(data)
+            status, headers, answer = Reader(sock).answer()
+        got.append((status, sorted(h for h in headers if h[0] != "Date"), answer))
+    assert got[0] == got[1] and got[0][0] == "HTTP/1.1 200 OK"
+    assert json.loads(got[0][2])["results"][0]["label"] == "positive"
+    assert "/ernie/predict" not in answered
+
+
 def test_a_client_gone_while_the_loop_waits_fails_its_request(fronts, loop_routed):
     (live,) = fronts
     front, answered = loop_routed
