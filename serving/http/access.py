@@ -27,7 +27,7 @@ class HeaderLookup(Protocol):
 
 
 class RequestView(Protocol):
-    """What the check reads of a request (werkzeug's, or the loop route's own view)."""
+    """What the check reads of a request (werkzeug's)."""
 
     @property
     def path(self) -> str: ...

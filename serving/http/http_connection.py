@@ -1,6 +1,7 @@
 """One client connection of the asyncio front (:mod:`serving.http.http_server`):
 HTTP/1.1 parsed by ``httptools``, gated before its body, its requests answered
-in order, each by the app in a worker thread or by the loop route.
+in order, each by the app in a worker thread or, a light one, on the loop
+(:meth:`~serving.http.app.HttpApp.respond_on_loop`).
 
 The rules it applies are the module doc of :mod:`serving.http.http_server`."""
 
@@ -64,7 +65,7 @@ class FrontState:
         threads: int,
         answers_on_loop: bool = False,
     ):
-        # with answers_on_loop, an HttpApp (light, request, respond_on_loop); else any WSGI app
+        # with answers_on_loop, an HttpApp (light, request, respond_on_loop); else any WSGI app with a body_limit
         self.app: Any = app
         # light predictions answered on the loop (serving.http.app.HttpApp.respond_on_loop): only where
         # submitting never waits, a front process's link to the engine
@@ -458,8 +459,9 @@ class Connection(asyncio.Protocol):
 
     # ---- the client limits (checked by HttpServer every cleanup interval) --------------------
     def overdue(self, now: float, http: HttpConf) -> bool:
-        """Whether this connection is to be closed now (the rules of ``client_limits.overdue``,
-        plus waitress's idle timeout)."""
+        """Whether this connection is to be closed now: a request still being read past
+        ``request_timeout_s`` (its headers past ``header_timeout_s``), a refused one lingering
+        past ``request_timeout_s``, or one idle past ``channel_timeout_s``; never one in service."""
         if self.lingering:
             return now - self.began > http.request_timeout_s
         if self.serving:

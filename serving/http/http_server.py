@@ -2,7 +2,7 @@
 where installed) in a thread of its own, each complete request run through
 the WSGI app in a worker thread (:mod:`serving.http.wsgi_call`).
 
-The one in-process HTTP server (docs/DESIGN_NOTES.md, "One HTTP server"):
+The one in-process HTTP server (docs/DESIGN_NOTES.md, "The house, round 3"):
 waitress, which it replaced, handed every request from its loop thread to a
 worker through a queue and a condition, a hand-off that cost about as much as
 a small Flask app itself (docs/BENCHMARKS.md, "HTTP fronts alone"). This front
@@ -17,7 +17,7 @@ and batchline's rules on it:
   refused connection answers, shuts its side and drops what the client still
   sends until it closes or the request's deadline passes, so the client reads
   the answer instead of a reset.
-* the client limits of :mod:`serving.http.client_limits`: headers within
+* the client limits (:meth:`~serving.http.http_connection.Connection.overdue`): headers within
   ``header_timeout_s`` of a request's first byte, the whole request within
   ``request_timeout_s``, idle connections closed after ``channel_timeout_s``;
   a header block over waitress's 256 KiB is refused with 431 while it still

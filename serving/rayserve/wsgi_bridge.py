@@ -71,7 +71,7 @@ async def call_wsgi(
     try:
         environ = wsgi_environ(request, body)
         # Ray's proxy cancels this call when the client goes away; the app's handlers poll
-        # waitress's disconnect hook and then fail their requests (which cancels their op calls)
+        # this client-gone hook and then fail their requests (which cancels their op calls)
         gone = threading.Event()
         environ[CLIENT_GONE] = gone.is_set
         work = pool.submit(run_app, app, environ)

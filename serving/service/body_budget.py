@@ -1,10 +1,9 @@
-"""The body budget: bytes of request bodies the HTTP front holds at once, in
-memory and in ``$TMPDIR``, for the whole server (``http.max_buffered_mb``).
+"""The body budget: bytes of request bodies the HTTP server holds at once, in
+memory, for the whole server (``http.max_buffered_mb``).
 
-The HTTP front stores a whole body before the app sees its request (the
-asyncio front in memory, waitress past 512 KiB in a temp file) and keeps it
-until the request is answered; each connection may hold two. Without a bound,
-``connection_limit`` clients with the token could fill ``/tmp`` or memory many
+The HTTP server stores a whole body before the app sees its request and keeps
+it until the request is answered; each connection may hold one. Without a
+bound, ``connection_limit`` clients with the token could fill memory many
 times over. So a request takes its body's bytes from one budget the moment its
 headers are complete, before any of the body is read, and gives them back when
 the front is done with it; one that does not fit is refused at once with

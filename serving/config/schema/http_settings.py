@@ -26,7 +26,7 @@ class HttpConf(BaseModel):
     front: Literal["asyncio"] = Field(
         default="asyncio",
         description="What reads HTTP: `asyncio` (httptools on an event loop, the app in worker threads), the one "
-        'HTTP server (docs/DESIGN_NOTES.md, "One HTTP server"; `waitress`, the other one before, was removed).',
+        'HTTP server (docs/DESIGN_NOTES.md, "The house, round 3"; `waitress`, the other one before, was removed).',
     )
     channel_timeout_s: float = Field(
         default=120.0,
