@@ -36,7 +36,7 @@ from serving.http.page import Page, add_page
 from serving.http.pending import Pending
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
 from serving.http.routes.context import RouteContext
-from serving.http.wsgi_call import BODY
+from serving.http.wsgi_call import BODY, environ_name
 from serving.service.core import RequestCore
 from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.service.served_pipelines import ServedRepository
@@ -67,14 +67,8 @@ class Headers(EnvironHeaders):
     def get(self, key: str, default: Any = None, type: Any = None) -> Any:  # type: ignore[override]
         if type is not None:
             return super().get(key, default, type)
-        value = self.environ.get(_environ_name(key))
+        value = self.environ.get(environ_name(key))
         return default if value is None else value
-
-
-@lru_cache(maxsize=256)
-def _environ_name(key: str) -> str:
-    name = key.upper().replace("-", "_")
-    return name if name in ("CONTENT_TYPE", "CONTENT_LENGTH") else "HTTP_" + name
 
 
 class BoundedRequest(Request):

@@ -20,9 +20,9 @@ from http import HTTPStatus
 from serving.config.schema import HttpConf
 from serving.errors import ServingError
 from serving.http.body_paths import no_body_refusal, takes_body
+from serving.http.json_answer import json_body
 from serving.service.auth import required_token, token_accepts, token_refusal
 from serving.service.error_body import error_document, error_headers
-from serving.service.jsonio import dumps
 
 #: request line and headers together, at most (waitress's ``max_request_header_size``)
 MAX_HEADER_BYTES = 256 << 10
@@ -52,7 +52,7 @@ class FrontGate:
 def refusal_parts(err: ServingError, path: str, authorization: str = "") -> tuple[str, list[tuple[str, str]], bytes]:
     """A refusal's status line, headers and body, the app's own JSON error answer."""
     headers = [("Content-Type", "application/json"), *error_headers(err, authorization)]
-    body = dumps(error_document(path, err), sort_keys=True) + b"\n"  # as the app writes it
+    body = json_body(error_document(path, err))  # as the app writes it
     return f"{err.status} {HTTPStatus(err.status).phrase}", headers, body
 
 

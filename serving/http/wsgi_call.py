@@ -79,12 +79,17 @@ def environ_key(raw_name: bytes) -> str | None:
     """The environ key of header ``raw_name`` (``HTTP_X_THING``), or None where it is dropped: a
     name with an underscore (it would alias a dashed one) or an untrusted proxy header. The few
     names clients send are worked out once (a miss, e.g. a client's made-up names, costs this)."""
-    name = raw_name.decode("latin-1").upper()
-    if "_" in name:
+    name = raw_name.decode("latin-1")
+    if "_" in name or name.upper().replace("-", "_") in UNTRUSTED_PROXY_HEADERS:
         return None
-    key = name.replace("-", "_")
-    if key in UNTRUSTED_PROXY_HEADERS:
-        return None
+    return environ_name(name)
+
+
+@lru_cache(maxsize=256)
+def environ_name(header: str) -> str:
+    """Where the environ keeps header ``header`` (any case): ``HTTP_X_THING``, or
+    ``CONTENT_TYPE`` / ``CONTENT_LENGTH`` unprefixed."""
+    key = header.upper().replace("-", "_")
     return key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else "HTTP_" + key
 
 

@@ -41,9 +41,9 @@ from starlette.responses import Response
 
 from serving.errors import BadRequest, ServingError
 from serving.http.early_refusals import FrontGate
+from serving.http.json_answer import json_body
 from serving.service.body_budget import BodyBudget, Claim, buffered_bytes
 from serving.service.error_body import body_over_limit, error_document, error_headers
-from serving.service.jsonio import dumps
 
 
 @dataclass(frozen=True)
@@ -134,5 +134,5 @@ async def read_claimed(request: Request, limit: int, claim: Claim) -> bytes | Se
 def refusal(path: str, err: ServingError, authorization: str = "") -> Response:
     """``err`` answered as the app answers it, before the body is read."""
     headers = {"Connection": "close", **dict(error_headers(err, authorization))}
-    body = dumps(error_document(path, err), sort_keys=True) + b"\n"  # as the app writes it
+    body = json_body(error_document(path, err))  # as the app writes it
     return Response(body, status_code=err.status, headers=headers, media_type="application/json")

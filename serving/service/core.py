@@ -172,6 +172,12 @@ class RequestCore:
         return Started(handles, reservation, limits)
 
 
+def is_light(pipeline: ServedPipeline, parsed: ParsedRequest) -> bool:
+    """Whether ``parsed`` costs little to submit and answer on an event loop: text (nothing to
+    decode) and one input (one value's submission never waits for the engine's admission)."""
+    return pipeline.input_kind() == "text" and len(parsed.inputs) == 1
+
+
 def paddle_document(handles: Sequence[RequestState], logid: Any) -> dict[str, Any]:
     """Paddle Serving's answer to a request whose every input succeeded."""
     values = [to_json(h.result(timeout=0)) for h in handles]

@@ -18,10 +18,9 @@ from serving.http.pending import Pending
 from serving.http.routes.context import RouteContext
 from serving.http.routes.errors import error_response
 from serving.http.wsgi_call import client_gone
-from serving.service.core import RequestCore, answered_version, paddle_document
+from serving.service.core import RequestCore, answered_version, is_light, paddle_document
 from serving.service.encode import plain
-from serving.service.parse import ParsedRequest, parse_paddle
-from serving.service.served_pipelines import ServedPipeline
+from serving.service.parse import parse_paddle
 
 if TYPE_CHECKING:
     from serving.http.app import HttpApp
@@ -52,7 +51,7 @@ class PredictionRoutes:
             start=lambda: core.start(name, version, parsed, target, key),
             finish=lambda handles: json_response(paddle_document(handles, parsed.logid)),
             gone=client_gone(request.environ),
-            light=_light(pipeline, parsed),
+            light=is_light(pipeline, parsed),
             fail=lambda err: error_response(request, err, parsed.logid),
         )
 
@@ -82,13 +81,8 @@ class PredictionRoutes:
             start=lambda: core.start(name, version, parsed, target, key),
             finish=finish,
             gone=client_gone(request.environ),
-            light=_light(pipeline, parsed),
+            light=is_light(pipeline, parsed),
         )
-
-
-def _light(pipeline: ServedPipeline, parsed: ParsedRequest) -> bool:
-    """Text and one input: nothing to decode, and one value's submission never waits for the engine."""
-    return pipeline.input_kind() == "text" and len(parsed.inputs) == 1
 
 
 def register(app: HttpApp, ctx: RouteContext) -> None:

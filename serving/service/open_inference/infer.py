@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from serving.batching.request import RequestState
-from serving.service.core import RequestCore, Started, answered_version
+from serving.service.core import RequestCore, Started, answered_version, is_light
 from serving.service.limits import RequestLimits
 from serving.service.open_inference.answer import OutputTensor, output_tensors
 from serving.service.open_inference.model import ModelView, ModelViews, TensorSpec, parse_version
@@ -64,8 +64,8 @@ class PreparedInfer:
 
     @property
     def light(self) -> bool:
-        """Text and one input: nothing to decode, and one value's submission never waits for the engine."""
-        return self.target[0].input_kind() == "text" and len(self.parsed.inputs) == 1
+        """Whether it may be submitted and answered on an event loop (:func:`serving.service.core.is_light`)."""
+        return is_light(self.target[0], self.parsed)
 
     def start(self) -> Started:
         started = self.core.start(self.name, self.version, self.parsed, self.target, self.key, self.call.protocol)
