@@ -18,7 +18,6 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from serving.batching.decode_budget import DecodeBudget
 from serving.batching.live_pipelines import PipelineRepository
 from serving.batching.metrics import Metrics
 from serving.batching.pipeline import Pipeline
@@ -38,7 +37,6 @@ from serving.runners.gpus import Nvml, open_gpus
 from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
 from serving.service.body_budget import BodyBudget, front_buffered_bytes
-from serving.service.core import RequestCore
 from serving.service.exposure import INSECURE_ENV, OpenBindRefused, check_bind
 from serving.service.limits import http_threads, largest_body_size, max_body_size
 
@@ -112,11 +110,9 @@ class Server:
         self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
         self.warmup = warmup
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
+        self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         # one request core beneath every door of this process: the HTTP app's routes and gRPC's services
-        self.core = RequestCore(self.repository, DecodeBudget(0))
-        self.app = create_app(
-            self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token, core=self.core
-        )
+        self.core = self.app.core
         self.port = self.config.http_port if port is None else port
         self.rpc_port = self.config.rpc_port if rpc_port is None else rpc_port
         self.grpc: GrpcServer | None = None  # on rpc_port, in this process

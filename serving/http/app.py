@@ -37,7 +37,8 @@ from serving.http.pending import Pending
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
 from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import BODY, environ_name
-from serving.service.core import RequestCore
+from serving.service.core import RequestCore, decoded_values
+from serving.service.decode import DecodePlan
 from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
 from serving.service.served_pipelines import ServedRepository
 
@@ -267,7 +268,7 @@ def create_app(
     metrics_text: Callable[[], bytes] | None = None,
     decode_budget: DecodeBudget | None = None,
     budget_share: float = 1.0,
-    core: RequestCore | None = None,
+    values: Callable[[DecodePlan], list[Any]] = decoded_values,
 ) -> HttpApp:
     """Build the app around a :class:`PipelineRepository` (several pipelines)
     or one :class:`Pipeline`; started or starting. ``auth_token`` guards the
@@ -277,13 +278,10 @@ def create_app(
     (default: the repository's own registry; the Ray backend adds its replicas').
     ``decode_budget`` replaces the one the config sets (tests). ``budget_share``: this
     process's part of the server's decode budget (a front process's, ``http.front_workers``).
-    ``core``: the request core the other doors share (built here when None; then ``limits``
-    and ``decode_budget`` are its, and ``target`` its repository)."""
-    if core is None:
-        repo: ServedRepository = PipelineRepository.of(target) if isinstance(target, Pipeline) else target
-        core = RequestCore(repo, decode_budget or DecodeBudget(0), limits=limits)
-    else:
-        repo = core.repository
+    ``values``: how the request core submits checked inputs (on Ray: images undecoded). The
+    app's core (``app.core``) is the one the process's other doors (gRPC) share."""
+    repo: ServedRepository = PipelineRepository.of(target) if isinstance(target, Pipeline) else target
+    core = RequestCore(repo, decode_budget or DecodeBudget(0), limits=limits, values=values)
     ctx = RouteContext(core=core, metrics_text=metrics_text or repo.metrics.render)
     app = HttpApp(core)
     _follow_reloads(app, ctx, budget_share if decode_budget is None else None)

@@ -46,7 +46,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from serving.batching.decode_budget import DecodeBudget
 from serving.batching.launch import make_op
 from serving.batching.live_pipelines import PipelineRepository
 from serving.config.documents import ConfigDocument, parse_documents
@@ -64,7 +63,7 @@ from serving.rayserve.wire import OpCall, OpReply
 from serving.rayserve.wsgi_bridge import app_path, call_wsgi
 from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
-from serving.service.core import RequestCore, decoded_values
+from serving.service.core import decoded_values
 from serving.service.exposure import check_bind
 from serving.service.limits import http_threads
 
@@ -134,15 +133,12 @@ class Ingress:
             hub, f"ingress-{os.getpid()}", self.repository.metrics, ray_conf(repo_conf).metrics_interval_s
         )
         self._pusher.start()
-        self.core = RequestCore(
-            self.repository, DecodeBudget(0), values=carried if self.images_travel_encoded else decoded_values
-        )
         self.app = create_app(
             self.repository,
             auth_token=gate.auth_token,
             admin_token=gate.admin_token,
             metrics_text=self._metrics_text,
-            core=self.core,
+            values=carried if self.images_travel_encoded else decoded_values,
         )
         self._front = IngressGate(gate, lambda: self.app.body_limit or 0, repo_conf.http.max_buffered_mb)
         self._pool = ThreadPoolExecutor(http_threads(repo_conf), thread_name_prefix="http")

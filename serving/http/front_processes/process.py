@@ -21,7 +21,6 @@ import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Client
 
-from serving.batching.decode_budget import DecodeBudget
 from serving.http import shared_port
 from serving.http.app import create_app
 from serving.http.early_refusals import FrontGate
@@ -30,7 +29,6 @@ from serving.http.front_processes.remote_pipelines import RemoteRepository
 from serving.http.http_server import HttpServer
 from serving.runners.heap_trim import HeapTrim
 from serving.runners.process import name_process
-from serving.service.core import RequestCore
 from serving.service.limits import http_threads
 
 log = logging.getLogger(__name__)
@@ -63,10 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     repository = RemoteRepository(wire, hello.snapshot)
     config = hello.snapshot.config
     share = 1.0 / hello.count
-    core = RequestCore(repository, DecodeBudget(0))
-    app = create_app(
-        repository, auth_token=hello.auth_token, admin_token=hello.admin_token, budget_share=share, core=core
-    )
+    app = create_app(repository, auth_token=hello.auth_token, admin_token=hello.admin_token, budget_share=share)
     gate = FrontGate(hello.auth_token, hello.admin_token)
     threads = http_threads(config)
     # a light prediction (text, one input) answered on the front's loop, the rest by the app in worker threads
@@ -79,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     front.start()
     heap = HeapTrim().start()  # bodies and decoded images freed: their pages back to the system
     stop.wait()
-    front.drain(core.handlers)
+    front.drain(app.core.handlers)
     heap.stop()
     return 0
 
