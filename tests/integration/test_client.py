@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +46,7 @@ from tests.support.client_fakes import (
 )
 from tests.support.image_fakes import encode_png, make_image
 from tests.support.live_app import LiveApp
-from tests.support.server_process import ROOT, free_port
+from tests.support.server_process import free_port, run_batchline
 
 SIZES = [(120, 40), (64, 32), (200, 50)]
 TOKEN_VARS = ("BATCHLINE_AUTH_TOKEN",)
@@ -297,17 +296,7 @@ def _predict(argv):
 
 def batchline(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the ``batchline`` console entry point (``serving.cli``) in a child process."""
-    full_env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARS}
-    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "serving.cli", "--log-level", "WARNING", *argv],
-        cwd=ROOT,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_batchline(*argv, env=env, unset=TOKEN_VARS)
 
 
 def test_cli_predict_dir_and_file(ocr, image_dir, capsys):

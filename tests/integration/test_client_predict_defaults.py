@@ -13,7 +13,6 @@ font needs to be installed, and a CJK one is a tiny real TrueType file
 
 import os
 import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from tests.support.cjk_font import write_cjk_font
 from tests.support.client_fakes import ocr_config, ocr_lines, text_config
 from tests.support.inference_fakes import v2_repository
 from tests.support.live_app import LiveApp
-from tests.support.server_process import ROOT
+from tests.support.server_process import run_batchline
 
 SIZES = [(120, 40), (64, 32), (200, 50)]
 TOKEN_VAR = "BATCHLINE_AUTH_TOKEN"
@@ -84,17 +83,7 @@ def repository(*configs: tuple[str, dict[str, Any]]) -> RepositoryConfig:
 
 def batchline(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     """The ``batchline`` console entry point (``serving.cli``) in a child process."""
-    full_env = {k: v for k, v in os.environ.items() if k not in (TOKEN_VAR, FONT_DIRS_ENV)}
-    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "serving.cli", "--log-level", "WARNING", *argv],
-        cwd=ROOT,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_batchline(*argv, env=env, unset=(TOKEN_VAR, FONT_DIRS_ENV))
 
 
 # ----------------------------------------------------------------------------- which pipeline

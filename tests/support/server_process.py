@@ -92,3 +92,21 @@ class ServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def run_batchline(
+    *argv: str, env: dict[str, str] | None = None, unset: Sequence[str] = ()
+) -> subprocess.CompletedProcess:
+    """The ``batchline`` console entry point (``serving.cli``) in a child process of this tree,
+    ``unset`` removed from this environment and ``env`` added."""
+    full_env = {k: v for k, v in os.environ.items() if k not in unset}
+    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "serving.cli", "--log-level", "WARNING", *argv],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
