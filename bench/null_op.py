@@ -36,41 +36,44 @@ from bench.revisions import worktree
 
 def run_one(c: Contender, args: argparse.Namespace, config_dir: str, roots: dict[str, str]) -> dict:
     """One server's row; ``failed`` says why it did not run. ``roots``: checkouts of revisions."""
-    from tests.support.server_process import free_port
-
     row: dict = {"key": c.key, "title": c.title, "batching": c.batching, "note": c.note}
     try:
         python, versions = this_python(), {}
         if c.venv is not None:
             python, versions = ensure_venv(c.venv, install=not args.no_install)
         row["versions"] = versions
-        port = free_port()
-        root = roots.get(c.revision) if c.revision else None
-        served = Served(c.argv(python, port, config_dir), c.key, port, **({"root": root} if root else {}))
+        served = start(c, python, config_dir, roots)
     except BenchError as exc:
         return {**row, "failed": first_line(exc)}
     row.update(measured_row(served, c.request, args, c.ready_timeout))
     return row
 
 
+def start(c: Contender, python: str, config_dir: str, roots: dict[str, str]) -> Served:
+    """``c``'s server on a free port, from its revision's checkout (``roots``) if it has one."""
+    from tests.support.server_process import free_port
+
+    port = free_port()
+    root = roots.get(c.revision) if c.revision else None
+    return Served(c.argv(python, port, config_dir), c.key, port, **({"root": root} if root else {}))
+
+
 #: each of ours against the base revision's same server (``--base``), by key
-PAIRS = {"batchline": "batchline_base", "batchline_fronts": "batchline_base_fronts"}
-PAIRS["batchline_fronts_native"] = "batchline_base_fronts_native"
+PAIRS = {
+    "batchline": "batchline_base",
+    "batchline_fronts": "batchline_base_fronts",
+    "batchline_fronts_native": "batchline_base_fronts_native",
+}
 
 
 def alternate(servers: list[Contender], args: argparse.Namespace, config_dir: str, roots: dict[str, str]) -> int:
     """Every server up at once, each measured ``--duration`` s in turn, ``--alternate`` rounds
     in rotated order: drift between servers measured minutes apart cancels in each round's
     ratio. Prints each round's req/s and the median per-round ratio of each pair."""
-    from tests.support.server_process import free_port
-
     running: dict[str, tuple[Served, Contender]] = {}
     try:
         for c in servers:
-            root = roots.get(c.revision) if c.revision else None
-            port = free_port()
-            served = Served(c.argv(this_python(), port, config_dir), c.key, port, **({"root": root} if root else {}))
-            running[c.key] = (served, c)
+            running[c.key] = (start(c, this_python(), config_dir, roots), c)
         for served, c in running.values():
             served.wait_ready(c.request, c.ready_timeout)
         rates: dict[str, list[float]] = {key: [] for key in running}
