@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bench.lib.null_contenders import plain_request
 from bench.lib.null_run import Served
 from bench.lib.script import chosen, run_main
 from tests.support.reliability.door_attacks import (
@@ -71,27 +72,13 @@ def main() -> int:
         )
         door = Door("127.0.0.1", port, None, "token", "p", b"", BODY_LIMIT, 4 * BODY_LIMIT)
         try:
-            wait_listening(door)
+            served.wait_ready(plain_request("/null/predict"), timeout=60)  # answering, and rightly
             outcomes = [run_door_attack(door, served.proc.pid, attack) for attack in attacks()]
         finally:
             served.stop()
         print(f"\n### {SERVERS[key]}\n")
         print(format_door_table(outcomes), flush=True)
     return 0
-
-
-def wait_listening(door: Door, timeout_s: float = 30.0) -> None:
-    import socket
-    import time
-
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        try:
-            socket.create_connection((door.host, door.port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"nothing listens on {door.port}")
 
 
 if __name__ == "__main__":
