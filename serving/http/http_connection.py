@@ -414,14 +414,17 @@ class Connection(asyncio.Protocol):
             return  # resume_writing serves it
         request, claim = self.queue.popleft()
         self.serving = True
-        environ = environ_of(request, IDENT)
+        # the environ is built on the loop only where the loop may answer; else in the worker
+        environ = environ_of(request, IDENT) if self.state.answers_on_loop else None
         future: asyncio.Future[Any]
-        app = self.state.app
-        if self.state.answers_on_loop and app.light(environ):
+        if environ is not None and self.state.app.light(environ):
             future = self.loop.create_task(self._on_loop(environ))
         else:
-            future = self.loop.run_in_executor(self.state.executor, call_app, self.state.app, environ)
+            future = self.loop.run_in_executor(self.state.executor, self._run, request, environ)
         future.add_done_callback(lambda f: self._answered(f, request, claim))
+
+    def _run(self, request: HttpRequest, environ: dict[str, Any] | None) -> HttpAnswer:
+        return call_app(self.state.app, environ if environ is not None else environ_of(request, IDENT))
 
     async def _on_loop(self, environ: dict[str, Any]) -> HttpAnswer:
         app = self.state.app
