@@ -24,6 +24,7 @@ TITLES = {
     "asyncio_flask": "batchline's asyncio front, Flask app",
     "uvicorn_asgi": "uvicorn (httptools, uvloop), raw ASGI app, no worker thread",
     "uvicorn_h11": "uvicorn (h11, uvloop), raw ASGI app, no worker thread",
+    "granian": "granian (Rust, hyper), raw WSGI app on its blocking threads",
 }
 
 

@@ -7,7 +7,7 @@ unfinished headers, 2-byte chunks. What each server answered and how much its RS
 is the table: the probes half of choosing one HTTP server (docs/DESIGN_NOTES.md, "The
 house, round 3"; the speed half is ``python -m bench.http_fronts``).
 
-    python -m bench.http_server_probes                      # asyncio, uvicorn (httptools, h11), waitress
+    python -m bench.http_server_probes                      # asyncio, uvicorn (httptools, h11), waitress, granian
     python -m bench.http_server_probes --only asyncio,uvicorn_asgi
 """
 
@@ -36,6 +36,7 @@ SERVERS = {
     "uvicorn_asgi": "uvicorn, httptools protocol, raw ASGI app",
     "uvicorn_h11": "uvicorn, h11 protocol, raw ASGI app",
     "waitress": "waitress, raw WSGI app",
+    "granian": "granian (Rust, hyper), raw WSGI app",
 }
 BODY_LIMIT = 1 * MB  # what front_ceiling's asyncio server takes (its app's body_limit)
 

@@ -9,7 +9,8 @@ Fronts: ``waitress`` and ``asyncio`` (batchline's two, ``http.front``) around a 
 WSGI app; ``waitress_flask`` and ``asyncio_flask`` around the same in Flask;
 ``uvicorn_asgi``: the same as a raw ASGI app on uvicorn (httptools, uvloop), with no
 worker thread at all: the ceiling of Python on an event loop; ``uvicorn_h11``: the same
-on uvicorn's h11 protocol (the one that bounds a header).
+on uvicorn's h11 protocol (the one that bounds a header); ``granian``: the raw WSGI app
+on granian (a Rust HTTP server, hyper underneath; WSGI calls on its blocking threads).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from bench.peers.null_flask import create_app
 
-FRONTS = ("waitress", "asyncio", "waitress_flask", "asyncio_flask", "uvicorn_asgi", "uvicorn_h11")
+FRONTS = ("waitress", "asyncio", "waitress_flask", "asyncio_flask", "uvicorn_asgi", "uvicorn_h11", "granian")
 THREADS = 16
 
 
@@ -77,6 +78,19 @@ def main() -> None:
 
         http = "h11" if args.front == "uvicorn_h11" else "httptools"
         uvicorn.run(asgi_app, host="127.0.0.1", port=args.port, loop="uvloop", http=http, log_level="warning")
+        return
+    if args.front == "granian":
+        from granian import Granian
+        from granian.constants import Interfaces
+
+        served = Granian(
+            "bench.peers.front_ceiling:wsgi_app",
+            port=args.port,
+            interface=Interfaces.WSGI,
+            blocking_threads=THREADS,
+            log_enabled=False,
+        )
+        served.serve()
         return
     app = create_app() if args.front.endswith("_flask") else wsgi_app
     if args.front.startswith("asyncio"):
