@@ -3,11 +3,12 @@
 Each server runs the same trivial app (``bench/peers/front_ceiling.py``: JSON in, its
 text's length out) and gets the attacks of ``tests/support/reliability/door_attacks.py``
 that need no batchline route: a header that never ends (1 and 16 connections), many
-unfinished headers, 2-byte chunks. What each server answered and how much its RSS grew
-is the table: the probes half of choosing one HTTP server (docs/DESIGN_NOTES.md, "The
-house, round 3"; the speed half is ``python -m bench.http_fronts``).
+unfinished headers, pipelined requests whose answers are never read, 2-byte chunks.
+What each server answered and how much its RSS grew is the table: the probes half of
+choosing one HTTP server (docs/DESIGN_NOTES.md, "The house, round 3"; the speed half
+is ``python -m bench.http_fronts``).
 
-    python -m bench.http_server_probes                      # asyncio, uvicorn (httptools, h11), waitress, granian
+    python -m bench.http_server_probes           # asyncio, uvicorn (httptools, h11), waitress, granian
     python -m bench.http_server_probes --only asyncio,uvicorn_asgi
 """
 
@@ -26,6 +27,7 @@ from tests.support.reliability.door_attacks import (
     chunked_crumbs,
     endless_header,
     format_door_table,
+    pipelined_unread,
     run_door_attack,
     unfinished_headers,
 )
@@ -44,7 +46,7 @@ BODY_LIMIT = 1 * MB  # what front_ceiling's asyncio server takes (its app's body
 def attacks() -> list[DoorAttack]:
     """The HTTP rows of issue 38's table that any server can be asked; every answer is allowed
     (the table shows them): what is compared is what each server holds."""
-    anything = frozenset({"431", "413", "400", "200", "503", "closed", "open"})
+    anything = frozenset({"431", "413", "400", "200", "503", "closed", "open", "unread"})
     return [
         DoorAttack("endless_header", "http", "a header that never ends", 1, endless_header(1), anything),
         DoorAttack("endless_header_16", "http", "the same on 16 connections", 16, endless_header(16), anything),
@@ -54,6 +56,14 @@ def attacks() -> list[DoorAttack]:
             "64 connections of 208 KB of tiny headers",
             64,
             unfinished_headers(64),
+            anything,
+        ),
+        DoorAttack(
+            "pipelined_unread",
+            "http",
+            "4 MB of pipelined GETs on one connection, answers never read",
+            1,
+            pipelined_unread(),
             anything,
         ),
         DoorAttack(
