@@ -25,8 +25,8 @@ from serving.grpc.context import GrpcServices
 from serving.grpc.request_message import RequestMessage
 from serving.protos import INFERENCE_PACKAGE, inference_messages
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.infer import CallFacts, infer, model
-from serving.service.open_inference.model import PLATFORM, ModelViews
+from serving.service.open_inference.infer import CallFacts, model, prepare
+from serving.service.open_inference.model import PLATFORM, ModelViews, parse_version
 from serving.service.open_inference.request import InferRequest, InputTensor, RequestedOutput, checked_id
 from serving.service.open_inference.server_metadata import server_metadata
 
@@ -162,7 +162,7 @@ class InferenceService:
                 held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
                 del message
                 read: Callable[[RequestLimits], InferRequest] = lambda limits: infer_request(held.pop())
-                answer = infer(self.services.core, self.views, name, version, read, facts)
+                answer = prepare(self.services.core, self.views, name, parse_version(version), read, facts).run()
             finally:
                 claim.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -35,7 +36,6 @@ from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
 from serving.http.pending import Pending
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
-from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import BODY, environ_name
 from serving.service.core import RequestCore, decoded_values
 from serving.service.decode import DecodePlan
@@ -48,6 +48,20 @@ View = Callable[..., Response | Pending]
 #: environ key: the route :meth:`HttpApp.light` matched
 ROUTE = "batchline.route"
 StartResponse = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class RouteContext:
+    """What every route group is built from (a test may hand a group its own)."""
+
+    core: RequestCore
+    metrics_text: Callable[[], bytes]  # what ``/metrics`` answers
+
+    @property
+    def repository(self) -> ServedRepository:
+        """The pipelines; their config changes on reload, so groups read it per request."""
+        return self.core.repository
+
 
 # in this order; errors first: its handlers answer every other group's failures
 ROUTE_GROUPS: tuple[Callable[[HttpApp, RouteContext], None], ...] = (

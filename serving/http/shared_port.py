@@ -1,13 +1,7 @@
-"""The port front processes share (``http.front_workers``): each front listens on
-its own socket bound with ``SO_REUSEPORT`` to the same address, and the kernel
-spreads new connections over them by a hash of the connection. One listening
-socket inherited by all would let whichever front woke first take a whole burst
-of connections (measured: 58 of 64 on one front), leaving the other idle.
-
-The engine's process holds a socket bound to the address, never listening: it
-keeps the port (``port: 0`` picks it) while fronts come and go, and takes no
-connections itself (only listening sockets do). Only the same user can bind a
-port another of its sockets holds with ``SO_REUSEPORT``."""
+"""The port front processes share: each front listens on its own ``SO_REUSEPORT`` socket,
+so the kernel spreads connections over them (one inherited socket let whichever front woke
+first take a whole burst). The engine holds a bound, never listening, socket: it keeps
+the port while fronts come and go and takes no connections itself."""
 
 from __future__ import annotations
 

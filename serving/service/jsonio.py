@@ -89,6 +89,12 @@ def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
     return text.encode("utf-8")
 
 
-def dumps_text(obj: Any) -> str:
-    """:func:`dumps` as a str (a Paddle Serving answer's ``value`` entries are JSON strings)."""
+def to_json(obj: Any) -> str:
+    """:func:`dumps` as a str: a Paddle Serving answer's ``value`` entries are JSON strings
+    (never a Python repr to ``eval``)."""
     return dumps(obj).decode("utf-8")
+
+
+def plain(obj: Any) -> Any:
+    """A pipeline output as plain JSON types (numpy values converted), to embed in an answer."""
+    return loads(dumps(obj))

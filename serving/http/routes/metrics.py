@@ -7,10 +7,8 @@ from typing import TYPE_CHECKING
 
 from werkzeug.wrappers import Request, Response
 
-from serving.http.routes.context import RouteContext
-
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 CONTENT_TYPE = "text/plain; version=0.0.4"
 

@@ -15,15 +15,14 @@ from serving.batching.request import RequestState
 from serving.http.json_answer import json_response
 from serving.http.native_request import parse_native
 from serving.http.pending import Pending
-from serving.http.routes.context import RouteContext
 from serving.http.routes.errors import error_response
 from serving.http.wsgi_call import client_gone
 from serving.service.core import RequestCore, answered_version, is_light, paddle_document
-from serving.service.encode import plain
+from serving.service.jsonio import plain
 from serving.service.parse import parse_paddle
 
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 
 class PredictionRoutes:

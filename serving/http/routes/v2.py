@@ -18,25 +18,19 @@ from serving.errors import UnsupportedMediaType
 from serving.http import v2_body as http_body
 from serving.http.json_answer import json_response
 from serving.http.pending import Pending
-from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import client_gone
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.infer import CallFacts, model, prepare
+from serving.service.open_inference.infer import CallFacts, prepare
 from serving.service.open_inference.model import ModelViews
 from serving.service.open_inference.request import InferRequest
 from serving.service.open_inference.server_metadata import server_metadata
 
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 PROTOCOL = "v2"  # requests by front end (metrics)
 MODEL = "/v2/models/<name>"
 VERSION = "/v2/models/<name>/versions/<int:version>"
-
-
-def _text(version: int | None) -> str:
-    """A route's version as the protocol's string ("": none, the route picks)."""
-    return "" if version is None else str(version)
 
 
 class InferenceProtocolRoutes:
@@ -57,10 +51,10 @@ class InferenceProtocolRoutes:
         return json_response(server_metadata())
 
     def metadata(self, request: Request, name: str, version: int | None) -> Response:
-        return json_response(model(self.ctx.core, self.views, name, _text(version)).metadata())
+        return json_response(self.views.get(self.ctx.repository.config, name, version).metadata())
 
     def ready(self, request: Request, name: str, version: int | None) -> Response:
-        model(self.ctx.core, self.views, name, _text(version))  # 404 for a model not served
+        self.views.get(self.ctx.repository.config, name, version)  # 404 for a model not served
         ready = self.ctx.repository.ready
         return json_response({"name": name, "ready": ready}, 200 if ready else 503)
 
@@ -83,7 +77,7 @@ class InferenceProtocolRoutes:
             header=request.headers.get,
             gone=client_gone(request.environ),
         )
-        prepared = prepare(self.ctx.core, self.views, name, _text(version), read, call)
+        prepared = prepare(self.ctx.core, self.views, name, version, read, call)
 
         def finish(handles: Sequence[RequestState]) -> Response:
             body, header_length = http_body.write_answer(prepared.answer(handles), choices[0])

@@ -1,6 +1,6 @@
 """A request's results -> its output tensors, one row per input: ``result``
 holds each row's JSON text, byte for byte what ``POST /{name}/predict`` answers
-as ``results[i]`` (:func:`serving.service.encode.to_json`); a typed output holds
+as ``results[i]`` (:func:`serving.service.jsonio.to_json`); a typed output holds
 one field of each row's answer (``label``: a string, ``score``: a number)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.errors import InternalError
-from serving.service.encode import to_json
+from serving.service.jsonio import to_json
 from serving.service.open_inference.model import BYTES, RESULT, TensorSpec
 from serving.service.open_inference.tensors import serialize_bytes, serialize_fp32
 

@@ -1,9 +1,6 @@
-"""One inference request through the request core (:mod:`serving.service.core`),
-the steps and checks every prediction takes, in its order: the pipeline and its
-limits (404, 413 from the size), the request read and parsed (400, 413: counts
-before elements), admission, the images' headers and the decode budget, then
-decoding and submission; waiting while watching the client; the decode
-reservation released after the answer."""
+"""One inference request through the request core (:mod:`serving.service.core`), with
+every check a prediction takes, in its order: counts before elements, admission before
+decoding, the decode reservation released after the answer."""
 
 from __future__ import annotations
 
@@ -73,6 +70,10 @@ class PreparedInfer:
         self.call.submitted()
         return started
 
+    def run(self) -> InferAnswer:
+        """Submit and wait, in the caller's thread."""
+        return self.answer(self.start().wait(self.call.gone))
+
     def answer(self, handles: Sequence[RequestState]) -> InferAnswer:
         results = [h.result(timeout=0) for h in handles]
         answered = answered_version(handles, self.target[0].version)
@@ -83,13 +84,12 @@ def prepare(
     core: RequestCore,
     views: ModelViews,
     name: str,
-    version_text: str,
+    version: int | None,
     read: Callable[[RequestLimits], InferRequest],
     call: CallFacts,
 ) -> PreparedInfer:
     """Read the request ``read`` gives (called once the pipeline's limits are known: it is
-    the transport's to bound by them) for model ``name`` at ``version_text``, and check it."""
-    version = parse_version(version_text)
+    the transport's to bound by them) for model ``name`` at ``version``, and check it."""
     target = core.target(name, version, call.size)
     pipeline, limits = target
     request = read(limits)
@@ -106,16 +106,3 @@ def prepare(
     del request  # its elements: from here on only the parsed inputs hold them
     key = core.route_key(name, version, call.header)
     return PreparedInfer(core, name, version, parsed, target, key, call, request_id, chosen)
-
-
-def infer(
-    core: RequestCore,
-    views: ModelViews,
-    name: str,
-    version_text: str,
-    read: Callable[[RequestLimits], InferRequest],
-    call: CallFacts,
-) -> InferAnswer:
-    """:func:`prepare`, submit and wait (in the caller's thread): the answer."""
-    prepared = prepare(core, views, name, version_text, read, call)
-    return prepared.answer(prepared.start().wait(call.gone))
