@@ -25,8 +25,7 @@ from serving.config import ConfigError, ServingConfig
 from serving.config.file_set import RepositoryConfig, load_repository, repository_of
 from serving.config.report import format_op_table
 from serving.errors import ServingError
-from serving.grpc.context import GrpcServices
-from serving.grpc.grpc_server import GrpcServer
+from serving.grpc.grpc_server import GrpcServer, GrpcServices
 from serving.grpc.message_room import MessageRoom
 from serving.http import shared_port
 from serving.http.app import create_app
