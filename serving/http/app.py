@@ -1,13 +1,7 @@
-"""The HTTP app: Paddle Serving compatible and native prediction endpoints, the
-Open Inference Protocol, health, metrics and config, and the page at ``/``
-(``page.py``), as a WSGI app built on werkzeug's routing, request and response
-objects. Every failure gets its real HTTP status and a JSON body.
-
-No framework: a request is routed, checked (:mod:`serving.http.access`) and
-answered by its route group's view (``serving.http.routes``), each a thin
-adapter over the request core (:mod:`serving.service.core`). ``create_app``
-only assembles: the route groups, each built from one :class:`RouteContext`,
-the page and the access check."""
+"""The HTTP app, a WSGI app on werkzeug's routing, requests and responses (no framework):
+a request is routed, checked (:mod:`serving.http.access`) and answered by its route
+group's view (``serving.http.routes``), each a thin adapter over the request core. Every
+failure gets its real status and a JSON body."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The native route's body (``POST /<name>/predict``): JSON, multipart uploads or a
-raw image or text, parsed into the request core's :class:`ParsedRequest`. HTTP's
-own formats, so they live with the HTTP adapter; the Paddle format and the options
-every format shares are the core's (:mod:`serving.service.parse`)."""
+"""The native route's body (``POST /<name>/predict``): JSON, multipart uploads or a raw
+image or text, parsed into a :class:`ParsedRequest`. HTTP's own formats, so they live here."""
 
 from __future__ import annotations
 

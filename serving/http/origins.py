@@ -1,14 +1,7 @@
-"""Where a request comes from: the browser checks of ``security:``.
-
-* **Host** (``allowed_hosts``, 400): against DNS rebinding, a name an
-  attacker points at this server's address is refused. Empty list: any Host.
-* **Origin** (403, only when the server has no token): a page on another site
-  can make a browser send simple requests (a ``text/plain`` POST needs no
-  preflight), so a browser request must come from the server's own origin or
-  from ``allowed_origins``. ``Sec-Fetch-Site`` (set by the browser, never by
-  page script) decides when present; else the ``Origin`` header. Requests
-  with neither are not from a browser page (curl, the client) and pass.
-"""
+"""The browser checks of ``security:``. ``allowed_hosts`` (400) stops DNS rebinding. With
+no token, a browser request must come from the server's own origin or ``allowed_origins``
+(403): a page elsewhere can make a browser send a simple POST. ``Sec-Fetch-Site`` decides
+when present, else ``Origin``; a request with neither is no browser page's and passes."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Who may call what: the bearer tokens and the one rule every HTTP layer
-applies (the Flask app, and any front end that refuses before the body).
-
-* ``auth_token`` (config), else ``BATCHLINE_AUTH_TOKEN``: every route but the
-  health probes (:data:`OPEN_PATHS`) and the page's files.
-* ``admin_token`` (config), else ``BATCHLINE_ADMIN_TOKEN``: the admin routes
-  (:data:`ADMIN_PATHS`) only; without one they are refused (403) whatever
-  token is sent, so a reload stays SIGHUP-only.
-
-Tokens are compared in constant time and never logged or echoed.
-"""
+"""Who may call what, the one rule every HTTP layer applies (the app, and the fronts that
+refuse before the body): ``auth_token`` (or ``BATCHLINE_AUTH_TOKEN``) for every route but
+the probes and the page's files; ``admin_token`` (or ``BATCHLINE_ADMIN_TOKEN``) for the
+admin routes, refused (403) without one, so a reload stays SIGHUP-only. Tokens are
+compared in constant time and never logged or echoed."""
 
 from __future__ import annotations
 

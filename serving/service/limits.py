@@ -1,5 +1,5 @@
-"""The request limits of a pipeline, every door's (body size, inputs per request, decoded
-pixels and bytes) and the server-wide ones derived from every pipeline."""
+"""The request limits of a pipeline, every door's, and the server-wide ones derived from
+every pipeline."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Waiting for the answers of one request's inputs while watching its client,
-in a thread or on an event loop: a client gone or one input failed fails them
-all (nothing more is computed for a request that cannot be answered)."""
+"""Waiting for one request's answers, in a thread or on an event loop, while watching its
+client: a client gone or one input failed fails them all (nothing more is computed)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``GET /metrics``: Prometheus' text format, rendered by the context's
-``metrics_text`` (the repository's registry; on Ray, merged with the other replicas')."""
+"""``GET /metrics``: Prometheus' text format (on Ray, merged with the other replicas')."""
 
 from __future__ import annotations
 

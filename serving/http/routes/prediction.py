@@ -1,8 +1,6 @@
-"""The prediction routes: Paddle Serving's ``POST /<name>/prediction`` and the
-native ``POST /<name>/predict``, each also as ``/<name>/v<n>/...`` for one
-version: each parses its body and hands the app a :class:`Pending` request on
-the request core (:mod:`serving.service.core`), which admits, checks, decodes,
-submits and waits, in a worker thread or on a front process's event loop."""
+"""Paddle Serving's ``POST /<name>/prediction`` and the native ``POST /<name>/predict``,
+each also as ``/<name>/v<n>/...``: each parses its body and hands the app a
+:class:`Pending` request on the request core."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The Open Inference Protocol (KServe v2) over HTTP: ``GET /v2`` (the server),
-``GET /v2/models/<name>[/versions/<v>]`` (a model's metadata), ``.../ready``
-and ``POST .../infer`` (the JSON tensor format and the binary tensor
-extension). Each pipeline is a model (:mod:`serving.service.open_inference`).
-The probes ``/v2/health/*`` are the health group's; every route here passes
-the app's access check first, like the other prediction routes. Failures answer
-KServe's ``{"error": "<message>"}`` with the status the native API gives."""
+"""The Open Inference Protocol (KServe v2) over HTTP: ``GET /v2``, a model's metadata,
+``.../ready`` and ``POST .../infer``; the probes ``/v2/health/*`` are the health group's.
+Every route passes the app's access check first, as the other prediction routes."""
 
 from __future__ import annotations
 

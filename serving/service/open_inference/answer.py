@@ -1,7 +1,5 @@
-"""A request's results -> its output tensors, one row per input: ``result``
-holds each row's JSON text, byte for byte what ``POST /{name}/predict`` answers
-as ``results[i]`` (:func:`serving.service.jsonio.to_json`); a typed output holds
-one field of each row's answer (``label``: a string, ``score``: a number)."""
+"""A request's results -> its output tensors, one row per input: ``result`` holds each
+row's JSON, byte for byte the native route's ``results[i]``; a typed output one field."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""A pipeline as an Open Inference Protocol model: the model's name is the
-pipeline's, its versions the repository's versions of that name. Its one input
-is named after the pipeline's input kind (``image`` or ``text``), BYTES, one
-element per batch row. Its outputs: ``result`` (BYTES, each row's JSON) and the
-typed fields the pipeline's final op declares (:meth:`serving.op.Op.answer_fields`);
-a model asked for without a version offers the fields every version offers, as
-any of them may answer."""
+"""A pipeline as an Open Inference Protocol model: one BYTES input named after the input
+kind; outputs ``result`` (each row's JSON) and the typed fields the final op declares
+(:meth:`serving.op.Op.answer_fields`). Without a version, a model offers the fields every
+version offers, as any of them may answer."""
 
 from __future__ import annotations
 
