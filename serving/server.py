@@ -37,7 +37,7 @@ from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
 from serving.service.body_budget import BodyBudget, front_buffered_bytes
 from serving.service.exposure import INSECURE_ENV, OpenBindRefused, check_bind
-from serving.service.limits import http_threads, largest_body_size, max_body_size
+from serving.service.limits import http_threads, largest_body_size
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class Server:
         share = 1.0 / self.front_workers
 
         def size() -> None:
-            largest = max_body_size(self.repository)
+            largest = largest_body_size(self.repository.config)
             budget.resize(front_buffered_bytes(self.config.http.max_buffered_mb, largest, share))
 
         size()

@@ -18,9 +18,8 @@ from serving.grpc.wire_count import RequestMessage
 from serving.protos import INFERENCE_PACKAGE, inference_messages
 from serving.service.limits import RequestLimits
 from serving.service.open_inference.infer import CallFacts, model, prepare
-from serving.service.open_inference.model import PLATFORM, ModelViews, parse_version
+from serving.service.open_inference.model import PLATFORM, ModelViews, parse_version, server_metadata
 from serving.service.open_inference.request import InferRequest, InputTensor, RequestedOutput, checked_id
-from serving.service.open_inference.server_metadata import server_metadata
 
 if TYPE_CHECKING:
     from serving.grpc.grpc_server import GrpcServices

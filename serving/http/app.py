@@ -33,7 +33,7 @@ from serving.http.routes import admin, errors, health, listing, metrics, predict
 from serving.http.wsgi_call import BODY, environ_name
 from serving.service.core import RequestCore, decoded_values
 from serving.service.decode import DecodePlan
-from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
+from serving.service.limits import RequestLimits, decode_budget_share, largest_body_size
 from serving.service.served_pipelines import ServedRepository
 
 log = logging.getLogger(__name__)
@@ -181,19 +181,14 @@ class HttpApp:
             return False  # a multipart body is parsed by werkzeug's form parser: not on the loop
         try:
             # the path as werkzeug reads it (UTF-8), so a route matches here as it does there
-            endpoint, arguments = self._post_route(environ["PATH_INFO"].encode("latin-1").decode(errors="replace"))
+            endpoint, arguments = self._post_routes(environ["PATH_INFO"].encode("latin-1").decode(errors="replace"))
             light = self.light_routes.get(endpoint)
             if light is None or not light(**arguments):
                 return False
         except Exception:  # noqa: BLE001 - not routable here: the app answers why, in a thread
             return False
-        environ[ROUTE] = (endpoint, arguments)
+        environ[ROUTE] = (endpoint, dict(arguments))  # a copy: the remembered match is shared
         return True
-
-    def _post_route(self, path: str) -> tuple[str, dict[str, Any]]:
-        """The route of a POST to ``path`` (its arguments a fresh dict), the last few remembered."""
-        endpoint, arguments = self._post_routes(path)
-        return endpoint, dict(arguments)
 
     def request(self, environ: dict[str, Any]) -> Request:
         request = BoundedRequest(environ)
@@ -278,16 +273,11 @@ def create_app(
     budget_share: float = 1.0,
     values: Callable[[DecodePlan], list[Any]] = decoded_values,
 ) -> HttpApp:
-    """Build the app around a :class:`PipelineRepository` (several pipelines)
-    or one :class:`Pipeline`; started or starting. ``auth_token`` guards the
-    routes, ``admin_token`` the admin ones (``serving.http.access``; the
-    allow-lists come from the config's ``security``). ``limits`` overrides every
-    pipeline's own request limits (tests). ``metrics_text`` renders ``/metrics``
-    (default: the repository's own registry; the Ray backend adds its replicas').
-    ``decode_budget`` replaces the one the config sets (tests). ``budget_share``: this
-    process's part of the server's decode budget (a front process's, ``http.front_workers``).
-    ``values``: how the request core submits checked inputs (on Ray: images undecoded). The
-    app's core (``app.core``) is the one the process's other doors (gRPC) share."""
+    """The app around a :class:`PipelineRepository` or one :class:`Pipeline` (started or
+    starting). ``limits`` and ``decode_budget`` replace the config's (tests); ``metrics_text``
+    renders ``/metrics`` (Ray adds its replicas'); ``budget_share``: a front process's part
+    of the decode budget; ``values``: how the core submits checked inputs (Ray: undecoded).
+    ``app.core`` is the one request core the process's other doors (gRPC) share."""
     repo: ServedRepository = PipelineRepository.of(target) if isinstance(target, Pipeline) else target
     core = RequestCore(repo, decode_budget or DecodeBudget(0), limits=limits, values=values)
     ctx = RouteContext(core=core, metrics_text=metrics_text or repo.metrics.render)
@@ -306,13 +296,13 @@ def _follow_reloads(app: HttpApp, ctx: RouteContext, budget_share: float | None)
     repo, limits = ctx.repository, ctx.core.limits
 
     def refresh_body_limit() -> None:
-        app.body_limit = limits.max_body_size if limits else max_body_size(repo)
+        app.body_limit = limits.max_body_size if limits else largest_body_size(repo.config)
 
     repo.on_reload(refresh_body_limit)
     if budget_share is not None:
         share = budget_share
 
         def resize_budget() -> None:
-            ctx.core.decode_budget.resize(share_of(decode_budget_bytes(repo), share, one_request_decode_bytes(repo)))
+            ctx.core.decode_budget.resize(decode_budget_share(repo, share))
 
         repo.on_reload(resize_budget)

@@ -40,13 +40,8 @@ def share_of(total: int, share: float, floor: int) -> int:
     return total if share >= 1.0 else max(min(floor, total), int(total * share))
 
 
-def max_body_size(repository: ServedRepository) -> int:
-    """The largest body any served pipeline takes (the app-wide limit; each pipeline checks its own)."""
-    return largest_body_size(repository.config)
-
-
 def largest_body_size(config: RepositoryConfig) -> int:
-    """The largest body any pipeline of ``config`` takes."""
+    """The largest body any pipeline of ``config`` takes (the app-wide limit; each pipeline checks its own)."""
     return max(limits_from_config(pipeline).max_body_size for pipeline in config.pipelines)
 
 
@@ -55,15 +50,12 @@ def largest_max_inputs(config: RepositoryConfig) -> int:
     return max(pipeline.max_inputs_per_request for pipeline in config.pipelines)
 
 
-def decode_budget_bytes(repository: ServedRepository) -> int:
-    """The server's decode budget: ``decode_budget_mb``, or derived from the pipelines' ``max_image_pixels``."""
+def decode_budget_share(repository: ServedRepository, share: float) -> int:
+    """``share`` of the server's decode budget (``decode_budget_mb``, or derived from the pipelines'
+    ``max_image_pixels``), never less than what the largest request of any pipeline may hold."""
     config = repository.config
-    return budget_bytes(config.decode_budget_mb, (p.max_image_pixels for p in config.pipelines))
-
-
-def one_request_decode_bytes(repository: ServedRepository) -> int:
-    """What the largest request of any served pipeline may hold of the decode budget."""
-    return default_budget_bytes(p.max_image_pixels for p in repository.config.pipelines)
+    pixels = [p.max_image_pixels for p in config.pipelines]
+    return share_of(budget_bytes(config.decode_budget_mb, pixels), share, default_budget_bytes(pixels))
 
 
 def http_threads(config: RepositoryConfig) -> int:

@@ -17,9 +17,8 @@ from serving.http.pending import Pending
 from serving.http.wsgi_call import client_gone
 from serving.service.limits import RequestLimits
 from serving.service.open_inference.infer import CallFacts, prepare
-from serving.service.open_inference.model import ModelViews
+from serving.service.open_inference.model import ModelViews, server_metadata
 from serving.service.open_inference.request import InferRequest
-from serving.service.open_inference.server_metadata import server_metadata
 
 if TYPE_CHECKING:
     from serving.http.app import HttpApp, RouteContext

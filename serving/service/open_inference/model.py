@@ -8,13 +8,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
 from serving.batching.live_pipelines import find_pipeline
 from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.errors import NotFound
 
-PLATFORM = "batchline"
+PLATFORM = SERVER_NAME = "batchline"
+#: the protocol's extensions this server implements
+EXTENSIONS = ("binary_tensor_data",)
 BYTES = "BYTES"
 FP32 = "FP32"
 RESULT = "result"
@@ -125,3 +128,12 @@ class ModelViews:
                 self._config, self._views = config, {}
             self._views[(name, version)] = view
         return view
+
+
+def server_metadata() -> dict[str, object]:
+    """The server as the protocol describes it (``GET /v2``, ServerMetadata)."""
+    try:
+        server_version = version("batchline")
+    except PackageNotFoundError:  # a source tree that was never installed
+        server_version = "unknown"
+    return {"name": SERVER_NAME, "version": server_version, "extensions": list(EXTENSIONS)}
