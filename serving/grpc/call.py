@@ -100,11 +100,9 @@ class Call:
 
 
 def without_frames(err: ServingError) -> ServingError:
-    """``err`` cut from the frames it was raised through (its traceback, and the exceptions it
-    was raised from): a handler that keeps its failure past the ``except`` block that caught it
-    is in those frames, so the failure, the frames and every local of the failed call (its
-    message, the message's bytes) form a cycle that only the garbage collector frees, much
-    later: 40 failed 8 MB calls kept 260 MB."""
+    """``err`` cut from the frames it was raised through (traceback, context, cause): kept past
+    its ``except`` block, it forms a cycle with the failed call's locals (the message's bytes)
+    that only the garbage collector frees, much later."""
     err.__traceback__ = None
     err.__context__ = err.__cause__ = None
     return err

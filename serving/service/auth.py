@@ -56,12 +56,8 @@ def token_accepts(header_value: str, token: str) -> bool:
 
 
 def required_token(path: str, *, auth_token: str | None, admin_token: str | None) -> str | None:
-    """The token a request for ``path`` (without the app's mount prefix) must
-    carry, or None when none is checked for it. A front end that refuses before
-    reading the body may answer 401 when this is set and :func:`token_accepts`
-    says no; the app applies the same rule (and refuses admin routes with 403
-    when no admin token is set). GET/HEAD of the page's files need no token
-    either: they carry no body, so front ends may leave them to the app."""
+    """The token a request for ``path`` (without the app's mount prefix) must carry, or None.
+    The page's files need none either, but carry no body, so the fronts leave them to the app."""
     if path in OPEN_PATHS:
         return None
     if path in ADMIN_PATHS:

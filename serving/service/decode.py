@@ -100,12 +100,8 @@ def _imdecode(data: bytes | bytearray | memoryview, header: ImageHeader, max_pix
 
 
 def decode_image(data: bytes | bytearray | memoryview, *, max_pixels: int) -> np.ndarray:
-    """Image file bytes -> the decoded array (``cv2.IMREAD_UNCHANGED``).
-
-    Raises BadRequest for empty or undecodable data and PayloadTooLarge when
-    the image has more than ``max_pixels`` pixels (checked from the header
-    first, then again on the decoded array).
-    """
+    """Image file bytes -> the decoded array (``cv2.IMREAD_UNCHANGED``); 400 for bad data,
+    413 over ``max_pixels`` (from the header, then again on the array)."""
     if len(data) == 0:
         raise BadRequest("empty image data")
     return _imdecode(data, read_header(bytes(data), max_pixels), max_pixels)

@@ -63,11 +63,8 @@ class ImageHeader:
 
 
 def read_header(data: bytes, max_pixels: int) -> ImageHeader:
-    """The header of an image file; nothing is decoded.
-
-    BadRequest (400) for data PIL cannot identify; PayloadTooLarge (413) for
-    an image of more than ``max_pixels`` pixels.
-    """
+    """The header of an image file, nothing decoded: 400 for data PIL cannot identify, 413
+    for an image of more than ``max_pixels`` pixels."""
     from PIL import Image, UnidentifiedImageError
 
     try:

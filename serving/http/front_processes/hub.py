@@ -176,9 +176,6 @@ class _FrontLink:
             log.exception("answer of request %s could not be passed to its front process", handle.id)
             failure = InternalError(f"the answer could not be passed to the front process: {type(exc).__name__}")
             self.send((msg.DONE, rid, index, False, failure, owner, timing))
-        self._settled(rid, handle)
-
-    def _settled(self, rid: int, handle: RequestState) -> None:
         with self._lock:
             handles = self._in_flight.get(rid)
             if handles is not None and all(h.done for h in handles):

@@ -185,10 +185,7 @@ class RemoteRepository:
         **options: Any,
     ) -> list[RemoteRequest]:
         """Hand ``values`` to the engine; returns once it admitted them (or raises its refusal).
-
-        One value is not waited for: a refusal fails its handle with the error
-        ``submit`` would raise, which the route's wait raises the same way, so the
-        engine answers it with one message instead of two."""
+        One value is not waited for: a refusal fails its handle, which the wait raises alike."""
         deadline = self._clock() + self.pipeline(name, version).time_limit_s(timeout_ms)
         rid = next(self._ids)
         handles = [RemoteRequest(self, rid, i, deadline=deadline, logid=logid) for i in range(len(values))]
