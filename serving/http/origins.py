@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from serving.config.netloc import host_matches, host_of, normalize_origin
 from serving.config.schema import SecurityConf
 
+CROSS_ORIGIN_REFUSAL = (
+    "a browser request from another origin, to a server without a token: refused; "
+    "set auth_token, or list the page's origin in security.allowed_origins"
+)
 _OTHER_ORIGIN = frozenset({"cross-site", "same-site"})  # same-site: a sibling subdomain, still another origin
 
 
@@ -42,15 +46,8 @@ class AccessPolicy:
         if claimed is not None and claimed in self.allowed_origins:
             return None
         if site in _OTHER_ORIGIN:
-            return self._why()
+            return CROSS_ORIGIN_REFUSAL
         if site == "same-origin" or origin is None:
             return None
         own = normalize_origin(f"{scheme}://{host_header or ''}")
-        return None if claimed is not None and claimed == own else self._why()
-
-    @staticmethod
-    def _why() -> str:
-        return (
-            "a browser request from another origin, to a server without a token: refused; "
-            "set auth_token, or list the page's origin in security.allowed_origins"
-        )
+        return None if claimed is not None and claimed == own else CROSS_ORIGIN_REFUSAL

@@ -10,7 +10,8 @@ import socket
 BACKLOG = 2048
 
 
-def _bound(host: str, port: int, *, shared: bool = True) -> socket.socket:
+def reserve(host: str, port: int, *, shared: bool = True) -> socket.socket:
+    """A socket bound to ``host:port``, not listening (``getsockname()`` says which port)."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
@@ -26,14 +27,9 @@ def _bound(host: str, port: int, *, shared: bool = True) -> socket.socket:
     return sock
 
 
-def reserve(host: str, port: int) -> socket.socket:
-    """A socket holding ``host:port`` for the fronts (``getsockname()`` says which port), not listening."""
-    return _bound(host, port)
-
-
 def listen_on(host: str, port: int) -> socket.socket:
     """One front's listening socket on the shared ``host:port``."""
-    sock = _bound(host, port)
+    sock = reserve(host, port)
     sock.listen(BACKLOG)
     return sock
 
@@ -41,6 +37,6 @@ def listen_on(host: str, port: int) -> socket.socket:
 def listen_alone(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` that no other socket may share (one front in the
     server's own process): a second server started on the same port fails instead of taking half."""
-    sock = _bound(host, port, shared=False)
+    sock = reserve(host, port, shared=False)
     sock.listen(BACKLOG)
     return sock

@@ -26,18 +26,12 @@ _SCHEME = "bearer"
 
 def auth_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The token predictions need, or None for no authentication."""
-    if configured:
-        return configured
-    env = os.environ if environ is None else environ
-    return env.get(TOKEN_ENV) or None
+    return configured or (os.environ if environ is None else environ).get(TOKEN_ENV) or None
 
 
 def admin_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The token the admin routes need, or None: they are refused."""
-    if configured:
-        return configured
-    env = os.environ if environ is None else environ
-    return env.get(ADMIN_TOKEN_ENV) or None
+    return configured or (os.environ if environ is None else environ).get(ADMIN_TOKEN_ENV) or None
 
 
 def presented_token(header_value: str) -> str | None:

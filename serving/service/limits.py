@@ -59,8 +59,6 @@ def decode_budget_share(repository: ServedRepository, share: float) -> int:
 
 
 def http_threads(config: RepositoryConfig) -> int:
-    """``worker_num`` threads do the HTTP work; one more per admissible
-    request lets a request beyond ``max_queue_size`` (summed over the
-    pipelines) reach admission control and get a fast 503 instead of waiting
-    in the socket backlog. gRPC calls get as many."""
+    """``worker_num`` threads, and one more per admissible request, so a request beyond
+    ``max_queue_size`` gets a fast 503 from admission, not a wait in the socket backlog."""
     return config.worker_num + config.max_queue_size
