@@ -106,3 +106,16 @@ def without_frames(err: ServingError) -> ServingError:
     err.__traceback__ = None
     err.__context__ = err.__cause__ = None
     return err
+
+
+def bytes_handler(service: str, methods: dict[str, tuple[Callable[..., Any], Any]]) -> grpc.GenericRpcHandler:
+    """``service``'s methods (name: (method, response class)), each stream-unary on our side (the
+    same wire as unary) with its message left as bytes: grpc reads nothing before the handler
+    runs, which reads it under room in the body budget (:mod:`serving.grpc.message_room`)."""
+    return grpc.method_handlers_generic_handler(
+        service,
+        {
+            name: grpc.stream_unary_rpc_method_handler(method, response_serializer=response.SerializeToString)
+            for name, (method, response) in methods.items()
+        },
+    )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from serving.errors import BadRequest, ServingError, as_serving_error
-from serving.grpc.call import Call, without_frames
+from serving.grpc.call import Call, bytes_handler, without_frames
 from serving.grpc.wire_count import RequestMessage
 from serving.protos import INFERENCE_PACKAGE, inference_messages
 from serving.service.limits import RequestLimits
@@ -182,12 +182,4 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
         "ModelMetadata": (service.model_metadata, m.ModelMetadataResponse),
         "ModelInfer": (service.model_infer, m.ModelInferResponse),
     }
-    # every method stream-unary on our side (the same wire as unary) and its message left as bytes:
-    # grpc reads nothing before the handler runs, which reads under room in the body budget
-    return grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            name: grpc.stream_unary_rpc_method_handler(method, response_serializer=resp.SerializeToString)
-            for name, (method, resp) in methods.items()
-        },
-    )
+    return bytes_handler(SERVICE, methods)

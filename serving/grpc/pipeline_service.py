@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from serving.errors import ServingError, Unauthorized, as_serving_error
-from serving.grpc.call import Call, trailers
+from serving.grpc.call import Call, bytes_handler, trailers
 from serving.grpc.pipeline_request import NUMERIC_FIELDS, OPTION_KEYS, numpy_refusal, parse_pipeline_request, route_of
 from serving.grpc.wire_count import RefusedField, RequestMessage
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
@@ -79,14 +79,4 @@ class PipelineService:
 
 def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
     service = PipelineService(services)
-    messages = service.messages
-    return grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            # stream-unary on our side (the same wire as unary), the message left as bytes: grpc
-            # reads nothing before the handler runs, which reads under room in the body budget
-            "inference": grpc.stream_unary_rpc_method_handler(
-                service.inference, response_serializer=messages.Response.SerializeToString
-            )
-        },
-    )
+    return bytes_handler(SERVICE, {"inference": (service.inference, service.messages.Response)})
