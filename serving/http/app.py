@@ -81,10 +81,8 @@ class Headers(EnvironHeaders):
 
 
 class BoundedRequest(Request):
-    """werkzeug's request, with multipart parts kept in memory, never in temporary files:
-    the body is bounded already (``max_body_size``, ``http.max_buffered_mb``), the app
-    reads every part whole anyway, and the HTTP front holds the body in memory, so
-    werkzeug's own spooling of parts over 500 KB would only store it a second time."""
+    """werkzeug's request, with multipart parts kept in memory, never in temporary files: the
+    body is bounded and in memory already, so spooling parts would only store it twice."""
 
     def _get_file_stream(
         self,

@@ -66,10 +66,8 @@ class Started:
 
 
 class RequestCore:
-    """The steps every door takes, on one repository of pipelines (the engine's, or a front
-    process's stand-in for it). ``values`` turns a checked request's inputs into what is
-    submitted (decoded images; on Ray, the checked files). ``limits`` replaces every
-    pipeline's own (tests)."""
+    """The steps every door takes, on one repository. ``values`` turns a checked request's
+    inputs into what is submitted (Ray: the files undecoded); ``limits`` replaces every pipeline's."""
 
     def __init__(
         self,

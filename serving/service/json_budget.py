@@ -30,10 +30,8 @@ def value_budget(max_inputs: int) -> int:
 
 
 def check_json_shape(data: bytes, *, max_values: int, max_depth: int = MAX_DEPTH) -> None:
-    """Raise PayloadTooLarge when ``data`` holds more than ``max_values``
-    containers and separators, BadRequest when it nests deeper than
-    ``max_depth``; return for any body within both (valid JSON or not:
-    a parser stops at the first error, which the walk reaches no later)."""
+    """413 when ``data`` holds over ``max_values`` containers and separators, 400 when it nests
+    deeper than ``max_depth``; return for any body within both, valid JSON or not."""
     opens = _count_upto(data, b"[", max_depth)
     opens += _count_upto(data, b"{", max_depth - opens)
     if opens <= max_depth and _count_upto(data, b",", max_values - opens) <= max_values - opens:

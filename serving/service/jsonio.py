@@ -45,10 +45,8 @@ def loads(data: bytes | str) -> Any:
 
 
 def _plain_document(doc: Any) -> bool:
-    """True when ``json`` would have parsed ``doc``'s text to the same value:
-    no float that may have been a huge integer literal, no deep nesting.
-    Depth first with one iterator per open container (at most
-    ``MAX_PLAIN_DEPTH``), so the walk allocates nothing per value."""
+    """True when ``json`` would have parsed ``doc``'s text to the same value (no float that
+    may have been a huge integer, no deep nesting); the walk allocates nothing per value."""
     stack = [iter((doc,))]
     while stack:
         for node in stack[-1]:

@@ -105,10 +105,8 @@ class Wire:
         return messages
 
     def close(self) -> None:
-        """End the link both ways: the other end's reader sees the end at once, and so
-        does a thread of ours blocked reading (closing alone would leave both waiting).
-        Once: the hub and a link's own reader may both close it, and a second close of
-        the descriptor could close another file that reused its number."""
+        """End the link both ways, so both ends' blocked readers see it (closing alone would
+        leave them waiting). Once: a second close could close a file that reused the number."""
         with self._closing:
             if self._ended:
                 return
