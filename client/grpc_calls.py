@@ -5,7 +5,7 @@ deadline, and a failed call as a :class:`~client.answers.PipelineError` carrying
 the HTTP status the same request gets over HTTP.
 
 A batchline server names that status in the ``batchline-http-status`` trailer
-(serving/grpc/status.py) and ``retry-after`` with a 503. Another server (Triton)
+(serving/grpc/call.py) and ``retry-after`` with a 503. Another server (Triton)
 sends only a code: it is mapped back as the Open Inference Protocol maps HTTP
 statuses to codes. A call that got no answer from a server (connection refused,
 the client's own deadline) is status 0, as over HTTP.
@@ -20,7 +20,7 @@ import grpc
 
 from .answers import PipelineError, retry_after_seconds
 
-HTTP_STATUS_KEY = "batchline-http-status"  # the server's trailer (serving/grpc/status.py)
+HTTP_STATUS_KEY = "batchline-http-status"  # the server's trailer (serving/grpc/call.py)
 RETRY_AFTER_KEY = "retry-after"
 Metadata = tuple[tuple[str, str], ...]
 

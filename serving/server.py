@@ -25,8 +25,7 @@ from serving.config import ConfigError, ServingConfig
 from serving.config.file_set import RepositoryConfig, load_repository, repository_of
 from serving.config.report import format_op_table
 from serving.errors import ServingError
-from serving.grpc.context import GrpcServices
-from serving.grpc.grpc_server import GrpcServer
+from serving.grpc.grpc_server import GrpcServer, GrpcServices
 from serving.grpc.message_room import MessageRoom
 from serving.http import shared_port
 from serving.http.app import create_app
@@ -38,7 +37,7 @@ from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
 from serving.service.body_budget import BodyBudget, front_buffered_bytes
 from serving.service.exposure import INSECURE_ENV, OpenBindRefused, check_bind
-from serving.service.limits import http_threads, largest_body_size, max_body_size
+from serving.service.limits import http_threads, largest_body_size
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +162,7 @@ class Server:
         share = 1.0 / self.front_workers
 
         def size() -> None:
-            largest = max_body_size(self.repository)
+            largest = largest_body_size(self.repository.config)
             budget.resize(front_buffered_bytes(self.config.http.max_buffered_mb, largest, share))
 
         size()

@@ -1,20 +1,53 @@
-"""One gRPC call as the HTTP layer's checks see a request: its metadata as
-headers (the bearer token in ``authorization``, a route's key header), its
-deadline as a request time limit, its cancellation as a client gone away, and
-its failure as a gRPC status."""
+"""One gRPC call as the HTTP layer's checks see a request: its metadata as headers, its
+deadline as a time limit, its cancellation as a client gone, its failure as a status."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 import grpc
 
 from serving.errors import ServingError, Unauthorized
-from serving.grpc.status import grpc_code, trailers
 from serving.service.auth import TOKEN_ENV, token_accepts
+
+# a failure's status: the HTTP status every ServingError carries, mapped as Triton and KServe answer
+CODE_BY_HTTP_STATUS = MappingProxyType(
+    {
+        400: grpc.StatusCode.INVALID_ARGUMENT,
+        401: grpc.StatusCode.UNAUTHENTICATED,
+        403: grpc.StatusCode.PERMISSION_DENIED,
+        404: grpc.StatusCode.NOT_FOUND,
+        405: grpc.StatusCode.UNIMPLEMENTED,
+        409: grpc.StatusCode.FAILED_PRECONDITION,
+        413: grpc.StatusCode.RESOURCE_EXHAUSTED,
+        415: grpc.StatusCode.INVALID_ARGUMENT,
+        422: grpc.StatusCode.INVALID_ARGUMENT,
+        499: grpc.StatusCode.CANCELLED,
+        500: grpc.StatusCode.INTERNAL,
+        503: grpc.StatusCode.UNAVAILABLE,
+        504: grpc.StatusCode.DEADLINE_EXCEEDED,
+    }
+)
+
+#: trailing metadata keys: the HTTP status the same request gets over HTTP, and Retry-After
+HTTP_STATUS_KEY = "batchline-http-status"
+RETRY_AFTER_KEY = "retry-after"
+
+
+def grpc_code(err: ServingError) -> grpc.StatusCode:
+    return CODE_BY_HTTP_STATUS.get(err.status, grpc.StatusCode.UNKNOWN)
+
+
+def trailers(err: ServingError) -> tuple[tuple[str, str], ...]:
+    """What a client can read besides the code: the HTTP status, and when to retry (503)."""
+    found: tuple[tuple[str, str], ...] = ((HTTP_STATUS_KEY, str(err.status)),)
+    if err.retry_after is not None:
+        found += ((RETRY_AFTER_KEY, str(max(1, round(err.retry_after)))),)
+    return found
 
 
 class CallHeaders:
@@ -67,11 +100,22 @@ class Call:
 
 
 def without_frames(err: ServingError) -> ServingError:
-    """``err`` cut from the frames it was raised through (its traceback, and the exceptions it
-    was raised from): a handler that keeps its failure past the ``except`` block that caught it
-    is in those frames, so the failure, the frames and every local of the failed call (its
-    message, the message's bytes) form a cycle that only the garbage collector frees, much
-    later: 40 failed 8 MB calls kept 260 MB."""
+    """``err`` cut from the frames it was raised through (traceback, context, cause): kept past
+    its ``except`` block, it forms a cycle with the failed call's locals (the message's bytes)
+    that only the garbage collector frees, much later."""
     err.__traceback__ = None
     err.__context__ = err.__cause__ = None
     return err
+
+
+def bytes_handler(service: str, methods: dict[str, tuple[Callable[..., Any], Any]]) -> grpc.GenericRpcHandler:
+    """``service``'s methods (name: (method, response class)), each stream-unary on our side (the
+    same wire as unary) with its message left as bytes: grpc reads nothing before the handler
+    runs, which reads it under room in the body budget (:mod:`serving.grpc.message_room`)."""
+    return grpc.method_handlers_generic_handler(
+        service,
+        {
+            name: grpc.stream_unary_rpc_method_handler(method, response_serializer=response.SerializeToString)
+            for name, (method, response) in methods.items()
+        },
+    )

@@ -1,27 +1,43 @@
-"""The gRPC server on ``rpc_port``: every service of :data:`SERVICES` on one port,
-in the engine's process. Its thread pool is as large as the HTTP front's, and calls
-beyond it are refused at once (RESOURCE_EXHAUSTED) rather than queued without
-bound; a message over the largest pipeline's ``max_body_size`` is refused by grpc
-before it is parsed. What the calls hold of their messages is room in the body
-budget (:mod:`serving.grpc.message_room`); a call not reading its message yet
-holds a stream window of it, since BDP probing, which grows every stream's
-window toward the bandwidth-delay product (the whole message, on a fast link),
-is off: 40 calls of 8 MB waiting for room held 310 MB with it, 5 MB without."""
+"""The gRPC server on ``rpc_port``: every service of :data:`SERVICES`, in the engine's
+process. Calls beyond its thread pool are refused at once (RESOURCE_EXHAUSTED), not queued.
+BDP probing is off: it grows every stream's window toward the whole message before the
+handler takes room for it (40 waiting 8 MB calls held 310 MB with it, 5 MB without)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
 from serving.config.file_set import RepositoryConfig
 from serving.grpc import inference_service, pipeline_service
-from serving.grpc.context import GrpcServices
+from serving.grpc.call import Call
+from serving.grpc.message_room import MessageRoom
+from serving.grpc.wire_count import RequestMessage
+from serving.service.body_budget import Claim
+from serving.service.core import RequestCore
 from serving.service.limits import http_threads
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GrpcServices:
+    """What every gRPC service is built from: the request core every door shares (its
+    handler count: the calls running now), the token, and the room messages are read in."""
+
+    core: RequestCore
+    auth_token: str | None
+    room: MessageRoom
+
+    def read(self, messages: Iterator[bytes], call: Call, request: RequestMessage, claim: Claim) -> Any:
+        """The call's one message, read under ``claim`` (shrunk to its size), counted, parsed."""
+        return request.parse(self.room.read_one(messages, call, claim), self.core.max_values())
+
 
 SERVICES: tuple[Callable[[GrpcServices], grpc.GenericRpcHandler], ...] = (
     pipeline_service.handler,

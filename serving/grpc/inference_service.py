@@ -1,34 +1,28 @@
-"""The Open Inference Protocol (KServe v2) over gRPC: ``inference.GRPCInferenceService``
-as tritonclient.grpc and KServe's gRPC client call it, on ``rpc_port``. The same
-models, checks and answers as the HTTP routes (:mod:`serving.service.open_inference`).
-
-ServerLive and ServerReady need no token (they are probes, as ``/v2/health/*``);
-every other call needs ``authorization: Bearer <token>`` when a token is set.
-Inputs come from ``contents.bytes_contents`` or ``raw_input_contents`` (a BYTES
-tensor's binary form), outputs go out as ``raw_output_contents``, what Triton
-answers and tritonclient's ``InferResult.as_numpy`` reads. A failure ends the
-call with the status :mod:`serving.grpc.status` maps from its HTTP status.
-Methods of Triton's service that this one lacks are answered UNIMPLEMENTED by
-grpc itself."""
+"""The Open Inference Protocol (KServe v2) over gRPC: ``inference.GRPCInferenceService`` as
+tritonclient and KServe's client call it, with the HTTP routes' models, checks and answers
+(:mod:`serving.service.open_inference`). ServerLive and ServerReady need no token (probes);
+outputs go out as ``raw_output_contents``, as Triton answers. Methods of Triton's service
+missing here are answered UNIMPLEMENTED by grpc itself."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from serving.errors import BadRequest, ServingError, as_serving_error
-from serving.grpc.call import Call, without_frames
-from serving.grpc.context import GrpcServices
-from serving.grpc.request_message import RequestMessage
+from serving.grpc.call import Call, bytes_handler, without_frames
+from serving.grpc.wire_count import RequestMessage
 from serving.protos import INFERENCE_PACKAGE, inference_messages
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.infer import CallFacts, infer, model
-from serving.service.open_inference.model import PLATFORM, ModelViews
+from serving.service.open_inference.infer import CallFacts, model, prepare
+from serving.service.open_inference.model import PLATFORM, ModelViews, parse_version, server_metadata
 from serving.service.open_inference.request import InferRequest, InputTensor, RequestedOutput, checked_id
-from serving.service.open_inference.server_metadata import server_metadata
+
+if TYPE_CHECKING:
+    from serving.grpc.grpc_server import GrpcServices
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +156,7 @@ class InferenceService:
                 held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
                 del message
                 read: Callable[[RequestLimits], InferRequest] = lambda limits: infer_request(held.pop())
-                answer = infer(self.services.core, self.views, name, version, read, facts)
+                answer = prepare(self.services.core, self.views, name, parse_version(version), read, facts).run()
             finally:
                 claim.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor
@@ -188,12 +182,4 @@ def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
         "ModelMetadata": (service.model_metadata, m.ModelMetadataResponse),
         "ModelInfer": (service.model_infer, m.ModelInferResponse),
     }
-    # every method stream-unary on our side (the same wire as unary) and its message left as bytes:
-    # grpc reads nothing before the handler runs, which reads under room in the body budget
-    return grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            name: grpc.stream_unary_rpc_method_handler(method, response_serializer=resp.SerializeToString)
-            for name, (method, resp) in methods.items()
-        },
-    )
+    return bytes_handler(SERVICE, methods)

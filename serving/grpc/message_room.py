@@ -1,46 +1,67 @@
-"""What gRPC calls may hold of their messages at once: room in the server's body
-budget (:mod:`serving.service.body_budget`), the one HTTP bodies take theirs from,
-so ``http.max_buffered_mb`` bounds both together.
+"""What gRPC calls may hold of their messages at once: room in the server's body budget,
+the one HTTP bodies take theirs from, so ``http.max_buffered_mb`` bounds both.
 
-grpc reads a unary call's message before its handler runs and holds it whole,
-so every method is registered stream-unary (the same wire: a unary call is a
-stream of one message) with no deserializer: a handler starts before anything
-of its message is read. It checks the token, then takes room for reading one
-message of the largest size grpc accepts, reads the message, shrinks its claim
-to what the message costs, counts and parses it, and gives the room back once
-the message is decoded, before it waits for its answer.
+grpc would read a unary message whole before its handler runs, so every method is
+registered stream-unary (the same wire) with no deserializer: the handler checks the
+token, takes room for the largest message, reads it, shrinks the claim to its cost, parses
+it, and gives the room back once it is decoded, before waiting for the answer.
 
-A message of n bytes is counted 2n (:data:`READ_FACTOR`), from before it is read
-until it is decoded: grpcio copies the core's buffers into a ``bytearray``, then
-into ``bytes``, so reading peaks near 3n (measured: a 61 MB message, +182 MB; a
-bare grpc server, the same), and parsing holds the bytes and the parsed message
-(whose ``bytes`` fields are copies of their own). Counted at 2n, what a message
-costs stays within twice what the budget counts, as an HTTP body's does, and the
-default budget (4 bodies of the largest size) still reads two maximal messages
-at once.
-
-A call that finds no room waits for it up to its deadline or
-``http.request_timeout_s``, then gets 503 with Retry-After. While it waits it
-holds no budget, and grpc's flow control holds its message to the stream's
-window (grpc grows the window toward the message size only once the message is
-read, with BDP probing off: :mod:`serving.grpc.grpc_server`). A client that trickles
-its message is cut off after ``http.request_timeout_s``
-(:class:`~serving.grpc.read_watch.ReadWatch`), as over HTTP."""
+A message of n bytes is counted :data:`READ_FACTOR` x n until decoded: grpcio copies it
+twice while reading (peaking near 3n), then parsing holds the bytes and the message.
+A call that finds no room waits (holding only its stream's flow-control window, BDP
+probing being off) up to its deadline or ``http.request_timeout_s``, then gets 503."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import grpc
 
 from serving.errors import BadRequest, ClientDisconnected
 from serving.grpc.call import Call
-from serving.grpc.read_watch import ReadWatch
 from serving.service.body_budget import BodyBudget, Claim
 
 #: what a message is counted, in its own size, from before it is read until it is decoded (module doc)
 READ_FACTOR = 2
+
+
+class ReadWatch:
+    """Cancels calls whose message takes longer than their limit to arrive, as a slow HTTP
+    body is cut off. One thread for all reads, looking every ``tick_s`` (a timer per call
+    would start a thread per request)."""
+
+    def __init__(self, tick_s: float = 0.5):
+        self.tick_s = tick_s
+        self._reading: dict[int, tuple[float, Any]] = {}  # id(context) -> (cancel at, context)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def reading(self, context: Any, limit_s: float) -> Iterator[None]:
+        key = id(context)
+        with self._lock:
+            self._reading[key] = (time.monotonic() + limit_s, context)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="grpc-read-watch", daemon=True)
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reading.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.tick_s)
+            now = time.monotonic()
+            with self._lock:
+                late = [ctx for at, ctx in self._reading.values() if at <= now]
+            for context in late:
+                context.cancel()
 
 
 class MessageRoom:

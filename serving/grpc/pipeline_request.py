@@ -1,7 +1,6 @@
-"""A Paddle Serving pipeline ``Request`` message -> the same parsed request the
-HTTP endpoint makes of its JSON: inputs from ``key``/``value`` (strings: base64
-images or text) or from ``tensors`` (``str_data`` elements, or ``byte_data``: one
-input's raw bytes, no base64), the options from the call's metadata."""
+"""A Paddle Serving pipeline ``Request`` -> the parsed request the HTTP endpoint makes of
+its JSON: inputs from ``key``/``value`` or ``tensors`` (``str_data``, or ``byte_data``: one
+input's raw bytes), the options from the call's metadata."""
 
 from __future__ import annotations
 

@@ -1,30 +1,25 @@
-"""Paddle Serving's ``PipelineService.inference`` (``rpc_port``): the answer
-``/{name}/prediction`` gives over HTTP, as a ``Response`` message.
-
-A failure is answered as Paddle Serving answers it, in the message: ``err_no``
-(the HTTP status the same request gets over HTTP) and ``err_msg``; Paddle
-Serving's clients read those, not a gRPC status; the trailing metadata carries
-the status and, with a 503, ``retry-after``. Only a missing or wrong token ends
-the call with a status (UNAUTHENTICATED), as HTTP refuses it before any route
-runs."""
+"""Paddle Serving's ``PipelineService.inference``: what ``/{name}/prediction`` answers over
+HTTP, as a ``Response``. A failure is answered in the message (``err_no``, the HTTP status,
+and ``err_msg``), as Paddle Serving's clients read it, with the status and Retry-After in
+the trailers; only a missing or wrong token ends the call with a status."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from serving.errors import ServingError, Unauthorized, as_serving_error
-from serving.grpc.call import Call
-from serving.grpc.context import GrpcServices
+from serving.grpc.call import Call, bytes_handler, trailers
 from serving.grpc.pipeline_request import NUMERIC_FIELDS, OPTION_KEYS, numpy_refusal, parse_pipeline_request, route_of
-from serving.grpc.request_message import RequestMessage
-from serving.grpc.status import trailers
-from serving.grpc.wire_count import RefusedField
+from serving.grpc.wire_count import RefusedField, RequestMessage
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
 from serving.service.core import paddle_document
+
+if TYPE_CHECKING:
+    from serving.grpc.grpc_server import GrpcServices
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +79,4 @@ class PipelineService:
 
 def handler(services: GrpcServices) -> grpc.GenericRpcHandler:
     service = PipelineService(services)
-    messages = service.messages
-    return grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            # stream-unary on our side (the same wire as unary), the message left as bytes: grpc
-            # reads nothing before the handler runs, which reads under room in the body budget
-            "inference": grpc.stream_unary_rpc_method_handler(
-                service.inference, response_serializer=messages.Response.SerializeToString
-            )
-        },
-    )
+    return bytes_handler(SERVICE, {"inference": (service.inference, service.messages.Response)})

@@ -1,49 +1,32 @@
-"""What parsing a protobuf message would build, counted on its bytes before it
-is parsed.
+"""What parsing a protobuf message would build, counted on its bytes before it is parsed
+(as a JSON body's are, :mod:`serving.service.json_budget`): upb builds an object per
+sub-message and repeated element, so an 8 MB message of empty inputs cost 1.3 GB before
+any count was checked. The walk stops as soon as the count passes its limit (413).
 
-upb builds an object for every sub-message and every element of a repeated
-field, a Python object more when the handler reads it: an empty input tensor is
-2 bytes on the wire and hundreds in memory, so an 8 MB ModelInferRequest of
-empty inputs cost 1.3 GB and 13 s of CPU before any count was checked. So the
-message's bytes are walked first, tag by tag, as a JSON body's are
-(:mod:`serving.service.json_budget`), and the walk stops as soon as the count
-passes its limit (413). Each of these counts one:
-
-* a sub-message; a map entry two when its value is a message (the parser makes
-  the value of an entry that sent none);
-* an element of a repeated field: a string or bytes, a scalar sent unpacked, or
-  each element of a packed run (fixed width: its length / the width; varints:
-  its bytes below 0x80, as every varint ends with one);
-* an unknown field (or a known one sent with another wire type, which upb keeps
-  as unknown);
-* a singular field sent again in the same message (legal, last one wins, and
-  never what a client does): so a field is free only the first time in each
-  counted message, and the walk takes at most about ``limit x (fields of a
-  message type + 1)`` steps whatever the bytes.
-
-Repeated fields the server refuses whatever they hold (Paddle's numeric tensors)
-are refused at their first element (:class:`RefusedField`), whatever their count.
-
-Nothing is built: lengths are skipped and sub-messages walked in place. A
-packed run's bytes are counted by ``bytes.translate`` (C speed) and only when
-the run is short enough to fit: a run longer than 10 bytes per element left is
-over the limit whatever its contents. Groups (wire types 3 and 4; none in these
-protocols), a field number 0, an unknown wire type and truncated data are
-malformed (:class:`WireError`, a 400 to the caller)."""
+Each counts one: a sub-message (a map entry whose value is a message, two); an element of
+a repeated field (a packed run's elements: its length / the width, or for varints its
+bytes below 0x80); an unknown field (or a known one sent with another wire type); a
+singular field sent again in the same message, so the walk takes at most about
+``limit x (fields of a message type + 1)`` steps. Nothing is built: lengths are skipped
+and sub-messages walked in place. Groups, field number 0, unknown wire types and truncated
+data are malformed (:class:`WireError`, a 400)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError
 
-from serving.errors import PayloadTooLarge
+from serving.errors import BadRequest, PayloadTooLarge
 
 VARINT, FIXED64, LEN, START_GROUP, END_GROUP, FIXED32 = range(6)
 MAX_VARINT_BYTES = 10
 MAX_TAG = (1 << 32) - 1  # a tag is a 32-bit varint: field numbers up to 2^29 - 1
 #: sub-messages nest this deep at most (these protocols nest 4; protobuf's own parser stops at 100)
 MAX_DEPTH = 32
+MAX_WHY_CHARS = 120  # of the parser's reason, quoted in the answer
 _LOW_BYTES = bytes(range(0x80))  # deleted by translate: what is left are a varint run's non-final bytes
 
 _FIXED64_TYPES = {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64}
@@ -227,3 +210,22 @@ class WireCount:
         if pos > end:
             raise WireError("truncated field")
         return pos, start
+
+
+class RequestMessage:
+    """A method's request message: counted on the wire, then parsed (400 for bytes that are not one).
+    ``refuse``: repeated fields refused when they hold an element (RefusedField, for the caller to answer)."""
+
+    def __init__(self, message_class: Any, refuse: frozenset[str] = frozenset()):
+        self.message_class = message_class
+        self.name = message_class.DESCRIPTOR.full_name
+        self._count = WireCount(message_class.DESCRIPTOR, refuse)
+
+    def parse(self, data: bytes, max_values: int) -> Any:
+        """The message in ``data``: 413 when it holds over ``max_values`` values, else 400 unless it parses."""
+        try:
+            self._count.check(data, max_values)
+            return self.message_class.FromString(data)
+        except (DecodeError, WireError) as exc:
+            why = str(exc)[:MAX_WHY_CHARS] or "undecodable"
+            raise BadRequest(f"the request is not a valid {self.name} message ({why})") from None

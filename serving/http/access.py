@@ -1,15 +1,8 @@
-"""Whether a request may reach its route, checked before any route runs:
-
-1. health probes (:data:`~serving.service.auth.OPEN_PATHS`): always;
-2. ``Host`` not in ``security.allowed_hosts`` (when set): 400;
-3. the page's files: no token, no Origin check (they hold no data);
-4. no ``auth_token``: a browser request from another origin is 403;
-5. the token: the admin token on admin routes, the prediction token on the
-   others; missing or wrong: 401;
-6. a body on a route that takes none (:mod:`serving.http.body_paths`): 413,
-   as the HTTP fronts refuse it before reading it;
-7. admin routes without an admin token set: 403 (reload is SIGHUP-only).
-"""
+"""Whether a request may reach its route, checked before any route runs, in this order:
+health probes always pass; a ``Host`` not allowed is 400; the page's files pass; without
+``auth_token``, a browser request from another origin is 403; a missing or wrong token 401;
+a body on a route that takes none 413 (as the fronts refuse it); admin routes without an
+admin token set 403."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The HTTP app: Paddle Serving compatible and native prediction endpoints, the
-Open Inference Protocol, health, metrics and config, and the page at ``/``
-(``page.py``), as a WSGI app built on werkzeug's routing, request and response
-objects. Every failure gets its real HTTP status and a JSON body.
-
-No framework: a request is routed, checked (:mod:`serving.http.access`) and
-answered by its route group's view (``serving.http.routes``), each a thin
-adapter over the request core (:mod:`serving.service.core`). ``create_app``
-only assembles: the route groups, each built from one :class:`RouteContext`,
-the page and the access check."""
+"""The HTTP app, a WSGI app on werkzeug's routing, requests and responses (no framework):
+a request is routed, checked (:mod:`serving.http.access`) and answered by its route
+group's view (``serving.http.routes``), each a thin adapter over the request core. Every
+failure gets its real status and a JSON body."""
 
 from __future__ import annotations
 
@@ -17,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -35,11 +30,10 @@ from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
 from serving.http.pending import Pending
 from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
-from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import BODY, environ_name
 from serving.service.core import RequestCore, decoded_values
 from serving.service.decode import DecodePlan
-from serving.service.limits import RequestLimits, decode_budget_bytes, max_body_size, one_request_decode_bytes, share_of
+from serving.service.limits import RequestLimits, decode_budget_share, largest_body_size
 from serving.service.served_pipelines import ServedRepository
 
 log = logging.getLogger(__name__)
@@ -48,6 +42,20 @@ View = Callable[..., Response | Pending]
 #: environ key: the route :meth:`HttpApp.light` matched
 ROUTE = "batchline.route"
 StartResponse = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class RouteContext:
+    """What every route group is built from (a test may hand a group its own)."""
+
+    core: RequestCore
+    metrics_text: Callable[[], bytes]  # what ``/metrics`` answers
+
+    @property
+    def repository(self) -> ServedRepository:
+        """The pipelines; their config changes on reload, so groups read it per request."""
+        return self.core.repository
+
 
 # in this order; errors first: its handlers answer every other group's failures
 ROUTE_GROUPS: tuple[Callable[[HttpApp, RouteContext], None], ...] = (
@@ -73,10 +81,8 @@ class Headers(EnvironHeaders):
 
 
 class BoundedRequest(Request):
-    """werkzeug's request, with multipart parts kept in memory, never in temporary files:
-    the body is bounded already (``max_body_size``, ``http.max_buffered_mb``), the app
-    reads every part whole anyway, and the HTTP front holds the body in memory, so
-    werkzeug's own spooling of parts over 500 KB would only store it a second time."""
+    """werkzeug's request, with multipart parts kept in memory, never in temporary files: the
+    body is bounded and in memory already, so spooling parts would only store it twice."""
 
     def _get_file_stream(
         self,
@@ -173,19 +179,14 @@ class HttpApp:
             return False  # a multipart body is parsed by werkzeug's form parser: not on the loop
         try:
             # the path as werkzeug reads it (UTF-8), so a route matches here as it does there
-            endpoint, arguments = self._post_route(environ["PATH_INFO"].encode("latin-1").decode(errors="replace"))
+            endpoint, arguments = self._post_routes(environ["PATH_INFO"].encode("latin-1").decode(errors="replace"))
             light = self.light_routes.get(endpoint)
             if light is None or not light(**arguments):
                 return False
         except Exception:  # noqa: BLE001 - not routable here: the app answers why, in a thread
             return False
-        environ[ROUTE] = (endpoint, arguments)
+        environ[ROUTE] = (endpoint, dict(arguments))  # a copy: the remembered match is shared
         return True
-
-    def _post_route(self, path: str) -> tuple[str, dict[str, Any]]:
-        """The route of a POST to ``path`` (its arguments a fresh dict), the last few remembered."""
-        endpoint, arguments = self._post_routes(path)
-        return endpoint, dict(arguments)
 
     def request(self, environ: dict[str, Any]) -> Request:
         request = BoundedRequest(environ)
@@ -270,16 +271,11 @@ def create_app(
     budget_share: float = 1.0,
     values: Callable[[DecodePlan], list[Any]] = decoded_values,
 ) -> HttpApp:
-    """Build the app around a :class:`PipelineRepository` (several pipelines)
-    or one :class:`Pipeline`; started or starting. ``auth_token`` guards the
-    routes, ``admin_token`` the admin ones (``serving.http.access``; the
-    allow-lists come from the config's ``security``). ``limits`` overrides every
-    pipeline's own request limits (tests). ``metrics_text`` renders ``/metrics``
-    (default: the repository's own registry; the Ray backend adds its replicas').
-    ``decode_budget`` replaces the one the config sets (tests). ``budget_share``: this
-    process's part of the server's decode budget (a front process's, ``http.front_workers``).
-    ``values``: how the request core submits checked inputs (on Ray: images undecoded). The
-    app's core (``app.core``) is the one the process's other doors (gRPC) share."""
+    """The app around a :class:`PipelineRepository` or one :class:`Pipeline` (started or
+    starting). ``limits`` and ``decode_budget`` replace the config's (tests); ``metrics_text``
+    renders ``/metrics`` (Ray adds its replicas'); ``budget_share``: a front process's part
+    of the decode budget; ``values``: how the core submits checked inputs (Ray: undecoded).
+    ``app.core`` is the one request core the process's other doors (gRPC) share."""
     repo: ServedRepository = PipelineRepository.of(target) if isinstance(target, Pipeline) else target
     core = RequestCore(repo, decode_budget or DecodeBudget(0), limits=limits, values=values)
     ctx = RouteContext(core=core, metrics_text=metrics_text or repo.metrics.render)
@@ -298,13 +294,13 @@ def _follow_reloads(app: HttpApp, ctx: RouteContext, budget_share: float | None)
     repo, limits = ctx.repository, ctx.core.limits
 
     def refresh_body_limit() -> None:
-        app.body_limit = limits.max_body_size if limits else max_body_size(repo)
+        app.body_limit = limits.max_body_size if limits else largest_body_size(repo.config)
 
     repo.on_reload(refresh_body_limit)
     if budget_share is not None:
         share = budget_share
 
         def resize_budget() -> None:
-            ctx.core.decode_budget.resize(share_of(decode_budget_bytes(repo), share, one_request_decode_bytes(repo)))
+            ctx.core.decode_budget.resize(decode_budget_share(repo, share))
 
         repo.on_reload(resize_budget)

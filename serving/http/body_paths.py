@@ -1,12 +1,6 @@
-"""Which paths take a request body: the prediction routes (Paddle Serving's
-``/prediction``, the native ``/predict``, the Open Inference Protocol's
-``/infer``), and no other.
-
-A body sent anywhere else (the health probes, ``/metrics``, the page, listings,
-``/admin/reload``) could only be meant to cost the server: every front refuses it
-413 from the request's headers, before a byte of it is read or counted against
-the body budget (after the token check, so a caller without the token learns
-nothing of the route), and the app applies the same rule."""
+"""Which paths take a request body: the prediction routes, no other. A body sent elsewhere
+could only be meant to cost the server: every front refuses it 413 from the headers (after
+the token check, so a caller without it learns nothing), and the app applies the same rule."""
 
 from __future__ import annotations
 

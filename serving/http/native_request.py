@@ -1,7 +1,5 @@
-"""The native route's body (``POST /<name>/predict``): JSON, multipart uploads or a
-raw image or text, parsed into the request core's :class:`ParsedRequest`. HTTP's
-own formats, so they live with the HTTP adapter; the Paddle format and the options
-every format shares are the core's (:mod:`serving.service.parse`)."""
+"""The native route's body (``POST /<name>/predict``): JSON, multipart uploads or a raw
+image or text, parsed into a :class:`ParsedRequest`. HTTP's own formats, so they live here."""
 
 from __future__ import annotations
 
@@ -53,10 +51,8 @@ def parse_native(request: Any, *, kind: str, max_inputs: int, priority_levels: i
 
 
 def _form_inputs(request: Any, kind: str, max_inputs: int) -> list[tuple[str, Any, bool]]:
-    """The inputs of a multipart body, parsed under werkzeug's limits: a part
-    costs a few KB of objects, so their number follows the inputs allowed;
-    a text field may be as large as the body (``max_content_length``, set
-    from ``max_body_size``) instead of werkzeug's 500 KB."""
+    """The inputs of a multipart body: parts (a few KB of objects each) follow the inputs
+    allowed; a text field may be as large as the body, not werkzeug's 500 KB."""
     max_parts = max_inputs + FORM_PARTS_SLACK
     request.max_form_parts = max_parts
     request.max_form_memory_size = request.max_content_length

@@ -1,14 +1,7 @@
-"""Where a request comes from: the browser checks of ``security:``.
-
-* **Host** (``allowed_hosts``, 400): against DNS rebinding, a name an
-  attacker points at this server's address is refused. Empty list: any Host.
-* **Origin** (403, only when the server has no token): a page on another site
-  can make a browser send simple requests (a ``text/plain`` POST needs no
-  preflight), so a browser request must come from the server's own origin or
-  from ``allowed_origins``. ``Sec-Fetch-Site`` (set by the browser, never by
-  page script) decides when present; else the ``Origin`` header. Requests
-  with neither are not from a browser page (curl, the client) and pass.
-"""
+"""The browser checks of ``security:``. ``allowed_hosts`` (400) stops DNS rebinding. With
+no token, a browser request must come from the server's own origin or ``allowed_origins``
+(403): a page elsewhere can make a browser send a simple POST. ``Sec-Fetch-Site`` decides
+when present, else ``Origin``; a request with neither is no browser page's and passes."""
 
 from __future__ import annotations
 
@@ -17,6 +10,10 @@ from dataclasses import dataclass
 from serving.config.netloc import host_matches, host_of, normalize_origin
 from serving.config.schema import SecurityConf
 
+CROSS_ORIGIN_REFUSAL = (
+    "a browser request from another origin, to a server without a token: refused; "
+    "set auth_token, or list the page's origin in security.allowed_origins"
+)
 _OTHER_ORIGIN = frozenset({"cross-site", "same-site"})  # same-site: a sibling subdomain, still another origin
 
 
@@ -49,15 +46,8 @@ class AccessPolicy:
         if claimed is not None and claimed in self.allowed_origins:
             return None
         if site in _OTHER_ORIGIN:
-            return self._why()
+            return CROSS_ORIGIN_REFUSAL
         if site == "same-origin" or origin is None:
             return None
         own = normalize_origin(f"{scheme}://{host_header or ''}")
-        return None if claimed is not None and claimed == own else self._why()
-
-    @staticmethod
-    def _why() -> str:
-        return (
-            "a browser request from another origin, to a server without a token: refused; "
-            "set auth_token, or list the page's origin in security.allowed_origins"
-        )
+        return None if claimed is not None and claimed == own else CROSS_ORIGIN_REFUSAL

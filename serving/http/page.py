@@ -1,16 +1,8 @@
-"""The page at ``/``: try a pipeline in a browser and watch ``/metrics`` live.
-
-Plain files shipped in the wheel (``page_files/``), no build step and
-nothing fetched from elsewhere. Each file is served at ``/<file name>``:
-one path segment, which no pipeline route has (theirs are
-``/{name}/prediction`` and the like), so no pipeline name can collide.
-
-Compatibility: only a GET (or HEAD) is a page request, and ``/`` only for a
-client that prefers HTML (a browser). Any other request to these paths gets
-what it got before the page existed: the same 404 naming the pipelines, or
-401 first when a token is required. Page requests need no token: the files
-hold no data, and every call the page makes for data sends the token.
-"""
+"""The page at ``/``: try a pipeline in a browser and watch ``/metrics`` live. Plain files
+shipped in the wheel, each served at ``/<file name>``, one path segment, which no pipeline
+route has. Only a GET or HEAD is a page request, and ``/`` only for a client preferring
+HTML: any other request gets what it got before the page existed (the 404 naming the
+pipelines, or 401 first). Page files need no token: they hold no data."""
 
 from __future__ import annotations
 

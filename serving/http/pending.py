@@ -1,7 +1,6 @@
-"""A prediction a view has parsed and checked but not yet submitted: what the app
-completes in one of two ways, with the same steps and the same answer: in a
-worker thread (submit, wait) or on a front process's event loop (submit,
-await), where a light request costs no thread at all."""
+"""A prediction a view has parsed and checked but not yet submitted: the app completes it
+in a worker thread (submit, wait) or on a front process's loop (submit, await), with the
+same steps and answer."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The port front processes share (``http.front_workers``): each front listens on
-its own socket bound with ``SO_REUSEPORT`` to the same address, and the kernel
-spreads new connections over them by a hash of the connection. One listening
-socket inherited by all would let whichever front woke first take a whole burst
-of connections (measured: 58 of 64 on one front), leaving the other idle.
-
-The engine's process holds a socket bound to the address, never listening: it
-keeps the port (``port: 0`` picks it) while fronts come and go, and takes no
-connections itself (only listening sockets do). Only the same user can bind a
-port another of its sockets holds with ``SO_REUSEPORT``."""
+"""The port front processes share: each front listens on its own ``SO_REUSEPORT`` socket,
+so the kernel spreads connections over them (one inherited socket let whichever front woke
+first take a whole burst). The engine holds a bound, never listening, socket: it keeps
+the port while fronts come and go and takes no connections itself."""
 
 from __future__ import annotations
 
@@ -16,7 +10,8 @@ import socket
 BACKLOG = 2048
 
 
-def _bound(host: str, port: int, *, shared: bool = True) -> socket.socket:
+def reserve(host: str, port: int, *, shared: bool = True) -> socket.socket:
+    """A socket bound to ``host:port``, not listening (``getsockname()`` says which port)."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
@@ -32,14 +27,9 @@ def _bound(host: str, port: int, *, shared: bool = True) -> socket.socket:
     return sock
 
 
-def reserve(host: str, port: int) -> socket.socket:
-    """A socket holding ``host:port`` for the fronts (``getsockname()`` says which port), not listening."""
-    return _bound(host, port)
-
-
 def listen_on(host: str, port: int) -> socket.socket:
     """One front's listening socket on the shared ``host:port``."""
-    sock = _bound(host, port)
+    sock = reserve(host, port)
     sock.listen(BACKLOG)
     return sock
 
@@ -47,6 +37,6 @@ def listen_on(host: str, port: int) -> socket.socket:
 def listen_alone(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` that no other socket may share (one front in the
     server's own process): a second server started on the same port fails instead of taking half."""
-    sock = _bound(host, port, shared=False)
+    sock = reserve(host, port, shared=False)
     sock.listen(BACKLOG)
     return sock

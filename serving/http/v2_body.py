@@ -1,15 +1,8 @@
-"""The HTTP form of an inference request and its answer: a JSON document,
-optionally followed by binary tensor data (the binary tensor extension).
-
-Request: ``Inference-Header-Content-Length`` says where the JSON ends (absent:
-the whole body is JSON); an input with ``parameters.binary_data_size`` takes
-that many bytes of the rest, in the inputs' order, which must add up to all of
-it. JSON ``data`` of a BYTES tensor are strings: a text, or an image as base64.
-
-Answer: an output is binary when its requested output says ``binary_data:
-true``, else when the request's ``parameters.binary_data_output`` is true (what
-tritonclient.http sends when it names no outputs); the answer then carries
-``Inference-Header-Content-Length`` too."""
+"""The HTTP form of an inference request and its answer: JSON, optionally followed by
+binary tensor data. ``Inference-Header-Content-Length`` says where the JSON ends; an input
+with ``parameters.binary_data_size`` takes that many bytes of the rest, in order. An output
+is binary when its requested output says ``binary_data: true``, else when the request's
+``binary_data_output`` is true (tritonclient.http's way when it names no outputs)."""
 
 from __future__ import annotations
 

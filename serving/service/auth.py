@@ -1,14 +1,8 @@
-"""Who may call what: the bearer tokens and the one rule every HTTP layer
-applies (the Flask app, and any front end that refuses before the body).
-
-* ``auth_token`` (config), else ``BATCHLINE_AUTH_TOKEN``: every route but the
-  health probes (:data:`OPEN_PATHS`) and the page's files.
-* ``admin_token`` (config), else ``BATCHLINE_ADMIN_TOKEN``: the admin routes
-  (:data:`ADMIN_PATHS`) only; without one they are refused (403) whatever
-  token is sent, so a reload stays SIGHUP-only.
-
-Tokens are compared in constant time and never logged or echoed.
-"""
+"""Who may call what, the one rule every HTTP layer applies (the app, and the fronts that
+refuse before the body): ``auth_token`` (or ``BATCHLINE_AUTH_TOKEN``) for every route but
+the probes and the page's files; ``admin_token`` (or ``BATCHLINE_ADMIN_TOKEN``) for the
+admin routes, refused (403) without one, so a reload stays SIGHUP-only. Tokens are
+compared in constant time and never logged or echoed."""
 
 from __future__ import annotations
 
@@ -32,18 +26,12 @@ _SCHEME = "bearer"
 
 def auth_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The token predictions need, or None for no authentication."""
-    if configured:
-        return configured
-    env = os.environ if environ is None else environ
-    return env.get(TOKEN_ENV) or None
+    return configured or (os.environ if environ is None else environ).get(TOKEN_ENV) or None
 
 
 def admin_token(configured: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The token the admin routes need, or None: they are refused."""
-    if configured:
-        return configured
-    env = os.environ if environ is None else environ
-    return env.get(ADMIN_TOKEN_ENV) or None
+    return configured or (os.environ if environ is None else environ).get(ADMIN_TOKEN_ENV) or None
 
 
 def presented_token(header_value: str) -> str | None:
@@ -62,12 +50,8 @@ def token_accepts(header_value: str, token: str) -> bool:
 
 
 def required_token(path: str, *, auth_token: str | None, admin_token: str | None) -> str | None:
-    """The token a request for ``path`` (without the app's mount prefix) must
-    carry, or None when none is checked for it. A front end that refuses before
-    reading the body may answer 401 when this is set and :func:`token_accepts`
-    says no; the app applies the same rule (and refuses admin routes with 403
-    when no admin token is set). GET/HEAD of the page's files need no token
-    either: they carry no body, so front ends may leave them to the app."""
+    """The token a request for ``path`` (without the app's mount prefix) must carry, or None.
+    The page's files need none either, but carry no body, so the fronts leave them to the app."""
     if path in OPEN_PATHS:
         return None
     if path in ADMIN_PATHS:

@@ -1,25 +1,10 @@
-"""The body budget: bytes of request bodies the HTTP server holds at once, in
-memory, for the whole server (``http.max_buffered_mb``).
-
-The HTTP server stores a whole body before the app sees its request and keeps
-it until the request is answered; each connection may hold one. Without a
-bound, ``connection_limit`` clients with the token could fill memory many
-times over. So a request takes its body's bytes from one budget the moment its
-headers are complete, before any of the body is read, and gives them back when
-the front is done with it; one that does not fit is refused at once with
-503 + Retry-After (:mod:`serving.http.early_refusals`).
-
-A chunked body has no length up front: it takes its bytes as they arrive
-(each read before it is stored), not the body limit up front, which would let
-a handful of small chunked uploads lock out every other client.
-
-gRPC messages take their room from the same budget
-(:mod:`serving.grpc.message_room`): a call waits for room (:meth:`Claim.grow_within`)
-where an HTTP request is refused at once, since grpc's flow control keeps a waiting
-call to a window's worth of bytes, while a waiting HTTP body would be buffered.
-
-The default (``max_buffered_mb: null``) is :func:`default_buffered_bytes`.
-"""
+"""The body budget: bytes of request bodies the server holds at once, in memory
+(``http.max_buffered_mb``; docs/DESIGN_NOTES.md). A request takes its body's bytes the
+moment its headers are complete, before any is read, and gives them back once answered;
+one that does not fit is refused at once, 503 + Retry-After. A chunked body takes its bytes
+as they arrive, not the body limit up front (which would let a few small chunked uploads
+lock out everyone). gRPC messages take room from the same budget but wait for it
+(:meth:`Claim.grow_within`): grpc's flow control keeps a waiting call to a window's worth."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
-"""The request core: one pass of a prediction request, whatever door it came by.
-
-Every door (the HTTP routes, Paddle Serving's and the Open Inference Protocol's
-gRPC services, the front processes' event loops, the Ray ingress) parses its
-own wire format into a :class:`~serving.service.parse.ParsedRequest` and then
-calls this core, in this order:
-
-1. :meth:`RequestCore.target`: the pipeline and its limits (404; 413 from the size);
-2. :meth:`RequestCore.start`: admission before anything is decoded (503), every
-   image's header and the request's totals (413, 400), the decode budget (503),
-   decoding and submission to the engine;
-3. :meth:`Started.wait` (a thread) or :meth:`Started.settle` (an event loop):
-   the answers, watching the client, the deadline and every input's failure;
-4. the answer's data (:func:`paddle_document`, or the door's own), then
-   :meth:`Started.release` gives back the decode budget.
-
-No protocol, no web framework: the doors are adapters around these calls."""
+"""The request core: one pass of a prediction request, whatever door it came by. Each door
+parses its wire format into a :class:`~serving.service.parse.ParsedRequest`, then calls
+:meth:`RequestCore.target` (404, 413 from the size), :meth:`RequestCore.start` (admission
+before anything is decoded, the limits, the decode budget, submission), then
+:meth:`Started.wait` (a thread) or :meth:`Started.settle` (an event loop)."""
 
 from __future__ import annotations
 
@@ -27,10 +15,10 @@ from serving.batching.decode_budget import DecodeBudget, Reservation
 from serving.batching.request import RequestState
 from serving.errors import ServingError
 from serving.service.decode import DecodePlan, plan_inputs
-from serving.service.encode import to_json
 from serving.service.error_body import body_over_limit
 from serving.service.handler_count import HandlerCount
 from serving.service.json_budget import value_budget
+from serving.service.jsonio import to_json
 from serving.service.limits import RequestLimits, largest_max_inputs, limits_from_config
 from serving.service.parse import ParsedRequest
 from serving.service.served_pipelines import ServedPipeline, ServedRepository
@@ -78,10 +66,8 @@ class Started:
 
 
 class RequestCore:
-    """The steps every door takes, on one repository of pipelines (the engine's, or a front
-    process's stand-in for it). ``values`` turns a checked request's inputs into what is
-    submitted (decoded images; on Ray, the checked files). ``limits`` replaces every
-    pipeline's own (tests)."""
+    """The steps every door takes, on one repository. ``values`` turns a checked request's
+    inputs into what is submitted (Ray: the files undecoded); ``limits`` replaces every pipeline's."""
 
     def __init__(
         self,

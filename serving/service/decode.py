@@ -1,18 +1,10 @@
-"""Request values -> what a pipeline's source op takes, per input kind.
+"""Request values -> what a pipeline's source op takes: an image as the array the file
+holds (``cv2.IMREAD_UNCHANGED``; the op picks its colour format), a text as a str.
 
-``image``: base64 (or raw bytes) -> the decoded pixel array exactly as the
-file holds it (``cv2.IMREAD_UNCHANGED``: gray, BGR or BGRA, 8 or 16 bit);
-the op decides what colour format it wants. Decoding is two steps so that
-nothing is decoded before every limit is checked: :func:`plan_inputs` reads
-each image's header (:mod:`serving.service.image_header`) and refuses an image
-or a request that is too large (413) from the bytes it would decode to; the
-caller then reserves those bytes (:mod:`serving.batching.decode_budget`) and
-calls :meth:`DecodePlan.decode`.
-``text``: a string (UTF-8 when raw bytes), length-limited.
-
-Every failure is a 4xx ServingError naming the input, so malformed input
-never reaches an op as a surprise.
-"""
+Two steps, so nothing is decoded before every limit is checked: :func:`plan_inputs`
+reads each image's header and refuses what is too large (413); the caller reserves
+the bytes (:mod:`serving.batching.decode_budget`), then calls :meth:`DecodePlan.decode`.
+Every failure is a 4xx naming the input."""
 
 from __future__ import annotations
 
@@ -57,11 +49,6 @@ def key_kind(key: str) -> str | None:
     return None
 
 
-def decoded_pixels(value: Any) -> int:
-    """Pixels held by a decoded input (0 for text)."""
-    return int(value.shape[0] * value.shape[1]) if isinstance(value, np.ndarray) and value.ndim >= 2 else 0
-
-
 def decode_base64(value: Any, where: str) -> bytes:
     """Base64 text (a data: URL, line breaks and other whitespace allowed) -> bytes.
 
@@ -86,13 +73,6 @@ def decode_base64(value: Any, where: str) -> bytes:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise BadRequest(f"{where}: invalid base64 ({exc})") from None
-
-
-def image_size_from_header(data: bytes, max_pixels: int) -> tuple[int, int]:
-    """(width, height) read from the file header, without decoding pixels
-    (400 when unreadable, 413 over ``max_pixels``; see :func:`read_header`)."""
-    header = read_header(data, max_pixels)
-    return header.width, header.height
 
 
 def _imdecode(data: bytes | bytearray | memoryview, header: ImageHeader, max_pixels: int) -> np.ndarray:
@@ -120,12 +100,8 @@ def _imdecode(data: bytes | bytearray | memoryview, header: ImageHeader, max_pix
 
 
 def decode_image(data: bytes | bytearray | memoryview, *, max_pixels: int) -> np.ndarray:
-    """Image file bytes -> the decoded array (``cv2.IMREAD_UNCHANGED``).
-
-    Raises BadRequest for empty or undecodable data and PayloadTooLarge when
-    the image has more than ``max_pixels`` pixels (checked from the header
-    first, then again on the decoded array).
-    """
+    """Image file bytes -> the decoded array (``cv2.IMREAD_UNCHANGED``); 400 for bad data,
+    413 over ``max_pixels`` (from the header, then again on the array)."""
     if len(data) == 0:
         raise BadRequest("empty image data")
     return _imdecode(data, read_header(bytes(data), max_pixels), max_pixels)
@@ -155,11 +131,6 @@ class DecodePlan:
     """A request's inputs, every limit checked, nothing decoded yet."""
 
     inputs: list[PendingInput]
-
-    @property
-    def decoded_bytes(self) -> int:
-        """Bytes of the arrays the images decode to."""
-        return sum(p.header.decoded_bytes for p in self.inputs if p.header is not None)
 
     @property
     def held_bytes(self) -> int:

@@ -1,11 +1,7 @@
-"""The JSON body of a failed request and the headers beside it, in one place for
-every layer that answers one (the Flask app, the HTTP fronts and the Ray
-ingress, which refuse before the app runs).
-
-A Paddle Serving route (``.../prediction``) answers ``{"err_no", "err_msg",
-"key": [], "value": [], "logid"}``; an Open Inference Protocol route (``/v2``, ``/v2/models/...``, ``/v2/health/...``)
-KServe's ``{"error": "<message>"}``; every other route ``{"error": {"status",
-"message"}}``. Either way the number is the HTTP status."""
+"""The JSON body and headers of a failed request, for every layer that answers one (the
+app, the HTTP fronts, the Ray ingress): Paddle Serving's shape on ``.../prediction``,
+KServe's ``{"error": "<message>"}`` on the Open Inference routes, else ``{"error":
+{"status", "message"}}``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Refuse to serve a non-loopback address with no token: anyone who reaches
-it could run predictions. Checked where the bind address is final (the CLI's
-``--host`` over the config's ``host``), before any model loads.
-
-The opt-out is for users behind their own gateway: ``--insecure``,
-``security: {insecure: true}`` in the config, or ``BATCHLINE_INSECURE=1``
-(containers)."""
+"""Refuse to serve a non-loopback address with no token, before any model loads: anyone
+who reaches it could run predictions. Users behind their own gateway opt out with
+``--insecure``, ``security: {insecure: true}`` or ``BATCHLINE_INSECURE=1``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
-"""What decoding an image file will cost, read from its header only.
+"""What decoding an image file will cost, read from its header only (PIL opens a file
+without loading it; a file PIL cannot identify is refused, its size being unknown).
 
-``cv2.imdecode(buf, IMREAD_UNCHANGED)`` keeps what the file holds: alpha, 16
-bits, floats. :func:`read_header` says, before any pixel is decoded, how large
-the array it returns is (width x height x channels x bytes per channel) and how
-much more OpenCV holds for a moment while it decodes. Where the header leaves
-something open the count is an upper bound, never less than what OpenCV
-allocates (e.g. a palette or RGB PNG with a ``tRNS`` chunk comes out BGRA; a 16
-bit PNG stays 16 bit, which PIL's mode hides).
-
-Measured with OpenCV 5 (tests/unit/test_image_header.py holds each format to it):
-every decoder fills an array of its own and OpenCV then copies it into the one
-Python receives, so decoding briefly needs twice the array; an 8-bit TIFF is
-read through a 4-channel buffer as large as one strip (up to the whole image).
-
-PIL opens the file without loading it, so only the header is read; an image
-PIL cannot identify is refused, since its size is unknown.
-"""
+``cv2.imdecode(IMREAD_UNCHANGED)`` keeps alpha, 16 bits and floats, so the count follows
+what OpenCV returns, not PIL's mode, and is an upper bound where the header leaves
+something open. Decoding briefly needs twice the array (OpenCV copies its decoder's
+array into the one Python gets); tests/unit/test_image_header.py holds each format to it."""
 
 from __future__ import annotations
 
@@ -74,11 +63,8 @@ class ImageHeader:
 
 
 def read_header(data: bytes, max_pixels: int) -> ImageHeader:
-    """The header of an image file; nothing is decoded.
-
-    BadRequest (400) for data PIL cannot identify; PayloadTooLarge (413) for
-    an image of more than ``max_pixels`` pixels.
-    """
+    """The header of an image file, nothing decoded: 400 for data PIL cannot identify, 413
+    for an image of more than ``max_pixels`` pixels."""
     from PIL import Image, UnidentifiedImageError
 
     try:

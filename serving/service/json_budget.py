@@ -1,25 +1,11 @@
-"""What a JSON request body may cost before a parser builds it: a bound on
-its values and containers (derived from ``max_inputs_per_request``) and on
-its nesting depth, checked on the bytes.
+"""What a JSON request body may cost before a parser builds it: a bound on its values and
+containers (from ``max_inputs_per_request``) and on its nesting, checked on the bytes.
 
-A parser builds about one Python object per value, tens of bytes each, from
-as little as two bytes of body (``0,``): a 6 MB list of zeros became ~440 MB.
-Every value but the document itself follows a ``[``, ``{`` or ``,`` outside
-a string, and a key pairs with a value, so ``opens + commas`` bounds what
-the parser builds whatever the body's shape.
-
-The check costs three memchr passes for a usual body: counting those bytes
-anywhere (string contents too) over-counts, so a body within the bound by
-that count is within it for sure. Only a body over it (or with more
-brackets than the depth bound, e.g. many native inputs) is walked exactly:
-strings skipped with ``bytes.find`` (memchr-fast; from the first quote with
-a backslash before it on, a copy without escaped backslashes and quotes,
-two ``bytes.replace`` passes, so every quote left delimits a string), the
-structure between them read token by token but never past the bound. So a
-text full of commas and brackets is counted right and never refused, and a
-hostile body costs at most about ``max_values`` steps and a few passes over
-its bytes.
-"""
+A parser builds an object per value from as little as two bytes (``0,``: a 6 MB list of
+zeros became ~440 MB). Every value but the document follows a ``[``, ``{`` or ``,``, so
+``opens + commas`` bounds what it builds. Counting those bytes anywhere (three memchr
+passes) over-counts, so a body within the bound by that count is within it for sure; only
+one over it is walked exactly, strings skipped, never past the bound."""
 
 from __future__ import annotations
 
@@ -44,10 +30,8 @@ def value_budget(max_inputs: int) -> int:
 
 
 def check_json_shape(data: bytes, *, max_values: int, max_depth: int = MAX_DEPTH) -> None:
-    """Raise PayloadTooLarge when ``data`` holds more than ``max_values``
-    containers and separators, BadRequest when it nests deeper than
-    ``max_depth``; return for any body within both (valid JSON or not:
-    a parser stops at the first error, which the walk reaches no later)."""
+    """413 when ``data`` holds over ``max_values`` containers and separators, 400 when it nests
+    deeper than ``max_depth``; return for any body within both, valid JSON or not."""
     opens = _count_upto(data, b"[", max_depth)
     opens += _count_upto(data, b"{", max_depth - opens)
     if opens <= max_depth and _count_upto(data, b",", max_values - opens) <= max_values - opens:

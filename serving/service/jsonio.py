@@ -1,23 +1,10 @@
-"""JSON in and out of every door: orjson on the hot path, the standard
-library for what orjson refuses, so the server accepts, refuses and answers
-exactly what it did with ``json`` alone (docs/DESIGN_NOTES.md, "Where one rec request's
-time goes", has the cost of each).
-
-* :func:`loads` parses a request body. Whatever orjson refuses (NaN and
-  Infinity literals, lone surrogates, every malformed body) goes to
-  ``json.loads`` of the UTF-8 text, which accepts the same extensions as
-  before and raises the same errors with the same messages. So do the two
-  things orjson accepts differently: integers beyond 64 bits (orjson makes
-  them floats) and deep nesting (``json`` refuses it): a parsed document with
-  a float of integer value beyond 2**63 or nested deeper than
-  ``MAX_PLAIN_DEPTH`` is parsed again by ``json`` (tests/unit/test_http_jsonio.py).
-* :func:`dumps` writes compact UTF-8 JSON; numpy scalars and arrays become
-  Python numbers and lists (the same values ``json`` wrote), non-string keys
-  become strings as ``json`` makes them. What orjson cannot write (integers
-  beyond 64 bits, e.g. a client's huge ``logid`` echoed back) is written by
-  ``json``. One difference is deliberate: a NaN or infinite float is written as
-  ``null`` (valid JSON) where ``json`` wrote the non-JSON ``NaN``.
-"""
+"""JSON in and out of every door: orjson on the hot path, the standard library for what
+orjson refuses or reads differently, so the server accepts, refuses and answers exactly
+what it did with ``json`` alone (tests/unit/test_http_jsonio.py). :func:`loads` hands
+``json`` every body orjson refuses, and any document with a float that may have been a
+huge integer or nesting deeper than ``MAX_PLAIN_DEPTH``; :func:`dumps` writes what orjson
+cannot (integers beyond 64 bits) with ``json``. One deliberate difference: NaN and
+infinities are written as ``null``."""
 
 from __future__ import annotations
 
@@ -58,10 +45,8 @@ def loads(data: bytes | str) -> Any:
 
 
 def _plain_document(doc: Any) -> bool:
-    """True when ``json`` would have parsed ``doc``'s text to the same value:
-    no float that may have been a huge integer literal, no deep nesting.
-    Depth first with one iterator per open container (at most
-    ``MAX_PLAIN_DEPTH``), so the walk allocates nothing per value."""
+    """True when ``json`` would have parsed ``doc``'s text to the same value (no float that
+    may have been a huge integer, no deep nesting); the walk allocates nothing per value."""
     stack = [iter((doc,))]
     while stack:
         for node in stack[-1]:
@@ -89,6 +74,12 @@ def dumps(obj: Any, *, sort_keys: bool = False) -> bytes:
     return text.encode("utf-8")
 
 
-def dumps_text(obj: Any) -> str:
-    """:func:`dumps` as a str (a Paddle Serving answer's ``value`` entries are JSON strings)."""
+def to_json(obj: Any) -> str:
+    """:func:`dumps` as a str: a Paddle Serving answer's ``value`` entries are JSON strings
+    (never a Python repr to ``eval``)."""
     return dumps(obj).decode("utf-8")
+
+
+def plain(obj: Any) -> Any:
+    """A pipeline output as plain JSON types (numpy values converted), to embed in an answer."""
+    return loads(dumps(obj))

@@ -1,5 +1,5 @@
-"""The request limits of a pipeline, every door's (body size, inputs per request, decoded
-pixels and bytes) and the server-wide ones derived from every pipeline."""
+"""The request limits of a pipeline, every door's, and the server-wide ones derived from
+every pipeline."""
 
 from __future__ import annotations
 
@@ -40,13 +40,8 @@ def share_of(total: int, share: float, floor: int) -> int:
     return total if share >= 1.0 else max(min(floor, total), int(total * share))
 
 
-def max_body_size(repository: ServedRepository) -> int:
-    """The largest body any served pipeline takes (the app-wide limit; each pipeline checks its own)."""
-    return largest_body_size(repository.config)
-
-
 def largest_body_size(config: RepositoryConfig) -> int:
-    """The largest body any pipeline of ``config`` takes."""
+    """The largest body any pipeline of ``config`` takes (the app-wide limit; each pipeline checks its own)."""
     return max(limits_from_config(pipeline).max_body_size for pipeline in config.pipelines)
 
 
@@ -55,20 +50,15 @@ def largest_max_inputs(config: RepositoryConfig) -> int:
     return max(pipeline.max_inputs_per_request for pipeline in config.pipelines)
 
 
-def decode_budget_bytes(repository: ServedRepository) -> int:
-    """The server's decode budget: ``decode_budget_mb``, or derived from the pipelines' ``max_image_pixels``."""
+def decode_budget_share(repository: ServedRepository, share: float) -> int:
+    """``share`` of the server's decode budget (``decode_budget_mb``, or derived from the pipelines'
+    ``max_image_pixels``), never less than what the largest request of any pipeline may hold."""
     config = repository.config
-    return budget_bytes(config.decode_budget_mb, (p.max_image_pixels for p in config.pipelines))
-
-
-def one_request_decode_bytes(repository: ServedRepository) -> int:
-    """What the largest request of any served pipeline may hold of the decode budget."""
-    return default_budget_bytes(p.max_image_pixels for p in repository.config.pipelines)
+    pixels = [p.max_image_pixels for p in config.pipelines]
+    return share_of(budget_bytes(config.decode_budget_mb, pixels), share, default_budget_bytes(pixels))
 
 
 def http_threads(config: RepositoryConfig) -> int:
-    """``worker_num`` threads do the HTTP work; one more per admissible
-    request lets a request beyond ``max_queue_size`` (summed over the
-    pipelines) reach admission control and get a fast 503 instead of waiting
-    in the socket backlog. gRPC calls get as many."""
+    """``worker_num`` threads, and one more per admissible request, so a request beyond
+    ``max_queue_size`` gets a fast 503 from admission, not a wait in the socket backlog."""
     return config.worker_num + config.max_queue_size

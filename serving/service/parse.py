@@ -1,5 +1,5 @@
-"""Parse Paddle Serving's request format, and the options every format shares,
-into one shape: a list of (kind, value, raw) inputs plus per-request options. Every malformed request becomes a 4xx."""
+"""Paddle Serving's request format, and the options every format shares, parsed into one
+shape: (kind, value, raw) inputs plus options. Every malformed request is a 4xx."""
 
 from __future__ import annotations
 

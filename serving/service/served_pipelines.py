@@ -1,8 +1,6 @@
-"""What the app needs of the pipelines it serves: the engine's own
-:class:`~serving.batching.live_pipelines.PipelineRepository` (one process),
-or a front process's :class:`~serving.http.front_processes.remote_pipelines.RemoteRepository`
-standing in for it (``http.front_workers``). The routes are written against
-these protocols, so both serve the same answers."""
+"""What the doors need of the pipelines served: the engine's
+:class:`~serving.batching.live_pipelines.PipelineRepository`, or a front process's
+:class:`~serving.http.front_processes.remote_pipelines.RemoteRepository` standing in for it."""
 
 from __future__ import annotations
 
@@ -53,25 +51,6 @@ class ServedRepository(Protocol):
     def listing(self) -> dict[str, Any]: ...
     def reload(self) -> ReloadReport: ...
     def on_reload(self, callback: Callable[[], None]) -> None: ...
-    def precheck(
-        self,
-        name: str,
-        count: int,
-        *,
-        version: int | None = None,
-        key: str | None = None,
-        timeout_ms: int | None = None,
-        logid: Any = None,
-    ) -> None: ...
-    def submit(
-        self,
-        name: str,
-        values: Sequence[Any],
-        *,
-        version: int | None = None,
-        key: str | None = None,
-        priority: int = 0,
-        timeout_ms: int | None = None,
-        logid: Any = None,
-        protocol: str = "http",
-    ) -> Sequence[RequestState]: ...
+    # (*args, **options): any signature to mypy; the options are PipelineRepository's
+    def precheck(self, name: str, count: int, *args: Any, **options: Any) -> None: ...
+    def submit(self, name: str, values: Sequence[Any], *args: Any, **options: Any) -> Sequence[RequestState]: ...

@@ -1,6 +1,5 @@
-"""Waiting for the answers of one request's inputs while watching its client,
-in a thread or on an event loop: a client gone or one input failed fails them
-all (nothing more is computed for a request that cannot be answered)."""
+"""Waiting for one request's answers, in a thread or on an event loop, while watching its
+client: a client gone or one input failed fails them all (nothing more is computed)."""
 
 from __future__ import annotations
 
@@ -45,9 +44,7 @@ def _fail_all(handles: Sequence[RequestState], err: ServingError) -> None:
 
 async def settled(handles: Sequence[RequestState], wait_slice_s: float, disconnected: Callable[[], bool]) -> None:
     """Return once every handle has its outcome, its deadline passed, or the client is gone
-    (then they all fail, as the app's wait fails them). One future and one timer per request:
-    the handles complete in the link's (or the engine's) thread, the timer looks at the
-    client and the deadline every ``wait_slice_s``."""
+    (then they all fail). One future and one timer per request, looking every ``wait_slice_s``."""
     loop = asyncio.get_running_loop()
     woken: asyncio.Future[None] = loop.create_future()
     pending = [len(handles)]

@@ -14,7 +14,7 @@ import grpc
 import pytest
 import requests
 
-from serving.grpc.status import HTTP_STATUS_KEY
+from serving.grpc.call import HTTP_STATUS_KEY
 from serving.protos import inference_messages, pipeline_messages
 from tests.support.client_fakes import text_config
 

@@ -1,11 +1,11 @@
-"""serving/grpc/request_message.py: a request message counted on the wire before it
+"""serving/grpc/wire_count.py (RequestMessage): a request message counted on the wire before it
 is parsed (413 over the budget, and the parser never runs), 400 for bytes that are
 not one."""
 
 import pytest
 
 from serving.errors import BadRequest, PayloadTooLarge
-from serving.grpc.request_message import RequestMessage
+from serving.grpc.wire_count import RequestMessage
 from serving.protos import inference_messages
 
 IM = inference_messages()

@@ -9,8 +9,7 @@ import pytest
 
 from serving.errors import BadRequest, PayloadTooLarge
 from serving.http.v2_body import BinaryChoice, read_request, write_answer
-from serving.service.open_inference.answer import OutputTensor
-from serving.service.open_inference.infer import InferAnswer
+from serving.service.open_inference.infer import InferAnswer, OutputTensor
 from serving.service.open_inference.tensors import serialize_bytes
 
 

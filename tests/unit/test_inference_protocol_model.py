@@ -9,7 +9,7 @@ from ops.ernie import ErnieClsOp
 from serving.config import parse_config
 from serving.config.file_set import repository_from
 from serving.errors import InternalError, NotFound
-from serving.service.open_inference.answer import output_tensors
+from serving.service.open_inference.infer import output_tensors
 from serving.service.open_inference.model import BYTES, FP32, TensorSpec, model_view, parse_version
 from tests.support.client_fakes import ocr_config, text_config
 

@@ -1,14 +1,13 @@
-"""The engine's end of the front links (``http.front_workers``): it admits what
-every front process submits to the one :class:`PipelineRepository`, so all
-requests of all fronts batch together, sends each value's outcome back as soon
-as it is known, answers the fronts' other calls, and tells every front about a
-reload (wire format: :mod:`serving.http.front_processes.link`)."""
+"""The engine's end of the front links: it submits what every front sends to the one
+:class:`PipelineRepository`, so requests of all fronts batch together, sends each value's
+outcome back as soon as it is known, answers the fronts' calls, and tells them of reloads."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
+from collections.abc import Callable
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Listener
 from typing import Any
@@ -16,25 +15,25 @@ from typing import Any
 from serving.batching.live_pipelines import PipelineRepository
 from serving.batching.request import RequestState
 from serving.errors import ClientDisconnected, InternalError, ServingError, as_serving_error
-from serving.http.front_processes.link import (
-    ADMITTED,
-    CALL,
-    CANCEL,
-    DONE,
-    GENERATION,
-    REFUSED,
-    REPLY,
-    SUBMIT,
-    FrontHello,
-    FrontSnapshot,
-    Wire,
-)
+from serving.http.front_processes import link as msg
+from serving.http.front_processes.link import FrontHello, FrontSnapshot, Wire
 
 log = logging.getLogger(__name__)
 
 
 def snapshot_of(repository: PipelineRepository) -> FrontSnapshot:
     return FrontSnapshot(repository.generation.number, repository.config)
+
+
+#: what a front may call of the repository (``msg.CALL``)
+CALLS: dict[str, Callable[..., Any]] = {
+    "precheck": PipelineRepository.precheck,
+    "listing": PipelineRepository.listing,
+    "ready": lambda repo: repo.ready,
+    "live": lambda repo: repo.live,
+    "reload": PipelineRepository.reload,
+    "metrics": lambda repo: repo.metrics.render(),
+}
 
 
 class FrontHub:
@@ -98,7 +97,7 @@ class FrontHub:
             links = list(self._links)
             snapshot = snapshot_of(self.repository)
         for link in links:
-            link.send((GENERATION, snapshot))
+            link.send((msg.GENERATION, snapshot))
 
     def close(self) -> None:
         with self._lock:
@@ -134,11 +133,11 @@ class _FrontLink:
             while True:
                 for message in self.wire.recv():
                     kind = message[0]
-                    if kind == SUBMIT:
+                    if kind == msg.SUBMIT:
                         self._submit(*message[1:])
-                    elif kind == CANCEL:
+                    elif kind == msg.CANCEL:
                         self._cancel(*message[1:])
-                    elif kind == CALL:
+                    elif kind == msg.CALL:
                         self._call(*message[1:])
         except (EOFError, OSError):
             pass
@@ -147,40 +146,20 @@ class _FrontLink:
             self.wire.close()
             self._abandon()
 
-    def _submit(
-        self,
-        rid: int,
-        name: str,
-        version: int | None,
-        key: str | None,
-        priority: int,
-        timeout_ms: int | None,
-        logid: Any,
-        protocol: str,
-        values: list[Any],
-    ) -> None:
+    def _submit(self, rid: int, name: str, values: list[Any], options: dict[str, Any]) -> None:
         try:
-            handles = self.repository.submit(
-                name,
-                values,
-                version=version,
-                key=key,
-                priority=priority,
-                timeout_ms=timeout_ms,
-                logid=logid,
-                protocol=protocol,
-            )
+            handles = self.repository.submit(name, values, **options)
         except ServingError as err:
-            self.send((REFUSED, rid, err))
+            self.send((msg.REFUSED, rid, err))
             return
         except Exception as exc:  # a bug: this request gets a 500, the link goes on
             log.exception("submitting a front's request failed")
-            self.send((REFUSED, rid, as_serving_error(exc)))
+            self.send((msg.REFUSED, rid, as_serving_error(exc)))
             return
         with self._lock:
             self._in_flight[rid] = handles
         if len(handles) > 1:  # a front waits for the admission of several values only
-            self.send((ADMITTED, rid))
+            self.send((msg.ADMITTED, rid))
         for index, handle in enumerate(handles):
             handle.add_done_callback(functools.partial(self._done, rid, index))
 
@@ -190,16 +169,13 @@ class _FrontLink:
         owner = getattr(handle.owner, "version", None)
         outcome = handle.outcome() if error is None else error
         try:
-            self.wire.send((DONE, rid, index, error is None, outcome, owner, timing))
+            self.wire.send((msg.DONE, rid, index, error is None, outcome, owner, timing))
         except OSError:
             pass
         except Exception as exc:  # an output pickle cannot carry
             log.exception("answer of request %s could not be passed to its front process", handle.id)
             failure = InternalError(f"the answer could not be passed to the front process: {type(exc).__name__}")
-            self.send((DONE, rid, index, False, failure, owner, timing))
-        self._settled(rid, handle)
-
-    def _settled(self, rid: int, handle: RequestState) -> None:
+            self.send((msg.DONE, rid, index, False, failure, owner, timing))
         with self._lock:
             handles = self._in_flight.get(rid)
             if handles is not None and all(h.done for h in handles):
@@ -218,31 +194,19 @@ class _FrontLink:
             self._answer(rid, method, args, kwargs)
 
     def _answer(self, rid: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        repo = self.repository
         try:
-            value: Any = None
-            if method == "precheck":
-                repo.precheck(*args, **kwargs)
-            elif method == "listing":
-                value = repo.listing()
-            elif method == "ready":
-                value = repo.ready
-            elif method == "live":
-                value = repo.live
-            elif method == "reload":
-                value = repo.reload()
-            elif method == "metrics":
-                value = repo.metrics.render()
-            else:
+            call = CALLS.get(method)
+            if call is None:
                 raise InternalError(f"unknown front call {method!r}")
+            value = call(self.repository, *args, **kwargs)
         except ServingError as err:
-            self.send((REPLY, rid, False, err))
+            self.send((msg.REPLY, rid, False, err))
             return
         except Exception as exc:
             log.exception("front call %s failed", method)
-            self.send((REPLY, rid, False, as_serving_error(exc)))
+            self.send((msg.REPLY, rid, False, as_serving_error(exc)))
             return
-        self.send((REPLY, rid, True, value))
+        self.send((msg.REPLY, rid, True, value))
 
     def _abandon(self) -> None:
         """The front is gone: nothing it submitted can be answered, so nothing more is computed for it."""

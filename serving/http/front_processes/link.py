@@ -1,23 +1,18 @@
-"""The link between a front process and the engine process
-(``http.front_workers``): what crosses it and how.
+"""The link between a front process and the engine process (``http.front_workers``): one
+authenticated Unix-socket connection per front, pickled tuples in frames (:class:`Wire`).
+Both ends are this server's own processes, started with a fresh key, so unpickling is no
+wider trust than running them.
 
-One authenticated Unix-socket connection per front process
-(:mod:`multiprocessing.connection`, in the server's private directory). Messages are
-pickled tuples, one per frame, sent whole under a lock by any thread; one reader
-thread per end dispatches what arrives. Both ends are this server's own processes,
-started by it with a fresh key, so unpickling is no wider trust than running them.
+Front -> engine (``rid``: the front's request number; a front first sends ``(index,)`` and
+gets a :class:`FrontHello`):
 
-Messages travel in frames of one or more (:class:`Wire`). Front -> engine (``rid``: the front's request number):
-
-* ``(SUBMIT, rid, name, version, key, priority, timeout_ms, logid, values)``: answered
-  ``(REFUSED, rid, error)`` at once if ``PipelineRepository.submit`` raises, else (for
-  several values only) ``(ADMITTED, rid)``; then (admitted) per value ``(DONE, rid, index, ok, result_or_error,
-  version, (timeline, created, finished_at))``, in any order relative to ``ADMITTED``;
+* ``(SUBMIT, rid, name, values, options)`` (``options``: ``PipelineRepository.submit``'s):
+  ``(REFUSED, rid, error)`` if it raises, else (several values only) ``(ADMITTED, rid)``,
+  and per value ``(DONE, rid, index, ok, result_or_error, version, (timeline, created,
+  finished_at))``, in any order relative to ``ADMITTED``;
 * ``(CANCEL, rid, index, error)``: the front gave up on a value (client gone, deadline);
-* ``(CALL, rid, method, args, kwargs)``: ``precheck``, ``listing``, ``ready``, ``live``,
-  ``reload`` or ``metrics`` of the repository, answered ``(REPLY, rid, ok, value_or_error)``.
-
-A front first sends ``(index,)`` and gets a :class:`FrontHello`.
+* ``(CALL, rid, method, args, kwargs)``: a repository method (``hub.CALLS``), answered
+  ``(REPLY, rid, ok, value_or_error)``.
 
 Engine -> front, unasked: ``(GENERATION, FrontSnapshot)`` after each reload."""
 
@@ -63,14 +58,10 @@ class FrontHello:
 class Wire:
     """One end of a link: whole messages, sent by any thread, received by one.
 
-    A sender pickles its message (so what cannot be pickled fails in the sender,
-    with its context) and queues it; then whichever sender finds the link free
-    sends everything queued as one frame, and one that finds it busy leaves its
-    message to the thread sending (which looks again before it leaves). Alone, a
-    sender sends its own message at once, with no hand-off to another thread;
-    under load, one system call and one wake-up of the other end's reader carry
-    many messages, where a plain lock around each send had every sending thread
-    queue up behind the others."""
+    A sender pickles its message (what cannot be pickled fails in the sender) and queues
+    it; whichever sender finds the link free sends everything queued as one frame. Alone,
+    a sender sends at once; under load one system call carries many messages, where a
+    lock around each send had the senders queue up behind each other."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
@@ -114,10 +105,8 @@ class Wire:
         return messages
 
     def close(self) -> None:
-        """End the link both ways: the other end's reader sees the end at once, and so
-        does a thread of ours blocked reading (closing alone would leave both waiting).
-        Once: the hub and a link's own reader may both close it, and a second close of
-        the descriptor could close another file that reused its number."""
+        """End the link both ways, so both ends' blocked readers see it (closing alone would
+        leave them waiting). Once: a second close could close a file that reused the number."""
         with self._closing:
             if self._ended:
                 return

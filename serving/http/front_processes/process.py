@@ -1,14 +1,6 @@
-"""One front process (``http.front_workers``): the app behind its HTTP front (``http.front``) on the
-server's listening socket, with everything the engine holds reached through
-:class:`~serving.http.front_processes.remote_pipelines.RemoteRepository`.
-
-Started by the server (:mod:`serving.http.front_processes.workers`), never by hand::
-
-    python -m serving.http.front_processes.process --address NAME --host H --port P --index I   (the link key on stdin)
-
-It ignores SIGINT and SIGHUP (the server's process takes them for the whole
-server); SIGTERM drains it: running handlers answer, answers are flushed, then
-it exits 0. If the engine's process goes away, it drains and exits too."""
+"""One front process, started by :mod:`.workers` (the link key on stdin): the app behind
+an HTTP front on the shared port, the engine reached through a :class:`RemoteRepository`.
+SIGINT and SIGHUP are the server process's; SIGTERM, or losing the engine, drains it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A front process's stand-in for the engine's :class:`PipelineRepository`
-(``http.front_workers``): the routes call it exactly as they call the real one.
-
-What the routes read of a pipeline (its config: input kind, limits, time limit,
-op table) is answered here, from the config the engine sent; admission,
-submission, health, listing, reload and metrics go over the link
-(:mod:`serving.http.front_processes.link`) to the engine, which holds the pipelines."""
+"""A front process's stand-in for the engine's :class:`PipelineRepository`: what the
+routes read of a pipeline is answered from the config the engine sent; admission,
+submission, health, listing, reload and metrics go over the link to the engine."""
 
 from __future__ import annotations
 
@@ -22,18 +18,8 @@ from serving.batching.request import RequestState
 from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.errors import Overloaded, ServingError, ShuttingDown
-from serving.http.front_processes.link import (
-    ADMITTED,
-    CALL,
-    CANCEL,
-    DONE,
-    GENERATION,
-    REFUSED,
-    REPLY,
-    SUBMIT,
-    FrontSnapshot,
-    Wire,
-)
+from serving.http.front_processes import link as msg
+from serving.http.front_processes.link import FrontSnapshot, Wire
 
 log = logging.getLogger(__name__)
 
@@ -181,22 +167,12 @@ class RemoteRepository:
         callback()
 
     # ---- requests ----------------------------------------------------------------------
-    def precheck(
-        self,
-        name: str,
-        count: int,
-        *,
-        version: int | None = None,
-        key: str | None = None,
-        timeout_ms: int | None = None,
-        logid: Any = None,
-    ) -> None:
-        """The engine's admission check, before anything is decoded; skipped for text,
-        whose decoding costs nothing worth a round trip (``submit`` admits with the same
-        checks)."""
+    def precheck(self, name: str, count: int, *, version: int | None = None, **options: Any) -> None:
+        """The engine's admission check, before anything is decoded; skipped for text, whose
+        decoding costs nothing worth a round trip (``submit`` admits with the same checks)."""
         if self.pipeline(name, version).input_kind() == "text":
             return
-        self.call("precheck", name, count, version=version, key=key, timeout_ms=timeout_ms, logid=logid)
+        self.call("precheck", name, count, version=version, **options)
 
     def submit(
         self,
@@ -204,17 +180,12 @@ class RemoteRepository:
         values: Sequence[Any],
         *,
         version: int | None = None,
-        key: str | None = None,
-        priority: int = 0,
         timeout_ms: int | None = None,
         logid: Any = None,
-        protocol: str = "http",
+        **options: Any,
     ) -> list[RemoteRequest]:
         """Hand ``values`` to the engine; returns once it admitted them (or raises its refusal).
-
-        One value is not waited for: a refusal fails its handle with the error
-        ``submit`` would raise, which the route's wait raises the same way, so the
-        engine answers it with one message instead of two."""
+        One value is not waited for: a refusal fails its handle, which the wait raises alike."""
         deadline = self._clock() + self.pipeline(name, version).time_limit_s(timeout_ms)
         rid = next(self._ids)
         handles = [RemoteRequest(self, rid, i, deadline=deadline, logid=logid) for i in range(len(values))]
@@ -224,7 +195,8 @@ class RemoteRepository:
             self._requests[rid] = handles
             if admission is not None:
                 self._waiting[rid] = admission
-        self._send((SUBMIT, rid, name, version, key, priority, timeout_ms, logid, protocol, list(values)), rid=rid)
+        options.update(version=version, timeout_ms=timeout_ms, logid=logid)
+        self._send((msg.SUBMIT, rid, name, list(values), options), rid=rid)
         if admission is None:
             return handles
         try:
@@ -239,7 +211,7 @@ class RemoteRepository:
         with self._lock:
             if self._lost or rid not in self._requests:
                 return
-        self._send((CANCEL, rid, index, error), quiet=True)
+        self._send((msg.CANCEL, rid, index, error), quiet=True)
 
     def call(self, method: str, *args: Any, timeout: float | None = CALL_TIMEOUT_S, **kwargs: Any) -> Any:
         rid = next(self._ids)
@@ -247,7 +219,7 @@ class RemoteRepository:
         with self._lock:
             self._check_link()
             self._waiting[rid] = waiting
-        self._send((CALL, rid, method, args, kwargs), rid=rid)
+        self._send((msg.CALL, rid, method, args, kwargs), rid=rid)
         return waiting.outcome(timeout, method)
 
     def _check_link(self) -> None:
@@ -282,7 +254,7 @@ class RemoteRepository:
 
     def _receive(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == DONE:
+        if kind == msg.DONE:
             _, rid, index, ok, outcome, version, timing = message
             with self._lock:
                 handles = self._requests.get(rid)
@@ -292,7 +264,7 @@ class RemoteRepository:
             if all(h.done for h in handles):
                 with self._lock:
                     self._requests.pop(rid, None)
-        elif kind == REFUSED:  # nothing was admitted: every value fails, a waiting submit raises
+        elif kind == msg.REFUSED:  # nothing was admitted: every value fails, a waiting submit raises
             with self._lock:
                 handles = self._requests.pop(message[1], [])
                 waiting = self._waiting.pop(message[1], None)
@@ -300,14 +272,14 @@ class RemoteRepository:
                 handle.drop(message[2])
             if waiting is not None:
                 waiting.answer(False, message[2])
-        elif kind in (ADMITTED, REPLY):
+        elif kind in (msg.ADMITTED, msg.REPLY):
             with self._lock:
                 waiting = self._waiting.pop(message[1], None)
-            if waiting is not None and kind == ADMITTED:
+            if waiting is not None and kind == msg.ADMITTED:
                 waiting.answer(True, None)
             elif waiting is not None:
                 waiting.answer(message[2], message[3])
-        elif kind == GENERATION:
+        elif kind == msg.GENERATION:
             self._gen = _generation(message[1])
             for listener in list(self._listeners):
                 listener()

@@ -1,13 +1,7 @@
-"""The front processes of a server with ``http.front_workers: N``: N processes
-that accept on the server's port (:mod:`serving.http.shared_port`), read, authenticate, parse,
-decode and admit requests, and hand their values to this (the engine's)
-process through a :class:`~serving.http.front_processes.hub.FrontHub`, so every request
-of every front batches together.
-
-A front that dies is started again (its requests in flight fail; the engine
-stops computing them). :meth:`FrontWorkers.drain` is the fronts' part of the
-server's drain, once the engine stopped admitting: each answers what it holds,
-flushes and exits."""
+"""The front processes of a server with ``http.front_workers: N``: each accepts on the
+server's port (:mod:`serving.http.shared_port`), reads, authenticates, parses, decodes and
+admits requests, and hands their values to the engine's :class:`FrontHub`. A front that dies
+is started again (its requests in flight fail, and the engine stops computing them)."""
 
 from __future__ import annotations
 
@@ -28,7 +22,7 @@ from serving.runners.process_supervisor import exit_cause
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60.0  # a front's start: Python, the app's imports, listen, link
-RESPAWN_DELAY_S = 1.0  # between a front's death and its replacement (a crash loop logs once a second)
+RESPAWN_DELAY_S = 1.0  # a crash loop logs once a second
 DRAIN_TIMEOUT_S = 25.0  # a front's own drain takes at most about 20 s (handlers, flush, close)
 
 

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 from werkzeug.wrappers import Request, Response
 
 from serving.http.json_answer import json_response
-from serving.http.routes.context import RouteContext
 
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 
 def register(app: HttpApp, ctx: RouteContext) -> None:

@@ -1,6 +1,6 @@
-"""The JSON answer of every failure, with its real status: a ServingError as
-it is, werkzeug's HTTP errors (413 naming the limit, 404 naming the pipelines)
-and anything unexpected as a 500."""
+"""The JSON answer of every failure, with its real status: a ServingError as it is,
+werkzeug's HTTP errors (413 naming the limit, 404 naming the pipelines) and anything
+unexpected as a 500."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from werkzeug.wrappers import Request, Response
 
 from serving.errors import NotFound, ServingError, error_for_status
 from serving.http.json_answer import json_response
-from serving.http.routes.context import RouteContext
 from serving.service.error_body import body_over_limit, error_document, error_headers
 
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 
 def error_response(request: Request, err: ServingError, logid: Any = None) -> Response:
@@ -25,27 +24,18 @@ def error_response(request: Request, err: ServingError, logid: Any = None) -> Re
     return resp
 
 
-class ErrorAnswers:
-    """The app-wide error answers; the 404 names the pipelines served now."""
+def register(app: HttpApp, ctx: RouteContext) -> None:
+    repository = ctx.repository
 
-    def __init__(self, app: HttpApp, ctx: RouteContext):
-        self.app = app
-        self.repository = ctx.repository
-
-    def register(self) -> None:
-        self.app.serving_error = error_response
-        self.app.http_error = self.http_error
-
-    def http_error(self, request: Request, exc: HTTPException) -> Response:
-        if exc.code == 413 and self.app.body_limit is not None:
-            err: ServingError = body_over_limit(self.app.body_limit)
-        elif exc.code == 404:
-            names = ", ".join(sorted(self.repository.config.routes))
+    def http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.code == 413 and app.body_limit is not None:
+            err: ServingError = body_over_limit(app.body_limit)
+        elif exc.code == 404:  # naming the pipelines served now
+            names = ", ".join(sorted(repository.config.routes))
             err = NotFound(f"no route {request.path[:128]!r}; pipelines: {names} (GET /pipelines lists them)")
         else:
             err = error_for_status(exc.code or 500, exc.description or exc.name)
         return error_response(request, err)
 
-
-def register(app: HttpApp, ctx: RouteContext) -> None:
-    ErrorAnswers(app, ctx).register()
+    app.serving_error = error_response
+    app.http_error = http_error

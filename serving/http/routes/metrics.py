@@ -1,5 +1,4 @@
-"""``GET /metrics``: Prometheus' text format, rendered by the context's
-``metrics_text`` (the repository's registry; on Ray, merged with the other replicas')."""
+"""``GET /metrics``: Prometheus' text format (on Ray, merged with the other replicas')."""
 
 from __future__ import annotations
 
@@ -7,10 +6,8 @@ from typing import TYPE_CHECKING
 
 from werkzeug.wrappers import Request, Response
 
-from serving.http.routes.context import RouteContext
-
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 CONTENT_TYPE = "text/plain; version=0.0.4"
 

@@ -1,10 +1,6 @@
-"""The Open Inference Protocol (KServe v2) over HTTP: ``GET /v2`` (the server),
-``GET /v2/models/<name>[/versions/<v>]`` (a model's metadata), ``.../ready``
-and ``POST .../infer`` (the JSON tensor format and the binary tensor
-extension). Each pipeline is a model (:mod:`serving.service.open_inference`).
-The probes ``/v2/health/*`` are the health group's; every route here passes
-the app's access check first, like the other prediction routes. Failures answer
-KServe's ``{"error": "<message>"}`` with the status the native API gives."""
+"""The Open Inference Protocol (KServe v2) over HTTP: ``GET /v2``, a model's metadata,
+``.../ready`` and ``POST .../infer``; the probes ``/v2/health/*`` are the health group's.
+Every route passes the app's access check first, as the other prediction routes."""
 
 from __future__ import annotations
 
@@ -18,25 +14,18 @@ from serving.errors import UnsupportedMediaType
 from serving.http import v2_body as http_body
 from serving.http.json_answer import json_response
 from serving.http.pending import Pending
-from serving.http.routes.context import RouteContext
 from serving.http.wsgi_call import client_gone
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.infer import CallFacts, model, prepare
-from serving.service.open_inference.model import ModelViews
+from serving.service.open_inference.infer import CallFacts, prepare
+from serving.service.open_inference.model import ModelViews, server_metadata
 from serving.service.open_inference.request import InferRequest
-from serving.service.open_inference.server_metadata import server_metadata
 
 if TYPE_CHECKING:
-    from serving.http.app import HttpApp
+    from serving.http.app import HttpApp, RouteContext
 
 PROTOCOL = "v2"  # requests by front end (metrics)
 MODEL = "/v2/models/<name>"
 VERSION = "/v2/models/<name>/versions/<int:version>"
-
-
-def _text(version: int | None) -> str:
-    """A route's version as the protocol's string ("": none, the route picks)."""
-    return "" if version is None else str(version)
 
 
 class InferenceProtocolRoutes:
@@ -57,10 +46,10 @@ class InferenceProtocolRoutes:
         return json_response(server_metadata())
 
     def metadata(self, request: Request, name: str, version: int | None) -> Response:
-        return json_response(model(self.ctx.core, self.views, name, _text(version)).metadata())
+        return json_response(self.views.get(self.ctx.repository.config, name, version).metadata())
 
     def ready(self, request: Request, name: str, version: int | None) -> Response:
-        model(self.ctx.core, self.views, name, _text(version))  # 404 for a model not served
+        self.views.get(self.ctx.repository.config, name, version)  # 404 for a model not served
         ready = self.ctx.repository.ready
         return json_response({"name": name, "ready": ready}, 200 if ready else 503)
 
@@ -83,7 +72,7 @@ class InferenceProtocolRoutes:
             header=request.headers.get,
             gone=client_gone(request.environ),
         )
-        prepared = prepare(self.ctx.core, self.views, name, _text(version), read, call)
+        prepared = prepare(self.ctx.core, self.views, name, version, read, call)
 
         def finish(handles: Sequence[RequestState]) -> Response:
             body, header_length = http_body.write_answer(prepared.answer(handles), choices[0])

@@ -1,23 +1,64 @@
-"""One inference request through the request core (:mod:`serving.service.core`),
-the steps and checks every prediction takes, in its order: the pipeline and its
-limits (404, 413 from the size), the request read and parsed (400, 413: counts
-before elements), admission, the images' headers and the decode budget, then
-decoding and submission; waiting while watching the client; the decode
-reservation released after the answer."""
+"""One inference request through the request core (:mod:`serving.service.core`), with
+every check a prediction takes, in its order: counts before elements, admission before
+decoding, the decode reservation released after the answer. Its answer: one row per
+input; ``result`` holds each row's JSON, byte for byte the native route's ``results[i]``,
+a typed output one field of each row."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import numbers
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from serving.batching.request import RequestState
+from serving.errors import InternalError
 from serving.service.core import RequestCore, Started, answered_version, is_light
+from serving.service.jsonio import to_json
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.answer import OutputTensor, output_tensors
-from serving.service.open_inference.model import ModelView, ModelViews, TensorSpec, parse_version
+from serving.service.open_inference.model import BYTES, RESULT, ModelView, ModelViews, TensorSpec, parse_version
 from serving.service.open_inference.request import InferRequest, chosen_outputs, parse_request
+from serving.service.open_inference.tensors import serialize_bytes, serialize_fp32
 from serving.service.parse import ParsedRequest
 from serving.service.served_pipelines import ServedPipeline
+
+
+@dataclass(frozen=True)
+class OutputTensor:
+    name: str
+    datatype: str
+    values: list[Any]  # str for BYTES, float for FP32
+
+    @property
+    def shape(self) -> list[int]:
+        return [len(self.values)]
+
+    def serialized(self) -> bytes:
+        """The binary form (``raw_output_contents``, HTTP's binary tensor data)."""
+        if self.datatype == BYTES:
+            return serialize_bytes(v.encode("utf-8") for v in self.values)
+        return serialize_fp32(self.values)
+
+
+def _field(result: Any, spec: TensorSpec, row: int) -> Any:
+    value = result.get(spec.name) if isinstance(result, Mapping) else None
+    if spec.datatype == BYTES and isinstance(value, str):
+        return value
+    if spec.datatype != BYTES and isinstance(value, numbers.Real) and not isinstance(value, bool):  # numpy's too
+        return float(value)
+    # the final op broke its answer_fields declaration
+    raise InternalError(f"row {row}: the answer has no {spec.datatype} field {spec.name!r}")
+
+
+def output_tensors(results: Sequence[Any], chosen: Sequence[TensorSpec]) -> list[OutputTensor]:
+    outputs = []
+    for spec in chosen:
+        if spec.name == RESULT:
+            values = [to_json(r) for r in results]
+        else:
+            values = [_field(r, spec, i) for i, r in enumerate(results)]
+        outputs.append(OutputTensor(spec.name, spec.datatype, values))
+    return outputs
 
 
 @dataclass(frozen=True)
@@ -73,6 +114,10 @@ class PreparedInfer:
         self.call.submitted()
         return started
 
+    def run(self) -> InferAnswer:
+        """Submit and wait, in the caller's thread."""
+        return self.answer(self.start().wait(self.call.gone))
+
     def answer(self, handles: Sequence[RequestState]) -> InferAnswer:
         results = [h.result(timeout=0) for h in handles]
         answered = answered_version(handles, self.target[0].version)
@@ -83,13 +128,12 @@ def prepare(
     core: RequestCore,
     views: ModelViews,
     name: str,
-    version_text: str,
+    version: int | None,
     read: Callable[[RequestLimits], InferRequest],
     call: CallFacts,
 ) -> PreparedInfer:
     """Read the request ``read`` gives (called once the pipeline's limits are known: it is
-    the transport's to bound by them) for model ``name`` at ``version_text``, and check it."""
-    version = parse_version(version_text)
+    the transport's to bound by them) for model ``name`` at ``version``, and check it."""
     target = core.target(name, version, call.size)
     pipeline, limits = target
     request = read(limits)
@@ -106,16 +150,3 @@ def prepare(
     del request  # its elements: from here on only the parsed inputs hold them
     key = core.route_key(name, version, call.header)
     return PreparedInfer(core, name, version, parsed, target, key, call, request_id, chosen)
-
-
-def infer(
-    core: RequestCore,
-    views: ModelViews,
-    name: str,
-    version_text: str,
-    read: Callable[[RequestLimits], InferRequest],
-    call: CallFacts,
-) -> InferAnswer:
-    """:func:`prepare`, submit and wait (in the caller's thread): the answer."""
-    prepared = prepare(core, views, name, version_text, read, call)
-    return prepared.answer(prepared.start().wait(call.gone))

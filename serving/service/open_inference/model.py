@@ -1,23 +1,23 @@
-"""A pipeline as an Open Inference Protocol model: the model's name is the
-pipeline's, its versions the repository's versions of that name. Its one input
-is named after the pipeline's input kind (``image`` or ``text``), BYTES, one
-element per batch row. Its outputs: ``result`` (BYTES, each row's JSON) and the
-typed fields the pipeline's final op declares (:meth:`serving.op.Op.answer_fields`);
-a model asked for without a version offers the fields every version offers, as
-any of them may answer."""
+"""A pipeline as an Open Inference Protocol model: one BYTES input named after the input
+kind; outputs ``result`` (each row's JSON) and the typed fields the final op declares
+(:meth:`serving.op.Op.answer_fields`). Without a version, a model offers the fields every
+version offers, as any of them may answer."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
 from serving.batching.live_pipelines import find_pipeline
 from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.errors import NotFound
 
-PLATFORM = "batchline"
+PLATFORM = SERVER_NAME = "batchline"
+#: the protocol's extensions this server implements
+EXTENSIONS = ("binary_tensor_data",)
 BYTES = "BYTES"
 FP32 = "FP32"
 RESULT = "result"
@@ -128,3 +128,12 @@ class ModelViews:
                 self._config, self._views = config, {}
             self._views[(name, version)] = view
         return view
+
+
+def server_metadata() -> dict[str, object]:
+    """The server as the protocol describes it (``GET /v2``, ServerMetadata)."""
+    try:
+        server_version = version("batchline")
+    except PackageNotFoundError:  # a source tree that was never installed
+        server_version = "unknown"
+    return {"name": SERVER_NAME, "version": server_version, "extensions": list(EXTENSIONS)}

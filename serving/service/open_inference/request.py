@@ -1,17 +1,8 @@
-"""An inference request, as either transport delivers it, -> the same
-:class:`~serving.service.parse.ParsedRequest` the HTTP API makes of its bodies.
-
-One input tensor, named after the pipeline's input kind (or an alias of
-:data:`~serving.service.decode.KEYS_BY_KIND`), datatype BYTES, shape ``[N]`` or
-``[N, 1]``: N rows, one input each. N is checked against
-``max_inputs_per_request`` before any element is read. An element is a string
-(JSON: a text, or an image as base64, since JSON strings cannot carry a file's
-bytes) or bytes (the binary forms: a text's UTF-8, an image's file).
-
-Request parameters: Triton's ``priority`` (0: the default, our lowest level;
-1 the highest, then down: level ``max(levels - p, 0)``) and ``timeout``
-(microseconds, rounded up to milliseconds; 0: none). Others are ignored, as
-Triton ignores them."""
+"""An inference request, as either transport delivers it, -> a
+:class:`~serving.service.parse.ParsedRequest`: one BYTES tensor named after the input kind,
+shape ``[N]`` or ``[N, 1]``, N checked before any element is read. Triton's ``priority``
+(0: our lowest level, 1 the highest) and ``timeout`` (microseconds) are read; other
+parameters are ignored, as Triton ignores them."""
 
 from __future__ import annotations
 

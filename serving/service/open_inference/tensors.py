@@ -1,7 +1,5 @@
-"""The binary form of the tensors the protocol carries here (the binary tensor
-extension over HTTP, ``raw_input_contents``/``raw_output_contents`` over gRPC):
-BYTES as each element's 4-byte little-endian length and then its bytes, FP32 as
-little-endian IEEE floats, both row-major."""
+"""The binary form of tensors (HTTP's binary tensor extension, gRPC's raw contents): BYTES
+as each element's 4-byte little-endian length then its bytes, FP32 as little-endian floats."""
 
 from __future__ import annotations
 
