@@ -51,6 +51,25 @@ class ServedRepository(Protocol):
     def listing(self) -> dict[str, Any]: ...
     def reload(self) -> ReloadReport: ...
     def on_reload(self, callback: Callable[[], None]) -> None: ...
-    # (*args, **options): any signature to mypy; the options are PipelineRepository's
-    def precheck(self, name: str, count: int, *args: Any, **options: Any) -> None: ...
-    def submit(self, name: str, values: Sequence[Any], *args: Any, **options: Any) -> Sequence[RequestState]: ...
+    def precheck(
+        self,
+        name: str,
+        count: int,
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+    ) -> None: ...
+    def submit(
+        self,
+        name: str,
+        values: Sequence[Any],
+        *,
+        version: int | None = None,
+        key: str | None = None,
+        priority: int = 0,
+        timeout_ms: int | None = None,
+        logid: Any = None,
+        protocol: str = "http",
+    ) -> Sequence[RequestState]: ...
