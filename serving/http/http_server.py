@@ -92,10 +92,8 @@ class HttpServer:
         self.date = DateHeader(time.time)
         self.loop = new_event_loop()
         self._sock = sock if sock is not None else shared_port.listen_alone(host, port)
-        self._server: asyncio.base_events.Server | None = None
+        self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
-        self._started = threading.Event()
-        self._failure: BaseException | None = None
         self.apply_body_limits()
 
     @property
@@ -108,37 +106,31 @@ class HttpServer:
         self.body_budget.resize(front_buffered_bytes(self.http.max_buffered_mb, self.body_limit, self._budget_share))
 
     def start(self) -> None:
+        """Listen (a failure raises here), then run the loop in a thread of its own."""
+        self._sock.setblocking(False)
+        serving = self.loop.create_server(lambda: Connection(self), sock=self._sock, backlog=2048)
+        self._server = self.loop.run_until_complete(serving)
         self._thread = threading.Thread(target=self._run_loop, name="http-loop", daemon=True)
         self._thread.start()
-        self._started.wait(timeout=30)
-        if self._failure is not None:
-            raise self._failure
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
-
-        async def serve() -> None:
-            self._sock.setblocking(False)
-            self._server = await self.loop.create_server(lambda: Connection(self), sock=self._sock, backlog=2048)
-            self._started.set()
-            interval = cleanup_interval(self.http)
-            while True:
-                await asyncio.sleep(interval)
-                now = time.monotonic()
-                for connection in list(self.connections):
-                    if connection.overdue(now):
-                        connection.transport.close()
-
         try:
-            self.loop.run_until_complete(serve())
+            self.loop.run_until_complete(self._enforce_limits())
         except asyncio.CancelledError:
             pass  # the drain
-        except BaseException as exc:  # noqa: BLE001 - start() raises it in the caller's thread
-            self._failure = exc
         finally:
-            self._started.set()
             self.loop.run_until_complete(asyncio.sleep(0.05))  # the closed transports' last callbacks
             self.loop.close()
+
+    async def _enforce_limits(self) -> None:
+        interval = cleanup_interval(self.http)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for connection in list(self.connections):
+                if connection.overdue(now):
+                    connection.transport.close()
 
     def drain(self, handlers: HandlerCount) -> None:
         """After the engine stopped admitting: let every running handler answer,
@@ -194,8 +186,6 @@ class Connection(asyncio.Protocol):
         self.began = 0.0  # its first byte (a refusal's deadline runs from there too)
         self.target = bytearray()
         self.headers: list[tuple[bytes, bytes]] = []
-        self.header_fields = 0
-        self.fields: dict[bytes, bytes] = {}  # lower-case name: first value
         self.body = bytearray()
         self.claim: Claim | None = None
         self.waiting: HttpRequest | None = None
@@ -317,25 +307,25 @@ class Connection(asyncio.Protocol):
         self.target += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.header_fields += 1
-        if self.header_fields <= MAX_HEADER_FIELDS:  # past it, counted and refused at the block's end
+        if len(self.headers) <= MAX_HEADER_FIELDS:  # one past it is refused at the block's end
             self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        if self.header_fields > MAX_HEADER_FIELDS:
+        if len(self.headers) > MAX_HEADER_FIELDS:
             self._close_with("431 Request Header Fields Too Large", TEXT, b"Too many request header fields")
             return
-        self.fields = {name.lower(): value for name, value in reversed(self.headers)}
-        chunked = b"chunked" in self.fields.get(b"transfer-encoding", b"").lower()
-        length = int(self.fields.get(b"content-length", 0))  # httptools refused a malformed one
+        fields = {name.lower(): value for name, value in reversed(self.headers)}  # the first of each name
+        chunked = b"chunked" in fields.get(b"transfer-encoding", b"").lower()
+        length = int(fields.get(b"content-length", 0))  # httptools refused a malformed one
         self.phase = Phase.CHUNKED if chunked else Phase.LENGTH
         self.body_left, self.wire_bytes = length, 0
         if not length and not chunked:
             return  # the app answers a request without a body
-        refusal = self._gate(length)
+        authorization = fields.get(b"authorization", b"").decode("latin-1")
+        refusal = self._gate(length, authorization)
         if refusal is not None:
-            self._refuse(refusal)
-        elif self.fields.get(b"expect", b"").lower() == b"100-continue":
+            self._refuse(refusal, authorization)
+        elif fields.get(b"expect", b"").lower() == b"100-continue":
             self._write(f"HTTP/{self.parser.get_http_version()} 100 Continue\r\n\r\n".encode())
 
     def on_body(self, body: bytes) -> None:
@@ -358,14 +348,13 @@ class Connection(asyncio.Protocol):
             disconnected=lambda: self.closed,
         )
         self.target.clear()
-        self.headers, self.header_fields, self.body = [], 0, bytearray()
+        self.headers, self.body = [], bytearray()
         self._serve_next()
 
     # ---- refusals -----------------------------------------------------------------------------
-    def _gate(self, length: int) -> ServingError | None:
+    def _gate(self, length: int, authorization: str) -> ServingError | None:
         """Why a request with a body is refused before it, or None; in waitress's order: the
         token, the body limit, then room for the body (a chunked one claims as it arrives)."""
-        authorization = self.fields.get(b"authorization", b"").decode("latin-1")
         refusal = self.front.gate.refusal(self._path(), authorization, has_body=True)
         if refusal is not None:
             return refusal
@@ -378,10 +367,10 @@ class Connection(asyncio.Protocol):
         """The request's path as the app sees it (%-decoded)."""
         return unquote_to_bytes(bytes(self.target).split(b"?", 1)[0]).decode("latin-1")
 
-    def _refuse(self, err: ServingError) -> None:
+    def _refuse(self, err: ServingError, authorization: str = "") -> None:
         """Answer ``err`` as the app would (its JSON error shape), then :meth:`_close_with`."""
         path = self._path()
-        status, headers, body = refusal_parts(err, path, self.fields.get(b"authorization", b"").decode("latin-1"))
+        status, headers, body = refusal_parts(err, path, authorization)
         log.debug("refused before the body: %s (%d)", path[:128], err.status)
         self._close_with(status, headers, body)
 

@@ -8,7 +8,7 @@ import io
 import logging
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import formatdate
 from functools import lru_cache
 from typing import Any
@@ -29,6 +29,10 @@ BODY = "batchline.body"
 INTERNAL_ERROR = b"Internal Server Error\r\n\r\nThe server encountered an unexpected internal server error"
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass
 class HttpRequest:
     """A request as read off a connection (headers as sent, the body whole)."""
@@ -41,17 +45,13 @@ class HttpRequest:
     keep_alive: bool = True  # as the request's version and Connection header say
     remote: tuple[str, int] = ("", 0)
     server: tuple[str, int] = ("", 0)
-    disconnected: Callable[[], bool] = field(default=lambda: False)
+    disconnected: Callable[[], bool] = _never
 
 
 def client_gone(environ: dict[str, Any]) -> Callable[[], bool]:
     """Whether the client of the request of ``environ`` went away (never, where no front says)."""
     gone: Callable[[], bool] = environ.get(CLIENT_GONE, _never)
     return gone
-
-
-def _never() -> bool:
-    return False
 
 
 def internal_error() -> HttpAnswer:
