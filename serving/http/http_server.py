@@ -233,28 +233,25 @@ class Connection(asyncio.Protocol):
 
     # ---- framing ------------------------------------------------------------------------------
     def _parse(self) -> None:
+        """Parse what inbuf holds of the request in progress, and no further."""
         try:
-            self._advance()
+            while self.inbuf and not self.discarding:
+                if self.phase is Phase.HEAD:
+                    n = self._head_size()
+                elif self.phase is Phase.LENGTH:
+                    n = min(self.body_left, len(self.inbuf))
+                    self.body_left -= n
+                else:
+                    n = self._chunked_size()
+                if n <= 0:
+                    return
+                with memoryview(self.inbuf) as view:
+                    self.parser.feed_data(view[:n])  # httptools' callbacks run meanwhile
+                del self.inbuf[:n]
         except httptools.HttpParserUpgrade:
             self._close_with("400 Bad Request", TEXT, b"Upgrades are not supported")
         except httptools.HttpParserError:
             self._close_with("400 Bad Request", TEXT, b"Malformed HTTP request")
-
-    def _advance(self) -> None:
-        """Parse what inbuf holds of the request in progress, and no further."""
-        while self.inbuf and not self.discarding:
-            if self.phase is Phase.HEAD:
-                n = self._head_size()
-            elif self.phase is Phase.LENGTH:
-                n = min(self.body_left, len(self.inbuf))
-                self.body_left -= n
-            else:
-                n = self._chunked_size()
-            if n <= 0:
-                return
-            with memoryview(self.inbuf) as view:
-                self.parser.feed_data(view[:n])  # httptools' callbacks run meanwhile
-            del self.inbuf[:n]
 
     def _head_size(self) -> int:
         """The size of the header block in inbuf once it is whole, else 0."""
@@ -295,12 +292,11 @@ class Connection(asyncio.Protocol):
         if self.closed or self.lingering:
             return
         in_service = self.serving or self.waiting is not None
-        hold = self.write_paused or (in_service and len(self.inbuf) > READ_AHEAD_BYTES)
-        if hold and not self.read_paused:
+        self.read_paused = self.write_paused or (in_service and len(self.inbuf) > READ_AHEAD_BYTES)
+        if self.read_paused:
             self.transport.pause_reading()
-        elif not hold and self.read_paused:
-            self.transport.resume_reading()
-        self.read_paused = hold
+        else:
+            self.transport.resume_reading()  # a no-op unless paused
 
     # ---- httptools callbacks ------------------------------------------------------------------
     def on_url(self, url: bytes) -> None:
