@@ -349,8 +349,8 @@ class Connection(asyncio.Protocol):
 
     # ---- refusals -----------------------------------------------------------------------------
     def _gate(self, length: int, authorization: str) -> ServingError | None:
-        """Why a request with a body is refused before it, or None; in waitress's order: the
-        token, the body limit, then room for the body (a chunked one claims as it arrives)."""
+        """Why a request with a body is refused before it, or None: the token, the body limit, then
+        room for the body (so a refused body takes none of the budget; a chunked one claims as it arrives)."""
         refusal = self.front.gate.refusal(self._path(), authorization, has_body=True)
         if refusal is not None:
             return refusal
