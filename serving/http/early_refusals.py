@@ -1,16 +1,6 @@
-"""What the HTTP front refuses as soon as a request's headers are complete,
-before it reads or buffers the body:
-
-* a body for a route that needs a token (``auth.required_token``), without
-  that token: 401 with ``WWW-Authenticate``;
-* a body for a route that takes none (:mod:`serving.http.body_paths`): 413;
-* (in :mod:`serving.http.http_connection`) a header block or a body over its
-  limit, and a body the server-wide body budget has no room for.
-
-All answers are the app's own JSON error shape (``error_body``) with
-``Connection: close``. The 401 and 413 are what the app would answer
-anyway, by the same rules; a request without a body is left to the app.
-"""
+"""What a door refuses from a request's headers, before it reads the body (the HTTP
+server and Ray's ingress), and the server's header limits. A refusal is what the app
+would answer by the same rules, in its JSON error shape: only sooner."""
 
 from __future__ import annotations
 

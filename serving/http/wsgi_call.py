@@ -1,21 +1,14 @@
-"""One complete HTTP request run through a WSGI app, and its answer as bytes:
-what :mod:`serving.http.http_server` does in a worker thread per request.
-
-The environ is the one waitress builds (the same keys and the same header
-rules), so the app cannot tell the two fronts apart: header names with an
-underscore are dropped (they would alias a dashed one), and so are the proxy
-headers (``Forwarded``, ``X-Forwarded-*``), since no proxy is trusted. The
-answer gets ``Server`` and ``Date`` as waitress adds them, a ``Content-Length``
-(the app's whole body is in hand), and ``Connection`` when the connection's
-keep-alive differs from its HTTP version's default."""
+"""One complete HTTP request run through a WSGI app, and its answer as bytes (the HTTP
+server's worker threads; Ray's ingress calls :func:`call_app` too). The environ and the
+answer's framing headers are waitress's, which the app was written against."""
 
 from __future__ import annotations
 
 import io
 import logging
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from email.utils import formatdate
 from functools import lru_cache
 from typing import Any
@@ -36,6 +29,10 @@ BODY = "batchline.body"
 INTERNAL_ERROR = b"Internal Server Error\r\n\r\nThe server encountered an unexpected internal server error"
 
 
+def _never() -> bool:
+    return False
+
+
 @dataclass
 class HttpRequest:
     """A request as read off a connection (headers as sent, the body whole)."""
@@ -48,25 +45,13 @@ class HttpRequest:
     keep_alive: bool = True  # as the request's version and Connection header say
     remote: tuple[str, int] = ("", 0)
     server: tuple[str, int] = ("", 0)
-    disconnected: Callable[[], bool] = field(default=lambda: False)
+    disconnected: Callable[[], bool] = _never
 
 
 def client_gone(environ: dict[str, Any]) -> Callable[[], bool]:
     """Whether the client of the request of ``environ`` went away (never, where no front says)."""
     gone: Callable[[], bool] = environ.get(CLIENT_GONE, _never)
     return gone
-
-
-def _never() -> bool:
-    return False
-
-
-def first_header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    """The first value of header ``name`` (lower case) in raw ``headers``, or None."""
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
 
 
 def internal_error() -> HttpAnswer:
@@ -77,8 +62,7 @@ def internal_error() -> HttpAnswer:
 @lru_cache(maxsize=512)
 def environ_key(raw_name: bytes) -> str | None:
     """The environ key of header ``raw_name`` (``HTTP_X_THING``), or None where it is dropped: a
-    name with an underscore (it would alias a dashed one) or an untrusted proxy header. The few
-    names clients send are worked out once (a miss, e.g. a client's made-up names, costs this)."""
+    name with an underscore (it would alias a dashed one) or an untrusted proxy header."""
     name = raw_name.decode("latin-1")
     if "_" in name or name.upper().replace("-", "_") in UNTRUSTED_PROXY_HEADERS:
         return None
@@ -202,7 +186,7 @@ def answer_bytes(
         lines.append(f"Server: {ident}")
     if not keep:
         lines.append("Connection: close")
-    elif keep and version == "1.0":
+    elif version == "1.0":
         lines.append("Connection: Keep-Alive")
     head_bytes = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     return (head_bytes if head else head_bytes + answer.body), keep
@@ -211,8 +195,3 @@ def answer_bytes(
 def _titled(name: str) -> str:
     """``www-authenticate`` as ``Www-Authenticate``: waitress writes every header name so."""
     return "-".join(part.capitalize() for part in name.split("-"))
-
-
-def refusal_answer(status: str, headers: Sequence[tuple[str, str]], body: bytes) -> HttpAnswer:
-    """An answer the front gives itself (a refusal before the body), always closing."""
-    return HttpAnswer(status, [*headers, ("Connection", "close")], body)

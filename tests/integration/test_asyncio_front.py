@@ -266,7 +266,7 @@ def test_a_client_that_reads_no_answers_stops_being_read(fronts):
     """Pipelined requests whose answers are never read: the front answers until the
     transport's buffer is full, then neither reads nor answers; what it holds is bounded."""
     from serving.http.early_refusals import MAX_HEADER_BYTES
-    from serving.http.http_connection import READ_AHEAD_BYTES
+    from serving.http.http_server import READ_AHEAD_BYTES
 
     (fast,) = fronts
     sock = socket.socket()
@@ -281,10 +281,10 @@ def test_a_client_that_reads_no_answers_stops_being_read(fronts):
                 sent += sock.send(one * 1000)
             except BlockingIOError:
                 time.sleep(0.05)
-                connections = [c for c in fast.server.front.state.connections if c.write_paused]
+                connections = [c for c in fast.server.front.connections if c.write_paused]
                 if connections and connections[0].read_paused:
                     break
-        (conn,) = [c for c in fast.server.front.state.connections if c.write_paused]
+        (conn,) = [c for c in fast.server.front.connections if c.write_paused]
         assert conn.read_paused and len(conn.inbuf) <= READ_AHEAD_BYTES + MAX_HEADER_BYTES
         assert conn.transport.get_write_buffer_size() < 1 << 20
         assert sent < 8 << 20  # the kernel's buffers filled: the server stopped reading
