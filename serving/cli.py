@@ -1,12 +1,9 @@
 """The ``batchline`` console script.
 
-Every subcommand is a module exposing ``add_arguments(parser)`` and
-``main(args) -> int``; its docstring's first line is its help. ``check``
-and ``serve`` are the server's own. Other commands plug in through the
-``batchline.commands`` entry point group (``setup.cfg``): the client's
-``predict`` and ``bench`` come that way, so the server never imports the
-client. Only the module of the command being run is imported, so
-``batchline check`` never imports the server, Paddle or a model.
+Each subcommand is a module with ``add_arguments(parser)`` and ``main(args) -> int``
+(its docstring's first line is its help); others plug in through the
+``batchline.commands`` entry points, so the server never imports the client. Only
+the command being run is imported: ``batchline check`` never imports Paddle or a model.
 """
 
 from __future__ import annotations
@@ -26,9 +23,6 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 Loader = Callable[[], ModuleType]
 
 
-# ---------------------------------------------------------------------------
-# check (here: it needs nothing beyond the config layer)
-# ---------------------------------------------------------------------------
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "files",
@@ -92,9 +86,6 @@ def plugin_commands() -> dict[str, Loader]:
     return {ep.name: ep.load for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-# ---------------------------------------------------------------------------
-# parser
-# ---------------------------------------------------------------------------
 def _unavailable(command: str, error: str) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         sys.stderr.write(f"batchline {command}: not available: {error}\n")

@@ -1,11 +1,8 @@
 """Status-carrying errors: the one place where a failure gets its HTTP status.
 
-One rule: each class has one HTTP ``status`` (a class attribute, never
-changed per instance), and the Paddle Serving answer's ``err_no`` is that
-same status (0 only on success). Ops and the engine raise these; the HTTP
-layer maps ``status`` to the response code and ``message`` to ``err_msg``.
-Any other exception escaping an op is wrapped by :func:`as_serving_error`
-into a 500 without leaking a traceback to the client (the traceback is logged).
+Each class has one ``status``, which is also the Paddle answer's ``err_no`` (0 only on
+success). Anything else escaping an op becomes a 500 through :func:`as_serving_error`,
+its traceback logged, never sent.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""``batchline serve``: load the configs (one file, several, or a directory),
-warm every predictor, serve the app behind its HTTP front (and gRPC on
-``rpc_port``), reload on SIGHUP, and drain on SIGTERM/SIGINT.
+"""``batchline serve``: load the configs, warm every predictor, serve HTTP (and gRPC),
+reload on SIGHUP, drain on SIGTERM/SIGINT.
 
-Shutdown order: stop admitting (new requests get 503), let every accepted
-request finish, let the HTTP and gRPC fronts write the answers, then stop. Exit 0.
+Shutdown order: stop admitting (503), let accepted requests finish and their answers
+be written, then stop.
 """
 
 from __future__ import annotations
@@ -108,7 +107,6 @@ class Server:
         # GPU metrics where NVML (default: pynvml, if installed) sees GPUs; ``nvml``: a stand-in (tests)
         metrics = Metrics(gpus=open_gpus(nvml))
         self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
-        self.warmup = warmup
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
         self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         # one request core beneath every door of this process: the HTTP app's routes and gRPC's services

@@ -1,10 +1,7 @@
-"""Paddle Serving compatibility: the pass that runs on the raw mapping before
-validation. Keys that mean nothing here are dropped (and logged once by the
-loader); op-level aliases (``batch_size`` ...) fold into their real keys;
-``use_trt`` becomes ``device_type: 2`` and ``use_calib`` the ``tensorrt``
-block's ``use_calib_mode``; ``dag.enable_prometheus``/``prometheus_port`` are
-dropped with a notice saying where the metrics are. Giving both spellings is an
-error.
+"""Paddle Serving compatibility: a pass over the raw mapping before validation.
+
+Keys that mean nothing here are dropped (logged once by the loader), aliases fold
+into their real keys; giving both spellings is an error.
 """
 
 from __future__ import annotations

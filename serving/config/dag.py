@@ -1,11 +1,7 @@
 """The op graph: which op feeds which, in what order they run.
 
-A :class:`Dag` is built from ``{op name: [input op names]}`` in config order.
-Ops without inputs are *sources*: the request feeds them. Ops nobody consumes
-are *sinks*: the response is the single sink's output, or, with several
-sinks, a dict ``{sink name: output}`` in config order. Fan-out (one op
-feeding several) and fan-in (an op with several inputs) are both allowed;
-cycles, self loops and unknown inputs raise :class:`DagError`.
+Sources (no inputs) take the request; the response is the single sink's output,
+or ``{sink name: output}`` with several. Cycles and unknown inputs raise :class:`DagError`.
 """
 
 from __future__ import annotations

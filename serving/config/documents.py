@@ -1,12 +1,9 @@
-"""Config files as plain data that travel: to Ray Serve replicas on other
-machines, and into a Ray Serve config file (``batchline ray build``).
+"""Config files as plain data that travel: to Ray Serve replicas on other machines,
+and into a Ray Serve config file.
 
-A :class:`ConfigDocument` is one file's YAML data with its name and resolved
-path, not validated; :func:`parse_documents` validates a set exactly as
-:func:`serving.config.load_repository` validates files, so every replica
-parses the same configs the same way. Model paths are resolved where the
-documents are parsed: ``pkg://`` paths of installed packages work on every
-node, a plain path must exist on each one.
+:func:`parse_documents` validates them exactly as :func:`serving.config.load_repository`
+does files, so every replica parses the same configs the same way; model paths are
+resolved where they are parsed (a plain path must exist on each node).
 """
 
 from __future__ import annotations

@@ -66,9 +66,6 @@ class FieldProblem(ValueError):
         self.field = field
 
 
-# ---------------------------------------------------------------------------
-# pydantic errors -> "<key.path>: <message>"
-# ---------------------------------------------------------------------------
 def _unwrap_optional(tp: Any) -> Any:
     if get_origin(tp) in (Union, UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]

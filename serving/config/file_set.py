@@ -1,21 +1,8 @@
 """A repository: several config files served by one process on one port.
 
-:func:`load_repository` takes files and directories (a directory stands for
-every ``*.yml`` and ``*.yaml`` in it), validates each file as
-:func:`~serving.config.load.load_config` does, then checks the set and
-reports every problem of every file in one :class:`ConfigError`:
-
-* one pipeline per ``(name, version)``;
-* server keys (:data:`SERVER_KEYS`: ``host``, ``http_port``, ``auth_token`` ...) set in
-  several files must agree: one server listens on one port;
-* one ``routing`` section per pipeline name, naming versions that exist, with
-  a shadow that takes no routed traffic;
-* ops sharing one share name are the same op (:func:`op_fingerprint`), at most
-  one per pipeline.
-
-The result groups the pipelines into :class:`Route` (the versions of one
-name and how ``/{name}/prediction`` picks among them) and :class:`SharedOp`
-(the ops that run on one stage).
+Each file is validated as :func:`~serving.config.load.load_config` does; then
+the set is checked (unique ``(name, version)``, agreeing server keys, routing,
+shares) and every problem of every file is raised in one :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -122,9 +109,6 @@ class RepositoryConfig:
         return self.routes[name].config(version)
 
 
-# ---------------------------------------------------------------------------
-# sources
-# ---------------------------------------------------------------------------
 def _expand(args: Sequence[str]) -> tuple[list[str], list[ConfigError]]:
     files: list[str] = []
     errors: list[ConfigError] = []
@@ -169,9 +153,6 @@ def expand_sources(args: Sequence[str]) -> list[str]:
     return files
 
 
-# ---------------------------------------------------------------------------
-# fingerprints
-# ---------------------------------------------------------------------------
 def _digest(payload: Any) -> str:
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -253,9 +234,6 @@ def pipeline_fingerprint(config: ServingConfig) -> str:
     return _digest(payload)
 
 
-# ---------------------------------------------------------------------------
-# checks across files
-# ---------------------------------------------------------------------------
 def _listed(versions: Iterable[int]) -> str:
     return ", ".join(str(v) for v in sorted(versions))
 
@@ -264,6 +242,11 @@ def _listed(versions: Iterable[int]) -> str:
 class _Entry:
     config: ServingConfig
     file: str
+
+
+def _server_entry(entries: list[_Entry], key: str) -> _Entry:
+    """The first file that sets server key ``key`` (else the first file: its default)."""
+    return next((e for e in entries if key in e.config.model_fields_set), entries[0])
 
 
 def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
@@ -283,7 +266,7 @@ def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
 def _check_body_budget(entries: list[_Entry]) -> list[ConfigError]:
     """``http.max_buffered_mb`` must hold one body of the largest ``max_body_size``
     served (a source op's), else such a body would be refused (503) for ever."""
-    chosen = next((e for e in entries if "http" in e.config.model_fields_set), entries[0])
+    chosen = _server_entry(entries, "http")
     budget_mb = chosen.config.http.max_buffered_mb
     if budget_mb is None:
         return []
@@ -426,9 +409,6 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# ---------------------------------------------------------------------------
-# building the repository
-# ---------------------------------------------------------------------------
 def _route(name: str, entries: list[_Entry]) -> Route:
     versions = {e.config.effective_version: e.config for e in sorted(entries, key=lambda e: e.config.effective_version)}
     routing = next((e.config.routing for e in entries if e.config.routing is not None), None)
@@ -444,11 +424,6 @@ def _route(name: str, entries: list[_Entry]) -> Route:
     else:
         default = max(v for v in versions if v != shadow)
     return Route(name, versions, default, weights or {default: 1}, routing.key_header, routing.shadow)
-
-
-def _server_value(entries: list[_Entry], key: str) -> Any:
-    chosen = next((e for e in entries if key in e.config.model_fields_set), entries[0])
-    return getattr(chosen.config, key)
 
 
 def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
@@ -475,15 +450,7 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
         pipelines=[e.config for e in entries],
         routes={name: _route(name, group) for name, group in by_name.items()},
         shares=shares,
-        host=_server_value(entries, "host"),
-        http_port=_server_value(entries, "http_port"),
-        rpc_port=_server_value(entries, "rpc_port"),
-        worker_num=_server_value(entries, "worker_num"),
-        auth_token=_server_value(entries, "auth_token"),
-        admin_token=_server_value(entries, "admin_token"),
-        http=_server_value(entries, "http"),
-        security=_server_value(entries, "security"),
-        decode_budget_mb=_server_value(entries, "decode_budget_mb"),
+        **{key: getattr(_server_entry(entries, key).config, key) for key in SERVER_KEYS},
         max_queue_size=sum(e.config.dag.max_queue_size for e in entries),
     )
 

@@ -1,13 +1,8 @@
 """config.yml -> a validated :class:`ServingConfig`, parsed once at start-up.
 
-Every problem becomes a :class:`ConfigError` whose lines read
-``<file>: <key.path>: <message>``. Parsing happens in four steps:
-
-1. YAML with a loader that rejects duplicate mapping keys (yaml_loader.py);
-2. the Paddle Serving pass (compat.py): drop keys that mean nothing here,
-   fold op-level aliases into their real keys;
-3. pydantic field validation (schema/, one module per block), errors phrased by errors.py;
-4. op classes (op_classes.py), op ``params`` and the DAG (dag.py).
+Every problem becomes a :class:`ConfigError` line ``<file>: <key.path>: <message>``.
+Steps: YAML without duplicate keys, the Paddle Serving pass (compat.py), pydantic
+validation (schema/), then op classes, op ``params`` and the DAG.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Op class lookup: a config's ``class`` value -> a :class:`serving.op.Op` subclass.
+"""Op class lookup: a config's ``class`` -> a :class:`serving.op.Op` subclass.
 
-``class`` is either a builtin op name (see :data:`BUILTIN_OPS`) or a dotted
-import path, ``package.module:Class`` or ``package.module.Class``. The module
-is imported only when the name is resolved.
+A builtin name (:data:`BUILTIN_OPS`) or an import path (``pkg.module:Class`` or
+``pkg.module.Class``), imported only when resolved.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The ``ray:`` blocks of a config: how each op (``op.<name>.ray``) and the
-HTTP ingress (top-level ``ray``) run as Ray Serve deployments.
+"""The ``ray:`` blocks: how each op (``op.<name>.ray``) and the ingress (top-level
+``ray``) run as Ray Serve deployments; the single-process server ignores them.
 
-Only what the Ray backend reads; the single-process server ignores them.
-Field names are Ray Serve's own (``num_replicas``, ``autoscaling_config``,
-``ray_actor_options``, ``max_ongoing_requests``), so a Ray user reads them as
-in a Ray Serve config file. Defaults that depend on the op (CPUs from
-``instance_num x thread_num``, the in-flight limit from the batch size) are
-filled in by the Ray backend, not here.
+Field names are Ray Serve's own; defaults that depend on the op are filled in by
+:mod:`serving.rayserve.deployments`.
 """
 
 from __future__ import annotations

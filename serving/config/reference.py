@@ -1,16 +1,11 @@
-"""The config reference tables of docs/CONFIG.md, rendered from the schema.
-
-Each table lists one block of the file (``http``, ``op.<name>.local_service_conf``
-...): key, type, default and the field's ``description``. docs/CONFIG.md holds
-them between markers that name the block; this module rewrites those regions
-in place, so the schema stays the one place a key's default and meaning live::
+"""The config reference tables of docs/CONFIG.md, rendered from the schema, so the
+schema stays the one place a key's default and meaning live::
 
     python -m serving.config.reference            # rewrite docs/CONFIG.md
     python -m serving.config.reference --check    # exit 1 when it differs
 
-A field's ``json_schema_extra`` may hold ``doc_type`` or ``doc_default`` where
-the annotation alone would mislead (a value the loader fills in, a string a
-validator converts).
+A field's ``json_schema_extra`` may hold ``doc_type`` or ``doc_default`` where the
+annotation alone would mislead.
 """
 
 from __future__ import annotations

@@ -10,9 +10,6 @@ import yaml
 from serving.config.errors import FILE_KEY, ConfigError
 
 
-# ---------------------------------------------------------------------------
-# YAML
-# ---------------------------------------------------------------------------
 class _DuplicateKey(yaml.YAMLError):
     def __init__(self, path: str, message: str):
         super().__init__(message)

@@ -1,10 +1,7 @@
-"""A repository of configs as a Ray Serve application, and as a Ray Serve
-config file.
+"""A repository of configs as a Ray Serve application, and as a Ray Serve config file.
 
-``build_app`` is the application builder a Ray Serve config file names
-(``import_path: serving.rayserve.app:build_app``); its ``args`` carry the
-config files themselves (:class:`serving.config.documents.ConfigDocument`),
-so every replica, on any node, parses the same configs.
+``build_app`` is the builder a config file names; its ``args`` carry the config
+files themselves, so every replica, on any node, parses the same configs.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """On Ray, a request's images travel to the op replicas as their files, not their pixels.
 
-The single-process server decodes a request's images in its prediction route,
-after admission and every size limit. On Ray the decoded page would then cross
-to the first op's replica as an array many times the file's size (the largest
-sample page: 1.2 MB of pixels against 14 KB of PNG), through Ray's object store.
-So the ingress's request core takes the same steps as the server's, in the same
-order and with the same statuses (admission 503, the header's pixels and the
-request's totals 413, an unreadable header 400, the decode budget 503), and
-stops short of decoding: its ``values`` (:func:`carried`) hand each image to the
-pipeline as its checked :class:`PendingInput` (file bytes and header). The
-decode budget still counts the pixels: the replicas hold them while the request runs.
-The op replica decodes it (:func:`decoded`) with the server's own call, so its
-op sees the same array and gives the same answer. A file whose header passes
-but whose pixels do not decode is refused by the replica, with the server's
-status and message (``input N: cannot decode image ...``).
+The ingress takes the server's steps and statuses up to decoding (:func:`carried`);
+the op replica decodes with the server's own call (:func:`decoded`), so answers match.
+Why: docs/DESIGN_NOTES.md, "Images travel as their files".
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
-"""The HTTP ingress deployment: the same HTTP app, pipelines, admission,
-routing and metrics as ``batchline serve``, with every op's stage a
-:class:`RemoteStage` that calls the op's deployment through its handle.
+"""The HTTP ingress deployment: the same app, pipelines, admission, routing and metrics
+as ``batchline serve``, every op's stage a :class:`RemoteStage` calling its deployment.
 
-Ray Serve's proxy hands each HTTP request to an ingress replica;
-:mod:`front` refuses it before its body when the token, the length or the
-replica's body budget (``http.max_buffered_mb``) says so and reads the body
-with a cap, then :mod:`wsgi_bridge` runs the app for it in a thread.
-Admission (``max_queue_size``) counts the requests of this replica. The app
-checks a request's images as the server's does but does not decode them:
-they go to the op replicas as files (:mod:`encoded_images`).
-
-What one replica takes on at once is Ray's to bound, with our settings
-(:func:`serving.rayserve.deployments.ingress_options`; the equivalent of one
-process's ``http.connection_limit``, which Ray's proxies, holding the
-connections, do not read): Ray hands a replica at most
-``ray.ingress.max_ongoing_requests`` requests (default: the summed
-``max_queue_size`` + ``worker_num``, one process's HTTP threads), each of its
-callers (an HTTP proxy; with ``ray.direct_ingress`` the replica's own server)
-holds at most ``max_queued_requests`` more (default: the summed
-``max_queue_size``), and Ray answers the rest 503 at once, with
-``Retry-After`` on Ray >= 2.58 (:func:`serving.rayserve.app.backpressure_options`).
-In a burst, a proxy may let in a few past that sum (a request it is still
-placing on a replica is not counted as queued: ray-project/ray#64399); the
-replica's own server counts exactly. tests/e2e/test_ray_ingress_bound.py
-shows both on a local cluster (12 sent at once, ongoing 2 + queued 2: the
-proxy let in 4 or 5, direct ingress 4; the rest 503 within 35 ms). The bodies of
-the requests a replica holds are bounded by its body budget (:mod:`front`).
-
-The tokens come from the replica's environment (``BATCHLINE_AUTH_TOKEN``,
-``BATCHLINE_ADMIN_TOKEN``: a Secret on Kubernetes) unless the config gives
-them; ``batchline ray build`` never writes one into a file. A replica whose
-proxies listen beyond loopback refuses to start without a token, as
-``batchline serve`` does.
+What a replica takes on is bounded by Ray with our settings
+(:func:`serving.rayserve.deployments.ingress_options`; docs/DEPLOY.md, "Ray cluster").
+Tokens come from the replica's environment unless the config gives them.
 """
 
 from __future__ import annotations

@@ -1,34 +1,9 @@
-"""What the ingress refuses before it reads a request's body, the body budget,
-and the read.
+"""What the ingress refuses before it reads a request's body, the body budget, and the read.
 
-Ray Serve's proxy hands an ingress replica each request while its body may
-still be arriving. Before reading any of it, the ingress answers
-
-* what :meth:`serving.http.early_refusals.FrontGate.refusal` refuses from the
-  headers, the rule every front applies: 401 with ``WWW-Authenticate`` a
-  body to a route that needs a token, sent without that token; then 413 a
-  body to a path that takes none (:mod:`serving.http.body_paths`: anything
-  but the prediction routes). Checked first, so a refused body never takes
-  any of the budget;
-* 413 a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``,
-  the largest ``max_body_size`` served);
-* 503 with ``Retry-After`` a body the replica's body budget has no room for
-  (:class:`serving.service.body_budget.BodyBudget`, sized as one process's:
-  ``http.max_buffered_mb``, default 4 x the largest ``max_body_size``, for
-  each replica). A request takes its ``Content-Length`` from the budget
-  before its body is read; a body without a length takes each chunk before
-  it is kept. The claim is given back once the app is done with the body
-  (answered, failed, or, for a request Ray cancelled, its thread finished).
-
-then reads at most the limit + 1 bytes into one buffer: a body without a
-length that goes past the limit is 413 as well, one that outgrows the
-budget's room 503. The answers are the app's own JSON error bodies, with
-``Connection: close`` (the rest of the body stays unread). A request
-without a body is left to the app, which applies the same rules.
-
-Ray itself keeps receiving what the client sends while the ingress decides
-(its proxy and the replica pull the body in the background, unbounded):
-answering at once ends the request, and that buffering with it.
+Ray hands the replica a request while its body may still arrive: the gate answers
+401/413 from the headers (:class:`FrontGate`, checked first so a refused body takes no
+budget), 413 over the body limit, 503 when the budget has no room, then reads at most
+the limit + 1 bytes. Answering at once also ends Ray's own buffering of the body.
 """
 
 from __future__ import annotations

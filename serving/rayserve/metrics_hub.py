@@ -1,12 +1,8 @@
 """One ``/metrics`` for the whole Ray application.
 
-Every replica (ingress and op) keeps its own Prometheus registry, as the
-single-process server does, and sends its exposition text to the metrics
-hub deployment every ``ray.metrics_interval_s``. An ingress answering
-``/metrics`` merges its own fresh text with the hub's: each family once, each
-sample labelled with the ``replica`` it came from. A replica that stops
-sending (killed) drops out after three intervals; Prometheus sees its
-counters end, as with any restarted target.
+Every replica pushes its own registry's text to the hub; the ingress merges it with
+its own, each sample labelled with its ``replica``. A silent replica drops out after
+three intervals.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""One replica of an op's deployment: our own op stage (batcher, collate /
-uncollate, predictor instances, warm-up) behind an async ``run`` method.
+"""One replica of an op's deployment: our own op stage behind an async ``run``.
 
-Every call carries one request's inputs for this op; the replica's batcher
-batches the items of all calls it holds, whichever ingress replica sent
-them, with the request's priority and deadline. A request's image arrives
-as its checked file and is decoded here (:mod:`encoded_images`).
+Its batcher batches the items of every call it holds, from any ingress replica; a
+request's image arrives as its checked file and is decoded here.
 """
 
 from __future__ import annotations

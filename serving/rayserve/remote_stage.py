@@ -1,16 +1,8 @@
 """An op that runs as a Ray Serve deployment, as the ingress's pipeline sees it.
 
-It joins a request's upstream outputs like an in-process stage, then sends
-them to the op's deployment in one call and hands the answer to the request's
-pipeline. The call never outlives the request: it is cancelled when the
-request ends first (deadline, client gone), and it is given the time left
-before the deadline.
-
-A replica that dies mid-call (killed, node lost) never finished the item, and
-inference has no side effects: the call is sent again, ``retry`` times (the
-op's ``retry``), to a live replica; Ray Serve routes it, or waits for the
-replacement. After that it fails with 503 and Retry-After, a status clients
-retry on.
+The call never outlives its request, gets the time left before the deadline, and is
+sent again (the op's ``retry``) when its replica died: inference has no side effects.
+Then 503 with Retry-After.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""The CPUs an application's deployments ask Ray for, and how they fit a
-single machine, decided before any cluster starts.
+"""The CPUs an application's deployments ask Ray for, fitted to one machine before a
+local cluster starts.
 
-Ray's ``num_cpus`` is a scheduling reservation, not a limit: a replica runs
-as many threads as its op says (``instance_num x thread_num``), whatever Ray
-reserved for it. The defaults reserve those threads in full (a core per
-OpenVINO thread, one for the ingress), which suits a cluster of many nodes;
-the single-process server runs the same threads on however many cores the
-machine has. So on a local cluster that ``batchline serve --ray`` starts for
-itself, the defaults that do not fit are scaled down together until they do:
-the replicas then share the cores as that server's threads do. What a config
-sets itself is kept; when that alone does not fit, :class:`NoRoom` says what
-is asked, what there is, and which keys to change.
+Ray's ``num_cpus`` reserves, it does not limit: defaults that do not fit are scaled
+down together (the replicas then share cores as one server's threads do); what a config
+sets is kept, and :class:`NoRoom` says when that alone cannot fit.
 """
 
 from __future__ import annotations

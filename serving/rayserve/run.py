@@ -1,14 +1,8 @@
-"""``batchline serve CONFIG --ray``: deploy the configs as a Ray Serve
-application, on a cluster (``--address auto`` or ``ray://HOST:10001``) or on
-a local one started for it, and keep it up until SIGTERM or SIGINT; then
-delete the application (its replicas drain) and, if this command started
-the cluster, stop it and every process it ran.
+"""``batchline serve CONFIG --ray``: deploy the configs as a Ray Serve application (on a
+cluster, or a local one started for it) and keep it up until SIGTERM or SIGINT; then
+delete it and stop what this command started.
 
-On a local cluster, the CPUs the deployments ask for are checked against the
-machine before anything starts (:mod:`serving.rayserve.room`): defaults that
-do not fit are scaled down, explicit asks that cannot fit are refused (exit
-2). Deploying does not block the command: the main thread only waits for a
-signal, and a thread deploys and reports until the application runs.
+A thread deploys and reports, so the main thread only waits for a signal.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""No secret in a Ray Serve config file: ``batchline ray build`` refuses configs
-that hold a token.
+"""No secret in a Ray Serve config file: ``batchline ray build`` refuses configs that
+hold a token.
 
-The file embeds the config files themselves (``args.configs``), and every copy
-of it is readable by more people than the token should be: a repository,
-KubeRay's RayService spec (``serveConfigV2``), Ray's dashboard API, which shows
-the config it deployed. Dropping the token with a warning would deploy a
-server that silently needs the environment to be set; refusing says so before
-anything is written. Replicas read their tokens from the environment instead
-(:mod:`serving.rayserve.ingress`).
+The file embeds the configs and is read by more people than the token should be
+(repositories, KubeRay specs, Ray's dashboard); replicas read tokens from the environment.
 """
 
 from __future__ import annotations

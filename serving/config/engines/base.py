@@ -1,14 +1,14 @@
-"""What an engine is on the config side: the facts and checks one engine module
-states (:class:`Engine`), and the settings it reads (:class:`EngineSettings`).
+"""What an engine states on the config side (:class:`Engine`) and the settings it reads.
 
-Engines read a ``local_service_conf`` through a protocol, not the schema's
-class: the schema imports the engine table, so the table cannot import it.
+Engines read a ``local_service_conf`` through a protocol (:class:`EngineSettings`):
+the schema imports the engine table, so the table cannot import the schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from serving.config.errors import FieldProblem
@@ -31,6 +31,15 @@ class EngineSettings(Protocol):
     def precision(self) -> str: ...
 
 
+def any_size(max_batch_size: int) -> list[int]:
+    """[]: any batch size (for engines whose first run of a new size costs little)."""
+    return []
+
+
+def never_pins(conf: EngineSettings) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Engine:
     """One engine: what the config layer, the CPU plan and the tuner need to know about it.
@@ -50,13 +59,13 @@ class Engine:
     summary: str
     precisions: Mapping[int, tuple[str, ...]]
     threads_overlap: bool
-    own_keys: Mapping[str, Any]
     loader: str
     model_files: Callable[[str], Sequence[str]]
     check: Callable[[EngineSettings], None]
-    default_run_sizes: Callable[[int], list[int]]
-    pins_cores: Callable[[EngineSettings], bool]
     device_label: Callable[[EngineSettings], str]
+    own_keys: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    default_run_sizes: Callable[[int], list[int]] = any_size
+    pins_cores: Callable[[EngineSettings], bool] = never_pins
 
     @property
     def setting_phrase(self) -> str:

@@ -1,10 +1,7 @@
 """``engine: openvino``: OpenVINO Runtime, the CPU engine.
 
-Its Python API releases the GIL, so thread instances (infer requests on one
-compiled model) compute at the same time; its first run of a new batch size
-costs ~1.1x a warm one (oneDNN: ~2x; docs/DESIGN_NOTES.md, "First-seen shapes"),
-so any batch size runs. It binds its threads to cores, so its predictor
-processes get CPU sets of their own. Loaded by :mod:`serving.runners.openvino_runtime`.
+It releases the GIL (thread instances overlap), a new batch size costs little (any
+size runs), and it binds threads to cores (its processes get CPU sets of their own).
 """
 
 from __future__ import annotations
@@ -41,11 +38,6 @@ def model_files(model_dir: str) -> tuple[str]:
     return (openvino_model_file(model_dir),)
 
 
-def any_size(max_batch_size: int) -> list[int]:
-    """[]: any batch size (a new one costs little, so splitting batches would cost more)."""
-    return []
-
-
 def pins_cores(conf: EngineSettings) -> bool:
     return conf.device_type == 0
 
@@ -64,7 +56,6 @@ ENGINE = Engine(
     loader="serving.runners.openvino_runtime",
     model_files=model_files,
     check=check,
-    default_run_sizes=any_size,
     pins_cores=pins_cores,
     device_label=device_label,
 )

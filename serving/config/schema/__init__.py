@@ -1,24 +1,7 @@
-"""The config file's typed form: pydantic models for the whole file and each of
-its blocks, one module per block. Field validators phrase their own problems;
-:mod:`serving.config.errors` turns them into ``file: key: message``.
+"""The config file's typed form: pydantic models, one module per block.
 
-=====================================  ==============================================
-block                                  module
-=====================================  ==============================================
-top level (``ServingConfig``)          :mod:`~serving.config.schema.serving_config`
-``op.<name>``                          :mod:`~serving.config.schema.op`
-``op.<name>.local_service_conf``       :mod:`~serving.config.schema.local_service`
-``...local_service_conf.tensorrt``     :mod:`~serving.config.schema.tensorrt`
-``dag``, ``dag.tracer``                :mod:`~serving.config.schema.dag_settings`
-``http``                               :mod:`~serving.config.schema.http_settings`
-``security``                           :mod:`~serving.config.schema.security`
-``routing``, ``routing.shadow``        :mod:`~serving.config.schema.routing`
-``ray``, ``op.<name>.ray``             :mod:`serving.config.ray_schema`
-=====================================  ==============================================
-
-:mod:`~serving.config.schema.value_checks` holds the value rules several blocks
-share. Every name is importable from here, as before the split: import from
-``serving.config.schema``, not from the block modules.
+Field validators phrase their own problems (:mod:`serving.config.errors` makes them
+``file: key: message``). Import from ``serving.config.schema``, not the block modules.
 """
 
 from serving.config.schema.dag_settings import DagConfig, TracerConf

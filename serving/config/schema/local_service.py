@@ -1,9 +1,7 @@
 """An op's predictor and batcher settings: ``op.<name>.local_service_conf``.
 
-``LocalServiceConf`` is a pydantic *dataclass*, not a ``BaseModel``: its
-Paddle Serving field ``model_config`` would collide with pydantic's reserved
-``BaseModel.model_config``. The checks that depend on the engine are each
-engine's own (:mod:`serving.config.engines`).
+A pydantic *dataclass*, not a ``BaseModel``: Paddle Serving's field ``model_config``
+would collide with pydantic's reserved name. Engine-specific checks are the engine's.
 """
 
 from __future__ import annotations
