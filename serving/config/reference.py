@@ -140,10 +140,6 @@ def _value_text(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return f'`"{value}"`' if value == "" else f"`{value}`"
-    if isinstance(value, list):
-        return "`[]`" if not value else f"`{value}`"
-    if isinstance(value, dict):
-        return "`{}`" if not value else f"`{value}`"
     if _is_model(type(value)):
         return "its defaults"
     return f"`{value!r}`"

@@ -1,7 +1,7 @@
-"""Names and Ray Serve options of the deployments a repository of configs
-becomes: one per op (one per share name for shared ops), the HTTP ingress,
-and the metrics hub. Plain data, so ``batchline ray build`` writes exactly
-what ``batchline serve --ray`` deploys."""
+"""Names and Ray Serve options of the deployments a repository of configs becomes: one
+per op (per share name for shared ops), the HTTP ingress and the metrics hub. Plain
+data, so ``batchline ray build`` writes exactly what ``batchline serve --ray`` deploys.
+"""
 
 from __future__ import annotations
 
@@ -78,17 +78,11 @@ def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int,
 
 
 def op_options(op: OpConfig, *, admitted: int) -> dict[str, Any]:
-    """Ray Serve options of an op's deployment, defaults filled in from the op.
+    """Ray Serve options of an op's deployment, defaults filled in from the op (docs/CONFIG.md).
 
-    CPUs: ``instance_num x thread_num`` on CPU (what the op's instances use),
-    1 beside GPUs. GPUs: the op's devices (at least one) when it runs on GPU;
-    inside a replica, device ids count the GPUs Ray gave it. In-flight calls:
-    two full batches per instance, so one batch can form while another runs.
-    Queued calls: ``admitted``, the requests one ingress replica admits that may
-    call this op (:func:`admitted_callers`). Ray counts the queue per caller,
-    and an admitted request has at most one call out per op, so the bound is
-    finite yet never refuses a request the ingress admitted; the single-process
-    server would queue those too.
+    In-flight calls: two full batches per instance, so one batch can form while another
+    runs. Queued calls: ``admitted`` (Ray counts per caller, and an admitted request has
+    at most one call out per op: finite, yet never refusing what the ingress admitted).
     """
     svc = op.local_service_conf
     on_gpu = svc.device_type != 0
@@ -102,22 +96,17 @@ def op_options(op: OpConfig, *, admitted: int) -> dict[str, Any]:
 
 
 def admitted_callers(repo: RepositoryConfig, config: ServingConfig, op: OpConfig) -> int:
-    """The summed ``dag.max_queue_size`` of the pipelines that call this op's
-    deployment (every user of a shared op): how many requests one ingress
-    replica may hold that each have a call out to it."""
+    """How many requests one ingress replica may hold that each call this op's deployment:
+    the summed ``dag.max_queue_size`` of its pipelines (every user of a shared op)."""
     if op.share_name is None:
         return config.dag.max_queue_size
     return sum(user.dag.max_queue_size for user, _ in repo.shares[op.share_name].users)
 
 
 def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
-    """The ingress decodes inputs and runs the HTTP app: one CPU by default. Our own
-    admission answers 503 beyond ``max_queue_size``, so Ray lets every admissible
-    request in (``max_queue_size`` summed over pipelines, plus ``worker_num``).
-    Requests wait in each HTTP proxy only while every ingress replica is that full:
-    at most ``max_queue_size`` (summed) of them, then the proxy answers 503 at once
-    (with ``Retry-After``: :func:`serving.rayserve.app.backpressure_options`). This is
-    the ingress's bound on what it takes on, as ``http.connection_limit`` is one process's."""
+    """The ingress's options: our own admission answers 503 beyond ``max_queue_size``, so Ray
+    lets every admissible request in; more wait in each proxy only while every replica is
+    that full (the ingress's bound, as ``http.connection_limit`` is one process's)."""
     return _options(
         ray_conf(repo).ingress,
         cpus=1.0,
@@ -128,8 +117,7 @@ def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
 
 
 def hub_options() -> dict[str, Any]:
-    # each caller (a replica) has one push out per metrics interval, the ingress a collect per
-    # GET /metrics: a stuck hub makes callers give up at the bound, not queue without end
+    # bounded, so that callers of a stuck hub give up rather than queue without end
     return {
         "num_replicas": 1,
         "max_ongoing_requests": 1000,
@@ -156,12 +144,10 @@ def deployment_options(
 
 
 def op_deployments(repo: RepositoryConfig) -> dict[str, tuple[ServingConfig, OpConfig]]:
-    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op;
-    the ops of one share must have equal ``ray`` blocks).
+    """Op deployment name -> the (pipeline, op) whose config it runs (a shared op's first user).
 
-    Names are made by joining names with '-', which may be in them: ConfigError
-    when two ops that are not one shared op would get one name (pipeline ``p``,
-    op ``a-b`` and pipeline ``p-a``, op ``b``), or one takes the ingress's or hub's."""
+    ConfigError when two ops that are not one share would get one name (names joined by
+    '-' may hold '-'), one takes the ingress's or hub's, or a share's ``ray`` blocks differ."""
     out: dict[str, tuple[ServingConfig, OpConfig]] = {}
     errors: list[ConfigError] = []
     for file, config in zip(repo.files, repo.pipelines):

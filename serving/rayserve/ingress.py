@@ -25,7 +25,6 @@ from serving.config.schema import OpConfig, ServingConfig
 from serving.http.app import create_app
 from serving.http.early_refusals import FrontGate
 from serving.rayserve.deployments import op_deployment_name, ray_conf
-from serving.rayserve.encoded_images import carried
 from serving.rayserve.health import DeploymentHealth
 from serving.rayserve.ingress_gate import IngressGate
 from serving.rayserve.loop_thread import LoopThread
@@ -36,6 +35,7 @@ from serving.rayserve.wsgi_bridge import app_path, call_wsgi
 from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
 from serving.service.core import decoded_values
+from serving.service.decode import DecodePlan
 from serving.service.exposure import check_bind
 from serving.service.limits import http_threads
 
@@ -58,6 +58,12 @@ def handle_sender(handle: Any) -> Send:
             raise
 
     return send
+
+
+def carried(plan: DecodePlan) -> list[Any]:
+    """A checked request's values as they go to the pipeline: images as their checked files
+    (the op replica decodes them: docs/DESIGN_NOTES.md, "Images travel as their files")."""
+    return [p if p.header is not None else p.value for p in plan.inputs]
 
 
 class Ingress:

@@ -88,13 +88,9 @@ def declared_length(value: str | None) -> int | None:
 
 
 async def read_claimed(request: Request, limit: int, claim: Claim) -> bytes | ServingError:
-    """The body, or why it was refused part way: 413 once more than ``limit`` bytes
-    arrived, 503 once ``claim`` cannot grow to hold what arrived (a declared length
-    was claimed up front: its chunks take nothing more). No more is pulled after a
-    refusal; what is held never exceeds the claim plus one received chunk.
-
-    Kept in one bytearray, not a list of the chunks Ray hands over (a client that
-    sends tiny chunks would make each cost an object many times its size)."""
+    """The body, or why it was refused part way: 413 past ``limit`` bytes, 503 once ``claim``
+    cannot grow to hold it. One bytearray, not a list of Ray's chunks: tiny chunks would
+    each cost an object many times their size."""
     body = bytearray()
     async for chunk in request.stream():
         size = len(body) + len(chunk)

@@ -21,10 +21,10 @@ from serving.batching.stage import OpStage
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.errors import ClientDisconnected, ServingError, as_serving_error
 from serving.op import Op
-from serving.rayserve.encoded_images import decoded
 from serving.rayserve.metrics_hub import MetricsPusher
 from serving.rayserve.wire import OpCall, OpReply
 from serving.runners.node_cpus import NodeCpuAllocator
+from serving.service.decode import PendingInput
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,10 @@ class OpReplica:
     def _accept(self, request: RequestState, inputs: dict[str, Any]) -> None:
         try:
             for source, value in inputs.items():
-                self.stage.accept(source, request, decoded(value) if source == "input" else value)
+                # an image travels as its checked file: decoded here, with the server's own call
+                if source == "input" and isinstance(value, PendingInput):
+                    value = value.decode()
+                self.stage.accept(source, request, value)
         except Exception as exc:  # noqa: BLE001 - e.g. the stage is closing: the request gets the status
             request.fail(as_serving_error(exc))
 

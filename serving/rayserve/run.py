@@ -142,9 +142,8 @@ def fitted_cpus(documents: Sequence[ConfigDocument], supply: int) -> dict[str, f
 
 
 def _connect(address: str | None, attempts: int = 3, num_cpus: int | None = None) -> None:
-    """``ray.init``; through Ray Client (``ray://``) tried again: the cluster starts a server
-    for each client, which can fail to come up in time on a loaded head node. ``num_cpus``:
-    for a local cluster, the CPUs its deployments were fitted to."""
+    """``ray.init``, tried again through Ray Client (``ray://``): the per-client server can be
+    slow to come up on a loaded head node. ``num_cpus``: a local cluster's fitted CPUs."""
     # "local": a new cluster, never one `ray start` left on this machine (ray.init(None) would join that)
     target = "local" if address is None else address
     for attempt in range(1, attempts + 1):
@@ -172,8 +171,7 @@ def _start_proxies(config: dict[str, Any], attempts: int = 3) -> None:
 
 
 def _check_room(deployments: list[dict[str, Any]]) -> None:
-    """Warn when the cluster has fewer CPUs or GPUs than the replicas ask for: Ray then
-    waits (for its autoscaler, if any, to add nodes) and deploying does not finish."""
+    """Warn when the cluster has fewer CPUs or GPUs than the replicas ask for: deploying would wait."""
     have = ray.cluster_resources()
     for resource, key in (("CPU", "num_cpus"), ("GPU", "num_gpus")):
         asked = sum(initial_replicas(d) * float(d["ray_actor_options"].get(key, 0.0)) for d in deployments)
@@ -206,9 +204,8 @@ def serve_on_ray(
     port: int | None = None,
     warmup: bool = True,
 ) -> int:
-    """0 after a stop by signal; 1 when the application failed to deploy; 2 when its
-    CPUs cannot fit the local cluster (refused before it starts). No ``address``: Ray's
-    ``RAY_ADDRESS``, as Ray's own tools read it, else a local cluster started here."""
+    """0 after a stop by signal, 1 when the application failed to deploy, 2 when its CPUs
+    cannot fit the local cluster. No ``address``: ``RAY_ADDRESS``, else a local cluster."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     started_here = address is None
     num_cpus: dict[str, float] = {}
@@ -295,8 +292,8 @@ def _on_signals(stop: threading.Event) -> None:
 
 
 def _disconnect(started_here: bool, timeout_s: float = 30.0) -> None:
-    """``ray.shutdown`` (for a cluster started here it stops the cluster), bounded; then any
-    process of that cluster still alive is killed: none outlives the command."""
+    """``ray.shutdown``, bounded; then any process of a cluster started here that is still
+    alive is killed: none outlives the command."""
     processes = own_processes.descendants() if started_here else {}
     _bounded(ray.shutdown, "ray.shutdown", timeout_s)
     own_processes.reap(processes, grace_s=10.0)
@@ -323,8 +320,7 @@ def _bounded(call: Callable[[], Any], what: str, timeout_s: float) -> bool:
 
 def _stop_application(name: str, *, shutdown_serve: bool, timeout_s: float) -> None:
     """Delete the application (replicas drain) and, for a cluster this command started, Serve;
-    give up after ``timeout_s``: a Ctrl-C reaches the whole process group, and a local
-    cluster's GCS and raylet may be gone already, when Ray would never answer."""
+    bounded: after a Ctrl-C to the process group a local cluster may never answer."""
 
     def stop() -> None:
         serve.delete(name)

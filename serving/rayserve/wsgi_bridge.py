@@ -1,6 +1,6 @@
-"""Runs the HTTP app (WSGI) for a request that Ray Serve's HTTP proxy hands
-an ingress replica (ASGI / Starlette), in a thread of a pool: the app's
-handlers block while their requests run."""
+"""Runs the HTTP app (WSGI) for a request Ray Serve's proxy hands an ingress replica
+(ASGI), in a thread of a pool: the app's handlers block while their requests run.
+"""
 
 from __future__ import annotations
 
