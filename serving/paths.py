@@ -21,14 +21,9 @@ TORCH_ONNX_FILE = "inference.onnx"
 
 
 def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> str:
-    """Absolute path for ``spec``.
-
-    ``pkg://<package>/<rel path>`` resolves inside the installed package
-    (found with ``importlib.util.find_spec``, without importing it when it
-    is top-level). A plain relative path is taken relative to ``base_dir``
-    (the config file's directory) or else the working directory.
-    Raises ValueError when the package is not installed.
-    """
+    """Absolute path for ``spec``: ``pkg://<package>/<path>`` inside the installed package
+    (found without importing a top-level one; ValueError when not installed), a relative
+    path against ``base_dir`` (the config file's directory), else the working directory."""
     spec = os.fspath(spec)
     if spec.startswith(PKG_SCHEME):
         package, _, rel = spec[len(PKG_SCHEME) :].partition("/")
@@ -55,12 +50,8 @@ def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[s
 
 
 def model_files(model_dir: str) -> tuple[str, str]:
-    """``(program file, params file)`` of a Paddle model directory.
-
-    Accepts ``inference.json`` (Paddle 3 PIR) or ``inference.pdmodel`` (legacy
-    program), preferring ``.json`` when both exist, with ``inference.pdiparams``.
-    Raises :class:`FileNotFoundError` naming the directory and the missing file.
-    """
+    """``(program file, params file)`` of a Paddle model directory (PIR ``.json`` preferred);
+    :class:`FileNotFoundError` naming the directory and the missing file."""
     if not model_dir or not os.path.exists(model_dir):
         raise FileNotFoundError(f"model directory not found: {model_dir}")
     if not os.path.isdir(model_dir):
@@ -77,10 +68,8 @@ def model_files(model_dir: str) -> tuple[str, str]:
 
 
 def openvino_model_file(model_dir: str) -> str:
-    """The file OpenVINO Runtime reads from ``model_dir`` (``engine: openvino``).
-
-    Raises :class:`FileNotFoundError` naming the directory and what it lacks;
-    a PIR ``inference.json`` alone is named as unreadable, with the way out."""
+    """The file OpenVINO Runtime reads from ``model_dir``; :class:`FileNotFoundError` naming
+    what it lacks (a PIR ``inference.json`` alone: unreadable, with the way out)."""
     for name in OPENVINO_MODEL_FILES:
         path = os.path.join(model_dir, name)
         if os.path.isfile(path):
@@ -95,9 +84,8 @@ def openvino_model_file(model_dir: str) -> str:
 
 
 def torch_model_files(model_dir: str) -> tuple[str, ...]:
-    """The files ``engine: torch`` reads from ``model_dir``: ``(inference.onnx,)``, or
-    ``(inference.pdmodel, inference.pdiparams)`` to convert. Raises
-    :class:`FileNotFoundError` naming the directory and what it lacks."""
+    """``(inference.onnx,)``, or ``(inference.pdmodel, inference.pdiparams)`` to convert;
+    :class:`FileNotFoundError` naming what ``model_dir`` lacks."""
     onnx_path = os.path.join(model_dir, TORCH_ONNX_FILE)
     if os.path.isfile(onnx_path):
         return (onnx_path,)

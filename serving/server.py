@@ -80,11 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class Server:
-    """The pipelines of a repository behind an HTTP front (``http.front``); :meth:`run` blocks
-    until drained.
-
-    ``http.front_workers: 0``: the front runs in this process. ``N``: this process
-    holds the engine and N front processes serve HTTP (:mod:`serving.http.front_processes.workers`)."""
+    """The pipelines of a repository behind an HTTP front, in this process or (``http.front_workers``
+    N) in N front processes; :meth:`run` blocks until drained."""
 
     def __init__(
         self,
@@ -154,9 +151,8 @@ class Server:
         self.rpc_port = self.grpc.port
 
     def _front_share_budget(self) -> BodyBudget:
-        """With front processes, the bodies are held by them: gRPC's messages, in this process, get
-        a budget of one front process's share (serving/http/front_processes/process.py), sized on each reload
-        as a front sizes its own."""
+        """gRPC's messages (in this process, the bodies being the fronts'): a budget of one front
+        process's share, resized on each reload as a front resizes its own."""
         budget = BodyBudget(0)
         share = 1.0 / self.front_workers
 

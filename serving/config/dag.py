@@ -19,11 +19,7 @@ class DagError(ValueError):
 
 
 class Dag:
-    """A validated, topologically ordered op graph.
-
-    ``order`` is a topological order that keeps config order wherever the
-    edges allow it; ``sources`` and ``sinks`` are listed in config order.
-    """
+    """A validated op graph; ``order`` is topological, keeping config order where the edges allow."""
 
     def __init__(self, edges: Mapping[str, Sequence[str]]):
         names = list(edges)
@@ -41,7 +37,6 @@ class Dag:
         self.sources: list[str] = [n for n in names if not self._inputs[n]]
         self.sinks: list[str] = [n for n in names if not self._consumers[n]]
 
-    # ---- queries ---------------------------------------------------------
     def inputs(self, name: str) -> list[str]:
         """Input op names of ``name`` (empty for a source)."""
         return list(self._inputs[name])
@@ -66,7 +61,6 @@ class Dag:
     def __repr__(self) -> str:
         return f"Dag(order={self.order!r}, sources={self.sources!r}, sinks={self.sinks!r})"
 
-    # ---- construction ------------------------------------------------------
     @staticmethod
     def _checked_inputs(name: str, inputs: Sequence[str], names: list[str]) -> list[str]:
         if isinstance(inputs, str):
@@ -99,10 +93,7 @@ class Dag:
         return order
 
     def _find_cycle(self, remaining: list[str]) -> list[str]:
-        """A cycle among ``remaining`` (each has an unplaced input), in data-flow direction.
-
-        Starts and ends at the cycle member that comes first in config order.
-        """
+        """A cycle among ``remaining`` in data-flow direction, from its first member in config order."""
         pending = set(remaining)
         path: list[str] = []
         node = remaining[0]

@@ -19,10 +19,8 @@ ROOT_KEY = "(top level)"
 class ConfigError(ValueError):
     """An invalid config. Each line of the message is ``<file>: <key.path>: <message>``.
 
-    ``problems`` holds the ``(key path, message)`` pairs; ``source`` the file.
-    An error about several files (:meth:`combine`) keeps them per file in
-    ``by_source`` (file -> pairs, in order); there ``source`` is the first
-    file and ``problems`` every pair.
+    ``problems``: every ``(key path, message)``; ``by_source``: them per file, in order;
+    ``source``: the (first) file.
     """
 
     def __init__(self, source: str, key: str, message: str):

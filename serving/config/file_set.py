@@ -45,13 +45,8 @@ SHARED_DAG_KEYS = ("channel_size", "priority_levels", "priority_max_wait_ms")
 
 @dataclass(frozen=True)
 class Route:
-    """The versions of one pipeline name and how ``/{name}/prediction`` picks among them.
-
-    ``weights`` holds the versions that take routed traffic (weight > 0):
-    ``routing.weights``, else ``{default: 1}``. ``default`` is
-    ``routing.default``, else the version with the largest weight (ties: the
-    highest), else the highest version that is not the shadow.
-    """
+    """The versions of one pipeline name and how ``/{name}/prediction`` picks among them
+    (``weights``: the versions that take routed traffic; see :func:`_route`)."""
 
     name: str
     versions: dict[int, ServingConfig]  # effective version -> config, ascending
@@ -72,11 +67,8 @@ class Route:
 
 @dataclass(frozen=True)
 class SharedOp:
-    """The ops of several pipelines that declare one share name: they run on one stage.
-
-    ``users`` are ``(pipeline config, op name in it)`` in file order; the
-    first one's op config builds the stage (all have one :func:`op_fingerprint`).
-    """
+    """The ops of several pipelines that declare one share name: they run on one stage,
+    built from the first of ``users`` (``(pipeline config, op name)``, in file order)."""
 
     name: str
     users: list[tuple[ServingConfig, str]]
@@ -142,10 +134,8 @@ def _expand(args: Sequence[str]) -> tuple[list[str], list[ConfigError]]:
 
 def expand_sources(args: Sequence[str]) -> list[str]:
     """Config files named by ``args``: files as given, a directory as every ``*.yml`` and
-    ``*.yaml`` in it (sorted, not recursive, hidden files skipped); ``pkg://`` paths allowed.
-
-    A file reached twice is listed once. A directory without a config file
-    raises :class:`ConfigError`; a missing file is left for the loader to report.
+    ``*.yaml`` in it (sorted, not recursive, no hidden files), each listed once. A directory
+    without a config file raises :class:`ConfigError`; a missing file is the loader's to report.
     """
     files, errors = _expand(args)
     if errors:
@@ -192,9 +182,7 @@ def _flat(value: Any, prefix: str) -> dict[str, Any]:
 
 
 def op_fingerprint(config: ServingConfig, op_name: str) -> str:
-    """A digest of what must be equal for two ops to share one stage: class, params,
-    local_service_conf, input_ops, timeout_ms, retry, and the pipeline's
-    dag.channel_size, priority_levels and priority_max_wait_ms."""
+    """A digest of what must be equal for two ops to share one stage (:func:`_op_identity`)."""
     return _digest(_op_identity(config, op_name))
 
 
@@ -217,10 +205,8 @@ def _model_stamp(model_dir: str) -> Any:
 def pipeline_fingerprint(config: ServingConfig) -> str:
     """A digest of everything a built pipeline depends on; equal digests mean a reload can keep it.
 
-    The whole file as validated (model paths resolved, op classes by their
-    import path) and the size and mtime of each model's files, so weights
-    replaced in place count as a change. Left out: ``routing``, which belongs to
-    the name's :class:`Route`, not to this pipeline (a routing change keeps it).
+    Model files count by size and mtime (weights replaced in place are a change);
+    ``routing`` is left out: it belongs to the name's :class:`Route`.
     """
     payload = {
         "config": config.model_dump(mode="json", by_alias=True, exclude={"routing"}),
@@ -456,12 +442,8 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
 
 
 def load_repository(args: Sequence[str]) -> RepositoryConfig:
-    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`).
-
-    Every problem of every file, and of the set, is raised as one
-    :class:`ConfigError` (lines ``<file>: <key>: <message>``). The checks
-    across files run once every file is valid on its own.
-    """
+    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`);
+    every problem of every file, then of the set, raised as one :class:`ConfigError`."""
     sources = list(args)
     if not sources:
         raise ConfigError(ARGUMENTS_SOURCE, FILE_KEY, "no config file or directory given")

@@ -96,13 +96,9 @@ def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path
 
 
 def parse_config(data: Any, source: str = "<config>", path: str | None = None) -> ServingConfig:
-    """Validate an already-loaded config mapping.
-
-    ``source`` names the file in error messages. ``path`` is the file's
-    resolved path (default: ``source`` when that is a path, not ``<...>``):
-    relative model paths resolve against its directory and the default
-    ``name`` is its stem.
-    """
+    """Validate an already-loaded config mapping. ``source`` names it in errors; ``path``
+    (default: ``source`` unless ``<...>``) gives the directory relative model paths resolve
+    against, and the default ``name`` (its stem)."""
     if path is None and source.startswith("<"):
         return _parse(data, source, os.getcwd(), "pipeline", source)
     path = os.path.abspath(source if path is None else path)

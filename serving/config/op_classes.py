@@ -55,12 +55,7 @@ def _import(module: str, spec: str) -> ModuleType:
 
 
 def resolve_op_class(spec: str) -> type[Op]:
-    """Return the :class:`Op` subclass named by ``spec``.
-
-    Raises :class:`OpClassError` (a ``ValueError``) with a message naming
-    ``spec`` when it is unknown, its module cannot be imported, the attribute
-    is missing, or it is not an ``Op`` subclass.
-    """
+    """The :class:`Op` subclass named by ``spec``; :class:`OpClassError` naming ``spec`` otherwise."""
     if not isinstance(spec, str) or not spec.strip():
         raise OpClassError(f"op class must be a non-empty string, got {spec!r}")
     spec = spec.strip()

@@ -211,11 +211,7 @@ def marker(block: str) -> str:
 
 
 def rewrite(text: str) -> str:
-    """``text`` with every generated region rendered afresh from the schema.
-
-    Every block appears exactly once: a missing, repeated or unknown block and
-    an unterminated region are errors.
-    """
+    """``text`` with every generated region rendered afresh; each block must appear exactly once."""
     out, pos, seen = [], 0, []
     for match in START.finditer(text):
         block = match.group("block")

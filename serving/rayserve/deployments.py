@@ -129,9 +129,8 @@ def hub_options() -> dict[str, Any]:
 def deployment_options(
     repo: RepositoryConfig, num_cpus: Mapping[str, float] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Every deployment of the application: name -> options (ops in config order, then ingress and hub).
-    ``num_cpus``: deployment -> CPUs per replica in place of the configs' (what
-    :func:`serving.rayserve.room.fit_cpus` made fit a single machine)."""
+    """Every deployment: name -> options (ops in config order, then ingress and hub);
+    ``num_cpus``: CPUs per replica in place of the configs' (:func:`serving.rayserve.room.fit_cpus`)."""
     out = {
         name: op_options(op, admitted=admitted_callers(repo, config, op))
         for name, (config, op) in op_deployments(repo).items()

@@ -24,11 +24,9 @@ def running_replicas(status: Any, app: str) -> dict[str, int]:
 
 
 class DeploymentHealth:
-    """``running(name)``: whether the deployment had a running replica at the last poll.
-    Until a poll answers none counts as running: Serve routes to the ingress as
-    soon as its own replica runs, while the ops' replicas may still be loading
-    (or waiting for room on the cluster). :meth:`start` waits for the first
-    answer, briefly (``first_poll_s``), so a ready application is ready at once."""
+    """``running(name)``: whether the deployment had a running replica at the last poll (none
+    before the first: the ops may still be loading when Serve routes to the ingress).
+    :meth:`start` waits briefly for the first answer, so a ready application is ready at once."""
 
     def __init__(self, app: str, status: Callable[[], Any], interval_s: float = 1.0):
         self.app = app

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ray import serve
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -88,7 +89,7 @@ class Ingress:
         if http_host is not None:  # the proxies' bind address, as the Serve config gives it
             check_bind(http_host, token=gate.auth_token, insecure=repo_conf.security.insecure)
         self._loop = LoopThread("ray-op-calls").start()
-        self._health = DeploymentHealth(app or _app_name(), status or _serve_status).start()
+        self._health = DeploymentHealth(app or serve.get_replica_context().app_name, status or serve.status).start()
         self._ops = ops
 
         def stage_source(config: ServingConfig, op: OpConfig) -> RemoteStage:
@@ -155,15 +156,3 @@ class Ingress:
         heap = getattr(self, "_heap", None)  # a replica whose construction failed part way has none
         if heap is not None:
             heap.stop()
-
-
-def _app_name() -> str:
-    from ray import serve
-
-    return serve.get_replica_context().app_name
-
-
-def _serve_status() -> Any:
-    from ray import serve
-
-    return serve.status()

@@ -117,9 +117,8 @@ class OpReplica:
             request.fail(as_serving_error(exc))
 
     def check_health(self) -> None:
-        """Ray Serve's health check: a replica whose stage stopped, or whose predictor
-        processes all failed to come back (``/health/live`` of a single server), is
-        replaced. One restarting them is healthy: that passes by itself."""
+        """Ray Serve's health check: a stopped stage, or predictor processes that all failed to
+        come back (a single server's ``/health/live``), get the replica replaced."""
         if self.stage.channel.closed:
             raise RuntimeError(f"op {self.stage.name}: stage stopped")
         if self.stage.broken:

@@ -62,12 +62,10 @@ def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str
 async def call_wsgi(
     app: Any, request: Request, body: bytes, pool: Executor, done: Callable[[], None] = lambda: None
 ) -> Response:
-    """The app's answer to ``request``, whose ``body`` the caller has read (with its limit).
+    """The app's answer to ``request``, whose ``body`` the caller has read.
 
-    ``done`` is called once the app no longer holds ``body`` (the caller's claim on the
-    body budget goes back then): when the app has answered or failed, or, for a call
-    cancelled on its way, when its thread finished with it or the pool dropped it unstarted.
-    Not at the cancellation itself: the thread still holds the body until the app gives up."""
+    ``done`` is called once the app no longer holds ``body``: answered, failed, or (for a
+    cancelled call) once its thread let go, not at the cancellation itself."""
     try:
         environ = wsgi_environ(request, body)
         # Ray's proxy cancels this call when the client goes away; the app's handlers poll

@@ -44,14 +44,10 @@ def never_pins(conf: EngineSettings) -> bool:
 class Engine:
     """One engine: what the config layer, the CPU plan and the tuner need to know about it.
 
-    ``precisions`` maps each ``device_type`` the engine runs on to the precisions it
-    offers there (finer refusals, e.g. Paddle's bf16 needing oneDNN, are ``check``'s).
-    ``own_keys`` are the ``local_service_conf`` keys only this engine reads, with the
-    value every other engine requires them to keep (their default).
-    ``loader`` is the import path of the runner module that loads it: a module with
-    ``load_in_process(conf, count)`` and ``load_one(conf, device_id)``
-    (:mod:`serving.runners.runner_modules`). A path, not an import: the config layer sits
-    below the runners (setup.cfg, import contracts) and must not load a runtime.
+    ``precisions``: device_type -> the precisions offered there (finer refusals are
+    ``check``'s). ``own_keys``: keys only this engine reads -> the default every other
+    engine requires. ``loader``: the runner module's import path, not an import, since
+    the config layer sits below the runners (:mod:`serving.runners.runner_modules`).
     """
 
     name: str
