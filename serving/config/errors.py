@@ -11,6 +11,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.dataclasses import is_pydantic_dataclass
+from pydantic.fields import FieldInfo
 
 FILE_KEY = "(file)"
 ROOT_KEY = "(top level)"
@@ -71,14 +72,18 @@ def _unwrap_optional(tp: Any) -> Any:
     return tp
 
 
-def _yaml_fields(tp: Any) -> dict[str, Any] | None:
+def model_fields(tp: Any) -> dict[str, FieldInfo] | None:
+    """The fields of a pydantic model or pydantic dataclass (None: ``tp`` is neither)."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        fields = tp.model_fields
-    elif is_pydantic_dataclass(tp):
-        fields = tp.__pydantic_fields__
-    else:
-        return None
-    return {(f.alias or n): f.annotation for n, f in fields.items()}
+        return dict(tp.model_fields)
+    if is_pydantic_dataclass(tp):
+        return dict(tp.__pydantic_fields__)
+    return None
+
+
+def _yaml_fields(tp: Any) -> dict[str, Any] | None:
+    fields = model_fields(tp)
+    return None if fields is None else {(f.alias or n): f.annotation for n, f in fields.items()}
 
 
 def _known_keys(root: type, loc: tuple) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from serving.config.errors import FieldProblem
+from serving.config.schema.value_checks import none_as_empty
 
 
 class RayAutoscaling(BaseModel):
@@ -153,10 +154,7 @@ class RayDeploymentConf(BaseModel):
         "replica is replaced.",
     )
 
-    @field_validator("ray_actor_options", mode="before")
-    @classmethod
-    def _empty(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _empty = field_validator("ray_actor_options", mode="before")(none_as_empty)
 
     @field_validator("max_queued_requests")
     @classmethod
@@ -214,10 +212,7 @@ class RayConf(BaseModel):
         "local cluster it starts; a running cluster's nodes must be started with `RAY_SERVE_ENABLE_DIRECT_INGRESS=1`.",
     )
 
-    @field_validator("ingress", mode="before")
-    @classmethod
-    def _empty(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _empty = field_validator("ingress", mode="before")(none_as_empty)
 
     @field_validator("route_prefix")
     @classmethod

@@ -18,8 +18,6 @@ from pathlib import Path
 from types import MappingProxyType, NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel
-from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
 from serving.config.compat import (
@@ -29,6 +27,7 @@ from serving.config.compat import (
     IGNORED_TOP_KEYS,
     PROMETHEUS_DAG_KEYS,
 )
+from serving.config.errors import model_fields
 from serving.config.ray_schema import RayActorOptions, RayAutoscaling, RayConf, RayDeploymentConf
 from serving.config.schema import (
     DagConfig,
@@ -69,23 +68,11 @@ MODEL_BLOCKS: Mapping[str, type] = MappingProxyType(
 )
 
 
-def _fields(model: type) -> dict[str, FieldInfo]:
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return dict(model.model_fields)
-    if is_pydantic_dataclass(model):
-        return dict(model.__pydantic_fields__)
-    raise TypeError(f"{model!r} is not a pydantic model")
-
-
 def _extra(field: FieldInfo, key: str) -> str | None:
     extra = field.json_schema_extra
     if isinstance(extra, dict) and isinstance(extra.get(key), str):
         return str(extra[key])
     return None
-
-
-def _is_model(tp: Any) -> bool:
-    return (isinstance(tp, type) and issubclass(tp, BaseModel)) or is_pydantic_dataclass(tp)
 
 
 def _type_name(tp: Any) -> str:
@@ -96,7 +83,7 @@ def _type_name(tp: Any) -> str:
         return " or ".join(_type_name(a) for a in get_args(tp))
     if origin is list:
         return f"list[{_type_name(get_args(tp)[0])}]"
-    if origin is dict or _is_model(tp):
+    if origin is dict or model_fields(tp) is not None:
         return "mapping"
     return {bool: "bool", int: "int", float: "float", str: "str"}.get(tp, str(tp))
 
@@ -140,7 +127,7 @@ def _value_text(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return f'`"{value}"`' if value == "" else f"`{value}`"
-    if _is_model(type(value)):
+    if model_fields(type(value)) is not None:
         return "its defaults"
     return f"`{value!r}`"
 
@@ -171,7 +158,7 @@ def model_table(model: type) -> str:
     """One row per key of ``model``, in declaration order (YAML spellings; hidden keys left out)."""
     hidden: frozenset[str] = getattr(model, "yaml_hidden_keys", frozenset())
     rows = []
-    for name, field in _fields(model).items():
+    for name, field in (model_fields(model) or {}).items():
         key = field.alias or name
         if key in hidden:
             continue

@@ -27,8 +27,12 @@ def op_deployment_name(config: ServingConfig, op: OpConfig) -> str:
 
 
 def ray_conf(repo: RepositoryConfig) -> RayConf:
-    """The top-level ``ray:`` block, application-wide like ``http_port``: the files that set
-    one must agree (ConfigError naming the first that differs); none: the defaults."""
+    return ray_block(repo)[1]
+
+
+def ray_block(repo: RepositoryConfig) -> tuple[str, RayConf]:
+    """The top-level ``ray:`` block and its file, application-wide like ``http_port``: the files
+    that set one must agree (ConfigError naming the first that differs); none: the first's defaults."""
     chosen: tuple[str, RayConf] | None = None
     for file, config in zip(repo.files, repo.pipelines):
         if "ray" not in config.model_fields_set:
@@ -39,7 +43,7 @@ def ray_conf(repo: RepositoryConfig) -> RayConf:
             raise ConfigError(
                 file, "ray", f"differs from the ray block of {chosen[0]}: the files of one application share one"
             )
-    return repo.pipelines[0].ray if chosen is None else chosen[1]
+    return chosen or (repo.files[0], repo.pipelines[0].ray)
 
 
 def app_name(repo: RepositoryConfig) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.config.file_set import RepositoryConfig
-from serving.rayserve.deployments import INGRESS, deployment_options, op_deployments, ray_conf
+from serving.rayserve.deployments import INGRESS, deployment_options, op_deployments, ray_block
 
 # Ray counts resources in units of 1/10000
 _UNIT = 10_000
@@ -64,22 +64,15 @@ def cpu_asks(repo: RepositoryConfig) -> list[CpuAsk]:
     for name, (config, op) in op_deployments(repo).items():
         explicit = op.ray is not None and op.ray.ray_actor_options.num_cpus is not None
         asks.append(_ask(name, options[name], explicit, files[id(config)], f"op.{op.name}.ray"))
-    ingress = ray_conf(repo).ingress.ray_actor_options.num_cpus is not None
-    asks.append(_ask(INGRESS, options[INGRESS], ingress, _ray_block_file(repo), "ray.ingress"))
+    file, conf = ray_block(repo)
+    ingress = conf.ingress.ray_actor_options.num_cpus is not None
+    asks.append(_ask(INGRESS, options[INGRESS], ingress, file, "ray.ingress"))
     return [ask for ask in asks if ask.cpus > 0]
 
 
 def _ask(name: str, options: Mapping[str, Any], explicit: bool, source: str, key: str) -> CpuAsk:
     cpus = float(options["ray_actor_options"].get("num_cpus", 0.0))
     return CpuAsk(name, initial_replicas(options), cpus, explicit, source, key)
-
-
-def _ray_block_file(repo: RepositoryConfig) -> str:
-    """The file whose top-level ``ray`` block counts (:func:`ray_conf`), or the first file."""
-    for file, config in zip(repo.files, repo.pipelines):
-        if "ray" in config.model_fields_set:
-            return file
-    return repo.files[0]
 
 
 def fit_cpus(asks: list[CpuAsk], supply: float) -> dict[str, float]:

@@ -14,7 +14,7 @@ from serving.config.schema.http_settings import HttpConf
 from serving.config.schema.op import OpConfig
 from serving.config.schema.routing import RoutingConf
 from serving.config.schema.security import SecurityConf
-from serving.config.schema.value_checks import NAME_PATTERN
+from serving.config.schema.value_checks import NAME_PATTERN, none_as_empty
 
 
 class ServingConfig(BaseModel):
@@ -103,10 +103,7 @@ class ServingConfig(BaseModel):
     _source_path: str = PrivateAttr(default="<config>")
     _dag_graph: Dag | None = PrivateAttr(default=None)
 
-    @field_validator("dag", "ray", "http", "security", mode="before")
-    @classmethod
-    def _dag(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _blocks = field_validator("dag", "ray", "http", "security", mode="before")(none_as_empty)
 
     @field_validator("op")
     @classmethod

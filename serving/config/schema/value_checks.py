@@ -14,3 +14,8 @@ def is_int(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def none_as_empty(value: Any) -> Any:
+    """A block written with no value (``tracer:``): its defaults."""
+    return {} if value is None else value
