@@ -1,6 +1,5 @@
-"""Paths in configs: ``pkg://<package>/<path>`` inside an installed package,
-plain paths relative to the config file; and the files of a Paddle model
-directory. Shared by config validation and the runners."""
+"""Paths in configs (``pkg://<package>/<path>``, or relative to the config file) and the files
+of a model directory; shared by config validation and the runners."""
 
 from __future__ import annotations
 
@@ -11,12 +10,9 @@ PKG_SCHEME = "pkg://"
 # a Paddle model directory: one program file (PIR .json preferred) and its weights
 MODEL_GRAPH_FILES = ("inference.json", "inference.pdmodel")
 MODEL_PARAMS_FILE = "inference.pdiparams"
-# what OpenVINO Runtime reads from a model directory, in order of preference:
-# an IR is what a user exported or quantised on purpose; the Paddle program is
-# the reference the other engine reads too
+# what OpenVINO Runtime reads, preferred first: an IR is exported or quantised on purpose
 OPENVINO_MODEL_FILES = ("inference.xml", "inference.onnx", "inference.pdmodel")
-# what ``engine: torch`` reads: an ONNX file as it is, else the legacy Paddle program
-# (converted to ONNX by paddle2onnx 1.3, which reads no PIR ``inference.json``)
+# ``engine: torch``: an ONNX file, else the legacy program (paddle2onnx 1.3 reads no PIR .json)
 TORCH_ONNX_FILE = "inference.onnx"
 
 

@@ -101,7 +101,7 @@ class Server:
         self.host = host or self.config.host
         # before anything loads: an open server on the network does not start (OpenBindRefused)
         check_bind(self.host, token=self.gate.auth_token, insecure=insecure or self.config.security.insecure)
-        # GPU metrics where NVML (default: pynvml, if installed) sees GPUs; ``nvml``: a stand-in (tests)
+        # ``nvml``: a stand-in for pynvml (tests)
         metrics = Metrics(gpus=open_gpus(nvml))
         self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
@@ -189,13 +189,11 @@ class Server:
         else:
             pids = self.fronts.pids if self.fronts is not None else []
             log.info("%d front processes serve HTTP: pids %s", self.front_workers, pids)
-        # SIGHUP's default action ends the process: take it over before the (long) loading, where an
-        # edited config is likely; the reload it asks for waits until loading is done
+        # SIGHUP's default would end the process: taken over before the long loading (the reload waits for it)
         self._install_signal(signal.SIGHUP, lambda signum, frame: self.reload_in_background())
         log.info("loading and warming predictors ...")
         self.repository.start()
-        # what loading built (modules, configs, models' Python side) lives as long as the server:
-        # the collector need not walk it on every full collection (fewer, cheaper pauses per request)
+        # what loading built lives as long as the server: the collector need not walk it again
         gc.freeze()
         self._started.set()
         for name in self.config.routes:

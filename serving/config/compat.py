@@ -38,9 +38,7 @@ IGNORED_LOCAL_SERVICE_KEYS = frozenset(
         "gpu_multi_stream",
     }
 )
-# Paddle Serving starts a second HTTP server for /metrics on prometheus_port when
-# enable_prometheus is true; batchline always serves /metrics on its HTTP port, so these are
-# dropped with a notice naming that URL (a scrape aimed at prometheus_port would find nothing).
+# Paddle Serving's separate /metrics server: dropped with a notice naming our /metrics URL
 PROMETHEUS_DAG_KEYS = ("enable_prometheus", "prometheus_port")
 
 
@@ -121,7 +119,7 @@ def _apply_use_calib(svc: dict, path: str, notes: Notes) -> None:
 
 
 def _drop_prometheus(data: dict, dag: dict, notes: Notes) -> None:
-    """``dag.enable_prometheus``/``prometheus_port``: type-checked, then dropped with a notice."""
+    """Type-checked, then dropped with a notice (a scrape aimed at ``prometheus_port`` would find nothing)."""
     given = {k: dag.pop(k) for k in PROMETHEUS_DAG_KEYS if k in dag}
     enable, port = given.get("enable_prometheus"), given.get("prometheus_port")
     if enable is not None and not isinstance(enable, bool):

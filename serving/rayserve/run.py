@@ -286,8 +286,7 @@ def _on_signals(stop: threading.Event) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_stop)
-    # SIGHUP reloads the single-process server; here its default action would end the
-    # command and leave the application deployed
+    # SIGHUP's default would end the command and leave the application deployed
     signal.signal(signal.SIGHUP, lambda signum, frame: log.warning("SIGHUP ignored: %s", RELOAD_ON_RAY))
 
 

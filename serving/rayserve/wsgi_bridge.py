@@ -18,8 +18,7 @@ from serving.http.wsgi_call import CLIENT_GONE, call_app
 
 # set by the response itself (Starlette computes the length of the body it sends)
 _DROPPED = frozenset({"content-length", "transfer-encoding", "connection"})
-# the environ describes the body as read (its length and type are set from it): a chunked
-# request's Transfer-Encoding would make Werkzeug wait for a chunked stream and read nothing
+# set from the body as read: a chunked request's Transfer-Encoding would make Werkzeug read nothing
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
 
 
@@ -68,8 +67,7 @@ async def call_wsgi(
     cancelled call) once its thread let go, not at the cancellation itself."""
     try:
         environ = wsgi_environ(request, body)
-        # Ray's proxy cancels this call when the client goes away; the app's handlers poll
-        # this client-gone hook and then fail their requests (which cancels their op calls)
+        # Ray cancels this call when the client goes away; the app's handlers poll this hook
         gone = threading.Event()
         environ[CLIENT_GONE] = gone.is_set
         work = pool.submit(run_app, app, environ)

@@ -45,10 +45,7 @@ def device_type_value(value: Any) -> Any:
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"))
 class LocalServiceConf:
-    """Predictor and batcher settings of one op (``op.<name>.local_service_conf``).
-
-    Strict per field: a dataclass that is strict as a whole refuses mappings.
-    """
+    """Strict per field: a dataclass that is strict as a whole refuses mappings."""
 
     model_config: str | None = Field(
         default=None,

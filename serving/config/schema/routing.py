@@ -29,10 +29,7 @@ class ShadowConf(BaseModel):
 
 
 class RoutingConf(BaseModel):
-    """``routing``: how ``/{name}/prediction`` picks among the versions of one pipeline name.
-
-    Which versions exist is known only across files: the repository checks that.
-    """
+    """``routing``; which versions exist is known only across files: the repository checks that."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     default: int | None = Field(
