@@ -199,16 +199,13 @@ class Server:
         for name in self.config.routes:
             log.info("ready: POST %s/%s/prediction", self.url, name)
         log.info("health %s/health/ready, pipelines %s/pipelines", self.url, self.url)
-        self._install_signals()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._install_signal(sig, lambda signum, frame: self.stop())
         heap = HeapTrim().start()  # bodies, messages and decoded images freed: their pages back to the system
         self._stopping.wait()
         self._drain()
         heap.stop()
         return 0
-
-    def _install_signals(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self._install_signal(sig, lambda signum, frame: self.stop())
 
     @staticmethod
     def _install_signal(sig: signal.Signals, handler: Callable[[int, FrameType | None], Any]) -> None:

@@ -15,14 +15,7 @@ from serving.config.schema import OP_ALIASES, ServingConfig, device_type_value, 
 IGNORED_TOP_KEYS = frozenset({"grpc_gateway_port", "build_dag_each_worker"})
 IGNORED_DAG_KEYS = frozenset({"is_thread_op", "retry", "client_type", "channel_recv_frist_arrive"})
 IGNORED_OP_KEYS = frozenset(
-    {
-        "client_type",
-        "fetch_list",
-        "workdir",
-        "server_endpoints",
-        "client_config",
-        "use_encryption_model",
-    }
+    {"client_type", "fetch_list", "workdir", "server_endpoints", "client_config", "use_encryption_model"}
 )
 IGNORED_LOCAL_SERVICE_KEYS = frozenset(
     {

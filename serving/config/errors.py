@@ -143,14 +143,7 @@ _TYPE_NAMES = MappingProxyType(
         "dataclass_exact": "a mapping",
     }
 )
-_BOUNDS = MappingProxyType(
-    {
-        "greater_than_equal": ">=",
-        "greater_than": ">",
-        "less_than_equal": "<=",
-        "less_than": "<",
-    }
-)
+_BOUNDS = MappingProxyType({"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"})
 
 
 def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:

@@ -54,12 +54,6 @@ def app_name(repo: RepositoryConfig) -> str:
     return names[0] if len(names) == 1 else "batchline"
 
 
-def _scaling(conf: RayDeploymentConf) -> dict[str, Any]:
-    if conf.autoscaling_config is not None:
-        return {"autoscaling_config": conf.autoscaling_config.as_ray()}
-    return {"num_replicas": conf.num_replicas or 1}
-
-
 def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int, queued: int) -> dict[str, Any]:
     """A deployment's Ray Serve options: what its block sets, the given defaults where it sets none."""
     actor = conf.ray_actor_options
@@ -71,8 +65,12 @@ def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int,
         actor_options["memory"] = actor.memory
     if actor.resources:
         actor_options["resources"] = dict(actor.resources)
+    if conf.autoscaling_config is not None:
+        scaling: dict[str, Any] = {"autoscaling_config": conf.autoscaling_config.as_ray()}
+    else:
+        scaling = {"num_replicas": conf.num_replicas or 1}
     return {
-        **_scaling(conf),
+        **scaling,
         "max_ongoing_requests": conf.max_ongoing_requests or ongoing,
         "ray_actor_options": actor_options,
         "max_queued_requests": queued if conf.max_queued_requests is None else conf.max_queued_requests,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,7 +27,6 @@ from serving.config.schema import OpConfig, ServingConfig
 from serving.http.app import create_app
 from serving.http.early_refusals import FrontGate
 from serving.rayserve.deployments import op_deployment_name, ray_conf
-from serving.rayserve.health import DeploymentHealth
 from serving.rayserve.ingress_gate import IngressGate
 from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
@@ -65,6 +65,62 @@ def carried(plan: DecodePlan) -> list[Any]:
     """A checked request's values as they go to the pipeline: images as their checked files
     (the op replica decodes them: docs/DESIGN_NOTES.md, "Images travel as their files")."""
     return [p if p.header is not None else p.value for p in plan.inputs]
+
+
+log = logging.getLogger(__name__)
+
+
+def running_replicas(status: Any, app: str) -> dict[str, int]:
+    """Deployment -> RUNNING replicas, from a ``serve.status()`` answer."""
+    application = status.applications.get(app)
+    if application is None:
+        return {}
+    counts = {}
+    for name, deployment in application.deployments.items():
+        states = {str(getattr(k, "value", k)): v for k, v in (deployment.replica_states or {}).items()}
+        counts[name] = int(states.get("RUNNING", 0))
+    return counts
+
+
+class DeploymentHealth:
+    """``running(name)``: whether the deployment had a running replica at the last poll (none
+    before the first: the ops may still be loading when Serve routes to the ingress).
+    :meth:`start` waits briefly for the first answer, so a ready application is ready at once."""
+
+    def __init__(self, app: str, status: Callable[[], Any], interval_s: float = 1.0):
+        self.app = app
+        self._status = status
+        self.interval_s = interval_s
+        self._counts: dict[str, int] | None = None
+        self._stop = threading.Event()
+        self._polled = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="deployment-health", daemon=True)
+
+    def start(self, first_poll_s: float = 2.0) -> DeploymentHealth:
+        self._thread.start()
+        self._polled.wait(first_poll_s)
+        return self
+
+    def poll(self) -> None:
+        try:
+            self._counts = running_replicas(self._status(), self.app)
+        except Exception as exc:  # noqa: BLE001 - keep the last answer; the controller may be restarting
+            log.debug("serve.status() failed: %s", exc)
+        finally:
+            self._polled.set()
+
+    def _loop(self) -> None:
+        while True:
+            self.poll()
+            if self._stop.wait(self.interval_s):
+                return
+
+    def running(self, deployment: str) -> bool:
+        counts = self._counts
+        return counts is not None and counts.get(deployment, 0) > 0
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 class Ingress:
