@@ -1,9 +1,6 @@
-"""The ``batchline`` console script.
-
-Each subcommand is a module with ``add_arguments(parser)`` and ``main(args) -> int``
-(its docstring's first line is its help); others plug in through the
-``batchline.commands`` entry points, so the server never imports the client. Only
-the command being run is imported: ``batchline check`` never imports Paddle or a model.
+"""The ``batchline`` console script. Each subcommand is a module with ``add_arguments(parser)``
+and ``main(args) -> int`` (its docstring's first line is its help), imported only when run;
+others plug in through the ``batchline.commands`` entry points (the server never imports the client).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Status-carrying errors: the one place where a failure gets its HTTP status.
-
-Each class has one ``status``, which is also the Paddle answer's ``err_no`` (0 only on
-success). Anything else escaping an op becomes a 500 through :func:`as_serving_error`,
-its traceback logged, never sent.
+"""Status-carrying errors: the one place where a failure gets its HTTP status, which is also
+the Paddle answer's ``err_no``. Anything else escaping an op becomes a 500
+(:func:`as_serving_error`), its traceback logged, never sent.
 """
 
 from __future__ import annotations

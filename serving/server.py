@@ -1,8 +1,5 @@
-"""``batchline serve``: load the configs, warm every predictor, serve HTTP (and gRPC),
-reload on SIGHUP, drain on SIGTERM/SIGINT.
-
-Shutdown order: stop admitting (503), let accepted requests finish and their answers
-be written, then stop.
+"""``batchline serve``: load the configs, warm every predictor, serve HTTP (and gRPC), reload on
+SIGHUP, and drain on SIGTERM/SIGINT: stop admitting (503), answer what was accepted, stop.
 """
 
 from __future__ import annotations

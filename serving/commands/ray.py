@@ -1,10 +1,7 @@
-"""Ray Serve tools: ``batchline ray build CONFIG... -o serve.yaml`` writes the
-Ray Serve config file of the configs (``serve deploy serve.yaml``, or KubeRay's
-``serveConfigV2``).
-
-A config that holds a token is refused: the file embeds the configs and is read by
-more people than the token should be (repositories, KubeRay specs, Ray's dashboard);
-replicas read tokens from their environment instead."""
+"""Ray Serve tools: ``batchline ray build CONFIG... -o serve.yaml`` writes the Ray Serve config
+file of the configs. A config holding a token is refused: the file is read by more people
+than the token should be (repositories, KubeRay specs, Ray's dashboard).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Paddle Serving compatibility: a pass over the raw mapping before validation.
-
-Keys that mean nothing here are dropped (logged once by the loader), aliases fold
-into their real keys; giving both spellings is an error.
+"""Paddle Serving compatibility: a pass over the raw mapping before validation that drops
+keys meaning nothing here and folds aliases into their keys (both spellings: an error).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The op graph: which op feeds which, in what order they run.
-
-Sources (no inputs) take the request; the response is the single sink's output,
-or ``{sink name: output}`` with several. Cycles and unknown inputs raise :class:`DagError`.
+"""The op graph: which op feeds which, in what order they run. Sources take the request;
+the response is the single sink's output, or ``{sink name: output}`` with several.
 """
 
 from __future__ import annotations

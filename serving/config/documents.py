@@ -1,9 +1,5 @@
-"""Config files as plain data that travel: to Ray Serve replicas on other machines,
-and into a Ray Serve config file.
-
-:func:`parse_documents` validates them exactly as :func:`serving.config.load_repository`
-does files, so every replica parses the same configs the same way; model paths are
-resolved where they are parsed (a plain path must exist on each node).
+"""Config files as plain data that travel to Ray Serve replicas and into a Ray Serve config
+file; parsed exactly as files are, model paths resolved where parsed (on each node).
 """
 
 from __future__ import annotations

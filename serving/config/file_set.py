@@ -1,8 +1,5 @@
-"""A repository: several config files served by one process on one port.
-
-Each file is validated as :func:`~serving.config.load.load_config` does; then
-the set is checked (unique ``(name, version)``, agreeing server keys, routing,
-shares) and every problem of every file is raised in one :class:`ConfigError`.
+"""A repository: several config files served by one process on one port. Each file is
+validated alone, then the set is checked; every problem is raised in one :class:`ConfigError`.
 """
 
 from __future__ import annotations

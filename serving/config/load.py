@@ -1,8 +1,6 @@
-"""config.yml -> a validated :class:`ServingConfig`, parsed once at start-up.
-
-Every problem becomes a :class:`ConfigError` line ``<file>: <key.path>: <message>``.
-Steps: YAML without duplicate keys, the Paddle Serving pass (compat.py), pydantic
-validation (schema/), then op classes, op ``params`` and the DAG.
+"""config.yml -> a validated :class:`ServingConfig`: YAML without duplicate keys, the Paddle
+Serving pass (compat.py), pydantic validation (schema/), then op classes, ``params`` and the
+DAG; every problem a :class:`ConfigError` line ``<file>: <key.path>: <message>``.
 """
 
 from __future__ import annotations

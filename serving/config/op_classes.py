@@ -1,7 +1,5 @@
-"""Op class lookup: a config's ``class`` -> a :class:`serving.op.Op` subclass.
-
-A builtin name (:data:`BUILTIN_OPS`) or an import path (``pkg.module:Class`` or
-``pkg.module.Class``), imported only when resolved.
+"""Op class lookup: a config's ``class`` (a builtin name or an import path, imported only when
+resolved) -> a :class:`serving.op.Op` subclass.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The ``ray:`` blocks: how each op (``op.<name>.ray``) and the ingress (top-level
-``ray``) run as Ray Serve deployments; the single-process server ignores them.
-
-Field names are Ray Serve's own; defaults that depend on the op are filled in by
-:mod:`serving.rayserve.deployments`.
+"""The ``ray:`` blocks: how each op (``op.<name>.ray``) and the ingress (top-level ``ray``) run
+as Ray Serve deployments, in Ray Serve's own field names; the single-process server ignores
+them, and op-dependent defaults are :mod:`serving.rayserve.deployments`'.
 """
 
 from __future__ import annotations

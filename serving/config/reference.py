@@ -1,11 +1,8 @@
-"""The config reference tables of docs/CONFIG.md, rendered from the schema, so the
-schema stays the one place a key's default and meaning live::
+"""The config reference tables of docs/CONFIG.md, rendered from the schema (the one place a
+key's default and meaning live)::
 
     python -m serving.config.reference            # rewrite docs/CONFIG.md
     python -m serving.config.reference --check    # exit 1 when it differs
-
-A field's ``json_schema_extra`` may hold ``doc_type`` or ``doc_default`` where the
-annotation alone would mislead.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""A repository of configs as a Ray Serve application, and as a Ray Serve config file.
-
-``build_app`` is the builder a config file names; its ``args`` carry the config
-files themselves, so every replica, on any node, parses the same configs.
+"""A repository of configs as a Ray Serve application, and as a Ray Serve config file whose
+``args`` carry the config files themselves, so every replica parses the same configs.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Ray Serve's direct ingress (``ray.direct_ingress``): each ingress replica also answers
-HTTP on a port of its own, past Serve's proxy (docs/DESIGN_NOTES.md, "Past the proxy").
-
-Ray reads the variables when it is imported, so only a cluster the command starts can
-be given them; a running cluster's nodes must have been started with them.
+"""Ray Serve's direct ingress (``ray.direct_ingress``; docs/DESIGN_NOTES.md, "Past the proxy").
+Ray reads its variables at import, so only a cluster this command starts can be given them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The HTTP ingress deployment: the same app, pipelines, admission, routing and metrics
-as ``batchline serve``, every op's stage a :class:`RemoteStage` calling its deployment.
-
-What a replica takes on is bounded by Ray with our settings
-(:func:`serving.rayserve.deployments.ingress_options`; docs/DEPLOY.md, "Ray cluster").
-Tokens come from the replica's environment unless the config gives them.
+"""The HTTP ingress deployment: the same app, pipelines, admission and metrics as ``batchline
+serve``, every op's stage a :class:`RemoteStage`; Ray bounds what a replica takes on, with our
+settings (docs/DEPLOY.md, "Ray cluster"). Tokens come from the environment unless configured.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What the ingress refuses before it reads a request's body, the body budget, and the read.
-
-Ray hands the replica a request while its body may still arrive: the gate answers
-401/413 from the headers (:class:`FrontGate`, checked first so a refused body takes no
-budget), 413 over the body limit, 503 when the budget has no room, then reads at most
-the limit + 1 bytes. Answering at once also ends Ray's own buffering of the body.
+"""What the ingress refuses before it reads a request's body (the token and body-path rule
+first, so a refused body takes no budget; the body limit; the body budget), and the capped
+read. Answering at once also ends Ray's own buffering of the body.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""One ``/metrics`` for the whole Ray application.
-
-Every replica pushes its own registry's text to the hub; the ingress merges it with
-its own, each sample labelled with its ``replica``. A silent replica drops out after
-three intervals.
+"""One ``/metrics`` for the whole Ray application: every replica pushes its registry's text to
+the hub, and the ingress merges them, each sample labelled with its ``replica``.
 """
 
 from __future__ import annotations

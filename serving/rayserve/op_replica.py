@@ -1,7 +1,5 @@
-"""One replica of an op's deployment: our own op stage behind an async ``run``.
-
-Its batcher batches the items of every call it holds, from any ingress replica; a
-request's image arrives as its checked file and is decoded here.
+"""One replica of an op's deployment: our own op stage behind an async ``run``, batching the
+items of every call it holds, from any ingress replica.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""An op that runs as a Ray Serve deployment, as the ingress's pipeline sees it.
-
-The call never outlives its request, gets the time left before the deadline, and is
-sent again (the op's ``retry``) when its replica died: inference has no side effects.
-Then 503 with Retry-After.
+"""An op that runs as a Ray Serve deployment, as the ingress's pipeline sees it. A call never
+outlives its request, and is sent again (the op's ``retry``) when its replica died:
+inference has no side effects.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The CPUs an application's deployments ask Ray for, fitted to one machine before a
-local cluster starts.
-
-Ray's ``num_cpus`` reserves, it does not limit: defaults that do not fit are scaled
-down together (the replicas then share cores as one server's threads do); what a config
-sets is kept, and :class:`NoRoom` says when that alone cannot fit.
+"""The CPUs an application's deployments ask Ray for, fitted to one machine before a local
+cluster starts. Ray's ``num_cpus`` reserves, it does not limit: defaults that do not fit are
+scaled down together; what a config sets is kept (:class:`NoRoom` when that cannot fit).
 """
 
 from __future__ import annotations

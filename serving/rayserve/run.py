@@ -1,8 +1,6 @@
-"""``batchline serve CONFIG --ray``: deploy the configs as a Ray Serve application (on a
-cluster, or a local one started for it) and keep it up until SIGTERM or SIGINT; then
-delete it and stop what this command started.
-
-A thread deploys and reports, so the main thread only waits for a signal.
+"""``batchline serve CONFIG --ray``: deploy the configs as a Ray Serve application and keep it
+up until SIGTERM or SIGINT; then delete it and stop what this command started. A thread
+deploys, so the main thread only waits for a signal.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The engine table: every engine by name, one module each.
-
-Everything that depends on the engine asks this table; to add one, see
-docs/howto/add-an-engine.md.
+"""The engine table: every engine by name, one module each; everything that depends on the
+engine asks it (to add one: docs/howto/add-an-engine.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""What an engine states on the config side (:class:`Engine`) and the settings it reads.
-
-Engines read a ``local_service_conf`` through a protocol (:class:`EngineSettings`):
-the schema imports the engine table, so the table cannot import the schema.
+"""What an engine states on the config side. It reads a ``local_service_conf`` through a
+protocol (:class:`EngineSettings`): the schema imports the engine table, not the reverse.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""``engine: openvino``: OpenVINO Runtime, the CPU engine.
-
-It releases the GIL (thread instances overlap), a new batch size costs little (any
-size runs), and it binds threads to cores (its processes get CPU sets of their own).
+"""``engine: openvino``: OpenVINO Runtime, the CPU engine. It releases the GIL, a new batch
+size costs little, and it binds threads to cores (its processes get CPU sets of their own).
 """
 
 from __future__ import annotations

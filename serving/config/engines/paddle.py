@@ -1,7 +1,5 @@
-"""``engine: paddle``: Paddle Inference, the reference engine and the GPU/TensorRT one.
-
-Its CPU ``run()`` holds the GIL, so thread instances take turns; a new batch size
-costs about twice a warm run, so calls are made at powers of two (docs/batching.md).
+"""``engine: paddle``: Paddle Inference, the reference engine and the GPU/TensorRT one. Its CPU
+``run()`` holds the GIL, and a new batch size costs about twice a warm run (docs/batching.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""``engine: torch``: PyTorch on the CPU or a CUDA GPU, running the model built from ONNX
-(the directory's own, or its Paddle program converted once and cached).
-
-Its kernels release the GIL and a new batch size compiles nothing, so thread
-instances overlap and any batch size runs.
+"""``engine: torch``: PyTorch on the CPU or a CUDA GPU, running the model built from ONNX (the
+directory's own, or its Paddle program converted once). It releases the GIL and compiles
+nothing per batch size.
 """
 
 from __future__ import annotations

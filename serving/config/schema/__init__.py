@@ -1,7 +1,5 @@
-"""The config file's typed form: pydantic models, one module per block.
-
-Field validators phrase their own problems (:mod:`serving.config.errors` makes them
-``file: key: message``). Import from ``serving.config.schema``, not the block modules.
+"""The config file's typed form: pydantic models, one module per block. Import from
+``serving.config.schema``, not the block modules.
 """
 
 from serving.config.schema.dag_settings import DagConfig, TracerConf
