@@ -128,8 +128,7 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """The argument parser; only the module of the command named in ``argv`` is imported
-    (with no command named, plugins are imported to list their help)."""
+    """The argument parser, importing only the module of the command named in ``argv``."""
     parser = argparse.ArgumentParser(
         prog="batchline", description="Inference pipeline server with per-op dynamic batching."
     )

@@ -1,5 +1,4 @@
-"""Paths in configs (``pkg://<package>/<path>``, or relative to the config file) and the files
-of a model directory; shared by config validation and the runners."""
+"""Paths in configs (``pkg://<package>/<path>``, or relative to the file) and a model directory's files."""
 
 from __future__ import annotations
 

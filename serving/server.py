@@ -77,8 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class Server:
-    """The pipelines of a repository behind an HTTP front, in this process or (``http.front_workers``
-    N) in N front processes; :meth:`run` blocks until drained."""
+    """The pipelines of a repository behind an HTTP front; :meth:`run` blocks until drained."""
 
     def __init__(
         self,

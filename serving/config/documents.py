@@ -44,8 +44,7 @@ def read_documents(args: Sequence[str]) -> list[ConfigDocument]:
 
 
 def local_path(doc: ConfigDocument) -> str:
-    """Where the document's relative paths resolve here: a ``pkg://`` source is resolved
-    again on this machine (packages install in different places), else the path it was read at."""
+    """Where relative paths resolve here: a ``pkg://`` source resolved again on this machine."""
     if doc.source.startswith(PKG_SCHEME):
         try:
             return resolve_pkg_path(doc.source)

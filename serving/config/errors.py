@@ -1,6 +1,4 @@
-"""Config errors: ``ConfigError`` (every line ``<file>: <key.path>: <message>``)
-and the translation of pydantic's validation errors into that form, with
-"did you mean" hints for unknown keys."""
+"""``ConfigError`` (lines ``<file>: <key.path>: <message>``) and pydantic's errors in that form."""
 
 from __future__ import annotations
 

@@ -439,8 +439,7 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
 
 
 def load_repository(args: Sequence[str]) -> RepositoryConfig:
-    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`);
-    every problem of every file, then of the set, raised as one :class:`ConfigError`."""
+    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`)."""
     sources = list(args)
     if not sources:
         raise ConfigError(ARGUMENTS_SOURCE, FILE_KEY, "no config file or directory given")

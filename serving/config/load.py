@@ -156,8 +156,7 @@ def parse_config(data: Any, source: str = "<config>", path: str | None = None) -
 
 
 def read_config(path: str | os.PathLike) -> tuple[str, Any]:
-    """A config file's resolved path and its YAML data, not validated yet
-    (plain path or ``pkg://package/file.yml``)."""
+    """A config file's resolved path and its YAML data, not validated yet."""
     source = os.fspath(path)
     try:
         resolved = resolve_pkg_path(source)

@@ -1,5 +1,4 @@
-"""Configs as text for ``batchline check`` and the start-up log: op tables, the DAG, and a
-repository's endpoints, routes and shared ops."""
+"""Configs as text for ``batchline check`` and the start-up log."""
 
 from __future__ import annotations
 

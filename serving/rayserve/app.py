@@ -68,8 +68,7 @@ def serve_config(
     warmup: bool = True,
     num_cpus: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """A Ray Serve config file for these configs. Its ``deployments`` repeat the configs'
-    options, so Ray users can change them there as usual. ``num_cpus``: fitted CPUs per replica."""
+    """A Ray Serve config file; its ``deployments`` repeat the configs' options, for Ray users to change."""
     repo = parse_documents(documents)
     conf = ray_conf(repo)
     deployments = [{"name": name, **opts} for name, opts in deployment_options(repo, num_cpus).items()]

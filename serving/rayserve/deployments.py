@@ -131,8 +131,7 @@ def hub_options() -> dict[str, Any]:
 def deployment_options(
     repo: RepositoryConfig, num_cpus: Mapping[str, float] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Every deployment: name -> options (ops in config order, then ingress and hub);
-    ``num_cpus``: CPUs per replica in place of the configs' (:func:`serving.rayserve.room.fit_cpus`)."""
+    """Every deployment's options, ``num_cpus`` (fitted CPUs per replica) in place of the configs'."""
     out = {
         name: op_options(op, admitted=admitted_callers(repo, config, op))
         for name, (config, op) in op_deployments(repo).items()

@@ -59,8 +59,7 @@ def handle_sender(handle: Any) -> Send:
 
 
 def carried(plan: DecodePlan) -> list[Any]:
-    """A checked request's values as they go to the pipeline: images as their checked files
-    (the op replica decodes them: docs/DESIGN_NOTES.md, "Images travel as their files")."""
+    """A checked request's values for the pipeline: images as their files, decoded by the op replica."""
     return [p if p.header is not None else p.value for p in plan.inputs]
 
 
@@ -195,8 +194,7 @@ class Ingress:
         return merge_texts(texts)
 
     def __del__(self) -> None:
-        """Ray Serve's graceful shutdown: refuse new requests, answer the admitted ones.
-        Runs once: Python's collector calls it again after Ray did."""
+        """Ray Serve's graceful shutdown (once: the collector calls it again after Ray did)."""
         repository = getattr(self, "repository", None)
         if repository is None or getattr(self, "_stopped", False):
             return

@@ -27,8 +27,7 @@ class Admitted:
 
 
 class IngressGate:
-    """The gate's rule, the body limit (read per request: it is the app's setting) and the
-    replica's body budget (sized from that limit and ``http.max_buffered_mb``, as one process's)."""
+    """The gate's rule, the app's body limit (read per request) and the replica's body budget."""
 
     def __init__(self, gate: FrontGate, body_limit: Callable[[], int], max_buffered_mb: int | None):
         self.gate = gate

@@ -1,6 +1,4 @@
-"""An asyncio event loop in a thread of its own, for code that runs in plain
-threads (the Flask handlers, the stages' deliveries) and needs to await Ray
-Serve responses."""
+"""An event loop in a thread of its own, for plain threads that need to await Ray Serve responses."""
 
 from __future__ import annotations
 

@@ -73,8 +73,7 @@ def _ask(name: str, options: Mapping[str, Any], explicit: bool, source: str, key
 
 
 def fit_cpus(asks: list[CpuAsk], supply: float) -> dict[str, float]:
-    """``num_cpus`` per replica for the default asks, scaled so that every ask fits ``supply``
-    CPUs (empty when they already fit); :class:`NoRoom` when what the configs set leaves no room."""
+    """``num_cpus`` per replica for the default asks, scaled to fit ``supply`` (empty: they fit)."""
     need = sum(ask.total for ask in asks)
     if need <= supply:
         return {}

@@ -36,8 +36,7 @@ def deploy(
     warmup: bool = True,
     num_cpus: dict[str, float] | None = None,
 ) -> str:
-    """Start Serve's proxies (if not running) and submit the application without
-    waiting for its replicas (:func:`watch` follows them); returns its name."""
+    """Start Serve's proxies and submit the application, not waiting for its replicas; its name."""
     repo = parse_documents(documents)
     config = serve_config(list(documents), host=host, port=port, warmup=warmup, num_cpus=num_cpus)
     if _serve_running():
@@ -84,7 +83,9 @@ def watch(
         state = _value(app.status)
         if state == "RUNNING":
             log.info(
-                "application %s is running: every replica is up, %.1fs after it was submitted", name, _since(began)
+                "application %s is running: every replica is up, %.1fs after it was submitted",
+                name,
+                time.monotonic() - began,
             )
             return True
         if state == "DEPLOY_FAILED":
@@ -95,7 +96,7 @@ def watch(
             log.warning(
                 "application %s still deploying after %.0fs (/health/ready answers 503 until it runs): %s",
                 name,
-                _since(began),
+                time.monotonic() - began,
                 _waiting(app),
             )
     return None
@@ -103,10 +104,6 @@ def watch(
 
 def _value(state: Any) -> str:
     return str(getattr(state, "value", state))
-
-
-def _since(began: float) -> float:
-    return time.monotonic() - began
 
 
 def _waiting(app: Any) -> str:
@@ -140,8 +137,7 @@ def fitted_cpus(documents: Sequence[ConfigDocument], supply: int) -> dict[str, f
 
 
 def _connect(address: str | None, attempts: int = 3, num_cpus: int | None = None) -> None:
-    """``ray.init``, tried again through Ray Client (``ray://``): the per-client server can be
-    slow to come up on a loaded head node. ``num_cpus``: a local cluster's fitted CPUs."""
+    """``ray.init``, tried again through Ray Client: its per-client server can be slow to come up."""
     # "local": a new cluster, never one `ray start` left on this machine (ray.init(None) would join that)
     target = "local" if address is None else address
     for attempt in range(1, attempts + 1):
@@ -156,8 +152,7 @@ def _connect(address: str | None, attempts: int = 3, num_cpus: int | None = None
 
 
 def _start_proxies(config: dict[str, Any], attempts: int = 3) -> None:
-    """``serve.start``, tried again when a proxy dies while starting: on a loaded machine
-    Serve's controller can find a new proxy unhealthy, replace it, and the start fails."""
+    """``serve.start``, tried again: on a loaded machine a new proxy can be found unhealthy and replaced."""
     for attempt in range(1, attempts + 1):
         try:
             serve.start(http_options=config["http_options"], proxy_location=config["proxy_location"])
@@ -289,8 +284,7 @@ def _on_signals(stop: threading.Event) -> None:
 
 
 def _disconnect(started_here: bool, timeout_s: float = 30.0) -> None:
-    """``ray.shutdown``, bounded; then any process of a cluster started here that is still
-    alive is killed: none outlives the command."""
+    """``ray.shutdown``, bounded; then no process of a cluster started here outlives the command."""
     processes = own_processes.descendants() if started_here else {}
     _bounded(ray.shutdown, "ray.shutdown", timeout_s)
     own_processes.reap(processes, grace_s=10.0)
@@ -316,8 +310,7 @@ def _bounded(call: Callable[[], Any], what: str, timeout_s: float) -> bool:
 
 
 def _stop_application(name: str, *, shutdown_serve: bool, timeout_s: float) -> None:
-    """Delete the application (replicas drain) and, for a cluster this command started, Serve;
-    bounded: after a Ctrl-C to the process group a local cluster may never answer."""
+    """Delete the application (and Serve, if started here), bounded: after a Ctrl-C Ray may never answer."""
 
     def stop() -> None:
         serve.delete(name)

@@ -1,6 +1,4 @@
-"""Runs the HTTP app (WSGI) for a request Ray Serve's proxy hands an ingress replica
-(ASGI), in a thread of a pool: the app's handlers block while their requests run.
-"""
+"""Runs the WSGI app for a request Ray's proxy hands an ingress replica (ASGI), in a thread pool."""
 
 from __future__ import annotations
 

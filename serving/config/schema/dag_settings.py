@@ -1,5 +1,4 @@
-"""The engine-wide settings: ``dag:`` and its ``dag.tracer``. (The op graph
-itself, built from the ops' ``input_ops``, is :mod:`serving.config.dag`.)"""
+"""Engine-wide settings: ``dag:`` and ``dag.tracer`` (the op graph itself is :mod:`serving.config.dag`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The HTTP front (``http:``, a server key): what reads requests, and its limits on slow,
-idle and greedy clients."""
+"""The HTTP front (``http:``, a server key): what reads requests, and its limits on clients."""
 
 from __future__ import annotations
 

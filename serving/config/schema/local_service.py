@@ -63,8 +63,7 @@ class TensorRTConf(BaseModel):
 
 
 def _resolved_model_dir(value: str, base_dir: str | None) -> str:
-    """The model directory, resolved; which files it must hold depends on the engine
-    (checked once the whole ``local_service_conf`` is known)."""
+    """The model directory, resolved (its files depend on the engine: checked later)."""
     if not value.strip():
         raise ValueError("must not be empty")
     path = resolve_pkg_path(value, base_dir)

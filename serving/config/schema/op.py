@@ -1,5 +1,4 @@
-"""One op of the graph: ``op.<name>`` (its class, inputs, params, limits and
-sharing; its ``local_service_conf`` is :mod:`serving.config.schema.local_service`)."""
+"""One op of the graph: ``op.<name>`` (class, inputs, params, limits, sharing)."""
 
 from __future__ import annotations
 

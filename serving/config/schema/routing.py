@@ -1,5 +1,4 @@
-"""How ``/{name}/prediction`` picks among the versions of one pipeline name:
-``routing:`` and its ``routing.shadow``."""
+"""How ``/{name}/prediction`` picks among the versions of one name: ``routing:`` and ``routing.shadow``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Who may reach the server: ``security:`` (the opt-out of the token rule,
-browser origins, ``Host`` names; a server key)."""
+"""Who may reach the server: ``security:`` (a server key)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A whole config file: the top-level keys of one pipeline, and the blocks
-below them (each in its own module of :mod:`serving.config.schema`)."""
+"""A whole config file: one pipeline's top-level keys and its blocks."""
 
 from __future__ import annotations
 

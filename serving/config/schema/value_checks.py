@@ -1,5 +1,4 @@
-"""Value rules more than one block of the config file shares: the name pattern of
-pipelines and share names, and "an int (or a number) that is not a bool"."""
+"""Value rules several blocks of the config file share."""
 
 from __future__ import annotations
 
