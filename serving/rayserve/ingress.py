@@ -25,9 +25,8 @@ from serving.http.app import create_app
 from serving.http.early_refusals import FrontGate
 from serving.rayserve.deployments import op_deployment_name, ray_conf
 from serving.rayserve.ingress_gate import IngressGate
-from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
-from serving.rayserve.remote_stage import RemoteStage, Send
+from serving.rayserve.remote_stage import LoopThread, RemoteStage, Send
 from serving.rayserve.wire import OpCall, OpReply
 from serving.rayserve.wsgi_bridge import app_path, call_wsgi
 from serving.runners.heap_trim import HeapTrim
@@ -61,9 +60,6 @@ def handle_sender(handle: Any) -> Send:
 def carried(plan: DecodePlan) -> list[Any]:
     """A checked request's values for the pipeline: images as their files, decoded by the op replica."""
     return [p if p.header is not None else p.value for p in plan.inputs]
-
-
-log = logging.getLogger(__name__)
 
 
 def running_replicas(status: Any, app: str) -> dict[str, int]:

@@ -123,8 +123,7 @@ class OpReplica:
             raise RuntimeError(f"op {self.stage.name}: no predictor instance could be restarted")
 
     def __del__(self) -> None:
-        """Ray Serve's graceful shutdown: finish queued items, stop the instances.
-        Runs once: Python's collector calls it again after Ray did."""
+        """Ray Serve's graceful shutdown (once: the collector calls it again after Ray did)."""
         stage = getattr(self, "stage", None)
         if stage is None or getattr(self, "_stopped", False):
             return

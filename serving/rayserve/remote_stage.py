@@ -6,9 +6,11 @@ inference has no side effects.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from ray import exceptions as ray_errors
 from ray.serve import exceptions as serve_errors
@@ -17,7 +19,6 @@ from serving.batching.channel import Join
 from serving.batching.request import RequestState
 from serving.errors import DeadlineExceeded, InternalError, Overloaded, ServingError
 from serving.op import Op
-from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.wire import OpCall, OpReply
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,37 @@ REPLICA_LOST: tuple[type[BaseException], ...] = (
 REFUSED: tuple[type[BaseException], ...] = (serve_errors.BackPressureError, serve_errors.DeploymentUnavailableError)
 
 Send = Callable[[OpCall], Awaitable[OpReply]]
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop in a thread of its own, for plain threads that need to await Ray Serve responses."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def start(self) -> LoopThread:
+        self._thread.start()
+        return self
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the loop; callable from any thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call_soon(self, callback: Any, *args: Any) -> None:
+        self.loop.call_soon_threadsafe(callback, *args)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if not self._thread.is_alive():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
 
 
 def call_error(exc: BaseException, op: str) -> ServingError:
