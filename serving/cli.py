@@ -91,10 +91,6 @@ def _unavailable(command: str, error: str) -> Callable[[argparse.Namespace], int
     return handler
 
 
-def _first_line(module: ModuleType) -> str:
-    return (module.__doc__ or "").strip().split("\n")[0].replace("``", "")
-
-
 def _add_module_command(
     subparsers: argparse._SubParsersAction, command: str, load: Loader, help_text: str | None, chosen: bool
 ) -> None:
@@ -109,7 +105,7 @@ def _add_module_command(
         parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         parser.set_defaults(handler=_unavailable(command, error))
         return
-    text = help_text or _first_line(module)
+    text = help_text or (module.__doc__ or "").strip().split("\n")[0].replace("``", "")
     parser = subparsers.add_parser(command, help=text, description=text)
     module.add_arguments(parser)
     parser.set_defaults(handler=module.main)

@@ -138,12 +138,10 @@ def _normalize_op(name: str, op: Any, notes: Notes) -> Any:
     if not isinstance(op, dict):
         return op
     op = dict(op)
-    if "name" in op:
-        notes.problems.append((f"{path}.name", "unknown key (an op's name is its key under 'op:')"))
-        op.pop("name")
-    if "cls" in op:
-        notes.problems.append((f"{path}.cls", "unknown key (did you mean 'class'?)"))
-        op.pop("cls")
+    for key, hint in (("name", "an op's name is its key under 'op:'"), ("cls", "did you mean 'class'?")):
+        if key in op:
+            op.pop(key)
+            notes.problems.append((f"{path}.{key}", f"unknown key ({hint})"))
     op["name"] = name
     _drop_ignored(op, IGNORED_OP_KEYS, path + ".", notes)
     svc = op.get("local_service_conf")

@@ -59,9 +59,6 @@ class RayAutoscaling(BaseModel):
             )
         return self
 
-    def as_ray(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
-
 
 class RayActorOptions(BaseModel):
     """``ray_actor_options``: what one replica reserves on its node."""

@@ -66,7 +66,7 @@ def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int,
     if actor.resources:
         actor_options["resources"] = dict(actor.resources)
     if conf.autoscaling_config is not None:
-        scaling: dict[str, Any] = {"autoscaling_config": conf.autoscaling_config.as_ray()}
+        scaling: dict[str, Any] = {"autoscaling_config": conf.autoscaling_config.model_dump(exclude_none=True)}
     else:
         scaling = {"num_replicas": conf.num_replicas or 1}
     return {
