@@ -32,18 +32,6 @@ def check(conf: EngineSettings) -> None:
         )
 
 
-def model_files(model_dir: str) -> tuple[str]:
-    return (openvino_model_file(model_dir),)
-
-
-def pins_cores(conf: EngineSettings) -> bool:
-    return conf.device_type == 0
-
-
-def device_label(conf: EngineSettings) -> str:
-    return "cpu+openvino-runtime"
-
-
 ENGINE = Engine(
     name="openvino",
     runtime="OpenVINO Runtime",
@@ -52,8 +40,8 @@ ENGINE = Engine(
     threads_overlap=True,
     own_keys=MappingProxyType({"conv_kernels": "auto"}),
     loader="serving.runners.openvino_runtime",
-    model_files=model_files,
+    model_files=lambda model_dir: (openvino_model_file(model_dir),),
     check=check,
-    pins_cores=pins_cores,
-    device_label=device_label,
+    pins_cores=lambda conf: conf.device_type == 0,
+    device_label=lambda conf: "cpu+openvino-runtime",
 )

@@ -36,10 +36,6 @@ def check(conf: EngineSettings) -> None:
         )
 
 
-def device_label(conf: EngineSettings) -> str:
-    return "cpu+torch" if conf.device_type == 0 else gpu_label(conf) + "+torch"
-
-
 ENGINE = Engine(
     name="torch",
     runtime="PyTorch",
@@ -49,5 +45,5 @@ ENGINE = Engine(
     loader="serving.runners.torch_runtime",
     model_files=torch_model_files,
     check=check,
-    device_label=device_label,
+    device_label=lambda conf: "cpu+torch" if conf.device_type == 0 else gpu_label(conf) + "+torch",
 )
