@@ -156,8 +156,7 @@ _BY_STATUS: Mapping[int, type[ServingError]] = MappingProxyType(
 
 
 def error_for_status(status: int, message: str) -> ServingError:
-    """The error class for an HTTP status raised outside our code (e.g. by the
-    web framework's routing); unlisted 4xx become 400, anything else 500."""
+    """The error for a status from outside our code; unlisted 4xx become 400, anything else 500."""
     cls = _BY_STATUS.get(status) or (BadRequest if 400 <= status < 500 else InternalError)
     return cls(message)
 

@@ -247,8 +247,7 @@ def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
 
 
 def _check_body_budget(entries: list[_Entry]) -> list[ConfigError]:
-    """``http.max_buffered_mb`` must hold one body of the largest ``max_body_size``
-    served (a source op's), else such a body would be refused (503) for ever."""
+    """``http.max_buffered_mb`` must hold the largest body served, else it would get 503 for ever."""
     chosen = _server_entry(entries, "http")
     budget_mb = chosen.config.http.max_buffered_mb
     if budget_mb is None:

@@ -28,8 +28,7 @@ BACKPRESSURE_RETRY_AFTER_S = 1.0
 
 
 def backpressure_options() -> dict[str, Any]:
-    """The ingress's ``backpressure_config`` (Retry-After on Ray's 503). Set here, on the
-    cluster's own Ray, not written into ``serve.yaml``: Ray has it from 2.58 only."""
+    """Retry-After on Ray's 503, set on the cluster's own Ray (not in ``serve.yaml``: Ray >= 2.58 only)."""
     try:
         from ray.serve.config import BackpressureConfig
     except ImportError:

@@ -115,8 +115,7 @@ class OpReplica:
             request.fail(as_serving_error(exc))
 
     def check_health(self) -> None:
-        """Ray Serve's health check: a stopped stage, or predictor processes that all failed to
-        come back (a single server's ``/health/live``), get the replica replaced."""
+        """Ray Serve's health check (a single server's ``/health/live``): failing, the replica is replaced."""
         if self.stage.channel.closed:
             raise RuntimeError(f"op {self.stage.name}: stage stopped")
         if self.stage.broken:

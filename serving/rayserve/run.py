@@ -197,8 +197,7 @@ def serve_on_ray(
     port: int | None = None,
     warmup: bool = True,
 ) -> int:
-    """0 after a stop by signal, 1 when the application failed to deploy, 2 when its CPUs
-    cannot fit the local cluster. No ``address``: ``RAY_ADDRESS``, else a local cluster."""
+    """0 after a stop by signal, 1 when deploying failed, 2 when the CPUs cannot fit a local cluster."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     started_here = address is None
     num_cpus: dict[str, float] = {}
