@@ -1,12 +1,6 @@
-"""The ``batchline`` console script.
-
-Every subcommand is a module exposing ``add_arguments(parser)`` and
-``main(args) -> int``; its docstring's first line is its help. ``check``
-and ``serve`` are the server's own. Other commands plug in through the
-``batchline.commands`` entry point group (``setup.cfg``): the client's
-``predict`` and ``bench`` come that way, so the server never imports the
-client. Only the module of the command being run is imported, so
-``batchline check`` never imports the server, Paddle or a model.
+"""The ``batchline`` console script. Each subcommand is a module with ``add_arguments(parser)``
+and ``main(args) -> int`` (its docstring's first line is its help), imported only when run;
+others plug in through the ``batchline.commands`` entry points (the server never imports the client).
 """
 
 from __future__ import annotations
@@ -26,9 +20,6 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 Loader = Callable[[], ModuleType]
 
 
-# ---------------------------------------------------------------------------
-# check (here: it needs nothing beyond the config layer)
-# ---------------------------------------------------------------------------
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "files",
@@ -92,19 +83,12 @@ def plugin_commands() -> dict[str, Loader]:
     return {ep.name: ep.load for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-# ---------------------------------------------------------------------------
-# parser
-# ---------------------------------------------------------------------------
 def _unavailable(command: str, error: str) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         sys.stderr.write(f"batchline {command}: not available: {error}\n")
         return 1
 
     return handler
-
-
-def _first_line(module: ModuleType) -> str:
-    return (module.__doc__ or "").strip().split("\n")[0].replace("``", "")
 
 
 def _add_module_command(
@@ -121,7 +105,7 @@ def _add_module_command(
         parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         parser.set_defaults(handler=_unavailable(command, error))
         return
-    text = help_text or _first_line(module)
+    text = help_text or (module.__doc__ or "").strip().split("\n")[0].replace("``", "")
     parser = subparsers.add_parser(command, help=text, description=text)
     module.add_arguments(parser)
     parser.set_defaults(handler=module.main)
@@ -140,8 +124,7 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """The argument parser; only the module of the command named in ``argv`` is imported
-    (with no command named, plugins are imported to list their help)."""
+    """The argument parser, importing only the module of the command named in ``argv``."""
     parser = argparse.ArgumentParser(
         prog="batchline", description="Inference pipeline server with per-op dynamic batching."
     )

@@ -1,11 +1,6 @@
-"""Status-carrying errors: the one place where a failure gets its HTTP status.
-
-One rule: each class has one HTTP ``status`` (a class attribute, never
-changed per instance), and the Paddle Serving answer's ``err_no`` is that
-same status (0 only on success). Ops and the engine raise these; the HTTP
-layer maps ``status`` to the response code and ``message`` to ``err_msg``.
-Any other exception escaping an op is wrapped by :func:`as_serving_error`
-into a 500 without leaking a traceback to the client (the traceback is logged).
+"""Status-carrying errors: the one place where a failure gets its HTTP status, which is also
+the Paddle answer's ``err_no``. Anything else escaping an op becomes a 500
+(:func:`as_serving_error`), its traceback logged, never sent.
 """
 
 from __future__ import annotations
@@ -161,8 +156,7 @@ _BY_STATUS: Mapping[int, type[ServingError]] = MappingProxyType(
 
 
 def error_for_status(status: int, message: str) -> ServingError:
-    """The error class for an HTTP status raised outside our code (e.g. by the
-    web framework's routing); unlisted 4xx become 400, anything else 500."""
+    """The error for a status from outside our code; unlisted 4xx become 400, anything else 500."""
     cls = _BY_STATUS.get(status) or (BadRequest if 400 <= status < 500 else InternalError)
     return cls(message)
 

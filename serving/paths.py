@@ -1,6 +1,4 @@
-"""Paths in configs: ``pkg://<package>/<path>`` inside an installed package,
-plain paths relative to the config file; and the files of a Paddle model
-directory. Shared by config validation and the runners."""
+"""Paths in configs (``pkg://<package>/<path>``, or relative to the file) and a model directory's files."""
 
 from __future__ import annotations
 
@@ -11,24 +9,16 @@ PKG_SCHEME = "pkg://"
 # a Paddle model directory: one program file (PIR .json preferred) and its weights
 MODEL_GRAPH_FILES = ("inference.json", "inference.pdmodel")
 MODEL_PARAMS_FILE = "inference.pdiparams"
-# what OpenVINO Runtime reads from a model directory, in order of preference:
-# an IR is what a user exported or quantised on purpose; the Paddle program is
-# the reference the other engine reads too
+# what OpenVINO Runtime reads, preferred first: an IR is exported or quantised on purpose
 OPENVINO_MODEL_FILES = ("inference.xml", "inference.onnx", "inference.pdmodel")
-# what ``engine: torch`` reads: an ONNX file as it is, else the legacy Paddle program
-# (converted to ONNX by paddle2onnx 1.3, which reads no PIR ``inference.json``)
+# ``engine: torch``: an ONNX file, else the legacy program (paddle2onnx 1.3 reads no PIR .json)
 TORCH_ONNX_FILE = "inference.onnx"
 
 
 def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> str:
-    """Absolute path for ``spec``.
-
-    ``pkg://<package>/<rel path>`` resolves inside the installed package
-    (found with ``importlib.util.find_spec``, without importing it when it
-    is top-level). A plain relative path is taken relative to ``base_dir``
-    (the config file's directory) or else the working directory.
-    Raises ValueError when the package is not installed.
-    """
+    """Absolute path for ``spec``: ``pkg://<package>/<path>`` inside the installed package
+    (found without importing a top-level one; ValueError when not installed), a relative
+    path against ``base_dir`` (the config file's directory), else the working directory."""
     spec = os.fspath(spec)
     if spec.startswith(PKG_SCHEME):
         package, _, rel = spec[len(PKG_SCHEME) :].partition("/")
@@ -55,12 +45,8 @@ def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[s
 
 
 def model_files(model_dir: str) -> tuple[str, str]:
-    """``(program file, params file)`` of a Paddle model directory.
-
-    Accepts ``inference.json`` (Paddle 3 PIR) or ``inference.pdmodel`` (legacy
-    program), preferring ``.json`` when both exist, with ``inference.pdiparams``.
-    Raises :class:`FileNotFoundError` naming the directory and the missing file.
-    """
+    """``(program file, params file)`` of a Paddle model directory (PIR ``.json`` preferred);
+    :class:`FileNotFoundError` naming the directory and the missing file."""
     if not model_dir or not os.path.exists(model_dir):
         raise FileNotFoundError(f"model directory not found: {model_dir}")
     if not os.path.isdir(model_dir):
@@ -77,10 +63,8 @@ def model_files(model_dir: str) -> tuple[str, str]:
 
 
 def openvino_model_file(model_dir: str) -> str:
-    """The file OpenVINO Runtime reads from ``model_dir`` (``engine: openvino``).
-
-    Raises :class:`FileNotFoundError` naming the directory and what it lacks;
-    a PIR ``inference.json`` alone is named as unreadable, with the way out."""
+    """The file OpenVINO Runtime reads from ``model_dir``; :class:`FileNotFoundError` naming
+    what it lacks (a PIR ``inference.json`` alone: unreadable, with the way out)."""
     for name in OPENVINO_MODEL_FILES:
         path = os.path.join(model_dir, name)
         if os.path.isfile(path):
@@ -95,9 +79,8 @@ def openvino_model_file(model_dir: str) -> str:
 
 
 def torch_model_files(model_dir: str) -> tuple[str, ...]:
-    """The files ``engine: torch`` reads from ``model_dir``: ``(inference.onnx,)``, or
-    ``(inference.pdmodel, inference.pdiparams)`` to convert. Raises
-    :class:`FileNotFoundError` naming the directory and what it lacks."""
+    """``(inference.onnx,)``, or ``(inference.pdmodel, inference.pdiparams)`` to convert;
+    :class:`FileNotFoundError` naming what ``model_dir`` lacks."""
     onnx_path = os.path.join(model_dir, TORCH_ONNX_FILE)
     if os.path.isfile(onnx_path):
         return (onnx_path,)

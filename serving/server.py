@@ -1,9 +1,5 @@
-"""``batchline serve``: load the configs (one file, several, or a directory),
-warm every predictor, serve the app behind its HTTP front (and gRPC on
-``rpc_port``), reload on SIGHUP, and drain on SIGTERM/SIGINT.
-
-Shutdown order: stop admitting (new requests get 503), let every accepted
-request finish, let the HTTP and gRPC fronts write the answers, then stop. Exit 0.
+"""``batchline serve``: load the configs, warm every predictor, serve HTTP (and gRPC), reload on
+SIGHUP, and drain on SIGTERM/SIGINT: stop admitting (503), answer what was accepted, stop.
 """
 
 from __future__ import annotations
@@ -80,11 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class Server:
-    """The pipelines of a repository behind an HTTP front (``http.front``); :meth:`run` blocks
-    until drained.
-
-    ``http.front_workers: 0``: the front runs in this process. ``N``: this process
-    holds the engine and N front processes serve HTTP (:mod:`serving.http.front_processes.workers`)."""
+    """The pipelines of a repository behind an HTTP front; :meth:`run` blocks until drained."""
 
     def __init__(
         self,
@@ -104,10 +96,9 @@ class Server:
         self.host = host or self.config.host
         # before anything loads: an open server on the network does not start (OpenBindRefused)
         check_bind(self.host, token=self.gate.auth_token, insecure=insecure or self.config.security.insecure)
-        # GPU metrics where NVML (default: pynvml, if installed) sees GPUs; ``nvml``: a stand-in (tests)
+        # ``nvml``: a stand-in for pynvml (tests)
         metrics = Metrics(gpus=open_gpus(nvml))
         self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
-        self.warmup = warmup
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
         self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         # one request core beneath every door of this process: the HTTP app's routes and gRPC's services
@@ -155,9 +146,8 @@ class Server:
         self.rpc_port = self.grpc.port
 
     def _front_share_budget(self) -> BodyBudget:
-        """With front processes, the bodies are held by them: gRPC's messages, in this process, get
-        a budget of one front process's share (serving/http/front_processes/process.py), sized on each reload
-        as a front sizes its own."""
+        """gRPC's messages (in this process, the bodies being the fronts'): a budget of one front
+        process's share, resized on each reload as a front resizes its own."""
         budget = BodyBudget(0)
         share = 1.0 / self.front_workers
 
@@ -194,28 +184,23 @@ class Server:
         else:
             pids = self.fronts.pids if self.fronts is not None else []
             log.info("%d front processes serve HTTP: pids %s", self.front_workers, pids)
-        # SIGHUP's default action ends the process: take it over before the (long) loading, where an
-        # edited config is likely; the reload it asks for waits until loading is done
+        # SIGHUP's default would end the process: taken over before the long loading (the reload waits for it)
         self._install_signal(signal.SIGHUP, lambda signum, frame: self.reload_in_background())
         log.info("loading and warming predictors ...")
         self.repository.start()
-        # what loading built (modules, configs, models' Python side) lives as long as the server:
-        # the collector need not walk it on every full collection (fewer, cheaper pauses per request)
+        # what loading built lives as long as the server: the collector need not walk it again
         gc.freeze()
         self._started.set()
         for name in self.config.routes:
             log.info("ready: POST %s/%s/prediction", self.url, name)
         log.info("health %s/health/ready, pipelines %s/pipelines", self.url, self.url)
-        self._install_signals()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._install_signal(sig, lambda signum, frame: self.stop())
         heap = HeapTrim().start()  # bodies, messages and decoded images freed: their pages back to the system
         self._stopping.wait()
         self._drain()
         heap.stop()
         return 0
-
-    def _install_signals(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self._install_signal(sig, lambda signum, frame: self.stop())
 
     @staticmethod
     def _install_signal(sig: signal.Signals, handler: Callable[[int, FrameType | None], Any]) -> None:

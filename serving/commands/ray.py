@@ -1,15 +1,22 @@
-"""Ray Serve tools: ``batchline ray build CONFIG... -o serve.yaml`` writes the
-Ray Serve config file of the configs (``serve deploy serve.yaml``, or KubeRay's
-``serveConfigV2``). A config that holds a token is refused
-(:mod:`serving.rayserve.secrets`): replicas take it from their environment."""
+"""Ray Serve tools: ``batchline ray build CONFIG... -o serve.yaml`` writes the Ray Serve config
+file of the configs. A config holding a token is refused: the file is read by more people
+than the token should be (repositories, KubeRay specs, Ray's dashboard).
+"""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
+from collections.abc import Mapping, Sequence
 
 from serving.config import ConfigError
+from serving.config.documents import ConfigDocument, read_documents
+from serving.config.errors import SECRET_KEYS
+from serving.service.auth import ADMIN_TOKEN_ENV, TOKEN_ENV
+
+# each secret config key -> the environment variable a replica reads it from instead
+ENV_OF_SECRET: Mapping[str, str] = {"auth_token": TOKEN_ENV, "admin_token": ADMIN_TOKEN_ENV}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,13 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from serving.config.documents import read_documents
-
     try:
         documents = read_documents(args.config)
         from serving.rayserve.app import serve_config
         from serving.rayserve.run import build_notes, serve_config_yaml
-        from serving.rayserve.secrets import literal_secrets
 
         secret = literal_secrets(documents)
         if secret is not None:
@@ -54,3 +58,22 @@ def main(args: argparse.Namespace) -> int:
             f.write(text)
         sys.stderr.write(f"wrote {args.output}: deploy with `serve deploy {args.output}`\n")
     return 0
+
+
+def literal_secrets(documents: Sequence[ConfigDocument]) -> ConfigError | None:
+    """One error naming every file and key that holds a token (never its value), or None."""
+    errors = []
+    for doc in documents:
+        data = doc.data if isinstance(doc.data, Mapping) else {}
+        for key in sorted(SECRET_KEYS):  # every key the config layer keeps out of messages
+            if data.get(key):
+                errors.append(
+                    ConfigError(
+                        doc.source,
+                        key,
+                        "a token would be written into the Ray Serve config (and shown by Ray's dashboard): "
+                        f"remove it from the config and give the replicas {ENV_OF_SECRET[key]} in their environment "
+                        "(on Kubernetes from a Secret, as deploy/ray/rayservice.yaml does)",
+                    )
+                )
+    return ConfigError.combine(errors) if errors else None

@@ -1,5 +1,4 @@
-"""Config layer: config.yml -> typed, validated objects (see load.py); several files
-served together -> a checked repository (see file_set.py)."""
+"""Config layer: config.yml -> validated objects (load.py); files served together -> a repository (file_set.py)."""
 
 from serving.config.errors import ConfigError
 from serving.config.file_set import (

@@ -1,10 +1,5 @@
-"""Paddle Serving compatibility: the pass that runs on the raw mapping before
-validation. Keys that mean nothing here are dropped (and logged once by the
-loader); op-level aliases (``batch_size`` ...) fold into their real keys;
-``use_trt`` becomes ``device_type: 2`` and ``use_calib`` the ``tensorrt``
-block's ``use_calib_mode``; ``dag.enable_prometheus``/``prometheus_port`` are
-dropped with a notice saying where the metrics are. Giving both spellings is an
-error.
+"""Paddle Serving compatibility: a pass over the raw mapping before validation that drops
+keys meaning nothing here and folds aliases into their keys (both spellings: an error).
 """
 
 from __future__ import annotations
@@ -18,14 +13,7 @@ from serving.config.schema import OP_ALIASES, ServingConfig, device_type_value, 
 IGNORED_TOP_KEYS = frozenset({"grpc_gateway_port", "build_dag_each_worker"})
 IGNORED_DAG_KEYS = frozenset({"is_thread_op", "retry", "client_type", "channel_recv_frist_arrive"})
 IGNORED_OP_KEYS = frozenset(
-    {
-        "client_type",
-        "fetch_list",
-        "workdir",
-        "server_endpoints",
-        "client_config",
-        "use_encryption_model",
-    }
+    {"client_type", "fetch_list", "workdir", "server_endpoints", "client_config", "use_encryption_model"}
 )
 IGNORED_LOCAL_SERVICE_KEYS = frozenset(
     {
@@ -41,9 +29,7 @@ IGNORED_LOCAL_SERVICE_KEYS = frozenset(
         "gpu_multi_stream",
     }
 )
-# Paddle Serving starts a second HTTP server for /metrics on prometheus_port when
-# enable_prometheus is true; batchline always serves /metrics on its HTTP port, so these are
-# dropped with a notice naming that URL (a scrape aimed at prometheus_port would find nothing).
+# Paddle Serving's separate /metrics server: dropped with a notice naming our /metrics URL
 PROMETHEUS_DAG_KEYS = ("enable_prometheus", "prometheus_port")
 
 
@@ -124,7 +110,7 @@ def _apply_use_calib(svc: dict, path: str, notes: Notes) -> None:
 
 
 def _drop_prometheus(data: dict, dag: dict, notes: Notes) -> None:
-    """``dag.enable_prometheus``/``prometheus_port``: type-checked, then dropped with a notice."""
+    """Type-checked, then dropped with a notice (a scrape aimed at ``prometheus_port`` would find nothing)."""
     given = {k: dag.pop(k) for k in PROMETHEUS_DAG_KEYS if k in dag}
     enable, port = given.get("enable_prometheus"), given.get("prometheus_port")
     if enable is not None and not isinstance(enable, bool):
@@ -152,12 +138,10 @@ def _normalize_op(name: str, op: Any, notes: Notes) -> Any:
     if not isinstance(op, dict):
         return op
     op = dict(op)
-    if "name" in op:
-        notes.problems.append((f"{path}.name", "unknown key (an op's name is its key under 'op:')"))
-        op.pop("name")
-    if "cls" in op:
-        notes.problems.append((f"{path}.cls", "unknown key (did you mean 'class'?)"))
-        op.pop("cls")
+    for key, hint in (("name", "an op's name is its key under 'op:'"), ("cls", "did you mean 'class'?")):
+        if key in op:
+            op.pop(key)
+            notes.problems.append((f"{path}.{key}", f"unknown key ({hint})"))
     op["name"] = name
     _drop_ignored(op, IGNORED_OP_KEYS, path + ".", notes)
     svc = op.get("local_service_conf")

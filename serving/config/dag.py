@@ -1,11 +1,5 @@
-"""The op graph: which op feeds which, in what order they run.
-
-A :class:`Dag` is built from ``{op name: [input op names]}`` in config order.
-Ops without inputs are *sources*: the request feeds them. Ops nobody consumes
-are *sinks*: the response is the single sink's output, or, with several
-sinks, a dict ``{sink name: output}`` in config order. Fan-out (one op
-feeding several) and fan-in (an op with several inputs) are both allowed;
-cycles, self loops and unknown inputs raise :class:`DagError`.
+"""The op graph: which op feeds which, in what order they run. Sources take the request;
+the response is the single sink's output, or ``{sink name: output}`` with several.
 """
 
 from __future__ import annotations
@@ -23,11 +17,7 @@ class DagError(ValueError):
 
 
 class Dag:
-    """A validated, topologically ordered op graph.
-
-    ``order`` is a topological order that keeps config order wherever the
-    edges allow it; ``sources`` and ``sinks`` are listed in config order.
-    """
+    """A validated op graph; ``order`` is topological, keeping config order where the edges allow."""
 
     def __init__(self, edges: Mapping[str, Sequence[str]]):
         names = list(edges)
@@ -45,7 +35,6 @@ class Dag:
         self.sources: list[str] = [n for n in names if not self._inputs[n]]
         self.sinks: list[str] = [n for n in names if not self._consumers[n]]
 
-    # ---- queries ---------------------------------------------------------
     def inputs(self, name: str) -> list[str]:
         """Input op names of ``name`` (empty for a source)."""
         return list(self._inputs[name])
@@ -70,7 +59,6 @@ class Dag:
     def __repr__(self) -> str:
         return f"Dag(order={self.order!r}, sources={self.sources!r}, sinks={self.sinks!r})"
 
-    # ---- construction ------------------------------------------------------
     @staticmethod
     def _checked_inputs(name: str, inputs: Sequence[str], names: list[str]) -> list[str]:
         if isinstance(inputs, str):
@@ -103,10 +91,7 @@ class Dag:
         return order
 
     def _find_cycle(self, remaining: list[str]) -> list[str]:
-        """A cycle among ``remaining`` (each has an unplaced input), in data-flow direction.
-
-        Starts and ends at the cycle member that comes first in config order.
-        """
+        """A cycle among ``remaining`` in data-flow direction, from its first member in config order."""
         pending = set(remaining)
         path: list[str] = []
         node = remaining[0]

@@ -1,12 +1,5 @@
-"""Config files as plain data that travel: to Ray Serve replicas on other
-machines, and into a Ray Serve config file (``batchline ray build``).
-
-A :class:`ConfigDocument` is one file's YAML data with its name and resolved
-path, not validated; :func:`parse_documents` validates a set exactly as
-:func:`serving.config.load_repository` validates files, so every replica
-parses the same configs the same way. Model paths are resolved where the
-documents are parsed: ``pkg://`` paths of installed packages work on every
-node, a plain path must exist on each one.
+"""Config files as plain data that travel to Ray Serve replicas and into a Ray Serve config
+file; parsed exactly as files are, model paths resolved where parsed (on each node).
 """
 
 from __future__ import annotations
@@ -51,8 +44,7 @@ def read_documents(args: Sequence[str]) -> list[ConfigDocument]:
 
 
 def local_path(doc: ConfigDocument) -> str:
-    """Where the document's relative paths resolve here: a ``pkg://`` source is resolved
-    again on this machine (packages install in different places), else the path it was read at."""
+    """Where relative paths resolve here: a ``pkg://`` source resolved again on this machine."""
     if doc.source.startswith(PKG_SCHEME):
         try:
             return resolve_pkg_path(doc.source)

@@ -1,6 +1,4 @@
-"""Config errors: ``ConfigError`` (every line ``<file>: <key.path>: <message>``)
-and the translation of pydantic's validation errors into that form, with
-"did you mean" hints for unknown keys."""
+"""``ConfigError`` (lines ``<file>: <key.path>: <message>``) and pydantic's errors in that form."""
 
 from __future__ import annotations
 
@@ -11,6 +9,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.dataclasses import is_pydantic_dataclass
+from pydantic.fields import FieldInfo
 
 FILE_KEY = "(file)"
 ROOT_KEY = "(top level)"
@@ -19,10 +18,8 @@ ROOT_KEY = "(top level)"
 class ConfigError(ValueError):
     """An invalid config. Each line of the message is ``<file>: <key.path>: <message>``.
 
-    ``problems`` holds the ``(key path, message)`` pairs; ``source`` the file.
-    An error about several files (:meth:`combine`) keeps them per file in
-    ``by_source`` (file -> pairs, in order); there ``source`` is the first
-    file and ``problems`` every pair.
+    ``problems``: every ``(key path, message)``; ``by_source``: them per file, in order;
+    ``source``: the (first) file.
     """
 
     def __init__(self, source: str, key: str, message: str):
@@ -66,9 +63,6 @@ class FieldProblem(ValueError):
         self.field = field
 
 
-# ---------------------------------------------------------------------------
-# pydantic errors -> "<key.path>: <message>"
-# ---------------------------------------------------------------------------
 def _unwrap_optional(tp: Any) -> Any:
     if get_origin(tp) in (Union, UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]
@@ -76,14 +70,18 @@ def _unwrap_optional(tp: Any) -> Any:
     return tp
 
 
-def _yaml_fields(tp: Any) -> dict[str, Any] | None:
+def model_fields(tp: Any) -> dict[str, FieldInfo] | None:
+    """The fields of a pydantic model or pydantic dataclass (None: ``tp`` is neither)."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        fields = tp.model_fields
-    elif is_pydantic_dataclass(tp):
-        fields = tp.__pydantic_fields__
-    else:
-        return None
-    return {(f.alias or n): f.annotation for n, f in fields.items()}
+        return dict(tp.model_fields)
+    if is_pydantic_dataclass(tp):
+        return dict(tp.__pydantic_fields__)
+    return None
+
+
+def _yaml_fields(tp: Any) -> dict[str, Any] | None:
+    fields = model_fields(tp)
+    return None if fields is None else {(f.alias or n): f.annotation for n, f in fields.items()}
 
 
 def _known_keys(root: type, loc: tuple) -> list[str]:
@@ -143,14 +141,7 @@ _TYPE_NAMES = MappingProxyType(
         "dataclass_exact": "a mapping",
     }
 )
-_BOUNDS = MappingProxyType(
-    {
-        "greater_than_equal": ">=",
-        "greater_than": ">",
-        "less_than_equal": "<=",
-        "less_than": "<",
-    }
-)
+_BOUNDS = MappingProxyType({"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"})
 
 
 def _error_message(err: Mapping[str, Any], root: type) -> tuple[tuple, str]:

@@ -1,21 +1,5 @@
-"""A repository: several config files served by one process on one port.
-
-:func:`load_repository` takes files and directories (a directory stands for
-every ``*.yml`` and ``*.yaml`` in it), validates each file as
-:func:`~serving.config.load.load_config` does, then checks the set and
-reports every problem of every file in one :class:`ConfigError`:
-
-* one pipeline per ``(name, version)``;
-* server keys (:data:`SERVER_KEYS`: ``host``, ``http_port``, ``auth_token`` ...) set in
-  several files must agree: one server listens on one port;
-* one ``routing`` section per pipeline name, naming versions that exist, with
-  a shadow that takes no routed traffic;
-* ops sharing one share name are the same op (:func:`op_fingerprint`), at most
-  one per pipeline.
-
-The result groups the pipelines into :class:`Route` (the versions of one
-name and how ``/{name}/prediction`` picks among them) and :class:`SharedOp`
-(the ops that run on one stage).
+"""A repository: several config files served by one process on one port. Each file is
+validated alone, then the set is checked; every problem is raised in one :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -58,13 +42,8 @@ SHARED_DAG_KEYS = ("channel_size", "priority_levels", "priority_max_wait_ms")
 
 @dataclass(frozen=True)
 class Route:
-    """The versions of one pipeline name and how ``/{name}/prediction`` picks among them.
-
-    ``weights`` holds the versions that take routed traffic (weight > 0):
-    ``routing.weights``, else ``{default: 1}``. ``default`` is
-    ``routing.default``, else the version with the largest weight (ties: the
-    highest), else the highest version that is not the shadow.
-    """
+    """The versions of one pipeline name and how ``/{name}/prediction`` picks among them
+    (``weights``: the versions that take routed traffic; see :func:`_route`)."""
 
     name: str
     versions: dict[int, ServingConfig]  # effective version -> config, ascending
@@ -85,11 +64,8 @@ class Route:
 
 @dataclass(frozen=True)
 class SharedOp:
-    """The ops of several pipelines that declare one share name: they run on one stage.
-
-    ``users`` are ``(pipeline config, op name in it)`` in file order; the
-    first one's op config builds the stage (all have one :func:`op_fingerprint`).
-    """
+    """The ops of several pipelines that declare one share name: they run on one stage,
+    built from the first of ``users`` (``(pipeline config, op name)``, in file order)."""
 
     name: str
     users: list[tuple[ServingConfig, str]]
@@ -122,9 +98,6 @@ class RepositoryConfig:
         return self.routes[name].config(version)
 
 
-# ---------------------------------------------------------------------------
-# sources
-# ---------------------------------------------------------------------------
 def _expand(args: Sequence[str]) -> tuple[list[str], list[ConfigError]]:
     files: list[str] = []
     errors: list[ConfigError] = []
@@ -158,10 +131,8 @@ def _expand(args: Sequence[str]) -> tuple[list[str], list[ConfigError]]:
 
 def expand_sources(args: Sequence[str]) -> list[str]:
     """Config files named by ``args``: files as given, a directory as every ``*.yml`` and
-    ``*.yaml`` in it (sorted, not recursive, hidden files skipped); ``pkg://`` paths allowed.
-
-    A file reached twice is listed once. A directory without a config file
-    raises :class:`ConfigError`; a missing file is left for the loader to report.
+    ``*.yaml`` in it (sorted, not recursive, no hidden files), each listed once. A directory
+    without a config file raises :class:`ConfigError`; a missing file is the loader's to report.
     """
     files, errors = _expand(args)
     if errors:
@@ -169,9 +140,6 @@ def expand_sources(args: Sequence[str]) -> list[str]:
     return files
 
 
-# ---------------------------------------------------------------------------
-# fingerprints
-# ---------------------------------------------------------------------------
 def _digest(payload: Any) -> str:
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -211,9 +179,7 @@ def _flat(value: Any, prefix: str) -> dict[str, Any]:
 
 
 def op_fingerprint(config: ServingConfig, op_name: str) -> str:
-    """A digest of what must be equal for two ops to share one stage: class, params,
-    local_service_conf, input_ops, timeout_ms, retry, and the pipeline's
-    dag.channel_size, priority_levels and priority_max_wait_ms."""
+    """A digest of what must be equal for two ops to share one stage (:func:`_op_identity`)."""
     return _digest(_op_identity(config, op_name))
 
 
@@ -236,10 +202,8 @@ def _model_stamp(model_dir: str) -> Any:
 def pipeline_fingerprint(config: ServingConfig) -> str:
     """A digest of everything a built pipeline depends on; equal digests mean a reload can keep it.
 
-    The whole file as validated (model paths resolved, op classes by their
-    import path) and the size and mtime of each model's files, so weights
-    replaced in place count as a change. Left out: ``routing``, which belongs to
-    the name's :class:`Route`, not to this pipeline (a routing change keeps it).
+    Model files count by size and mtime (weights replaced in place are a change);
+    ``routing`` is left out: it belongs to the name's :class:`Route`.
     """
     payload = {
         "config": config.model_dump(mode="json", by_alias=True, exclude={"routing"}),
@@ -253,9 +217,6 @@ def pipeline_fingerprint(config: ServingConfig) -> str:
     return _digest(payload)
 
 
-# ---------------------------------------------------------------------------
-# checks across files
-# ---------------------------------------------------------------------------
 def _listed(versions: Iterable[int]) -> str:
     return ", ".join(str(v) for v in sorted(versions))
 
@@ -264,6 +225,11 @@ def _listed(versions: Iterable[int]) -> str:
 class _Entry:
     config: ServingConfig
     file: str
+
+
+def _server_entry(entries: list[_Entry], key: str) -> _Entry:
+    """The first file that sets server key ``key`` (else the first file: its default)."""
+    return next((e for e in entries if key in e.config.model_fields_set), entries[0])
 
 
 def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
@@ -281,9 +247,8 @@ def _check_versions(entries: list[_Entry]) -> list[ConfigError]:
 
 
 def _check_body_budget(entries: list[_Entry]) -> list[ConfigError]:
-    """``http.max_buffered_mb`` must hold one body of the largest ``max_body_size``
-    served (a source op's), else such a body would be refused (503) for ever."""
-    chosen = next((e for e in entries if "http" in e.config.model_fields_set), entries[0])
+    """``http.max_buffered_mb`` must hold the largest body served, else it would get 503 for ever."""
+    chosen = _server_entry(entries, "http")
     budget_mb = chosen.config.http.max_buffered_mb
     if budget_mb is None:
         return []
@@ -426,9 +391,6 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# ---------------------------------------------------------------------------
-# building the repository
-# ---------------------------------------------------------------------------
 def _route(name: str, entries: list[_Entry]) -> Route:
     versions = {e.config.effective_version: e.config for e in sorted(entries, key=lambda e: e.config.effective_version)}
     routing = next((e.config.routing for e in entries if e.config.routing is not None), None)
@@ -444,11 +406,6 @@ def _route(name: str, entries: list[_Entry]) -> Route:
     else:
         default = max(v for v in versions if v != shadow)
     return Route(name, versions, default, weights or {default: 1}, routing.key_header, routing.shadow)
-
-
-def _server_value(entries: list[_Entry], key: str) -> Any:
-    chosen = next((e for e in entries if key in e.config.model_fields_set), entries[0])
-    return getattr(chosen.config, key)
 
 
 def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
@@ -475,26 +432,13 @@ def _build(sources: list[str], entries: list[_Entry]) -> RepositoryConfig:
         pipelines=[e.config for e in entries],
         routes={name: _route(name, group) for name, group in by_name.items()},
         shares=shares,
-        host=_server_value(entries, "host"),
-        http_port=_server_value(entries, "http_port"),
-        rpc_port=_server_value(entries, "rpc_port"),
-        worker_num=_server_value(entries, "worker_num"),
-        auth_token=_server_value(entries, "auth_token"),
-        admin_token=_server_value(entries, "admin_token"),
-        http=_server_value(entries, "http"),
-        security=_server_value(entries, "security"),
-        decode_budget_mb=_server_value(entries, "decode_budget_mb"),
+        **{key: getattr(_server_entry(entries, key).config, key) for key in SERVER_KEYS},
         max_queue_size=sum(e.config.dag.max_queue_size for e in entries),
     )
 
 
 def load_repository(args: Sequence[str]) -> RepositoryConfig:
-    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`).
-
-    Every problem of every file, and of the set, is raised as one
-    :class:`ConfigError` (lines ``<file>: <key>: <message>``). The checks
-    across files run once every file is valid on its own.
-    """
+    """Read, validate and check the config files named by ``args`` (see :func:`expand_sources`)."""
     sources = list(args)
     if not sources:
         raise ConfigError(ARGUMENTS_SOURCE, FILE_KEY, "no config file or directory given")

@@ -1,13 +1,6 @@
-"""config.yml -> a validated :class:`ServingConfig`, parsed once at start-up.
-
-Every problem becomes a :class:`ConfigError` whose lines read
-``<file>: <key.path>: <message>``. Parsing happens in four steps:
-
-1. YAML with a loader that rejects duplicate mapping keys (yaml_loader.py);
-2. the Paddle Serving pass (compat.py): drop keys that mean nothing here,
-   fold op-level aliases into their real keys;
-3. pydantic field validation (schema/, one module per block), errors phrased by errors.py;
-4. op classes (op_classes.py), op ``params`` and the DAG (dag.py).
+"""config.yml -> a validated :class:`ServingConfig`: YAML without duplicate keys, the Paddle
+Serving pass (compat.py), pydantic validation (schema/), then op classes, ``params`` and the
+DAG; every problem a :class:`ConfigError` line ``<file>: <key.path>: <message>``.
 """
 
 from __future__ import annotations
@@ -18,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from serving.config.compat import Notes, normalize
@@ -25,10 +19,61 @@ from serving.config.dag import Dag, DagError
 from serving.config.errors import FILE_KEY, ROOT_KEY, ConfigError, validation_problems
 from serving.config.op_classes import resolve_op_class
 from serving.config.schema import NAME_PATTERN, ServingConfig
-from serving.config.yaml_loader import load_yaml
 from serving.paths import resolve_pkg_path
 
 logger = logging.getLogger(__name__)
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, path: str, message: str):
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _check_duplicates(node: yaml.Node, path: str, seen_nodes: set[int]) -> None:
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            child = f"{path}.{key}" if path else str(key)
+            if key is not None and key != "<<":
+                line = key_node.start_mark.line + 1
+                if key in lines:
+                    raise _DuplicateKey(child, f"duplicate key {key!r} (lines {lines[key]} and {line})")
+                lines[key] = line
+            _check_duplicates(value_node, child, seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_duplicates(item, f"{path}[{i}]", seen_nodes)
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that raises on a duplicate mapping key anywhere in the document."""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        _check_duplicates(node, "", set())
+        return self.construct_document(node)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except _DuplicateKey as exc:
+        raise ConfigError(source, exc.path, exc.message) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else FILE_KEY
+        what = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise ConfigError(source, where, f"invalid YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, FILE_KEY, f"invalid YAML: {exc}") from None
 
 
 def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
@@ -101,13 +146,9 @@ def _parse(data: Any, source: str, base_dir: str, default_name: str, source_path
 
 
 def parse_config(data: Any, source: str = "<config>", path: str | None = None) -> ServingConfig:
-    """Validate an already-loaded config mapping.
-
-    ``source`` names the file in error messages. ``path`` is the file's
-    resolved path (default: ``source`` when that is a path, not ``<...>``):
-    relative model paths resolve against its directory and the default
-    ``name`` is its stem.
-    """
+    """Validate an already-loaded config mapping. ``source`` names it in errors; ``path``
+    (default: ``source`` unless ``<...>``) gives the directory relative model paths resolve
+    against, and the default ``name`` (its stem)."""
     if path is None and source.startswith("<"):
         return _parse(data, source, os.getcwd(), "pipeline", source)
     path = os.path.abspath(source if path is None else path)
@@ -115,8 +156,7 @@ def parse_config(data: Any, source: str = "<config>", path: str | None = None) -
 
 
 def read_config(path: str | os.PathLike) -> tuple[str, Any]:
-    """A config file's resolved path and its YAML data, not validated yet
-    (plain path or ``pkg://package/file.yml``)."""
+    """A config file's resolved path and its YAML data, not validated yet."""
     source = os.fspath(path)
     try:
         resolved = resolve_pkg_path(source)

@@ -1,6 +1,4 @@
-"""The syntax of origins (``scheme://host[:port]``) and host names, in one
-canonical form: what ``security.allowed_origins`` / ``allowed_hosts`` are
-validated against, and what the HTTP layer compares requests with."""
+"""Origins and host names in one canonical form, for ``security`` and the HTTP layer's checks."""
 
 from __future__ import annotations
 

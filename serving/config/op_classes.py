@@ -1,8 +1,5 @@
-"""Op class lookup: a config's ``class`` value -> a :class:`serving.op.Op` subclass.
-
-``class`` is either a builtin op name (see :data:`BUILTIN_OPS`) or a dotted
-import path, ``package.module:Class`` or ``package.module.Class``. The module
-is imported only when the name is resolved.
+"""Op class lookup: a config's ``class`` (a builtin name or an import path, imported only when
+resolved) -> a :class:`serving.op.Op` subclass.
 """
 
 from __future__ import annotations
@@ -56,12 +53,7 @@ def _import(module: str, spec: str) -> ModuleType:
 
 
 def resolve_op_class(spec: str) -> type[Op]:
-    """Return the :class:`Op` subclass named by ``spec``.
-
-    Raises :class:`OpClassError` (a ``ValueError``) with a message naming
-    ``spec`` when it is unknown, its module cannot be imported, the attribute
-    is missing, or it is not an ``Op`` subclass.
-    """
+    """The :class:`Op` subclass named by ``spec``; :class:`OpClassError` naming ``spec`` otherwise."""
     if not isinstance(spec, str) or not spec.strip():
         raise OpClassError(f"op class must be a non-empty string, got {spec!r}")
     spec = spec.strip()

@@ -1,12 +1,6 @@
-"""The ``ray:`` blocks of a config: how each op (``op.<name>.ray``) and the
-HTTP ingress (top-level ``ray``) run as Ray Serve deployments.
-
-Only what the Ray backend reads; the single-process server ignores them.
-Field names are Ray Serve's own (``num_replicas``, ``autoscaling_config``,
-``ray_actor_options``, ``max_ongoing_requests``), so a Ray user reads them as
-in a Ray Serve config file. Defaults that depend on the op (CPUs from
-``instance_num x thread_num``, the in-flight limit from the batch size) are
-filled in by the Ray backend, not here.
+"""The ``ray:`` blocks: how each op (``op.<name>.ray``) and the ingress (top-level ``ray``) run
+as Ray Serve deployments, in Ray Serve's own field names; the single-process server ignores
+them, and op-dependent defaults are :mod:`serving.rayserve.deployments`'.
 """
 
 from __future__ import annotations
@@ -16,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from serving.config.errors import FieldProblem
+from serving.config.schema.value_checks import none_as_empty
 
 
 class RayAutoscaling(BaseModel):
@@ -63,9 +58,6 @@ class RayAutoscaling(BaseModel):
                 f"and max_replicas {self.max_replicas}",
             )
         return self
-
-    def as_ray(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
 
 
 class RayActorOptions(BaseModel):
@@ -157,10 +149,7 @@ class RayDeploymentConf(BaseModel):
         "replica is replaced.",
     )
 
-    @field_validator("ray_actor_options", mode="before")
-    @classmethod
-    def _empty(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _empty = field_validator("ray_actor_options", mode="before")(none_as_empty)
 
     @field_validator("max_queued_requests")
     @classmethod
@@ -218,10 +207,7 @@ class RayConf(BaseModel):
         "local cluster it starts; a running cluster's nodes must be started with `RAY_SERVE_ENABLE_DIRECT_INGRESS=1`.",
     )
 
-    @field_validator("ingress", mode="before")
-    @classmethod
-    def _empty(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _empty = field_validator("ingress", mode="before")(none_as_empty)
 
     @field_validator("route_prefix")
     @classmethod

@@ -1,16 +1,8 @@
-"""The config reference tables of docs/CONFIG.md, rendered from the schema.
-
-Each table lists one block of the file (``http``, ``op.<name>.local_service_conf``
-...): key, type, default and the field's ``description``. docs/CONFIG.md holds
-them between markers that name the block; this module rewrites those regions
-in place, so the schema stays the one place a key's default and meaning live::
+"""The config reference tables of docs/CONFIG.md, rendered from the schema (the one place a
+key's default and meaning live)::
 
     python -m serving.config.reference            # rewrite docs/CONFIG.md
     python -m serving.config.reference --check    # exit 1 when it differs
-
-A field's ``json_schema_extra`` may hold ``doc_type`` or ``doc_default`` where
-the annotation alone would mislead (a value the loader fills in, a string a
-validator converts).
 """
 
 from __future__ import annotations
@@ -23,8 +15,6 @@ from pathlib import Path
 from types import MappingProxyType, NoneType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel
-from pydantic.dataclasses import is_pydantic_dataclass
 from pydantic.fields import FieldInfo
 
 from serving.config.compat import (
@@ -34,6 +24,7 @@ from serving.config.compat import (
     IGNORED_TOP_KEYS,
     PROMETHEUS_DAG_KEYS,
 )
+from serving.config.errors import model_fields
 from serving.config.ray_schema import RayActorOptions, RayAutoscaling, RayConf, RayDeploymentConf
 from serving.config.schema import (
     DagConfig,
@@ -74,23 +65,11 @@ MODEL_BLOCKS: Mapping[str, type] = MappingProxyType(
 )
 
 
-def _fields(model: type) -> dict[str, FieldInfo]:
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return dict(model.model_fields)
-    if is_pydantic_dataclass(model):
-        return dict(model.__pydantic_fields__)
-    raise TypeError(f"{model!r} is not a pydantic model")
-
-
 def _extra(field: FieldInfo, key: str) -> str | None:
     extra = field.json_schema_extra
     if isinstance(extra, dict) and isinstance(extra.get(key), str):
         return str(extra[key])
     return None
-
-
-def _is_model(tp: Any) -> bool:
-    return (isinstance(tp, type) and issubclass(tp, BaseModel)) or is_pydantic_dataclass(tp)
 
 
 def _type_name(tp: Any) -> str:
@@ -101,7 +80,7 @@ def _type_name(tp: Any) -> str:
         return " or ".join(_type_name(a) for a in get_args(tp))
     if origin is list:
         return f"list[{_type_name(get_args(tp)[0])}]"
-    if origin is dict or _is_model(tp):
+    if origin is dict or model_fields(tp) is not None:
         return "mapping"
     return {bool: "bool", int: "int", float: "float", str: "str"}.get(tp, str(tp))
 
@@ -145,11 +124,7 @@ def _value_text(value: Any) -> str:
         return str(value)
     if isinstance(value, str):
         return f'`"{value}"`' if value == "" else f"`{value}`"
-    if isinstance(value, list):
-        return "`[]`" if not value else f"`{value}`"
-    if isinstance(value, dict):
-        return "`{}`" if not value else f"`{value}`"
-    if _is_model(type(value)):
+    if model_fields(type(value)) is not None:
         return "its defaults"
     return f"`{value!r}`"
 
@@ -180,7 +155,7 @@ def model_table(model: type) -> str:
     """One row per key of ``model``, in declaration order (YAML spellings; hidden keys left out)."""
     hidden: frozenset[str] = getattr(model, "yaml_hidden_keys", frozenset())
     rows = []
-    for name, field in _fields(model).items():
+    for name, field in (model_fields(model) or {}).items():
         key = field.alias or name
         if key in hidden:
             continue
@@ -220,11 +195,7 @@ def marker(block: str) -> str:
 
 
 def rewrite(text: str) -> str:
-    """``text`` with every generated region rendered afresh from the schema.
-
-    Every block appears exactly once: a missing, repeated or unknown block and
-    an unterminated region are errors.
-    """
+    """``text`` with every generated region rendered afresh; each block must appear exactly once."""
     out, pos, seen = [], 0, []
     for match in START.finditer(text):
         block = match.group("block")

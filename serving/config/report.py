@@ -1,6 +1,4 @@
-"""A config as text: the resolved op table and the DAG, shown by
-``batchline check`` and logged by ``batchline serve`` at start-up; and a
-repository of several pipelines: their endpoints, routes and shared ops."""
+"""Configs as text for ``batchline check`` and the start-up log."""
 
 from __future__ import annotations
 
@@ -64,18 +62,14 @@ def _is_chain(dag: Dag) -> bool:
     return all(len(dag.inputs(n)) <= 1 and len(dag.consumers(n)) <= 1 for n in dag.order)
 
 
-def _percent(weight: int, total: int) -> str:
-    return f"{round(100 * weight / total, 1):g}%"
-
-
-def _sample(sample: float) -> str:
-    return f"{round(100 * sample, 1):g}%"
+def _percent(part: float, whole: float = 1.0) -> str:
+    return f"{round(100 * part / whole, 1):g}%"
 
 
 def _route_role(route: Route, version: int) -> str | None:
     """What ``/{name}/prediction`` does with ``version``, or None when it never reaches it."""
     if route.shadow is not None and route.shadow.version == version:
-        return f"shadow: a copy of {_sample(route.shadow.sample)} of routed requests, answers not returned"
+        return f"shadow: a copy of {_percent(route.shadow.sample)} of routed requests, answers not returned"
     if version not in route.weights:
         return None
     if len(route.weights) == 1:
@@ -104,7 +98,7 @@ def format_route(route: Route) -> str:
         text = f"{picks} (sticky per {route.key_header} header, else logid)"
     if route.shadow is not None:
         shadow = route.shadow
-        text += f"; shadow v{shadow.version} gets {_sample(shadow.sample)}, at most {shadow.max_in_flight} in flight"
+        text += f"; shadow v{shadow.version} gets {_percent(shadow.sample)}, at most {shadow.max_in_flight} in flight"
     return f"/{route.name}/prediction -> {text}"
 
 

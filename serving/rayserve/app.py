@@ -1,10 +1,5 @@
-"""A repository of configs as a Ray Serve application, and as a Ray Serve
-config file.
-
-``build_app`` is the application builder a Ray Serve config file names
-(``import_path: serving.rayserve.app:build_app``); its ``args`` carry the
-config files themselves (:class:`serving.config.documents.ConfigDocument`),
-so every replica, on any node, parses the same configs.
+"""A repository of configs as a Ray Serve application, and as a Ray Serve config file whose
+``args`` carry the config files themselves, so every replica parses the same configs.
 """
 
 from __future__ import annotations
@@ -28,17 +23,12 @@ from serving.rayserve.ingress import Ingress
 from serving.rayserve.metrics_hub import MetricsHub
 from serving.rayserve.op_replica import OpReplica
 
-#: seconds Ray Serve's own 503 for a request past the ingress's ``max_queued_requests`` tells
-#: the client to wait, as the ingress's own 503s (admission, the body budget) do
+#: Retry-After of Ray's own 503 past the ingress's ``max_queued_requests``, as our 503s give
 BACKPRESSURE_RETRY_AFTER_S = 1.0
 
 
 def backpressure_options() -> dict[str, Any]:
-    """The ingress's ``backpressure_config``: Ray's 503 beyond ``max_queued_requests`` carries
-    ``Retry-After``. Ray has the option from 2.58 on (ray-project/ray#65193; setup.cfg allows 2.54),
-    so it is set here, where the application is built on the cluster's own Ray, and not
-    written into ``serve.yaml``: a Serve config file's ``deployments`` override only the
-    options they name, the rest stay as the code sets them. Older Ray: its 503 without it."""
+    """Retry-After on Ray's 503, set on the cluster's own Ray (not in ``serve.yaml``: Ray >= 2.58 only)."""
     try:
         from ray.serve.config import BackpressureConfig
     except ImportError:
@@ -53,8 +43,7 @@ def _deployment(cls: type) -> Any:
 
 def build_app(args: dict[str, Any]) -> Application:
     """The application of ``args = {"configs": [document, ...], "warmup": bool, "http_host": str,
-    "num_cpus": {deployment: cpus}}`` (``http_host``: the proxies' bind address, for the ingress's
-    no-token check; ``num_cpus``: CPUs per replica fitted to one machine; both absent in older files)."""
+    "num_cpus": {deployment: cpus}}`` (the last two absent in older files)."""
     documents = [dict(d) for d in args["configs"]]
     repo = parse_documents([ConfigDocument.from_dict(d) for d in documents])
     warmup = bool(args.get("warmup", True))
@@ -78,10 +67,7 @@ def serve_config(
     warmup: bool = True,
     num_cpus: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """A Ray Serve config file (``serve deploy``, KubeRay's ``serveConfigV2``) for these configs.
-    Its ``deployments`` list repeats the options the configs give, so Ray users can
-    change replicas there as usual; Ray gives the file precedence. ``num_cpus``: CPUs
-    per replica in place of the configs' (:func:`serving.rayserve.room.fit_cpus`)."""
+    """A Ray Serve config file; its ``deployments`` repeat the configs' options, for Ray users to change."""
     repo = parse_documents(documents)
     conf = ray_conf(repo)
     deployments = [{"name": name, **opts} for name, opts in deployment_options(repo, num_cpus).items()]

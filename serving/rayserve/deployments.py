@@ -1,7 +1,7 @@
-"""Names and Ray Serve options of the deployments a repository of configs
-becomes: one per op (one per share name for shared ops), the HTTP ingress,
-and the metrics hub. Plain data, so ``batchline ray build`` writes exactly
-what ``batchline serve --ray`` deploys."""
+"""Names and Ray Serve options of the deployments a repository of configs becomes: one
+per op (per share name for shared ops), the HTTP ingress and the metrics hub. Plain
+data, so ``batchline ray build`` writes exactly what ``batchline serve --ray`` deploys.
+"""
 
 from __future__ import annotations
 
@@ -27,8 +27,12 @@ def op_deployment_name(config: ServingConfig, op: OpConfig) -> str:
 
 
 def ray_conf(repo: RepositoryConfig) -> RayConf:
-    """The top-level ``ray:`` block, application-wide like ``http_port``: the files that set
-    one must agree (ConfigError naming the first that differs); none: the defaults."""
+    return ray_block(repo)[1]
+
+
+def ray_block(repo: RepositoryConfig) -> tuple[str, RayConf]:
+    """The top-level ``ray:`` block and its file, application-wide like ``http_port``: the files
+    that set one must agree (ConfigError naming the first that differs); none: the first's defaults."""
     chosen: tuple[str, RayConf] | None = None
     for file, config in zip(repo.files, repo.pipelines):
         if "ray" not in config.model_fields_set:
@@ -39,7 +43,7 @@ def ray_conf(repo: RepositoryConfig) -> RayConf:
             raise ConfigError(
                 file, "ray", f"differs from the ray block of {chosen[0]}: the files of one application share one"
             )
-    return repo.pipelines[0].ray if chosen is None else chosen[1]
+    return chosen or (repo.files[0], repo.pipelines[0].ray)
 
 
 def app_name(repo: RepositoryConfig) -> str:
@@ -48,12 +52,6 @@ def app_name(repo: RepositoryConfig) -> str:
         return conf.app_name
     names = sorted(repo.routes)
     return names[0] if len(names) == 1 else "batchline"
-
-
-def _scaling(conf: RayDeploymentConf) -> dict[str, Any]:
-    if conf.autoscaling_config is not None:
-        return {"autoscaling_config": conf.autoscaling_config.as_ray()}
-    return {"num_replicas": conf.num_replicas or 1}
 
 
 def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int, queued: int) -> dict[str, Any]:
@@ -67,8 +65,12 @@ def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int,
         actor_options["memory"] = actor.memory
     if actor.resources:
         actor_options["resources"] = dict(actor.resources)
+    if conf.autoscaling_config is not None:
+        scaling: dict[str, Any] = {"autoscaling_config": conf.autoscaling_config.model_dump(exclude_none=True)}
+    else:
+        scaling = {"num_replicas": conf.num_replicas or 1}
     return {
-        **_scaling(conf),
+        **scaling,
         "max_ongoing_requests": conf.max_ongoing_requests or ongoing,
         "ray_actor_options": actor_options,
         "max_queued_requests": queued if conf.max_queued_requests is None else conf.max_queued_requests,
@@ -78,17 +80,11 @@ def _options(conf: RayDeploymentConf, *, cpus: float, gpus: float, ongoing: int,
 
 
 def op_options(op: OpConfig, *, admitted: int) -> dict[str, Any]:
-    """Ray Serve options of an op's deployment, defaults filled in from the op.
+    """Ray Serve options of an op's deployment, defaults filled in from the op (docs/CONFIG.md).
 
-    CPUs: ``instance_num x thread_num`` on CPU (what the op's instances use),
-    1 beside GPUs. GPUs: the op's devices (at least one) when it runs on GPU;
-    inside a replica, device ids count the GPUs Ray gave it. In-flight calls:
-    two full batches per instance, so one batch can form while another runs.
-    Queued calls: ``admitted``, the requests one ingress replica admits that may
-    call this op (:func:`admitted_callers`). Ray counts the queue per caller,
-    and an admitted request has at most one call out per op, so the bound is
-    finite yet never refuses a request the ingress admitted; the single-process
-    server would queue those too.
+    In-flight calls: two full batches per instance, so one batch can form while another
+    runs. Queued calls: ``admitted`` (Ray counts per caller, and an admitted request has
+    at most one call out per op: finite, yet never refusing what the ingress admitted).
     """
     svc = op.local_service_conf
     on_gpu = svc.device_type != 0
@@ -102,22 +98,17 @@ def op_options(op: OpConfig, *, admitted: int) -> dict[str, Any]:
 
 
 def admitted_callers(repo: RepositoryConfig, config: ServingConfig, op: OpConfig) -> int:
-    """The summed ``dag.max_queue_size`` of the pipelines that call this op's
-    deployment (every user of a shared op): how many requests one ingress
-    replica may hold that each have a call out to it."""
+    """How many requests one ingress replica may hold that each call this op's deployment:
+    the summed ``dag.max_queue_size`` of its pipelines (every user of a shared op)."""
     if op.share_name is None:
         return config.dag.max_queue_size
     return sum(user.dag.max_queue_size for user, _ in repo.shares[op.share_name].users)
 
 
 def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
-    """The ingress decodes inputs and runs the HTTP app: one CPU by default. Our own
-    admission answers 503 beyond ``max_queue_size``, so Ray lets every admissible
-    request in (``max_queue_size`` summed over pipelines, plus ``worker_num``).
-    Requests wait in each HTTP proxy only while every ingress replica is that full:
-    at most ``max_queue_size`` (summed) of them, then the proxy answers 503 at once
-    (with ``Retry-After``: :func:`serving.rayserve.app.backpressure_options`). This is
-    the ingress's bound on what it takes on, as ``http.connection_limit`` is one process's."""
+    """The ingress's options: our own admission answers 503 beyond ``max_queue_size``, so Ray
+    lets every admissible request in; more wait in each proxy only while every replica is
+    that full (the ingress's bound, as ``http.connection_limit`` is one process's)."""
     return _options(
         ray_conf(repo).ingress,
         cpus=1.0,
@@ -128,8 +119,7 @@ def ingress_options(repo: RepositoryConfig) -> dict[str, Any]:
 
 
 def hub_options() -> dict[str, Any]:
-    # each caller (a replica) has one push out per metrics interval, the ingress a collect per
-    # GET /metrics: a stuck hub makes callers give up at the bound, not queue without end
+    # bounded, so that callers of a stuck hub give up rather than queue without end
     return {
         "num_replicas": 1,
         "max_ongoing_requests": 1000,
@@ -141,9 +131,7 @@ def hub_options() -> dict[str, Any]:
 def deployment_options(
     repo: RepositoryConfig, num_cpus: Mapping[str, float] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Every deployment of the application: name -> options (ops in config order, then ingress and hub).
-    ``num_cpus``: deployment -> CPUs per replica in place of the configs' (what
-    :func:`serving.rayserve.room.fit_cpus` made fit a single machine)."""
+    """Every deployment's options, ``num_cpus`` (fitted CPUs per replica) in place of the configs'."""
     out = {
         name: op_options(op, admitted=admitted_callers(repo, config, op))
         for name, (config, op) in op_deployments(repo).items()
@@ -156,12 +144,10 @@ def deployment_options(
 
 
 def op_deployments(repo: RepositoryConfig) -> dict[str, tuple[ServingConfig, OpConfig]]:
-    """Op deployment name -> the (pipeline, op) whose config it runs (the first user of a shared op;
-    the ops of one share must have equal ``ray`` blocks).
+    """Op deployment name -> the (pipeline, op) whose config it runs (a shared op's first user).
 
-    Names are made by joining names with '-', which may be in them: ConfigError
-    when two ops that are not one shared op would get one name (pipeline ``p``,
-    op ``a-b`` and pipeline ``p-a``, op ``b``), or one takes the ingress's or hub's."""
+    ConfigError when two ops that are not one share would get one name (names joined by
+    '-' may hold '-'), one takes the ingress's or hub's, or a share's ``ray`` blocks differ."""
     out: dict[str, tuple[ServingConfig, OpConfig]] = {}
     errors: list[ConfigError] = []
     for file, config in zip(repo.files, repo.pipelines):

@@ -1,19 +1,5 @@
-"""Ray Serve's direct ingress (``ray.direct_ingress``): each ingress replica also
-answers HTTP itself, past Serve's proxy.
-
-Ray Serve 2.60 turns it on by an environment variable that every process of the
-cluster reads when it imports Ray (``RAY_SERVE_ENABLE_DIRECT_INGRESS=1``); the
-controller then gives each ingress replica a port of its own from
-``RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT`` (30000) up, the lowest free one on its
-node, and the replica serves the application there, route prefix included. The
-proxy still runs (on the head node only) at the documented ``http_port``.
-
-On one machine the proxy's hop is most of Ray's own cost for a lone request
-(docs/BENCHMARKS.md, "Ray backend"), so a client on the replica's port skips it.
-So that a stop is not held up, the replica's minimum drain (30 s by default,
-for load balancers to deregister it) is set to none: ``batchline serve --ray``
-drains as without it. The variables can only be set for a cluster the command
-starts; the nodes of a running cluster must have been started with them.
+"""Ray Serve's direct ingress (``ray.direct_ingress``; docs/DESIGN_NOTES.md, "Past the proxy").
+Ray reads its variables at import, so only a cluster this command starts can be given them.
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
-"""The HTTP ingress deployment: the same HTTP app, pipelines, admission,
-routing and metrics as ``batchline serve``, with every op's stage a
-:class:`RemoteStage` that calls the op's deployment through its handle.
-
-Ray Serve's proxy hands each HTTP request to an ingress replica;
-:mod:`front` refuses it before its body when the token, the length or the
-replica's body budget (``http.max_buffered_mb``) says so and reads the body
-with a cap, then :mod:`wsgi_bridge` runs the app for it in a thread.
-Admission (``max_queue_size``) counts the requests of this replica. The app
-checks a request's images as the server's does but does not decode them:
-they go to the op replicas as files (:mod:`encoded_images`).
-
-What one replica takes on at once is Ray's to bound, with our settings
-(:func:`serving.rayserve.deployments.ingress_options`; the equivalent of one
-process's ``http.connection_limit``, which Ray's proxies, holding the
-connections, do not read): Ray hands a replica at most
-``ray.ingress.max_ongoing_requests`` requests (default: the summed
-``max_queue_size`` + ``worker_num``, one process's HTTP threads), each of its
-callers (an HTTP proxy; with ``ray.direct_ingress`` the replica's own server)
-holds at most ``max_queued_requests`` more (default: the summed
-``max_queue_size``), and Ray answers the rest 503 at once, with
-``Retry-After`` on Ray >= 2.58 (:func:`serving.rayserve.app.backpressure_options`).
-In a burst, a proxy may let in a few past that sum (a request it is still
-placing on a replica is not counted as queued: ray-project/ray#64399); the
-replica's own server counts exactly. tests/e2e/test_ray_ingress_bound.py
-shows both on a local cluster (12 sent at once, ongoing 2 + queued 2: the
-proxy let in 4 or 5, direct ingress 4; the rest 503 within 35 ms). The bodies of
-the requests a replica holds are bounded by its body budget (:mod:`front`).
-
-The tokens come from the replica's environment (``BATCHLINE_AUTH_TOKEN``,
-``BATCHLINE_ADMIN_TOKEN``: a Secret on Kubernetes) unless the config gives
-them; ``batchline ray build`` never writes one into a file. A replica whose
-proxies listen beyond loopback refuses to start without a token, as
-``batchline serve`` does.
+"""The HTTP ingress deployment: the same app, pipelines, admission and metrics as ``batchline
+serve``, every op's stage a :class:`RemoteStage`; Ray bounds what a replica takes on, with our
+settings (docs/DEPLOY.md, "Ray cluster"). Tokens come from the environment unless configured.
 """
 
 from __future__ import annotations
@@ -39,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ray import serve
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -53,17 +24,15 @@ from serving.config.schema import OpConfig, ServingConfig
 from serving.http.app import create_app
 from serving.http.early_refusals import FrontGate
 from serving.rayserve.deployments import op_deployment_name, ray_conf
-from serving.rayserve.encoded_images import carried
-from serving.rayserve.health import DeploymentHealth
 from serving.rayserve.ingress_gate import IngressGate
-from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.metrics_hub import MetricsPusher, merge_texts
-from serving.rayserve.remote_stage import RemoteStage, Send
+from serving.rayserve.remote_stage import LoopThread, RemoteStage, Send
 from serving.rayserve.wire import OpCall, OpReply
 from serving.rayserve.wsgi_bridge import app_path, call_wsgi
 from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
 from serving.service.core import decoded_values
+from serving.service.decode import DecodePlan
 from serving.service.exposure import check_bind
 from serving.service.limits import http_threads
 
@@ -88,6 +57,64 @@ def handle_sender(handle: Any) -> Send:
     return send
 
 
+def carried(plan: DecodePlan) -> list[Any]:
+    """A checked request's values for the pipeline: images as their files, decoded by the op replica."""
+    return [p if p.header is not None else p.value for p in plan.inputs]
+
+
+def running_replicas(status: Any, app: str) -> dict[str, int]:
+    """Deployment -> RUNNING replicas, from a ``serve.status()`` answer."""
+    application = status.applications.get(app)
+    if application is None:
+        return {}
+    counts = {}
+    for name, deployment in application.deployments.items():
+        states = {str(getattr(k, "value", k)): v for k, v in (deployment.replica_states or {}).items()}
+        counts[name] = int(states.get("RUNNING", 0))
+    return counts
+
+
+class DeploymentHealth:
+    """``running(name)``: whether the deployment had a running replica at the last poll (none
+    before the first: the ops may still be loading when Serve routes to the ingress).
+    :meth:`start` waits briefly for the first answer, so a ready application is ready at once."""
+
+    def __init__(self, app: str, status: Callable[[], Any], interval_s: float = 1.0):
+        self.app = app
+        self._status = status
+        self.interval_s = interval_s
+        self._counts: dict[str, int] | None = None
+        self._stop = threading.Event()
+        self._polled = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="deployment-health", daemon=True)
+
+    def start(self, first_poll_s: float = 2.0) -> DeploymentHealth:
+        self._thread.start()
+        self._polled.wait(first_poll_s)
+        return self
+
+    def poll(self) -> None:
+        try:
+            self._counts = running_replicas(self._status(), self.app)
+        except Exception as exc:  # noqa: BLE001 - keep the last answer; the controller may be restarting
+            log.debug("serve.status() failed: %s", exc)
+        finally:
+            self._polled.set()
+
+    def _loop(self) -> None:
+        while True:
+            self.poll()
+            if self._stop.wait(self.interval_s):
+                return
+
+    def running(self, deployment: str) -> bool:
+        counts = self._counts
+        return counts is not None and counts.get(deployment, 0) > 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 class Ingress:
     """The body of the ingress deployment (``serving.rayserve.app`` makes it one)."""
 
@@ -110,7 +137,7 @@ class Ingress:
         if http_host is not None:  # the proxies' bind address, as the Serve config gives it
             check_bind(http_host, token=gate.auth_token, insecure=repo_conf.security.insecure)
         self._loop = LoopThread("ray-op-calls").start()
-        self._health = DeploymentHealth(app or _app_name(), status or _serve_status).start()
+        self._health = DeploymentHealth(app or serve.get_replica_context().app_name, status or serve.status).start()
         self._ops = ops
 
         def stage_source(config: ServingConfig, op: OpConfig) -> RemoteStage:
@@ -163,8 +190,7 @@ class Ingress:
         return merge_texts(texts)
 
     def __del__(self) -> None:
-        """Ray Serve's graceful shutdown: refuse new requests, answer the admitted ones.
-        Runs once: Python's collector calls it again after Ray did."""
+        """Ray Serve's graceful shutdown (once: the collector calls it again after Ray did)."""
         repository = getattr(self, "repository", None)
         if repository is None or getattr(self, "_stopped", False):
             return
@@ -177,15 +203,3 @@ class Ingress:
         heap = getattr(self, "_heap", None)  # a replica whose construction failed part way has none
         if heap is not None:
             heap.stop()
-
-
-def _app_name() -> str:
-    from ray import serve
-
-    return serve.get_replica_context().app_name
-
-
-def _serve_status() -> Any:
-    from ray import serve
-
-    return serve.status()

@@ -1,34 +1,6 @@
-"""What the ingress refuses before it reads a request's body, the body budget,
-and the read.
-
-Ray Serve's proxy hands an ingress replica each request while its body may
-still be arriving. Before reading any of it, the ingress answers
-
-* what :meth:`serving.http.early_refusals.FrontGate.refusal` refuses from the
-  headers, the rule every front applies: 401 with ``WWW-Authenticate`` a
-  body to a route that needs a token, sent without that token; then 413 a
-  body to a path that takes none (:mod:`serving.http.body_paths`: anything
-  but the prediction routes). Checked first, so a refused body never takes
-  any of the budget;
-* 413 a ``Content-Length`` over the app's body limit (``MAX_CONTENT_LENGTH``,
-  the largest ``max_body_size`` served);
-* 503 with ``Retry-After`` a body the replica's body budget has no room for
-  (:class:`serving.service.body_budget.BodyBudget`, sized as one process's:
-  ``http.max_buffered_mb``, default 4 x the largest ``max_body_size``, for
-  each replica). A request takes its ``Content-Length`` from the budget
-  before its body is read; a body without a length takes each chunk before
-  it is kept. The claim is given back once the app is done with the body
-  (answered, failed, or, for a request Ray cancelled, its thread finished).
-
-then reads at most the limit + 1 bytes into one buffer: a body without a
-length that goes past the limit is 413 as well, one that outgrows the
-budget's room 503. The answers are the app's own JSON error bodies, with
-``Connection: close`` (the rest of the body stays unread). A request
-without a body is left to the app, which applies the same rules.
-
-Ray itself keeps receiving what the client sends while the ingress decides
-(its proxy and the replica pull the body in the background, unbounded):
-answering at once ends the request, and that buffering with it.
+"""What the ingress refuses before it reads a request's body (the token and body-path rule
+first, so a refused body takes no budget; the body limit; the body budget), and the capped
+read. Answering at once also ends Ray's own buffering of the body.
 """
 
 from __future__ import annotations
@@ -55,8 +27,7 @@ class Admitted:
 
 
 class IngressGate:
-    """The gate's rule, the body limit (read per request: it is the app's setting) and the
-    replica's body budget (sized from that limit and ``http.max_buffered_mb``, as one process's)."""
+    """The gate's rule, the app's body limit (read per request) and the replica's body budget."""
 
     def __init__(self, gate: FrontGate, body_limit: Callable[[], int], max_buffered_mb: int | None):
         self.gate = gate
@@ -113,13 +84,9 @@ def declared_length(value: str | None) -> int | None:
 
 
 async def read_claimed(request: Request, limit: int, claim: Claim) -> bytes | ServingError:
-    """The body, or why it was refused part way: 413 once more than ``limit`` bytes
-    arrived, 503 once ``claim`` cannot grow to hold what arrived (a declared length
-    was claimed up front: its chunks take nothing more). No more is pulled after a
-    refusal; what is held never exceeds the claim plus one received chunk.
-
-    Kept in one bytearray, not a list of the chunks Ray hands over (a client that
-    sends tiny chunks would make each cost an object many times its size)."""
+    """The body, or why it was refused part way: 413 past ``limit`` bytes, 503 once ``claim``
+    cannot grow to hold it. One bytearray, not a list of Ray's chunks: tiny chunks would
+    each cost an object many times their size."""
     body = bytearray()
     async for chunk in request.stream():
         size = len(body) + len(chunk)

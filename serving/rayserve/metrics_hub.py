@@ -1,12 +1,5 @@
-"""One ``/metrics`` for the whole Ray application.
-
-Every replica (ingress and op) keeps its own Prometheus registry, as the
-single-process server does, and sends its exposition text to the metrics
-hub deployment every ``ray.metrics_interval_s``. An ingress answering
-``/metrics`` merges its own fresh text with the hub's: each family once, each
-sample labelled with the ``replica`` it came from. A replica that stops
-sending (killed) drops out after three intervals; Prometheus sees its
-counters end, as with any restarted target.
+"""One ``/metrics`` for the whole Ray application: every replica pushes its registry's text to
+the hub, and the ingress merges them, each sample labelled with its ``replica``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""One replica of an op's deployment: our own op stage (batcher, collate /
-uncollate, predictor instances, warm-up) behind an async ``run`` method.
-
-Every call carries one request's inputs for this op; the replica's batcher
-batches the items of all calls it holds, whichever ingress replica sent
-them, with the request's priority and deadline. A request's image arrives
-as its checked file and is decoded here (:mod:`encoded_images`).
+"""One replica of an op's deployment: our own op stage behind an async ``run``, batching the
+items of every call it holds, from any ingress replica.
 """
 
 from __future__ import annotations
@@ -24,10 +19,10 @@ from serving.batching.stage import OpStage
 from serving.config.documents import ConfigDocument, parse_documents
 from serving.errors import ClientDisconnected, ServingError, as_serving_error
 from serving.op import Op
-from serving.rayserve.encoded_images import decoded
 from serving.rayserve.metrics_hub import MetricsPusher
 from serving.rayserve.wire import OpCall, OpReply
 from serving.runners.node_cpus import NodeCpuAllocator
+from serving.service.decode import PendingInput
 
 log = logging.getLogger(__name__)
 
@@ -112,22 +107,22 @@ class OpReplica:
     def _accept(self, request: RequestState, inputs: dict[str, Any]) -> None:
         try:
             for source, value in inputs.items():
-                self.stage.accept(source, request, decoded(value) if source == "input" else value)
+                # an image travels as its checked file: decoded here, with the server's own call
+                if source == "input" and isinstance(value, PendingInput):
+                    value = value.decode()
+                self.stage.accept(source, request, value)
         except Exception as exc:  # noqa: BLE001 - e.g. the stage is closing: the request gets the status
             request.fail(as_serving_error(exc))
 
     def check_health(self) -> None:
-        """Ray Serve's health check: a replica whose stage stopped, or whose predictor
-        processes all failed to come back (``/health/live`` of a single server), is
-        replaced. One restarting them is healthy: that passes by itself."""
+        """Ray Serve's health check (a single server's ``/health/live``): failing, the replica is replaced."""
         if self.stage.channel.closed:
             raise RuntimeError(f"op {self.stage.name}: stage stopped")
         if self.stage.broken:
             raise RuntimeError(f"op {self.stage.name}: no predictor instance could be restarted")
 
     def __del__(self) -> None:
-        """Ray Serve's graceful shutdown: finish queued items, stop the instances.
-        Runs once: Python's collector calls it again after Ray did."""
+        """Ray Serve's graceful shutdown (once: the collector calls it again after Ray did)."""
         stage = getattr(self, "stage", None)
         if stage is None or getattr(self, "_stopped", False):
             return

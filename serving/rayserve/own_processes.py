@@ -1,8 +1,6 @@
-"""The processes a command started below itself (a local Ray cluster's GCS,
-raylet, workers and replicas), taken before it stops them, and whatever of
-them is still alive a while after: killed, so that no process of a cluster
-this command started outlives it. A process is known by its pid and its start
-time, so a pid the system gave to someone else meanwhile is left alone."""
+"""The processes a command started below itself (a local Ray cluster), killed if still
+alive after it stops them. Known by pid and start time, so a reused pid is left alone.
+"""
 
 from __future__ import annotations
 

@@ -1,24 +1,16 @@
-"""An op that runs as a Ray Serve deployment, as the ingress's pipeline sees it.
-
-It joins a request's upstream outputs like an in-process stage, then sends
-them to the op's deployment in one call and hands the answer to the request's
-pipeline. The call never outlives the request: it is cancelled when the
-request ends first (deadline, client gone), and it is given the time left
-before the deadline.
-
-A replica that dies mid-call (killed, node lost) never finished the item, and
-inference has no side effects: the call is sent again, ``retry`` times (the
-op's ``retry``), to a live replica; Ray Serve routes it, or waits for the
-replacement. After that it fails with 503 and Retry-After, a status clients
-retry on.
+"""An op that runs as a Ray Serve deployment, as the ingress's pipeline sees it. A call never
+outlives its request, and is sent again (the op's ``retry``) when its replica died:
+inference has no side effects.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from ray import exceptions as ray_errors
 from ray.serve import exceptions as serve_errors
@@ -27,7 +19,6 @@ from serving.batching.channel import Join
 from serving.batching.request import RequestState
 from serving.errors import DeadlineExceeded, InternalError, Overloaded, ServingError
 from serving.op import Op
-from serving.rayserve.loop_thread import LoopThread
 from serving.rayserve.wire import OpCall, OpReply
 
 log = logging.getLogger(__name__)
@@ -45,6 +36,37 @@ REPLICA_LOST: tuple[type[BaseException], ...] = (
 REFUSED: tuple[type[BaseException], ...] = (serve_errors.BackPressureError, serve_errors.DeploymentUnavailableError)
 
 Send = Callable[[OpCall], Awaitable[OpReply]]
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop in a thread of its own, for plain threads that need to await Ray Serve responses."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def start(self) -> LoopThread:
+        self._thread.start()
+        return self
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the loop; callable from any thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call_soon(self, callback: Any, *args: Any) -> None:
+        self.loop.call_soon_threadsafe(callback, *args)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if not self._thread.is_alive():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
 
 
 def call_error(exc: BaseException, op: str) -> ServingError:

@@ -1,16 +1,6 @@
-"""The CPUs an application's deployments ask Ray for, and how they fit a
-single machine, decided before any cluster starts.
-
-Ray's ``num_cpus`` is a scheduling reservation, not a limit: a replica runs
-as many threads as its op says (``instance_num x thread_num``), whatever Ray
-reserved for it. The defaults reserve those threads in full (a core per
-OpenVINO thread, one for the ingress), which suits a cluster of many nodes;
-the single-process server runs the same threads on however many cores the
-machine has. So on a local cluster that ``batchline serve --ray`` starts for
-itself, the defaults that do not fit are scaled down together until they do:
-the replicas then share the cores as that server's threads do. What a config
-sets itself is kept; when that alone does not fit, :class:`NoRoom` says what
-is asked, what there is, and which keys to change.
+"""The CPUs an application's deployments ask Ray for, fitted to one machine before a local
+cluster starts. Ray's ``num_cpus`` reserves, it does not limit: defaults that do not fit are
+scaled down together; what a config sets is kept (:class:`NoRoom` when that cannot fit).
 """
 
 from __future__ import annotations
@@ -21,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.config.file_set import RepositoryConfig
-from serving.rayserve.deployments import INGRESS, deployment_options, op_deployments, ray_conf
+from serving.rayserve.deployments import INGRESS, deployment_options, op_deployments, ray_block
 
 # Ray counts resources in units of 1/10000
 _UNIT = 10_000
@@ -71,8 +61,9 @@ def cpu_asks(repo: RepositoryConfig) -> list[CpuAsk]:
     for name, (config, op) in op_deployments(repo).items():
         explicit = op.ray is not None and op.ray.ray_actor_options.num_cpus is not None
         asks.append(_ask(name, options[name], explicit, files[id(config)], f"op.{op.name}.ray"))
-    ingress = ray_conf(repo).ingress.ray_actor_options.num_cpus is not None
-    asks.append(_ask(INGRESS, options[INGRESS], ingress, _ray_block_file(repo), "ray.ingress"))
+    file, conf = ray_block(repo)
+    ingress = conf.ingress.ray_actor_options.num_cpus is not None
+    asks.append(_ask(INGRESS, options[INGRESS], ingress, file, "ray.ingress"))
     return [ask for ask in asks if ask.cpus > 0]
 
 
@@ -81,17 +72,8 @@ def _ask(name: str, options: Mapping[str, Any], explicit: bool, source: str, key
     return CpuAsk(name, initial_replicas(options), cpus, explicit, source, key)
 
 
-def _ray_block_file(repo: RepositoryConfig) -> str:
-    """The file whose top-level ``ray`` block counts (:func:`ray_conf`), or the first file."""
-    for file, config in zip(repo.files, repo.pipelines):
-        if "ray" in config.model_fields_set:
-            return file
-    return repo.files[0]
-
-
 def fit_cpus(asks: list[CpuAsk], supply: float) -> dict[str, float]:
-    """``num_cpus`` per replica for the default asks, scaled so that every ask fits ``supply``
-    CPUs (empty when they already fit); :class:`NoRoom` when what the configs set leaves no room."""
+    """``num_cpus`` per replica for the default asks, scaled to fit ``supply`` (empty: they fit)."""
     need = sum(ask.total for ask in asks)
     if need <= supply:
         return {}

@@ -1,14 +1,6 @@
-"""``batchline serve CONFIG --ray``: deploy the configs as a Ray Serve
-application, on a cluster (``--address auto`` or ``ray://HOST:10001``) or on
-a local one started for it, and keep it up until SIGTERM or SIGINT; then
-delete the application (its replicas drain) and, if this command started
-the cluster, stop it and every process it ran.
-
-On a local cluster, the CPUs the deployments ask for are checked against the
-machine before anything starts (:mod:`serving.rayserve.room`): defaults that
-do not fit are scaled down, explicit asks that cannot fit are refused (exit
-2). Deploying does not block the command: the main thread only waits for a
-signal, and a thread deploys and reports until the application runs.
+"""``batchline serve CONFIG --ray``: deploy the configs as a Ray Serve application and keep it
+up until SIGTERM or SIGINT; then delete it and stop what this command started. A thread
+deploys, so the main thread only waits for a signal.
 """
 
 from __future__ import annotations
@@ -44,8 +36,7 @@ def deploy(
     warmup: bool = True,
     num_cpus: dict[str, float] | None = None,
 ) -> str:
-    """Start Serve's proxies (if not running) and submit the application without
-    waiting for its replicas (:func:`watch` follows them); returns its name."""
+    """Start Serve's proxies and submit the application, not waiting for its replicas; its name."""
     repo = parse_documents(documents)
     config = serve_config(list(documents), host=host, port=port, warmup=warmup, num_cpus=num_cpus)
     if _serve_running():
@@ -92,7 +83,9 @@ def watch(
         state = _value(app.status)
         if state == "RUNNING":
             log.info(
-                "application %s is running: every replica is up, %.1fs after it was submitted", name, _since(began)
+                "application %s is running: every replica is up, %.1fs after it was submitted",
+                name,
+                time.monotonic() - began,
             )
             return True
         if state == "DEPLOY_FAILED":
@@ -103,7 +96,7 @@ def watch(
             log.warning(
                 "application %s still deploying after %.0fs (/health/ready answers 503 until it runs): %s",
                 name,
-                _since(began),
+                time.monotonic() - began,
                 _waiting(app),
             )
     return None
@@ -111,10 +104,6 @@ def watch(
 
 def _value(state: Any) -> str:
     return str(getattr(state, "value", state))
-
-
-def _since(began: float) -> float:
-    return time.monotonic() - began
 
 
 def _waiting(app: Any) -> str:
@@ -148,9 +137,7 @@ def fitted_cpus(documents: Sequence[ConfigDocument], supply: int) -> dict[str, f
 
 
 def _connect(address: str | None, attempts: int = 3, num_cpus: int | None = None) -> None:
-    """``ray.init``; through Ray Client (``ray://``) tried again: the cluster starts a server
-    for each client, which can fail to come up in time on a loaded head node. ``num_cpus``:
-    for a local cluster, the CPUs its deployments were fitted to."""
+    """``ray.init``, tried again through Ray Client: its per-client server can be slow to come up."""
     # "local": a new cluster, never one `ray start` left on this machine (ray.init(None) would join that)
     target = "local" if address is None else address
     for attempt in range(1, attempts + 1):
@@ -165,8 +152,7 @@ def _connect(address: str | None, attempts: int = 3, num_cpus: int | None = None
 
 
 def _start_proxies(config: dict[str, Any], attempts: int = 3) -> None:
-    """``serve.start``, tried again when a proxy dies while starting: on a loaded machine
-    Serve's controller can find a new proxy unhealthy, replace it, and the start fails."""
+    """``serve.start``, tried again: on a loaded machine a new proxy can be found unhealthy and replaced."""
     for attempt in range(1, attempts + 1):
         try:
             serve.start(http_options=config["http_options"], proxy_location=config["proxy_location"])
@@ -178,8 +164,7 @@ def _start_proxies(config: dict[str, Any], attempts: int = 3) -> None:
 
 
 def _check_room(deployments: list[dict[str, Any]]) -> None:
-    """Warn when the cluster has fewer CPUs or GPUs than the replicas ask for: Ray then
-    waits (for its autoscaler, if any, to add nodes) and deploying does not finish."""
+    """Warn when the cluster has fewer CPUs or GPUs than the replicas ask for: deploying would wait."""
     have = ray.cluster_resources()
     for resource, key in (("CPU", "num_cpus"), ("GPU", "num_gpus")):
         asked = sum(initial_replicas(d) * float(d["ray_actor_options"].get(key, 0.0)) for d in deployments)
@@ -212,9 +197,7 @@ def serve_on_ray(
     port: int | None = None,
     warmup: bool = True,
 ) -> int:
-    """0 after a stop by signal; 1 when the application failed to deploy; 2 when its
-    CPUs cannot fit the local cluster (refused before it starts). No ``address``: Ray's
-    ``RAY_ADDRESS``, as Ray's own tools read it, else a local cluster started here."""
+    """0 after a stop by signal, 1 when deploying failed, 2 when the CPUs cannot fit a local cluster."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     started_here = address is None
     num_cpus: dict[str, float] = {}
@@ -295,14 +278,12 @@ def _on_signals(stop: threading.Event) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_stop)
-    # SIGHUP reloads the single-process server; here its default action would end the
-    # command and leave the application deployed
+    # SIGHUP's default would end the command and leave the application deployed
     signal.signal(signal.SIGHUP, lambda signum, frame: log.warning("SIGHUP ignored: %s", RELOAD_ON_RAY))
 
 
 def _disconnect(started_here: bool, timeout_s: float = 30.0) -> None:
-    """``ray.shutdown`` (for a cluster started here it stops the cluster), bounded; then any
-    process of that cluster still alive is killed: none outlives the command."""
+    """``ray.shutdown``, bounded; then no process of a cluster started here outlives the command."""
     processes = own_processes.descendants() if started_here else {}
     _bounded(ray.shutdown, "ray.shutdown", timeout_s)
     own_processes.reap(processes, grace_s=10.0)
@@ -328,9 +309,7 @@ def _bounded(call: Callable[[], Any], what: str, timeout_s: float) -> bool:
 
 
 def _stop_application(name: str, *, shutdown_serve: bool, timeout_s: float) -> None:
-    """Delete the application (replicas drain) and, for a cluster this command started, Serve;
-    give up after ``timeout_s``: a Ctrl-C reaches the whole process group, and a local
-    cluster's GCS and raylet may be gone already, when Ray would never answer."""
+    """Delete the application (and Serve, if started here), bounded: after a Ctrl-C Ray may never answer."""
 
     def stop() -> None:
         serve.delete(name)

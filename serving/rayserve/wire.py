@@ -1,5 +1,4 @@
-"""What crosses a ``DeploymentHandle`` between the ingress and an op replica:
-one request's inputs for one op, and the op's answer for it."""
+"""What crosses a ``DeploymentHandle``: one request's inputs for one op, and the op's answer."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Runs the HTTP app (WSGI) for a request that Ray Serve's HTTP proxy hands
-an ingress replica (ASGI / Starlette), in a thread of a pool: the app's
-handlers block while their requests run."""
+"""Runs the WSGI app for a request Ray's proxy hands an ingress replica (ASGI), in a thread pool."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from serving.http.wsgi_call import CLIENT_GONE, call_app
 
 # set by the response itself (Starlette computes the length of the body it sends)
 _DROPPED = frozenset({"content-length", "transfer-encoding", "connection"})
-# the environ describes the body as read (its length and type are set from it): a chunked
-# request's Transfer-Encoding would make Werkzeug wait for a chunked stream and read nothing
+# set from the body as read: a chunked request's Transfer-Encoding would make Werkzeug read nothing
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
 
 
@@ -62,16 +59,13 @@ def run_app(app: Any, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str
 async def call_wsgi(
     app: Any, request: Request, body: bytes, pool: Executor, done: Callable[[], None] = lambda: None
 ) -> Response:
-    """The app's answer to ``request``, whose ``body`` the caller has read (with its limit).
+    """The app's answer to ``request``, whose ``body`` the caller has read.
 
-    ``done`` is called once the app no longer holds ``body`` (the caller's claim on the
-    body budget goes back then): when the app has answered or failed, or, for a call
-    cancelled on its way, when its thread finished with it or the pool dropped it unstarted.
-    Not at the cancellation itself: the thread still holds the body until the app gives up."""
+    ``done`` is called once the app no longer holds ``body``: answered, failed, or (for a
+    cancelled call) once its thread let go, not at the cancellation itself."""
     try:
         environ = wsgi_environ(request, body)
-        # Ray's proxy cancels this call when the client goes away; the app's handlers poll
-        # this client-gone hook and then fail their requests (which cancels their op calls)
+        # Ray cancels this call when the client goes away; the app's handlers poll this hook
         gone = threading.Event()
         environ[CLIENT_GONE] = gone.is_set
         work = pool.submit(run_app, app, environ)

@@ -1,5 +1,5 @@
 """On Ray, a request's images go to the op replicas as their files and are decoded there
-(:mod:`serving.rayserve.encoded_images`), with the single-process server's answers,
+(:func:`serving.rayserve.ingress.carried`), with the single-process server's answers,
 statuses and messages, and every size limit still checked by the ingress before any
 op call. The ingress is the real class over fake op deployments whose replicas are
 real :class:`OpReplica` s in this process (calls cross a cloudpickle round trip)."""

@@ -25,8 +25,7 @@ from serving.config.documents import ConfigDocument, parse_documents
 from serving.config.schema import ServingConfig
 from serving.errors import BadRequest, ServingError
 from serving.rayserve.deployments import op_deployment_name
-from serving.rayserve.loop_thread import LoopThread
-from serving.rayserve.remote_stage import RemoteStage, Send
+from serving.rayserve.remote_stage import LoopThread, RemoteStage, Send
 from serving.rayserve.wire import OpCall, OpReply
 from tests.support.ray_fakes import HANG_GUARD_S, FakeCluster, document, four_times, op_conf, split_add
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.config.yaml_loader import load_yaml
+from serving.config.load import load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"

@@ -1,9 +1,5 @@
-"""The engine table: every engine by name, one module each (its config checks and
-facts); the runner module that loads it is named in its entry.
-
-Everything that depends on the engine asks this table (the schema, the CPU plan,
-the tuner, the loaders in :mod:`serving.runners.runner_modules`); to add an engine, add
-its module here (docs/howto/add-an-engine.md).
+"""The engine table: every engine by name, one module each; everything that depends on the
+engine asks it (to add one: docs/howto/add-an-engine.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""What an engine is on the config side: the facts and checks one engine module
-states (:class:`Engine`), and the settings it reads (:class:`EngineSettings`).
-
-Engines read a ``local_service_conf`` through a protocol, not the schema's
-class: the schema imports the engine table, so the table cannot import it.
+"""What an engine states on the config side. It reads a ``local_service_conf`` through a
+protocol (:class:`EngineSettings`): the schema imports the engine table, not the reverse.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from serving.config.errors import FieldProblem
@@ -31,18 +29,23 @@ class EngineSettings(Protocol):
     def precision(self) -> str: ...
 
 
+def any_size(max_batch_size: int) -> list[int]:
+    """[]: any batch size (for engines whose first run of a new size costs little)."""
+    return []
+
+
+def never_pins(conf: EngineSettings) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Engine:
     """One engine: what the config layer, the CPU plan and the tuner need to know about it.
 
-    ``precisions`` maps each ``device_type`` the engine runs on to the precisions it
-    offers there (finer refusals, e.g. Paddle's bf16 needing oneDNN, are ``check``'s).
-    ``own_keys`` are the ``local_service_conf`` keys only this engine reads, with the
-    value every other engine requires them to keep (their default).
-    ``loader`` is the import path of the runner module that loads it: a module with
-    ``load_in_process(conf, count)`` and ``load_one(conf, device_id)``
-    (:mod:`serving.runners.runner_modules`). A path, not an import: the config layer sits
-    below the runners (setup.cfg, import contracts) and must not load a runtime.
+    ``precisions``: device_type -> the precisions offered there (finer refusals are
+    ``check``'s). ``own_keys``: keys only this engine reads -> the default every other
+    engine requires. ``loader``: the runner module's import path, not an import, since
+    the config layer sits below the runners (:mod:`serving.runners.runner_modules`).
     """
 
     name: str
@@ -50,13 +53,13 @@ class Engine:
     summary: str
     precisions: Mapping[int, tuple[str, ...]]
     threads_overlap: bool
-    own_keys: Mapping[str, Any]
     loader: str
     model_files: Callable[[str], Sequence[str]]
     check: Callable[[EngineSettings], None]
-    default_run_sizes: Callable[[int], list[int]]
-    pins_cores: Callable[[EngineSettings], bool]
     device_label: Callable[[EngineSettings], str]
+    own_keys: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    default_run_sizes: Callable[[int], list[int]] = any_size
+    pins_cores: Callable[[EngineSettings], bool] = never_pins
 
     @property
     def setting_phrase(self) -> str:

@@ -1,10 +1,5 @@
-"""``engine: openvino``: OpenVINO Runtime, the CPU engine.
-
-Its Python API releases the GIL, so thread instances (infer requests on one
-compiled model) compute at the same time; its first run of a new batch size
-costs ~1.1x a warm one (oneDNN: ~2x; docs/DESIGN_NOTES.md, "First-seen shapes"),
-so any batch size runs. It binds its threads to cores, so its predictor
-processes get CPU sets of their own. Loaded by :mod:`serving.runners.openvino_runtime`.
+"""``engine: openvino``: OpenVINO Runtime, the CPU engine. It releases the GIL, a new batch
+size costs little, and it binds threads to cores (its processes get CPU sets of their own).
 """
 
 from __future__ import annotations
@@ -37,23 +32,6 @@ def check(conf: EngineSettings) -> None:
         )
 
 
-def model_files(model_dir: str) -> tuple[str]:
-    return (openvino_model_file(model_dir),)
-
-
-def any_size(max_batch_size: int) -> list[int]:
-    """[]: any batch size (a new one costs little, so splitting batches would cost more)."""
-    return []
-
-
-def pins_cores(conf: EngineSettings) -> bool:
-    return conf.device_type == 0
-
-
-def device_label(conf: EngineSettings) -> str:
-    return "cpu+openvino-runtime"
-
-
 ENGINE = Engine(
     name="openvino",
     runtime="OpenVINO Runtime",
@@ -62,9 +40,8 @@ ENGINE = Engine(
     threads_overlap=True,
     own_keys=MappingProxyType({"conv_kernels": "auto"}),
     loader="serving.runners.openvino_runtime",
-    model_files=model_files,
+    model_files=lambda model_dir: (openvino_model_file(model_dir),),
     check=check,
-    default_run_sizes=any_size,
-    pins_cores=pins_cores,
-    device_label=device_label,
+    pins_cores=lambda conf: conf.device_type == 0,
+    device_label=lambda conf: "cpu+openvino-runtime",
 )

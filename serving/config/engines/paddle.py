@@ -1,10 +1,5 @@
-"""``engine: paddle``: Paddle Inference, the reference engine and the GPU/TensorRT one.
-
-On CPU it runs oneDNN kernels (``use_mkldnn``), plain kernels, or its embedded
-OpenVINO engine (``use_openvino``). Its CPU ``run()`` holds the GIL (Paddle 3.3),
-so thread instances take turns; its first run of a new batch size costs about
-twice a warm one, so calls are made at powers of two (docs/batching.md).
-Loaded by :mod:`serving.runners.paddle_inference`.
+"""``engine: paddle``: Paddle Inference, the reference engine and the GPU/TensorRT one. Its CPU
+``run()`` holds the GIL, and a new batch size costs about twice a warm run (docs/batching.md).
 """
 
 from __future__ import annotations
@@ -60,7 +55,6 @@ ENGINE = Engine(
     summary="Paddle Inference (CPU on oneDNN, plain kernels or its embedded OpenVINO engine; GPU; TensorRT)",
     precisions=PRECISIONS,
     threads_overlap=False,
-    own_keys=MappingProxyType({}),
     loader="serving.runners.paddle_inference",
     model_files=model_files,
     check=check,

@@ -1,13 +1,6 @@
-"""``engine: torch``: PyTorch, on the CPU or a CUDA GPU.
-
-The model runs as a ``torch.nn.Module`` built from ONNX: the directory's own
-``inference.onnx``, or its Paddle program converted once by paddle2onnx and
-cached (:mod:`serving.runners.onnx_export`). Its kernels release the GIL, so
-thread instances overlap (the graph's Python step loop does not); a new batch
-size costs no compilation, so any batch size runs. It does not bind threads to
-cores. On a GPU each instance runs on its own CUDA stream, its inputs staged in
-pinned host memory; ``fp16`` and ``bf16`` are autocast (weights stay fp32).
-Loaded by :mod:`serving.runners.torch_runtime`.
+"""``engine: torch``: PyTorch on the CPU or a CUDA GPU, running the model built from ONNX (the
+directory's own, or its Paddle program converted once). It releases the GIL and compiles
+nothing per batch size.
 """
 
 from __future__ import annotations
@@ -43,30 +36,14 @@ def check(conf: EngineSettings) -> None:
         )
 
 
-def any_size(max_batch_size: int) -> list[int]:
-    """[]: any batch size (eager kernels compile nothing per shape)."""
-    return []
-
-
-def pins_cores(conf: EngineSettings) -> bool:
-    return False
-
-
-def device_label(conf: EngineSettings) -> str:
-    return "cpu+torch" if conf.device_type == 0 else gpu_label(conf) + "+torch"
-
-
 ENGINE = Engine(
     name="torch",
     runtime="PyTorch",
     summary="PyTorch (CPU or CUDA GPU: the model's ONNX form as a torch module, fp16/bf16 by autocast)",
     precisions=PRECISIONS,
     threads_overlap=True,
-    own_keys=MappingProxyType({}),
     loader="serving.runners.torch_runtime",
     model_files=torch_model_files,
     check=check,
-    default_run_sizes=any_size,
-    pins_cores=pins_cores,
-    device_label=device_label,
+    device_label=lambda conf: "cpu+torch" if conf.device_type == 0 else gpu_label(conf) + "+torch",
 )

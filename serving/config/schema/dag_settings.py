@@ -1,5 +1,4 @@
-"""The engine-wide settings: ``dag:`` and its ``dag.tracer``. (The op graph
-itself, built from the ops' ``input_ops``, is :mod:`serving.config.dag`.)"""
+"""Engine-wide settings: ``dag:`` and ``dag.tracer`` (the op graph itself is :mod:`serving.config.dag`)."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from serving.config.schema.value_checks import is_number
+from serving.config.schema.value_checks import is_number, none_as_empty
 
 
 class TracerConf(BaseModel):
@@ -51,7 +50,4 @@ class DagConfig(BaseModel):
     )
     shutdown_timeout_s: float = Field(default=30.0, ge=0, description="How long shutdown drains queued work (s).")
 
-    @field_validator("tracer", mode="before")
-    @classmethod
-    def _tracer(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _tracer = field_validator("tracer", mode="before")(none_as_empty)

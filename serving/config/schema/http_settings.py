@@ -1,6 +1,4 @@
-"""The HTTP front: ``http:``, what reads requests (``front``, ``front_workers``) and
-its limits on slow, idle and greedy clients (a server key: files served together
-must agree)."""
+"""The HTTP front (``http:``, a server key): what reads requests, and its limits on clients."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class HttpConf(BaseModel):
-    """The HTTP front's limits on clients (``http:``; one per server)."""
+    """``http:``."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     front_workers: int = Field(

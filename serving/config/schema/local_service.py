@@ -1,9 +1,7 @@
-"""An op's predictor and batcher settings: ``op.<name>.local_service_conf``.
+"""An op's predictor and batcher settings: ``op.<name>.local_service_conf`` and its ``tensorrt``.
 
-``LocalServiceConf`` is a pydantic *dataclass*, not a ``BaseModel``: its
-Paddle Serving field ``model_config`` would collide with pydantic's reserved
-``BaseModel.model_config``. The checks that depend on the engine are each
-engine's own (:mod:`serving.config.engines`).
+A pydantic *dataclass*, not a ``BaseModel``: Paddle Serving's field ``model_config``
+would collide with pydantic's reserved name. Engine-specific checks are the engine's.
 """
 
 from __future__ import annotations
@@ -13,21 +11,59 @@ import re
 from types import MappingProxyType
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from serving.config.engines import ENGINE_NAMES, ENGINES, EngineName, check_keys, engine_description
 from serving.config.errors import FieldProblem
-from serving.config.schema.tensorrt import TensorRTConf
 from serving.config.schema.value_checks import is_int
 from serving.paths import resolve_pkg_path
 
 DEVICE_TYPE_NAMES = MappingProxyType({"cpu": 0, "gpu": 1, "trt": 2, "tensorrt": 2})
 
 
+class TrtShape(BaseModel):
+    """TensorRT dynamic-shape range of one input."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    min: list[int] = Field(description="Smallest shape of the input, one int per dimension.")
+    opt: list[int] = Field(description="The shape TensorRT optimises for.")
+    max: list[int] = Field(description="Largest shape of the input.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TrtShape:
+        if not len(self.min) == len(self.opt) == len(self.max):
+            raise ValueError("min, opt and max must have the same length")
+        for lo, mid, hi in zip(self.min, self.opt, self.max):
+            if not lo <= mid <= hi:
+                raise ValueError(f"need min <= opt <= max in every dimension, got {self.min}, {self.opt}, {self.max}")
+        return self
+
+
+class TensorRTConf(BaseModel):
+    """Paddle-TensorRT engine settings (``device_type: 2``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    workspace_size: int = Field(default=1 << 30, ge=1, description="TensorRT workspace (bytes).")
+    min_subgraph_size: int = Field(default=3, ge=0, description="Smallest subgraph TensorRT takes over (operators).")
+    use_static: bool = Field(
+        default=False, description="Save the built TensorRT engine to disk and reuse it at the next start."
+    )
+    use_calib_mode: bool = Field(
+        default=False,
+        description="With `precision: int8`: calibrate on the first requests (Paddle-TensorRT's calibration "
+        "mode) instead of reading a quantised model's scales. Paddle Serving's `use_calib`.",
+    )
+    dynamic_shape: dict[str, TrtShape] = Field(
+        default_factory=dict,
+        description="Dynamic-shape range of each input, by input name: `{min, opt, max}`, int lists of "
+        "equal length with min <= opt <= max in every dimension.",
+        json_schema_extra={"doc_type": "mapping input name → `{min, opt, max}`"},
+    )
+
+
 def _resolved_model_dir(value: str, base_dir: str | None) -> str:
-    """The model directory, resolved; which files it must hold depends on the engine
-    (checked once the whole ``local_service_conf`` is known)."""
+    """The model directory, resolved (its files depend on the engine: checked later)."""
     if not value.strip():
         raise ValueError("must not be empty")
     path = resolve_pkg_path(value, base_dir)
@@ -47,10 +83,7 @@ def device_type_value(value: Any) -> Any:
 
 @pydantic_dataclass(config=ConfigDict(extra="forbid"))
 class LocalServiceConf:
-    """Predictor and batcher settings of one op (``op.<name>.local_service_conf``).
-
-    Strict per field: a dataclass that is strict as a whole refuses mappings.
-    """
+    """Strict per field: a dataclass that is strict as a whole refuses mappings."""
 
     model_config: str | None = Field(
         default=None,

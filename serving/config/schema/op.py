@@ -1,5 +1,4 @@
-"""One op of the graph: ``op.<name>`` (its class, inputs, params, limits and
-sharing; its ``local_service_conf`` is :mod:`serving.config.schema.local_service`)."""
+"""One op of the graph: ``op.<name>`` (class, inputs, params, limits, sharing)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ OP_ALIASES = MappingProxyType(
 class OpConfig(BaseModel):
     """One op of the graph (``op.<name>``)."""
 
-    # Not strict as a whole: strict mode would refuse a mapping for the
-    # LocalServiceConf dataclass; each scalar field is strict instead.
+    # strict per field: strict as a whole would refuse a mapping for the LocalServiceConf dataclass
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     yaml_hidden_keys: ClassVar[frozenset] = frozenset({"name"})
     yaml_extra_keys: ClassVar[frozenset] = frozenset(OP_ALIASES)
@@ -116,9 +114,8 @@ class OpConfig(BaseModel):
 
     @model_validator(mode="after")
     def _ray_holds_a_batch(self) -> OpConfig:
-        """Each call to an op replica carries one request (at least one item): a
-        replica that takes fewer calls at once than a full batch of every
-        instance can never fill its batches."""
+        """Each call to an op replica carries one request: fewer calls at once than full batches
+        of every instance could never fill them."""
         svc = self.local_service_conf
         limit = None if self.ray is None else self.ray.max_ongoing_requests
         needed = svc.max_batch_size * svc.instance_num

@@ -1,5 +1,4 @@
-"""How ``/{name}/prediction`` picks among the versions of one pipeline name:
-``routing:`` and its ``routing.shadow``."""
+"""How ``/{name}/prediction`` picks among the versions of one name: ``routing:`` and ``routing.shadow``."""
 
 from __future__ import annotations
 
@@ -29,10 +28,7 @@ class ShadowConf(BaseModel):
 
 
 class RoutingConf(BaseModel):
-    """``routing``: how ``/{name}/prediction`` picks among the versions of one pipeline name.
-
-    Which versions exist is known only across files: the repository checks that.
-    """
+    """``routing``; which versions exist is known only across files: the repository checks that."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     default: int | None = Field(

@@ -1,5 +1,4 @@
-"""Who may reach the server: ``security:`` (the opt-out of the token rule,
-browser origins, ``Host`` names; a server key)."""
+"""Who may reach the server: ``security:`` (a server key)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from serving.config.netloc import normalize_host_pattern, normalize_origin
 
 
 class SecurityConf(BaseModel):
-    """Who may reach the server (``security:``; one per server). Entries are
-    kept in canonical form (:mod:`serving.config.netloc`)."""
+    """``security:``, entries kept in canonical form (:mod:`serving.config.netloc`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     insecure: bool = Field(

@@ -1,5 +1,4 @@
-"""A whole config file: the top-level keys of one pipeline, and the blocks
-below them (each in its own module of :mod:`serving.config.schema`)."""
+"""A whole config file: one pipeline's top-level keys and its blocks."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from serving.config.schema.http_settings import HttpConf
 from serving.config.schema.op import OpConfig
 from serving.config.schema.routing import RoutingConf
 from serving.config.schema.security import SecurityConf
-from serving.config.schema.value_checks import NAME_PATTERN
+from serving.config.schema.value_checks import NAME_PATTERN, none_as_empty
 
 
 class ServingConfig(BaseModel):
@@ -103,10 +102,7 @@ class ServingConfig(BaseModel):
     _source_path: str = PrivateAttr(default="<config>")
     _dag_graph: Dag | None = PrivateAttr(default=None)
 
-    @field_validator("dag", "ray", "http", "security", mode="before")
-    @classmethod
-    def _dag(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _blocks = field_validator("dag", "ray", "http", "security", mode="before")(none_as_empty)
 
     @field_validator("op")
     @classmethod

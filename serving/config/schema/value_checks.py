@@ -1,5 +1,4 @@
-"""Value rules more than one block of the config file shares: the name pattern of
-pipelines and share names, and "an int (or a number) that is not a bool"."""
+"""Value rules several blocks of the config file share."""
 
 from __future__ import annotations
 
@@ -14,3 +13,8 @@ def is_int(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def none_as_empty(value: Any) -> Any:
+    """A block written with no value (``tracer:``): its defaults."""
+    return {} if value is None else value
