@@ -2,67 +2,12 @@
 an idle predictor instance the batch it should run next.
 
 Only idle instances ask for work (:meth:`Batcher.next_batch`), so "an instance
-is idle" is implicit in every decision. Given the queued items, a batch is
-formed when the first of these holds (see docs/batching.md, "When a batch leaves"):
-
-1. ``max_batch_size`` items are queued -> take ``max_batch_size``; or (with
-   ``max_batch_units``) the next batch is full by padded units -> take it;
-2. a ``preferred_batch_size`` can be formed -> take the largest one <= queued;
-3. the oldest item has waited ``max_queue_delay`` -> take what is queued;
-4. (``adaptive`` policy) waiting is not expected to pay off: the next arrival
-   is not expected before the fixed per-batch cost it would save, or the
-   arrival stream has stalled -> take what is queued now;
-5. the batcher is closing (drain) -> take what is queued.
-
-With the ``adaptive`` policy and item extents (``extent_of``: ops that pad),
-a batch also ends before the first item whose padding would cost more than
-batching saves: the cost model (:mod:`serving.batching.estimators`), which has
-a term per padded unit, prices the padding an item adds against the ``fixed``
-per-batch cost it spares. Such a cut batch leaves at once (reason ``adaptive
-(padding)``); it comes after rules 1 and 2 only where a preferred size can be
-formed, which is taken as it is.
-
-Where the op runs the items of one extent per predictor call and never pads
-across extents (``groups_by_extent``: rec's width buckets, ERNIE's length
-buckets), padding is never the question: an item of another extent is a call
-of its own whatever batch it is in. There a batch holds one extent, the
-oldest item's: items of other extents stay queued in their order, and of the
-next ``max_batch_size`` items of the oldest one's priority level, those of its
-extent join (reason ``adaptive (one extent)``, leaving at once). So the crops
-of one width share a call even when requests interleave widths, and a batch's
-items never wait for each other's calls. The oldest item always leaves, so no
-item waits for more batches than there are items before it.
-
-With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
-to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
-on all idle instances in parallel instead of as one batch on one of them. For
-instances that really run in parallel (child processes, GPUs) and models whose
-per-item cost hardly falls with batch size (CPU); it never delays a batch.
-
-Items are taken highest priority first, FIFO within a level; an item that has
-waited longer than ``priority_max_wait`` is taken before everything else
-(oldest first), so no level starves. Items whose deadline passed are handed
-to ``on_expired`` and never reach a predictor; items whose request already
-failed (``is_dead``) are dropped.
-
-With a budget (``max_batch_units``), a batch is the longest run of items in
-that order whose padded size (:mod:`serving.batching.units`: items x largest
-extent) stays within it; the first item that does not fit waits for the next
-batch. The batch is full (rule 1) when that item exists, or when no further
-item, however small, could join (any item pads to the batch's extent). An
-item that alone exceeds the budget still runs, alone: refusing it would fail
-a request the predictor may well serve, and holding it would starve it and
-everything behind it. The budget alone never reorders items to pack a batch
-tighter: a large item at the head is not overtaken by the small ones behind it.
-
-Background items (``put(..., background=True)``: a shadow version's copies)
-form a lane below every priority level, so they can never slow the foreground
-down: they are batched only when no foreground item is queued and never
-together with foreground items, are never promoted by ``priority_max_wait``,
-are not spread, and do not feed the arrival estimate (foreground batches must
-not wait for them). They still expire and are dropped when dead. A foreground
-put that finds the queue full evicts the newest background items to make room
-and hands them to ``on_evicted`` instead of blocking.
+is idle" is implicit in every decision. The rules (when a batch leaves, padding
+priced by :mod:`serving.batching.estimators`, one extent at a time, ``spread``,
+priorities, the background lane) are docs/batching.md's. Under a
+``max_batch_units`` budget an item that alone exceeds it still runs, alone
+(refusing or holding it would fail or starve it), and the budget never reorders
+items to pack a batch tighter.
 
 All decisions go through :meth:`poll` with an explicit ``now``; tests drive it
 with a fake clock instead of sleeping.

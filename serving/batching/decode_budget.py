@@ -1,21 +1,12 @@
 """The decode budget: bytes of decoded pixels in flight in the whole server.
 
-A request reserves what its images will cost (read from their headers,
-before any pixel is decoded) and gives it back when its HTTP handler is done:
-the decoded arrays live in the pipeline until the request is answered. So N concurrent large requests
-cost at most the budget in decoded pixels, never N times a maximal request.
-
-A request that does not fit waits, briefly: at most ``max_wait_s`` and at most
-``wait_share`` of its own time limit (a request that waited out its deadline
-is of no use), then gets 503 with Retry-After. A request larger than the whole
-budget can never fit: 413, naming the config key that sets the budget.
-
-What a request reserves per image: its decoded array, the 8-bit BGR copy an
-image op makes of it (none when it decodes to 8-bit BGR already: gray, alpha
-and 16-bit images all become a new array), and while decoding, OpenCV's
-transient copy. The default budget (``decode_budget_mb: null``) is
-:func:`default_budget_bytes`: one maximal request of the largest
-``max_image_pixels`` among the pipelines.
+A request reserves what its images will cost (read from their headers, before
+any pixel is decoded) until its HTTP handler is done, so N concurrent large
+requests cost at most the budget, never N times a maximal request. One that
+does not fit waits at most ``max_wait_s`` and ``wait_share`` of its time limit,
+then gets 503; one larger than the whole budget gets 413. Per image it reserves
+the decoded array, the op's 8-bit BGR copy (none if it decodes to that already)
+and, while decoding, OpenCV's transient copy.
 """
 
 from __future__ import annotations

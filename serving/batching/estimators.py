@@ -1,21 +1,13 @@
 """Online estimates the adaptive batcher decides with.
 
-* :class:`CostModel` fits a batch's run time by least squares over the most
-  recent batch runs plus the warm-up runs that seeded it (batch 1 and
-  ``max_batch_size`` of one item, kept for good: the only runs that are sure
-  to vary the item count at a fixed item size)::
-
-      run_time = fixed + per_item * items                         (no extents)
-      run_time = fixed + per_item * items + per_unit * padded units  (with extents)
-
-  where a batch's padded units are items x its largest extent
-  (:mod:`serving.batching.units`). ``fixed`` is what batching saves per batch,
-  ``per_unit`` what padding costs. Both terms are needed with extents: fitted
-  on padded units alone, the run time of single items of different widths
-  would pass their width-independent per-item cost (on a CPU, most of it)
-  off as a per-batch cost that batching saves.
-* :class:`ArrivalEstimator` tracks the gap between arrivals (one arrival = one
-  request's items put together) as an exponentially weighted mean.
+* :class:`CostModel` fits ``run_time = fixed + per_item * items + per_unit *
+  padded units`` (no extents: the line over items) by least squares over the
+  recent batch runs plus the warm-up runs that seeded it, kept for good (the
+  only runs sure to vary the item count at one item size). ``fixed`` is what
+  batching saves per batch, ``per_unit`` what padding costs; why three terms:
+  docs/DESIGN_NOTES.md, "Adaptive dispatch".
+* :class:`ArrivalEstimator` tracks the gap between arrivals (one request's
+  items put together) as an exponentially weighted mean.
 """
 
 from __future__ import annotations

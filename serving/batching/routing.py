@@ -1,24 +1,13 @@
 """Which version of a pipeline name answers a request, and whether a shadow
-version gets a copy of it. Pure logic: no I/O, no clock.
+version gets a copy of it. Pure logic: no I/O, no clock. Thread-safe.
 
-One :class:`Router` per route (pipeline name):
-
-- :meth:`Router.pick` -> a version by weight. With a key (the client's
-  sticky-key header, else the request's logid) the version is a function of
-  the key alone: a blake2b hash of salt + key placed on the cumulative
-  weights, so one key always reaches one version and distinct keys split by
-  the weights. Without a key, smooth weighted round robin (nginx's): every
-  run of ``sum(weights)`` picks holds each version exactly ``weight`` times,
-  spread out rather than in blocks.
-- :meth:`Router.shadow` -> whether to send a copy to the shadow version.
-  With a key: a second hash of the key (another domain, so the shadow sample
-  is independent of the A/B split) below ``shadow_sample``. Without a key:
-  an accumulator that says yes on call ``n`` exactly when
-  ``floor((n+1) p) > floor(n p)``, so after ``N`` calls ``floor(N p)`` said yes.
-
-Versions with weight 0 are never picked (a route may keep a version loaded,
-e.g. as the shadow, without giving it traffic). Thread-safe: the only state,
-the round robin's current weights and the accumulator, changes under a lock.
+With a key (the sticky-key header, else the logid) both answers are functions
+of the key alone: blake2b hashes in two domains, so the shadow sample is
+independent of the A/B split. Without one, :meth:`Router.pick` is smooth
+weighted round robin (nginx's: every ``sum(weights)`` picks hold each version
+exactly ``weight`` times, spread out) and :meth:`Router.shadow` an exact
+accumulator (after ``N`` calls, ``floor(N * sample)`` said yes). Weight-0
+versions are never picked (kept loaded, e.g. as the shadow).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """A batch's size in padded input units (pixels, tokens), which ``max_batch_units`` bounds.
 
-An op gives each preprocessed item's padded extent per dimension
-(:meth:`serving.op.Op.pad_extent`: a page's or a crop's (height, width) in
-pixels, a text's tokens). A batch counts as if it ran as *one* predictor call
-padded to its largest extent in every dimension::
-
-    padded units = items x prod(largest extent in each dimension)
-
-``collate`` may split a batch into shape groups, each padded only to its own
-largest item; every group, every ``run_batch_sizes`` chunk of one, and all of
-them together stay within that figure. So it bounds what any predictor call of
-the batch holds (what runs out of memory on a GPU) and the sum over its calls
-(what ``batchline_op_padded_units_total`` counts), at the price of
-overestimating a batch of mixed shapes that collate would split.
+A batch counts as if it ran as *one* predictor call padded to its largest
+extent (:meth:`serving.op.Op.pad_extent`) in every dimension: ``items x
+prod(largest extent per dimension)``. Every shape group ``collate`` splits it
+into, and all of them together, stay within that figure, so it bounds any one
+call (what runs out of GPU memory) and the sum, at the price of overestimating
+a batch of mixed shapes that collate would split.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """CPU sets for processes of one machine that do not share an allocator: the
-replicas of a Ray cluster's node, each running one op in its own process.
+replicas of a Ray cluster's node, each running one op in its own process
+(otherwise each pins its OpenVINO instances to the same first cores).
 
-Each replica would otherwise pin its OpenVINO instances to the same first
-cores (:mod:`serving.runners.cpu_plan` explains why that halves their speed).
 The claims of every living process are kept in one small JSON file per user
-(``cpu-claims.json`` in the user's private directory,
-:mod:`serving.runners.private_dir`) under an exclusive lock; a process
-allocates from the CPUs least claimed machine-wide and records its claim;
-claims of processes that died are ignored and dropped.
-
-The file is a hint, never trusted: it is opened without following a link, in
-a directory only this user can write to, and whatever it holds that is not
-a small map of pids to CPU lists counts as no claims. Where it cannot be used
-safely, the process allocates as if it were alone (slower, never wrong).
+(``cpu-claims.json`` in :mod:`serving.runners.private_dir`) under an exclusive
+lock. The file is a hint, never trusted: whatever it holds that is not a small
+map of pids to CPU lists counts as no claims, and where it cannot be used
+safely the process allocates as if it were alone (slower, never wrong).
 """
 
 from __future__ import annotations
@@ -37,10 +31,6 @@ log = logging.getLogger(__name__)
 # far above what a machine's claims take (a few bytes per pinned instance): more is not ours
 MAX_CLAIMS_BYTES = 1 << 20
 _MAX_CPUS_PER_CLAIM = 1 << 16
-
-
-def default_claims_path() -> str:
-    return os.path.join(default_private_dir(), "cpu-claims.json")
 
 
 def parse_claims(data: bytes) -> dict[str, list[int]]:
@@ -72,7 +62,7 @@ class NodeCpuAllocator(CpuAllocator):
 
     def __init__(self, path: str | None = None, available: Sequence[int] | None = None, pid: int | None = None):
         super().__init__(available)
-        self.path = path or default_claims_path()
+        self.path = path or os.path.join(default_private_dir(), "cpu-claims.json")
         self.pid = os.getpid() if pid is None else pid
         self._warned = False  # said once that the claims file cannot be used
 

@@ -1,10 +1,8 @@
-"""A directory of this user's that no other user can write to: for small files
-the processes of one user share on a machine (the node CPU claims).
-
-``$XDG_RUNTIME_DIR/batchline`` where the session has a runtime directory (it is
-the user's own, mode 0700), else ``$TMPDIR/batchline-<uid>``. A shared temp
-directory lets anyone create that name first, or a link by that name: such a
-directory is refused (:class:`UnsafeDir`), never used, and never changed.
+"""A directory of this user's that no other user can write to, for small files
+the processes of one user share on a machine (the node CPU claims):
+``$XDG_RUNTIME_DIR/batchline``, else ``$TMPDIR/batchline-<uid>``. In a shared
+temp directory anyone can create that name (or a link) first: such a directory
+is refused (:class:`UnsafeDir`), never used or changed.
 """
 
 from __future__ import annotations

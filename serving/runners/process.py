@@ -1,30 +1,17 @@
-"""A predictor in its own process (``instance_mode: process``), on either engine.
+"""A predictor in its own process (``instance_mode: process``), on any engine.
 
-The stock Paddle 3.3 CPU wheel holds the GIL inside ``Predictor.run()``, so in
-one process predictors of different ops take turns and Python work (HTTP,
-pre/post-processing) stops while a model runs. A :class:`ProcessPredictor`
-runs the model in a child process instead: the server's thread blocks on a
-pipe (GIL released) while the child computes, so det, rec and the Python work
-overlap on several cores.
+Why: Paddle 3.3's CPU ``run()`` holds the GIL; in a child the server's thread
+waits on a pipe (GIL released), so models and Python work overlap, and a native
+crash kills one child, not the server. Feeds and outputs travel through shared
+memory; only a small JSON header crosses the pipe, and nothing is pickled after
+start-up.
 
-Feeds and outputs travel through shared memory (one segment each way, grown on
-demand); only a small JSON header crosses the pipe. Nothing is pickled after
-start-up, and only this server's own processes are on either end.
-If the child dies, the current run raises. Unsupervised, the next run starts a
-fresh child; supervised (serving.runners.process_supervisor, what the engine does), a
-watcher restarts it in the background; the stage gives the op's batches to
-its other instances meanwhile, and a run that reaches it anyway waits for the
-fresh process until its batch's deadline, then fails with 503
-(:class:`~serving.errors.InstanceRestarting`). :meth:`ProcessPredictor.recycle` replaces a live child
-gracefully (the memory guard, ``max_rss_mb``): the new one is loaded and
-warmed while the old one still serves, and the swap happens between batches.
-
-The child loads the model ``model_config`` names (:func:`load_one`), or calls
-the op's own picklable model factory (:meth:`serving.op.Op.model_factory`).
-
-A child started with ``idle_cpu`` moves itself into the idle CPU class before
-loading (:func:`serving.runners.cpu_plan.use_idle_cpu`), so a background
-instance (a shadow version's) runs only on CPU time the server leaves unused.
+A dead child fails the current run. Unsupervised, the next run starts a fresh
+one; supervised (:mod:`serving.runners.process_supervisor`) a watcher restarts
+it in the background and a run that reaches it meanwhile waits until its
+batch's deadline, then fails with 503 (:class:`~serving.errors.InstanceRestarting`).
+:meth:`ProcessPredictor.recycle` swaps in a warm replacement between batches
+(``max_rss_mb``). See docs/DESIGN_NOTES.md, "Supervised predictor processes".
 """
 
 from __future__ import annotations
@@ -136,7 +123,7 @@ def _child_main(
 
 class _Child:
     """One predictor process as the server sees it: the process, its pipe, and
-    the server's view of the output segments it writes (``<out_prefix><random>``)."""
+    the output segments it writes (``<out_prefix><random>``)."""
 
     def __init__(self, proc: Any, conn: Any, out_prefix: str):
         self.proc = proc
@@ -222,8 +209,7 @@ class _ChildView:
 
 
 class ProcessPredictor:
-    """Same interface as :class:`serving.runners.paddle_inference.PaddlePredictor`
-    (``input_names``, ``output_names``, ``run``); one batch at a time."""
+    """A runner like the in-process ones (``input_names``, ``output_names``, ``run``); one batch at a time."""
 
     def __init__(
         self,
@@ -351,11 +337,10 @@ class ProcessPredictor:
         self._swap_in(self._fresh(warm))
 
     def recycle(self, warm: Callable[[Any], None] | None = None, grace: float = 10.0) -> int | None:
-        """Replace the live child without failing a run: a fresh child is loaded
-        and warmed while the old one still serves, they are swapped between two
-        batches, and the old one is asked to stop (killed after ``grace`` s).
-        Returns the fresh child's RSS once warm, before it took any run.
-        Raises, with the old child still serving, if the fresh one cannot start."""
+        """Replace the live child without failing a run: a fresh one is loaded and warmed
+        while the old one serves, they swap between batches, and the old one is asked to
+        stop (killed after ``grace`` s). Returns the fresh child's RSS once warm. Raises,
+        with the old child still serving, if the fresh one cannot start."""
         fresh = self._fresh(warm)
         fresh_rss = rss_bytes(fresh.pid)
         installed, old = self._swap_in(fresh)
@@ -442,9 +427,8 @@ class ProcessPredictor:
                 raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
 
     def _await_restart(self) -> None:
-        """A batch handed to this instance just as its process died (the stage
-        gives a restarting instance no new batch): wait for the fresh process
-        until the batch's deadline rather than fail it at once."""
+        """A batch handed over just as the process died: wait for the fresh one until the
+        batch's deadline rather than fail it at once."""
         wait = RESTART_WAIT_S if self.run_deadline is None else self.run_deadline - time.monotonic()
         if self.failed or wait <= 0 or not self.ready.wait(wait):
             raise InstanceRestarting()

@@ -1,22 +1,14 @@
 """Supervised predictor processes: a dead one is noticed at once and restarted
-in the background.
+in the background, warmed before it takes work.
 
 One watcher thread per :class:`~serving.runners.process.ProcessPredictor`
-waits on its child's sentinel, so a crash (SIGKILL by the OOM killer, a
-segfault in native code) is seen when it happens, not when the next batch is
-sent. The watcher logs why the child ended, reports it (``on_death``: the
-stage counts restarts in ``/metrics``), and starts a fresh child with
-back-off, warmed before it takes work. Meanwhile the instance is not
-``ready``: the stage gives its batches to the op's other instances, and
-readiness says 503 while an op has none. After ``len(delays)`` failed starts
-in a row (its model files vanished, say) the instance is ``failed`` for good,
-which liveness reports, so that an orchestrator restarts the whole server.
-
-The watcher is also the memory guard: every ``poll_s`` it reads the child's
-resident memory (``on_memory``: the stage's gauge) and, when it exceeds the
-instance's ``max_rss_bytes``, recycles the child gracefully
-(:meth:`~serving.runners.process.ProcessPredictor.recycle`: a warm
-replacement first, the swap between batches, no run fails).
+waits on its child's sentinel, so a crash (the OOM killer, a segfault) is seen
+when it happens, not when the next batch is sent. While restarting the
+instance is not ``ready`` (the stage routes around it); after ``len(delays)``
+failed starts in a row it is ``failed`` for good, which liveness reports. The
+watcher is also the memory guard: a child over ``max_rss_bytes`` is recycled
+(a warm replacement first, swapped between batches). Design:
+docs/DESIGN_NOTES.md, "Supervised predictor processes".
 """
 
 from __future__ import annotations

@@ -2,18 +2,14 @@
 predictor process: a segment the creator grows on demand, and arrays written
 into it / viewed out of it with a small JSON-able header.
 
-Segments are named ``bl<pid>_<token>_<use><random>``: the server's pid and a
-token per predictor process. So a server can remove the segments of a predictor
-process that died without cleaning up (:func:`unlink_prefixed`), and a server
-starting up can remove those of servers that are gone (:func:`sweep_stale`):
-after a SIGKILL of the whole process group nobody else would, Python's
-resource tracker included.
-
-Any local user may create files in /dev/shm, named like ours or not, and the
-names of ours are public: the sweeps remove only plain files of this user with
-names they can parse, and never raise (a file there must not stop a server
-from starting); each segment's last part is random, so that nobody can take
-the name of the next one first (creating it would fail)."""
+Segments are named ``bl<pid>_<token>_<use><random>`` (the server's pid, a token
+per predictor process), so a server can remove those of a child that died
+(:func:`unlink_prefixed`) and, at start-up, those of servers that are gone
+(:func:`sweep_stale`): after a SIGKILL of the whole group nobody else would.
+Anyone may create files in /dev/shm: the sweeps remove only plain files of this
+user with names they parse, and never raise; the random last part keeps others
+from taking the next name first.
+"""
 
 from __future__ import annotations
 
