@@ -1,9 +1,6 @@
-"""Bounded channels between ops, and the fan-in join in front of an op with
-several inputs.
-
-A full channel blocks its producer (backpressure); nothing here grows without
-bound. The join holds partial inputs keyed by request id; its size is bounded
-by the pipeline's admission limit, and entries of failed requests are removed.
+"""Bounded channels between ops (a full one blocks its producer), and the
+fan-in join in front of an op with several inputs, whose partial inputs are
+bounded by the pipeline's admission limit and dropped with failed requests.
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from serving.errors import DeadlineExceeded, ShuttingDown
 
 
 class ChannelClosed(ShuttingDown):
-    """Raised by :meth:`Channel.put` after :meth:`Channel.close`: the server is
-    draining, so the request gets 503 with Retry-After like any other refusal."""
+    """Raised by :meth:`Channel.put` after :meth:`Channel.close`: the server is draining (503)."""
 
     def __init__(self, channel: str):
         super().__init__(f"server is shutting down (channel {channel!r} is closed)")

@@ -1,10 +1,7 @@
 """One batch through an op's hooks: collate -> run -> uncollate, with the
 checks that keep a faulty op from mixing up results, and the item-by-item
-retry that keeps one bad item from failing its batch-mates.
-
-Predictor calls are made only at the op's ``run_batch_sizes``: a sub-batch of
-13 with sizes ``[1, 2, 4, 8]`` runs as 8 + 4 + 1, each part re-collated, so
-kernels see a few repeating shapes.
+retry that keeps one bad item from failing its batch-mates. Predictor calls
+are split into the op's ``run_batch_sizes`` (13 with ``[1, 2, 4, 8]``: 8 + 4 + 1).
 """
 
 from __future__ import annotations
@@ -121,15 +118,12 @@ def run_with_retry(
     owners: Sequence[Hashable] | None = None,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[Any], CallStats]:
-    """Per-item raw outputs, or a ServingError for items that failed.
-
-    A failed batch is retried item by item ``retry`` times, so one bad item
-    cannot take its batch-mates down with it."""
+    """Per-item raw outputs, or a ServingError for items that failed; a failed batch
+    is retried item by item ``retry`` times."""
     try:
         return run_batch(op, runner, items, run_sizes, owners, groups)
     except (DeadlineExceeded, Overloaded) as exc:
-        # the instance's fault, not an item's (its process hung past the deadline, died or
-        # is restarting): retrying the items one by one on it would only fail again
+        # the instance's fault (hung, died, restarting), not an item's: retrying would fail again
         log.warning("op %s: batch of %d failed: %s", op.name, len(items), exc)
         return [exc] * len(items), CallStats()
     except Exception as exc:  # noqa: BLE001 - any fault of the batch: find out which items fail alone

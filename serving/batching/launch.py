@@ -1,6 +1,5 @@
 """Build and start one op stage: its op object, its predictor instances (on
-the CPUs the plan gives them), warm-up, then its worker threads. Used by
-pipelines for their own stages and by the repository for shared ones."""
+the CPUs the plan gives them), warm-up, then its worker threads."""
 
 from __future__ import annotations
 
