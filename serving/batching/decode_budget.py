@@ -34,10 +34,8 @@ def request_bytes_limit(max_image_pixels: int) -> int:
 
 
 def default_budget_bytes(max_image_pixels: Iterable[int]) -> int:
-    """One maximal request of the largest limit: its decoded arrays (at most
-    :func:`request_bytes_limit`), the ops' 8-bit BGR copies of its pixels, and
-    decoding's transient copy of its largest image (at most the request's
-    decoded bytes again): 880 MB at 40 M pixels."""
+    """One maximal request of the largest limit: its decoded arrays, decoding's transient
+    copy (at most as much again) and the ops' 8-bit BGR copies of its pixels."""
     return max(
         (2 * request_bytes_limit(p) + REQUEST_IMAGES * p * BGR_BYTES for p in max_image_pixels),
         default=0,
@@ -110,10 +108,8 @@ class DecodeBudget:
             self._cond.notify_all()
 
     def reserve(self, nbytes: int, time_limit_s: float) -> Reservation:
-        """Hold ``nbytes``, waiting for them briefly (see the module doc).
-
-        Raises PayloadTooLarge (413) if ``nbytes`` exceeds the whole budget,
-        Overloaded (503 + Retry-After) if they did not come free in time."""
+        """Hold ``nbytes``, waiting for them briefly (see the module doc); 413 if they
+        exceed the whole budget, 503 + Retry-After if they did not come free in time."""
         if nbytes <= 0:
             return Reservation(self, 0)
         deadline = self.clock() + max(0.0, min(self.max_wait_s, self.wait_share * time_limit_s))

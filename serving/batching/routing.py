@@ -59,10 +59,6 @@ class Router:
         """version -> weight, as given (weight-0 versions included), by version."""
         return dict(self._weights)
 
-    @property
-    def shadow_sample(self) -> float:
-        return self._sample
-
     # ---- version --------------------------------------------------------
     def pick(self, key: str | None) -> int:
         """The version for a request with sticky ``key`` (None or "" for none)."""

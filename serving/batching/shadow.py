@@ -19,8 +19,6 @@ from serving.errors import DeadlineExceeded, Overloaded, ServingError
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("agree", "disagree", "shadow_failed", "primary_failed", "dropped")
-
 
 class Shadow:
     def __init__(self, route: str, pipeline: Pipeline, *, max_in_flight: int, metrics: Metrics):

@@ -54,13 +54,9 @@ def cached_prefix(model_dir: str, key: str) -> str:
 
 
 def onnx_file(model_dir: str, environ: Mapping[str, str] | None = None) -> str:
-    """The ONNX file to run for ``model_dir``: its own, or the cached conversion
-    (made now if missing). Raises FileNotFoundError naming what is missing, and
-    RuntimeError when a conversion is needed and paddle2onnx cannot be loaded.
-
-    The cached name holds the files' digest and the converter's version: a new
-    converter converts again. Where no converter is installed (a cache carried
-    to a machine without Paddle), a conversion by any version is taken."""
+    """The ONNX file to run for ``model_dir``: its own, or the cached conversion (made now
+    if missing; without a converter, a carried conversion by any version). Raises
+    FileNotFoundError naming what is missing, RuntimeError where paddle2onnx is needed."""
     files = torch_model_files(model_dir)
     if os.path.basename(files[0]) == TORCH_ONNX_FILE:
         return files[0]

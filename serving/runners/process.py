@@ -154,9 +154,9 @@ class _Child:
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
 
     def run(self, feed_segment: Segment, feed: Mapping[str, np.ndarray], until: float | None) -> list[np.ndarray]:
-        """One batch: feeds through ``feed_segment``, outputs copied out of the child's.
-        Raises EOFError/OSError if the child died, :class:`_Hung` if it was silent
-        past ``until`` (time.monotonic(), + a grace), RuntimeError for the model's errors."""
+        """One batch: feeds through ``feed_segment``, outputs copied out of the child's. Raises
+        EOFError/OSError if the child died, :class:`_Hung` if silent past ``until`` (monotonic,
+        + a grace), RuntimeError for the model's errors."""
         meta = write_arrays(feed_segment, [(n, feed[n]) for n in self.input_names])
         self.conn.send_bytes(json.dumps({"op": "run", "shm": feed_segment.name, "inputs": meta}).encode())
         if until is not None and not self.conn.poll(max(0.0, until - time.monotonic()) + HANG_GRACE_S):
@@ -168,9 +168,8 @@ class _Child:
         return [v.copy() for v in array_views(shm, reply["outputs"])]
 
     def end(self, grace: float = 0.0) -> int | None:
-        """Stop the child (asked to, given ``grace`` seconds; then killed) and remove
-        its output segments: a child that died, or was killed, never unlinked them.
-        Returns its exit code (negative: the signal that ended it)."""
+        """Stop the child (asked to, for ``grace`` s; then killed) and remove the output
+        segments a dead child never unlinked. Returns its exit code (negative: the signal)."""
         if grace > 0 and self.proc.is_alive():
             try:
                 self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
@@ -224,7 +223,7 @@ class ProcessPredictor:
         factory: ModelFactory | None = None,
     ):
         self._conf = conf
-        self.label = label  # the op it serves: the child is named bl-<label> in ps and top
+        self.label = label  # the child is named bl-<label> in ps and top
         self._device_id = device_id
         self._factory = factory
         self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
@@ -241,8 +240,7 @@ class ProcessPredictor:
         self.last_exitcode: int | None = None  # of the last child that ended (negative: killed by that signal)
         # the memory guard: a supervisor recycles a child whose RSS exceeds this (None: off)
         self.max_rss_bytes = None if conf.max_rss_mb is None else conf.max_rss_mb << 20
-        # time.monotonic() by which the running batch must be answered (the engine sets it:
-        # its requests' latest deadline); a child silent past it is hung and is killed
+        # time.monotonic() by which the running batch must be answered (set by the stage); silent past it: hung
         self.run_deadline: float | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -286,10 +284,6 @@ class ProcessPredictor:
             raise
         return child
 
-    def _start(self) -> None:
-        self._child = self._spawn()
-        self.wait_ready()
-
     def wait_ready(self) -> None:
         """Block until the first child has loaded its model (raises if it could not)."""
         assert self._child is not None
@@ -321,8 +315,7 @@ class ProcessPredictor:
         return None if self._child is None else self._child.proc
 
     def retire(self, child: Any) -> bool:
-        """If ``child`` is still the current child and has died: clean up after it
-        and return True (False: a run already did, it was replaced, or it lives)."""
+        """Clean up after ``child`` if it is still the current child and has died (else False)."""
         with self._lock:
             if self.child is not child or child.is_alive():
                 return False
@@ -330,8 +323,7 @@ class ProcessPredictor:
             return True
 
     def restart(self, warm: Callable[[Any], None] | None = None) -> None:
-        """Start a fresh child, wait until it is loaded and ``warm`` it, then
-        take runs again (raises if it cannot load or warm)."""
+        """Start a fresh child, loaded and warmed, and take runs again (raises if it cannot)."""
         with self._lock:
             self._kill()
         self._swap_in(self._fresh(warm))
@@ -355,9 +347,8 @@ class ProcessPredictor:
         return fresh
 
     def _swap_in(self, fresh: _Child) -> tuple[bool, _Child | None]:
-        """Make ``fresh`` the child that takes runs, between two of them; returns
-        whether it was installed and the child it replaced. Closed meanwhile:
-        ``fresh`` is ended instead, as it must not outlive us."""
+        """Make ``fresh`` the child that takes runs, between two runs; returns whether it was
+        installed and the child it replaced (closed meanwhile: ``fresh`` is ended)."""
         with self._lock:
             if self._closed:
                 fresh.end()
@@ -368,8 +359,8 @@ class ProcessPredictor:
             return True, old
 
     def _warm(self, fresh: _Child, warm: Callable[[Any], None] | None) -> None:
-        """Run ``warm`` on ``fresh`` (through a feed segment of its own, so that
-        the current child may keep serving); ``fresh`` is ended if it fails."""
+        """Run ``warm`` on ``fresh`` through a feed segment of its own (the current child
+        keeps serving); ``fresh`` is ended if it fails."""
         if warm is None:
             return
         feed = Segment(self._prefix + f"w{self._children}_")
@@ -404,7 +395,8 @@ class ProcessPredictor:
                 if self.supervised:
                     raise InstanceRestarting()
                 self._kill()
-                self._start()
+                self._child = self._spawn()
+                self.wait_ready()
             child = self._child
             assert child is not None
             try:

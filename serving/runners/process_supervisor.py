@@ -59,9 +59,9 @@ class Supervisor:
         name: str,
         runners: Sequence[Any],
         *,
-        on_death: Callable[[str], None] | None = None,
-        on_recycle: Callable[[int], None] | None = None,
-        on_memory: Callable[[int, int], None] | None = None,
+        on_death: Callable[[str], None] = lambda cause: None,
+        on_recycle: Callable[[int], None] = lambda rss: None,
+        on_memory: Callable[[int, int], None] = lambda index, rss: None,
         warm: Callable[[Any], None] | None = None,
         delays: Sequence[float] = RESTART_DELAYS,
         poll_s: float = 0.5,
@@ -113,8 +113,7 @@ class Supervisor:
             watched = None
             cause = exit_cause(code)
             log.error("op %s: predictor process %s; restarting it", self.name, cause)
-            if self._on_death is not None:
-                self._on_death(cause)
+            self._on_death(cause)
             if not self._restart(runner):
                 return
 
@@ -122,8 +121,7 @@ class Supervisor:
         rss = runner.rss_bytes()
         if rss is None:
             return
-        if self._on_memory is not None:
-            self._on_memory(index, rss)
+        self._on_memory(index, rss)
         limit = guard.exceeded(rss)
         if limit is None:
             return
@@ -146,8 +144,7 @@ class Supervisor:
             runner.pid,
             "?" if fresh is None else fresh >> 20,
         )
-        if self._on_recycle is not None:
-            self._on_recycle(rss)
+        self._on_recycle(rss)
         guard.recycled(fresh)
 
     def _restart(self, runner: ProcessPredictor) -> bool:
@@ -173,9 +170,8 @@ class Supervisor:
 
 
 class _MemoryGuard:
-    """When one instance's child is over its ``max_rss_bytes``. A fresh, warm
-    child that is over it already would be replaced forever: the guard then
-    turns itself off for that instance and says so once."""
+    """When one instance's child is over its ``max_rss_bytes``; off for good (said once)
+    where a fresh, warm child is over it already, which would be replaced forever."""
 
     #: seconds before another try after a replacement failed to start
     RETRY_S = 30.0

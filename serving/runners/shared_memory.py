@@ -49,8 +49,7 @@ def _names(shm_dir: str) -> list[str]:
 
 
 def _is_ours(path: str) -> bool:
-    """Whether ``path`` is a plain file of this user's, not following a link. /dev/shm
-    is sticky: a file of ours there cannot be replaced by another user's after this."""
+    """Whether ``path`` is a plain file of this user's (no link followed; /dev/shm is sticky)."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -59,9 +58,8 @@ def _is_ours(path: str) -> bool:
 
 
 def _unlink(shm_dir: str, name: str) -> bool:
-    """Unlink segment ``name`` if it is still there and ours; never raises. The
-    resource tracker may know it (a predictor process made it): registering it
-    first and unregistering it after leaves the tracker's books balanced either way."""
+    """Unlink segment ``name`` if it is still there and ours; never raises. Registered with
+    the resource tracker first and unregistered after, its books balance whoever made it."""
     path = os.path.join(shm_dir, name)
     if not _is_ours(path):
         log.debug("left %s alone: not a shared-memory segment of this user", path)
@@ -97,12 +95,8 @@ def sweep_stale(shm_dir: str = SHM_DIR) -> list[str]:
 
 
 class Segment:
-    """A shared-memory segment this process may grow (creator) or just attach.
-
-    The creator unlinks it; the server unlinks those of a predictor process
-    that died (:func:`unlink_prefixed`). Python's resource tracker (shared by
-    the server and its children) also knows every segment, and unlinks what
-    is left once the last of them exits, unless it is killed with them."""
+    """A shared-memory segment this process may grow (creator) or just attach; the
+    creator unlinks it (the server, those of a predictor process that died)."""
 
     def __init__(self, prefix: str | None = None) -> None:
         self.shm: shared_memory.SharedMemory | None = None

@@ -75,10 +75,8 @@ def require_device(plan: TorchPlan) -> None:
 
 
 class TorchRunner:
-    """One instance: a :class:`serving.op.Runner` on one device (and, on a GPU, one stream).
-
-    Not thread-safe by design (its stream and pinned buffers are its own);
-    the engine runs at most one batch at a time on an instance."""
+    """One instance: a :class:`serving.op.Runner` on one device (on a GPU, one stream). Not
+    thread-safe by design (its stream and buffers are its own): one batch at a time."""
 
     def __init__(self, graph: OnnxGraph, plan: TorchPlan):
         self._graph = graph
