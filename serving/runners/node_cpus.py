@@ -2,11 +2,13 @@
 replicas of a Ray cluster's node, each running one op in its own process
 (otherwise each pins its OpenVINO instances to the same first cores).
 
-The claims of every living process are kept in one small JSON file per user
-(``cpu-claims.json`` in :mod:`serving.runners.private_dir`) under an exclusive
-lock. The file is a hint, never trusted: whatever it holds that is not a small
-map of pids to CPU lists counts as no claims, and where it cannot be used
-safely the process allocates as if it were alone (slower, never wrong).
+The claims of every living process are kept in one small JSON file per user,
+``cpu-claims.json``, under an exclusive lock, in a directory no other user can
+write to: ``$XDG_RUNTIME_DIR/batchline``, else ``$TMPDIR/batchline-<uid>``
+(where anyone may create that name first: such a directory is refused, never
+used or changed). The file is a hint, never trusted: whatever it holds that is
+not a small map of pids to CPU lists counts as no claims, and where it cannot be
+used safely the process allocates as if it were alone (slower, never wrong).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import logging
 import os
 import stat
+import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,9 +27,46 @@ from typing import Any
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
 from serving.runners.pids import pid_alive
-from serving.runners.private_dir import default_private_dir, open_private_dir
 
 log = logging.getLogger(__name__)
+
+
+class UnsafeDir(OSError):
+    """The directory is not this user's alone (another owner, a link, group or other access)."""
+
+
+def default_private_dir() -> str:
+    """Where this user's private batchline directory is (it may not exist yet)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        return os.path.join(runtime, "batchline")
+    return os.path.join(tempfile.gettempdir(), f"batchline-{os.geteuid()}")
+
+
+def open_private_dir(path: str) -> int:
+    """A file descriptor of directory ``path``, created with mode 0700 if missing.
+
+    Files are then opened relative to it (``dir_fd``), so what was checked is what
+    is used. Raises :class:`UnsafeDir` for a directory that is not this user's
+    alone, OSError where it cannot be made or opened (a link is not followed)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise UnsafeDir(f"{path} belongs to uid {st.st_uid}, not to this user ({os.geteuid()})")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            raise UnsafeDir(
+                f"{path} has mode {stat.S_IMODE(st.st_mode):04o}: other users may write to it (0700 needed)"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
 
 # far above what a machine's claims take (a few bytes per pinned instance): more is not ours
 MAX_CLAIMS_BYTES = 1 << 20

@@ -53,9 +53,6 @@ def check_feed(input_names: Sequence[str], feed: Mapping[str, np.ndarray]) -> No
         raise ValueError(f"bad feed: {'; '.join(parts)} (model inputs: {list(input_names)})")
 
 
-# ---------------------------------------------------------------------------
-# conf -> plan -> paddle.inference.Config
-# ---------------------------------------------------------------------------
 def _device_id(conf: LocalServiceConf, device_id: int | None) -> int:
     if device_id is not None:
         return int(device_id)
@@ -103,16 +100,8 @@ def _gpu_steps(conf: LocalServiceConf, device_id: int | None) -> list[PlanStep]:
     )
     if trt and trt.dynamic_shape:
         shapes = trt.dynamic_shape
-        steps.append(
-            (
-                "set_trt_dynamic_shape_info",
-                (
-                    {n: list(s.min) for n, s in shapes.items()},
-                    {n: list(s.max) for n, s in shapes.items()},
-                    {n: list(s.opt) for n, s in shapes.items()},
-                ),
-            )
-        )
+        bounds = tuple({n: list(getattr(s, b)) for n, s in shapes.items()} for b in ("min", "max", "opt"))
+        steps.append(("set_trt_dynamic_shape_info", bounds))
     return steps
 
 
@@ -148,9 +137,6 @@ def build_config(conf: LocalServiceConf, device_id: int | None = None) -> Any:
     return config
 
 
-# ---------------------------------------------------------------------------
-# predictor
-# ---------------------------------------------------------------------------
 def _identical(arrays: Sequence[np.ndarray], others: Sequence[np.ndarray]) -> bool:
     """Same shapes and bytes; the first few thousand values are compared first,
     so the usual answer ("different") costs microseconds, not a full pass."""
