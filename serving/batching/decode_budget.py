@@ -1,12 +1,9 @@
-"""The decode budget: bytes of decoded pixels in flight in the whole server.
-
-A request reserves what its images will cost (read from their headers, before
-any pixel is decoded) until its HTTP handler is done, so N concurrent large
-requests cost at most the budget, never N times a maximal request. One that
-does not fit waits at most ``max_wait_s`` and ``wait_share`` of its time limit,
-then gets 503; one larger than the whole budget gets 413. Per image it reserves
-the decoded array, the op's 8-bit BGR copy (none if it decodes to that already)
-and, while decoding, OpenCV's transient copy.
+"""The decode budget: bytes of decoded pixels in flight in the whole server, so
+N concurrent large requests cost at most the budget, never N maximal requests.
+A request reserves, from its image headers before decoding, each image's array,
+the op's 8-bit BGR copy and OpenCV's transient copy; one that does not fit waits
+briefly (``max_wait_s``, ``wait_share`` of its time limit), then gets 503; one
+larger than the whole budget gets 413.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from types import TracebackType
 
 from serving.errors import Overloaded, PayloadTooLarge
 
@@ -66,9 +62,7 @@ class Reservation:
     def __enter__(self) -> Reservation:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 

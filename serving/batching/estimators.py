@@ -1,13 +1,9 @@
-"""Online estimates the adaptive batcher decides with.
-
-* :class:`CostModel` fits ``run_time = fixed + per_item * items + per_unit *
-  padded units`` (no extents: the line over items) by least squares over the
-  recent batch runs plus the warm-up runs that seeded it, kept for good (the
-  only runs sure to vary the item count at one item size). ``fixed`` is what
-  batching saves per batch, ``per_unit`` what padding costs; why three terms:
-  docs/DESIGN_NOTES.md, "Adaptive dispatch".
-* :class:`ArrivalEstimator` tracks the gap between arrivals (one request's
-  items put together) as an exponentially weighted mean.
+"""Online estimates the adaptive batcher decides with: :class:`CostModel` fits
+``run_time = fixed + per_item * items + per_unit * padded units`` by least
+squares over recent batch runs plus the warm-up seeds, kept for good (``fixed``:
+what batching saves; ``per_unit``: what padding costs; why three terms:
+docs/DESIGN_NOTES.md, "Adaptive dispatch"). :class:`ArrivalEstimator` tracks the
+gap between arrivals as an exponentially weighted mean.
 """
 
 from __future__ import annotations

@@ -522,13 +522,7 @@ class PipelineRepository:
                 "default": route.default,
                 "weights": {str(v): w for v, w in sorted(route.weights.items())},
                 "key_header": route.key_header,
-                "shadow": None
-                if route.shadow is None
-                else {
-                    "version": route.shadow.version,
-                    "sample": route.shadow.sample,
-                    "max_in_flight": route.shadow.max_in_flight,
-                },
+                "shadow": None if route.shadow is None else route.shadow.model_dump(),
             }
             for name, route in sorted(gen.config.routes.items())
         }

@@ -1,13 +1,10 @@
 """Which version of a pipeline name answers a request, and whether a shadow
-version gets a copy of it. Pure logic: no I/O, no clock. Thread-safe.
-
-With a key (the sticky-key header, else the logid) both answers are functions
-of the key alone: blake2b hashes in two domains, so the shadow sample is
-independent of the A/B split. Without one, :meth:`Router.pick` is smooth
-weighted round robin (nginx's: every ``sum(weights)`` picks hold each version
-exactly ``weight`` times, spread out) and :meth:`Router.shadow` an exact
-accumulator (after ``N`` calls, ``floor(N * sample)`` said yes). Weight-0
-versions are never picked (kept loaded, e.g. as the shadow).
+version gets a copy. Pure logic, thread-safe. With a key (the sticky-key
+header, else the logid) both answers are blake2b hashes of it, in two domains
+(the shadow sample is independent of the A/B split); without one,
+:meth:`Router.pick` is nginx's smooth weighted round robin and
+:meth:`Router.shadow` an exact accumulator (after ``N`` calls, ``floor(N *
+sample)`` said yes). Weight-0 versions are never picked.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""A batch's size in padded input units (pixels, tokens), which ``max_batch_units`` bounds.
-
-A batch counts as if it ran as *one* predictor call padded to its largest
-extent (:meth:`serving.op.Op.pad_extent`) in every dimension: ``items x
-prod(largest extent per dimension)``. Every shape group ``collate`` splits it
-into, and all of them together, stay within that figure, so it bounds any one
-call (what runs out of GPU memory) and the sum, at the price of overestimating
-a batch of mixed shapes that collate would split.
+"""A batch's size in padded input units (pixels, tokens), which ``max_batch_units``
+bounds: ``items x prod(largest extent per dimension)`` (:meth:`serving.op.Op.pad_extent`),
+as if it ran as one call padded to its largest item. Every shape group ``collate``
+makes, and all together, stay within it, at the price of overestimating a batch of
+mixed shapes that collate splits.
 """
 
 from __future__ import annotations

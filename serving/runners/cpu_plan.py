@@ -1,12 +1,9 @@
-"""CPU planning: which cores each predictor process may run on.
-
-Every OpenVINO process binds its threads to the same first cores of its
-affinity mask, so two of them on a 2-core machine shared one core
-(docs/DESIGN_NOTES.md, "OpenVINO pinning"). Predictor processes of engines that
-pin cores (the engine table's ``pins_cores``) therefore get sets of
-``thread_num`` CPUs, least used first; everything else stays unpinned
-(``None``): the OS balances it better than a fixed plan. One
-:class:`CpuAllocator` serves the whole server, every pipeline and reload.
+"""CPU planning: which cores each predictor process may run on. OpenVINO
+processes all bind their threads to the first cores of their affinity mask (two
+on a 2-core machine shared one core: docs/DESIGN_NOTES.md, "OpenVINO pinning"),
+so processes of engines that pin cores get sets of ``thread_num`` CPUs, least
+used first; everything else stays unpinned (``None``): the OS balances it
+better. One :class:`CpuAllocator` serves the whole server, across reloads.
 """
 
 from __future__ import annotations

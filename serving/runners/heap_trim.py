@@ -1,12 +1,8 @@
-"""Freed heap handed back to the system, so memory comes back after a burst.
-
-glibc's malloc keeps what the process frees in its arenas, so after a burst
-(an attack or a legitimate peak) resident memory stays near the peak and a
-container's limit keeps counting it. :class:`HeapTrim` looks every
-``interval_s`` and calls ``malloc_trim(0)`` when a burst's memory is free
-(:meth:`HeapTrim.trim_if_worth`). Without glibc (musl, macOS) it does nothing.
-What it cannot give back, and the measurements: docs/DESIGN_NOTES.md (issue 38)
-and docs/RELIABILITY.md, "Memory after an attack".
+"""Freed heap handed back to the system, so memory comes back after a burst:
+glibc keeps what the process frees in its arenas, and resident memory would stay
+near the peak. :class:`HeapTrim` calls ``malloc_trim(0)`` when a burst's memory
+is free (:meth:`HeapTrim.trim_if_worth`); without glibc it does nothing. What it
+cannot give back, and the measurements: docs/DESIGN_NOTES.md (issue 38).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The ONNX file ``engine: torch`` runs for a model directory.
-
-An ``inference.onnx`` is read as it is. A Paddle model (``inference.pdmodel`` +
-``inference.pdiparams``) is converted once with paddle2onnx into a cache folder
-(``$BATCHLINE_ONNX_CACHE``, else ``$XDG_CACHE_HOME/batchline/onnx``), named
-after the model files' content and the converter's version, written through a
-temporary file and a rename (processes converting at once each leave a whole
-file). A machine without Paddle runs on a cache filled elsewhere by this
-module's command (docs/DEPLOY.md, "GPU")::
+"""The ONNX file ``engine: torch`` runs for a model directory: its
+``inference.onnx``, or its Paddle model converted once by paddle2onnx into a
+cache folder (``$BATCHLINE_ONNX_CACHE``, else ``$XDG_CACHE_HOME/batchline/onnx``),
+named after the files' content and the converter's version, written atomically.
+A machine without Paddle runs on a cache filled elsewhere (docs/DEPLOY.md, "GPU")::
 
     BATCHLINE_ONNX_CACHE=DIR python -m serving.runners.onnx_export configs/ocr_gpu.yml
 """

@@ -1,12 +1,10 @@
 """An ONNX model as a ``torch.nn.Module``: how ``engine: torch`` runs a model.
 
-Constants (and every node computable from them alone) are folded once on the
-CPU; floating-point ones become buffers, so ``module.to(device)`` moves the
-weights, while integer ones (shapes, axes) stay on the CPU, where reading them
-never synchronises a device. Every other node is one step of
-:data:`serving.runners.onnx_ops.OPS`, run in graph order, each intermediate
-dropped after its last use. Why not onnx2torch: docs/DESIGN_NOTES.md,
-"engine: torch".
+Constants, and nodes computable from them alone, are folded once on the CPU;
+float ones become buffers (``.to(device)`` moves the weights), integer ones
+(shapes, axes) stay on the CPU, where reading them never synchronises a device.
+Every other node is one step of :data:`serving.runners.onnx_ops.OPS`, each
+intermediate dropped after its last use. Why not onnx2torch: DESIGN_NOTES.
 """
 
 from __future__ import annotations

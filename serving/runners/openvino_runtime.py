@@ -1,12 +1,9 @@
-"""OpenVINO Runtime as an engine (``engine: openvino``).
-
-Its ``InferRequest.infer`` releases the GIL, so instances overlap in the
-server's own process: ``instance_num`` instances are infer requests on ONE
-compiled model with ``instance_num`` streams of ``thread_num`` threads (one
-copy of the weights). The model is read as it is (``inference.pdmodel``,
-``inference.onnx`` or IR ``inference.xml``; not Paddle 3's PIR ``.json``).
-``bf16`` runs only where the CPU has AVX512-BF16/AMX, else f32 with a warning.
-Why each choice: docs/DESIGN_NOTES.md, "OpenVINO Runtime as an engine".
+"""OpenVINO Runtime as an engine (``engine: openvino``). ``infer`` releases the
+GIL, so ``instance_num`` instances are infer requests on ONE compiled model with
+that many streams, in the server's own process (one copy of the weights). The
+model is read as it is (``inference.pdmodel``, ``.onnx`` or IR ``.xml``; not
+Paddle 3's PIR ``.json``). Why each choice: docs/DESIGN_NOTES.md, "OpenVINO
+Runtime as an engine".
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""A predictor in its own process (``instance_mode: process``), on any engine.
+"""A predictor in its own process (``instance_mode: process``), on any engine:
+the server's thread waits on a pipe (GIL released) while the child computes,
+and a native crash kills one child, not the server. Feeds and outputs travel
+through shared memory; only a small JSON header crosses the pipe.
 
-Why: Paddle 3.3's CPU ``run()`` holds the GIL; in a child the server's thread
-waits on a pipe (GIL released), so models and Python work overlap, and a native
-crash kills one child, not the server. Feeds and outputs travel through shared
-memory; only a small JSON header crosses the pipe, and nothing is pickled after
-start-up.
-
-A dead child fails the current run. Unsupervised, the next run starts a fresh
-one; supervised (:mod:`serving.runners.process_supervisor`) a watcher restarts
-it in the background and a run that reaches it meanwhile waits until its
-batch's deadline, then fails with 503 (:class:`~serving.errors.InstanceRestarting`).
-:meth:`ProcessPredictor.recycle` swaps in a warm replacement between batches
-(``max_rss_mb``). See docs/DESIGN_NOTES.md, "Supervised predictor processes".
+A dead child fails the current run; unsupervised, the next run starts a fresh
+one. Supervised (:mod:`serving.runners.process_supervisor`), a watcher restarts
+it and a run that reaches it meanwhile waits until its batch's deadline, then
+fails with 503. See docs/DESIGN_NOTES.md, "Supervised predictor processes".
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""Supervised predictor processes: a dead one is noticed at once and restarted
-in the background, warmed before it takes work.
-
-One watcher thread per :class:`~serving.runners.process.ProcessPredictor`
-waits on its child's sentinel, so a crash (the OOM killer, a segfault) is seen
-when it happens, not when the next batch is sent. While restarting the
-instance is not ``ready`` (the stage routes around it); after ``len(delays)``
-failed starts in a row it is ``failed`` for good, which liveness reports. The
-watcher is also the memory guard: a child over ``max_rss_bytes`` is recycled
-(a warm replacement first, swapped between batches). Design:
-docs/DESIGN_NOTES.md, "Supervised predictor processes".
+"""Supervised predictor processes: one watcher thread per
+:class:`~serving.runners.process.ProcessPredictor` waits on its child's
+sentinel, so a crash is seen when it happens, and restarts it in the
+background, warmed, with back-off. After ``len(delays)`` failed starts the
+instance is ``failed`` for good (liveness reports it). The watcher is also the
+memory guard: a child over ``max_rss_bytes`` is recycled between batches.
+Design: docs/DESIGN_NOTES.md, "Supervised predictor processes".
 """
 
 from __future__ import annotations

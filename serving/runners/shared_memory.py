@@ -1,14 +1,12 @@
 """Shared-memory segments that carry feeds and outputs between the server and a
-predictor process: a segment the creator grows on demand, and arrays written
-into it / viewed out of it with a small JSON-able header.
+predictor process, grown on demand, with arrays written into them and viewed out
+of them by a small JSON-able header.
 
-Segments are named ``bl<pid>_<token>_<use><random>`` (the server's pid, a token
-per predictor process), so a server can remove those of a child that died
-(:func:`unlink_prefixed`) and, at start-up, those of servers that are gone
-(:func:`sweep_stale`): after a SIGKILL of the whole group nobody else would.
-Anyone may create files in /dev/shm: the sweeps remove only plain files of this
-user with names they parse, and never raise; the random last part keeps others
-from taking the next name first.
+Names are ``bl<pid>_<token>_<use><random>``, so a server can remove those of a
+child that died (:func:`unlink_prefixed`) and, at start-up, those of servers
+that are gone (:func:`sweep_stale`). Anyone may create files in /dev/shm: the
+sweeps remove only this user's plain files with names they parse, never raise,
+and the random part keeps others from taking the next name first.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""PyTorch as an engine (``engine: torch``).
-
-The op's model is read as ONNX (:mod:`serving.runners.onnx_export`) and run as
-an :class:`~serving.runners.onnx_graph.OnnxGraph`, one module (one copy of the
-weights) per device, shared by the instances placed there: torch modules keep
-no state between calls. On CPU ``thread_num`` is torch's per-process thread
-count (ops in one process share the last one loaded). On a GPU each instance
-has its own CUDA stream and pinned host buffers; ``fp16``/``bf16`` run under
-autocast, ``fp32`` is strict (no TF32), so a GPU reads what the CPU reads.
+"""PyTorch as an engine (``engine: torch``): the op's ONNX model
+(:mod:`serving.runners.onnx_export`) run as an
+:class:`~serving.runners.onnx_graph.OnnxGraph`, one module per device shared by
+the instances placed there (torch modules keep no state between calls). On a
+GPU each instance has its own CUDA stream and pinned host buffers; ``fp16`` and
+``bf16`` run under autocast, ``fp32`` is strict (no TF32): a GPU reads what the
+CPU reads.
 """
 
 from __future__ import annotations
