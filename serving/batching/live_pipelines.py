@@ -1,11 +1,8 @@
-"""Several pipelines in one server: the running set of a repository config,
-how a request finds its pipeline (versions, A/B weights, shadow copies), and
-reload without a restart.
-
-A *generation* is one immutable routing table, read once per request. A reload
-builds and warms every new or changed pipeline while the old generation serves,
-swaps the generation in one assignment and drains the old pipelines in the
-background; a reload that fails stops what it built and changes nothing.
+"""Several pipelines in one server: how a request finds its pipeline (versions,
+A/B weights, shadow copies), and reload without a restart. A *generation* is one
+immutable routing table, read once per request; a reload builds and warms what is
+new or changed while the old one serves, swaps it in one assignment and drains
+the old pipelines; a reload that fails changes nothing.
 """
 
 from __future__ import annotations
@@ -213,8 +210,7 @@ class PipelineRepository:
         """Stop routing, drain every pipeline (in parallel), stop shared stages."""
         with self._reload_lock:
             pipelines = list(self._gen.pipelines.items())
-            # here, not in the drain threads (late on a loaded machine): once ``ready`` says draining,
-            # no pipeline may admit a request, or one admitted then waits behind the held ones
+            # here, not in the drain threads (late on a loaded machine): once draining, none may admit
             for _, pipeline in pipelines:
                 pipeline.stop_admitting()
             self._closed = True
@@ -357,8 +353,7 @@ class PipelineRepository:
             log.error("reload refused, nothing changed: %s", moved)
             raise InvalidConfig(f"reload refused, nothing changed: {moved}")
         wanted = {(p.name, p.effective_version): pipeline_fingerprint(p) for p in config.pipelines}
-        # kept: the same config, and the same role (a version that becomes or stops being a shadow
-        # is rebuilt, so that its instances move into or out of the idle CPU class)
+        # kept: the same config and role (a new or former shadow moves into or out of the idle CPU class)
         shadows = _shadow_keys(config)
         keep = {
             key: p

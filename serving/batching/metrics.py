@@ -1,10 +1,8 @@
 """Prometheus metrics of one server, in its own registry (no global state).
 
-Two families are read from the live state when ``/metrics`` is scraped rather
-than kept up to date: where each predictor instance runs (a reload replaces a
-pipeline by one with the same labels while the old one drains, and the old
-one's removal must not erase the new one's series), and each GPU's utilisation
-and memory from NVML (no polling thread; never older than the scrape)."""
+Instance devices and GPU readings are collected at scrape time rather than kept
+up to date: a reload's draining pipeline must not erase its successor's series
+(same labels), and a GPU reading is then never older than the scrape."""
 
 from __future__ import annotations
 
@@ -21,9 +19,7 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 128)
 # share of a limit a dispatch used; units fill above 1.0 (+Inf only) is an item over the budget, alone
 FILL_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
-# A pipeline is named by its name and version; an op by its pipeline and op
-# name, and a stage shared by several pipelines by pipeline="shared", version=""
-# and its share name.
+# a stage shared by several pipelines is labelled pipeline="shared", version="", op=its share name
 PIPELINE_LABELS = ("pipeline", "version")
 OP_LABELS = ("pipeline", "version", "op")
 SHARED = "shared"
@@ -147,10 +143,8 @@ class Metrics:
 
 
 class OpMetrics:
-    """One op's labelled series, looked up once: a stage records several per
-    batch, and ``labels()`` costs as much as the observation itself.
-    ``units_fill`` exists only for an op with a budget (``units_budget``), so
-    other ops export no empty series of it."""
+    """One op's labelled series, looked up once (``labels()`` costs as much as an
+    observation); ``units_fill`` only for an op with a budget, so others export none."""
 
     def __init__(self, metrics: Metrics, labels: tuple[str, str, str], *, units_budget: bool = False):
         self.batch_size = metrics.batch_size.labels(*labels)

@@ -39,13 +39,10 @@ def time_limit_s(config: ServingConfig, timeout_ms: int | None = None) -> float:
 
 
 class Pipeline:
-    """One pipeline (a name and version) with its op stages.
-
-    ``shared``: op name -> a stage run by someone else (a shared stage the
-    repository starts and stops, or a Ray deployment's). ``ids`` numbers
-    requests; pipelines feeding one shared stage share it, so ids stay unique.
-    ``idle_cpu`` runs this pipeline's own instances only on CPU time the others
-    leave unused (a shadow version)."""
+    """One pipeline (a name and version) with its op stages. ``shared``: op name -> a
+    stage run by someone else (the repository's shared stages, Ray deployments).
+    ``ids`` is shared by pipelines feeding one shared stage, so request ids stay unique;
+    ``idle_cpu`` runs our own instances only on CPU time left unused (a shadow version)."""
 
     def __init__(
         self,

@@ -25,13 +25,9 @@ _MAX_SAMPLE_DENOMINATOR = 1_000_000
 
 
 class Router:
-    """Weighted version choice and shadow sampling for one pipeline name.
-
-    ``weights``: version -> weight (ints >= 0, sum > 0). ``shadow_sample``:
-    the share of requests copied to the shadow version (0 <= sample <= 1; 0,
-    the default, never shadows). ``salt`` changes which keys go where (e.g.
-    the route's name, so two routes do not split keys identically).
-    """
+    """Weighted version choice and shadow sampling for one pipeline name. ``weights``:
+    version -> weight (ints >= 0, sum > 0); ``shadow_sample``: the share copied to the
+    shadow (0: never); ``salt`` (the route's name) keeps two routes from splitting keys alike."""
 
     def __init__(self, weights: Mapping[int, int], shadow_sample: float = 0.0, salt: str = ""):
         self._weights = _validated_weights(weights)

@@ -1,10 +1,7 @@
-"""One op at run time: its input channel, intake workers (expand +
-preprocess), batcher, predictor instances (one thread each, one batch at a
-time) and postprocess workers.
-
-An op's output for a request goes to ``deliver``, by default the pipeline that
-admitted the request (``request.owner.on_output``): so one stage can serve
-several pipelines (a shared op).
+"""One op at run time: its input channel, intake workers (expand + preprocess),
+batcher, predictor instances (one thread each, one batch at a time) and
+postprocess workers. Outputs go to the pipeline that admitted each request
+(``request.owner``), so one stage can serve several pipelines (a shared op).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``local_service_conf`` -> predictor instances (the configured runners).
-
-``instance_mode: thread`` loads the instances in this process, sharing the
-weights where the runtime can (:mod:`serving.runners.runner_modules`);
-``instance_mode: process`` starts one child process per instance, pinned to
-the CPU sets of the plan (:mod:`serving.runners.cpu_plan`), loading their
-models in parallel.
+"""``local_service_conf`` -> predictor instances: in this process sharing the
+weights (:mod:`serving.runners.runner_modules`), or one child process each
+(``instance_mode: process``) on the CPU sets of the plan, loading in parallel.
 """
 
 from __future__ import annotations

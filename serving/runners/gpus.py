@@ -1,10 +1,7 @@
 """The GPUs of this machine as NVML sees them: utilisation and memory per GPU.
-
-NVML (``pynvml``: ``pip install "batchline[gpu]"``) is optional: :func:`open_gpus`
-returns None, after one INFO line, without it, without a driver or without a
-GPU, and the server exports no GPU metrics. :meth:`Gpus.read` runs at scrape
-time and never raises: a failing call skips that GPU for that read (logged once
-per GPU and call), so a sick GPU cannot fail ``/metrics``.
+NVML is optional (:func:`open_gpus` returns None without it, a driver or a GPU),
+and :meth:`Gpus.read`, called at scrape time, never raises: a failing call
+skips that GPU for that read, so a sick GPU cannot fail ``/metrics``.
 """
 
 from __future__ import annotations

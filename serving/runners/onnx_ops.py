@@ -1,11 +1,8 @@
 """ONNX operators as PyTorch calls: what :mod:`serving.runners.onnx_graph` runs.
-
-Each entry of :data:`OPS` takes a node's attributes and the model's opset and
-returns the function computing the node from its inputs (``None`` for an absent
-optional one). An operator or attribute value it cannot honour is refused when
-the graph is built (:class:`UnsupportedNode`), never computed wrongly. Only the
-operators of the models batchline ships (and obvious neighbours) are here.
-Shape-like inputs are small CPU int64 tensors, read with ``tolist()``.
+Each entry of :data:`OPS` takes a node's attributes and the opset and returns
+the function computing the node (``None`` for an absent optional input). What it
+cannot honour is refused when the graph is built (:class:`UnsupportedNode`),
+never computed wrongly; only the shipped models' operators (and neighbours) are here.
 """
 
 from __future__ import annotations

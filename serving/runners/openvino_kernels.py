@@ -1,11 +1,8 @@
-"""Which convolution kernels OpenVINO's CPU plugin runs (``conv_kernels``).
-
-``jit`` restores the direct JIT kernels the plugin preferred on AVX2 before
-2024.2 (faster for PP-OCRv4 rec). OpenVINO has no property for it and its
-Python API cannot create the per-layer ``primitives_priority`` attribute, so
-the model is saved as IR once at load, the attribute added to every convolution
-layer in the XML, and the IR read back from memory (docs/DESIGN_NOTES.md,
-"OpenVINO Runtime as an engine").
+"""Which convolution kernels OpenVINO's CPU plugin runs (``conv_kernels``):
+``jit`` restores the direct JIT kernels (faster for PP-OCRv4 rec than the brgemm
+ones preferred since 2024.2). With no property for it, and a per-layer attribute
+Python cannot create, the model goes through IR once at load: saved, every
+convolution layer marked in the XML, read back from memory (DESIGN_NOTES).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Paddle Inference predictors (``engine: paddle``): ``local_service_conf`` ->
-``paddle.inference.Config``, load, clone instances that share weights, run feeds.
-
-The translation is plain data first (:func:`config_plan`, testable without
-Paddle or a GPU), applied by :func:`build_config`. The Paddle 3.3 facts it
-relies on (oneDNN on by default, ``enable_memory_optim`` breaking PIR
-``.json`` programs, ``run()`` holding the GIL, a clone sharing the weights)
-are in docs/DESIGN_NOTES.md.
+a ``paddle.inference.Config`` as plain data first (:func:`config_plan`, testable
+without Paddle or a GPU), then applied (:func:`build_config`); load, clone
+instances that share weights, run feeds. The Paddle 3.3 facts this relies on
+(oneDNN on by default, ``enable_memory_optim`` and PIR, the GIL): DESIGN_NOTES.
 """
 
 from __future__ import annotations
