@@ -1,9 +1,8 @@
-"""Admission control: refuse fast (503 + Retry-After) rather than accept a
-request the server cannot be expected to finish before its deadline: at most
-``max_queue_size`` in flight, and once ``min_in_flight`` are (a queue), an
-expected wait (``in_flight / completion rate`` over ``window_s``; once
-``min_samples`` completions were seen) of at most half the request's time
-limit. Why: docs/DESIGN_NOTES.md, "Admission by expected wait".
+"""Admission control: refuse fast (503 + Retry-After) a request the server cannot
+be expected to finish before its deadline: beyond ``max_queue_size`` in flight, or
+once ``min_in_flight`` are, when the expected wait (``in_flight / completion
+rate`` over ``window_s``) exceeds half its time limit (DESIGN_NOTES, "Admission
+by expected wait").
 """
 
 from __future__ import annotations

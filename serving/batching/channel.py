@@ -33,8 +33,7 @@ class Channel:
         self._closed = threading.Event()
 
     def put(self, request: RequestState, inputs: dict[str, Any], poll_s: float = 0.1) -> None:
-        """Block until there is room (backpressure); give up if the request
-        finished meanwhile (failed or timed out)."""
+        """Block until there is room (backpressure), unless the request finishes meanwhile."""
         while not request.done:
             if self._closed.is_set():
                 raise ChannelClosed(self.name)
@@ -75,8 +74,7 @@ class Inbox(Protocol):
 
 
 class Join:
-    """Collects one output per input op for each request, then forwards the
-    complete ``{input_op: output}`` mapping to the op's channel."""
+    """Collects one output per input op for each request, then forwards ``{input_op: output}``."""
 
     def __init__(self, channel: Inbox, input_ops: Sequence[str]):
         self.channel = channel

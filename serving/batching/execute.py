@@ -1,8 +1,6 @@
-"""One batch through an op's hooks: collate -> run -> uncollate, with the
-checks that keep a faulty op from mixing up results, and the item-by-item
-retry that keeps one bad item from failing its batch-mates. Predictor calls
-are split into the op's ``run_batch_sizes`` (13 with ``[1, 2, 4, 8]``: 8 + 4 + 1).
-"""
+"""One batch through an op's hooks (collate -> run -> uncollate), checked so a
+faulty op cannot mix up results, and retried item by item so one bad item cannot
+fail its batch-mates. Calls are split into ``run_batch_sizes`` (13: 8 + 4 + 1)."""
 
 from __future__ import annotations
 
@@ -86,9 +84,8 @@ def run_batch(
     owners: Sequence[Hashable] | None = None,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[Any], CallStats]:
-    """Per-item raw outputs of one batch and what its predictor calls held;
-    raises on failure. ``owners[i]`` identifies item i's request and
-    ``groups[i]`` its pipeline (for the requests- and pipelines-per-call counts)."""
+    """Per-item raw outputs of one batch and what its calls held (``owners[i]``: item i's
+    request, ``groups[i]``: its pipeline, counted per call); raises on failure."""
     outputs: list[Any] = [None] * len(items)
     stats = CallStats()
     for sub in predictor_calls(op, items, run_sizes):

@@ -1,8 +1,7 @@
-"""Shadow traffic: a copy of a sampled share of a route's requests goes to
-another version, whose answers are compared with the primary's and never
-returned. Copies are background requests (queued behind all foreground items,
-evicted first), on instances in the idle CPU class; beyond ``max_in_flight``,
-refused or starved of CPU past their deadline they are dropped and counted.
+"""Shadow traffic: a sampled share of a route's requests is copied to another
+version, whose answers are compared with the primary's and never returned.
+Copies are background requests on idle-CPU instances; beyond ``max_in_flight``,
+refused, or starved of CPU past their deadline, they are dropped and counted.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Op stages shared by several pipelines (``share:`` in the config): one
-batcher and one set of instances, requests of every pipeline batched together.
-A stage is keyed by share name and fingerprint, so a reload that changes a
-shared op builds a new stage while the old one serves the old pipelines until
-the last of them has drained.
+"""Op stages shared by several pipelines (``share:`` in the config): one batcher
+and one set of instances. Keyed by share name and fingerprint, so a reload that
+changes a shared op builds a new stage while the old one drains with the old pipelines.
 """
 
 from __future__ import annotations

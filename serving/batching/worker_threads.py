@@ -1,8 +1,6 @@
-"""Worker threads that are replaced, with a log line, if they die.
-
-A worker calls its ``step`` in a loop until it returns False (its input closed).
+"""Worker threads that call their ``step`` until it returns False (input closed).
 An exception escaping ``step`` is a bug in the engine or an op (per-request
-failures are handled inside): logged, and the role goes to a fresh thread.
+failures are handled inside): it is logged and the role goes to a fresh thread.
 """
 
 from __future__ import annotations

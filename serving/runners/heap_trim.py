@@ -81,12 +81,10 @@ class HeapTrim:
         return int(self._libc.mallinfo2().fordblks)
 
     def trim_if_worth(self) -> bool:
-        """Trim when, since the last trim, the arenas' free bytes rose more than
-        ``threshold_bytes`` over the lowest seen (a burst done: what it held is free now,
-        though RSS did not move, as memory freed into an arena stays resident), or the
-        process grew by more than that while the arenas hold that much free (a burst
-        that came and went between two looks); whether it trimmed. A steady load reuses
-        what it frees between two looks, and is not trimmed again and again."""
+        """Trim when, since the last trim, the arenas' free bytes rose ``threshold_bytes`` over
+        the lowest seen (a burst is done: freed memory stays resident, so RSS does not move),
+        or RSS grew that much while that much is free (a burst between two looks). A steady
+        load reuses what it frees and is not trimmed again and again. Whether it trimmed."""
         rss, free = self._rss(), self.free_bytes()
         if rss is None or free is None:
             return False

@@ -74,9 +74,6 @@ def no_auto_pad(op: str, attrs: Attributes) -> None:
         raise UnsupportedNode(f"{op} with auto_pad {attrs['auto_pad']!r}")
 
 
-# ---- elementwise ------------------------------------------------------------------------------
-
-
 def binary(fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Attributes, int], Compute]:
     def build(attrs: Attributes, opset: int) -> Compute:
         def compute(a: Tensor, b: Tensor) -> Tensor:
@@ -116,9 +113,6 @@ def cast(attrs: Attributes, opset: int) -> Compute:
 
 def identity(attrs: Attributes, opset: int) -> Compute:
     return lambda x: x
-
-
-# ---- convolution and pooling ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -235,9 +229,6 @@ def resize(attrs: Attributes, opset: int) -> Compute:
     return compute
 
 
-# ---- shapes -----------------------------------------------------------------------------------
-
-
 def shape(attrs: Attributes, opset: int) -> Compute:
     start, end = attrs.get("start"), attrs.get("end")
     return lambda x: torch.tensor(list(x.shape)[slice(start, end)], dtype=torch.int64)
@@ -338,9 +329,6 @@ def gather(attrs: Attributes, opset: int) -> Compute:
         return picked.reshape(data.shape[:along] + index.shape + data.shape[along + 1 :])
 
     return compute
-
-
-# ---- reductions and the rest ------------------------------------------------------------------
 
 
 def reduce_mean(attrs: Attributes, opset: int) -> Compute:
