@@ -246,12 +246,8 @@ class PipelineRepository:
         route_key = key or _logid_key(logid)
         for _ in range(3):
             gen = self._gen
-            if version is not None:
-                chosen: int | None = version
-            elif name in gen.routers:
-                chosen = gen.routers[name].pick(route_key)
-            else:
-                chosen = None  # unknown name: gen.pipeline raises NotFound
+            router = gen.routers.get(name)  # None: an unknown name, which gen.pipeline refuses
+            chosen = version if version is not None or router is None else router.pick(route_key)
             pipeline = gen.pipeline(name, chosen)
             try:
                 handles = self._submit_all(pipeline, values, priority, timeout_ms, logid, protocol)
@@ -260,7 +256,7 @@ class PipelineRepository:
                     raise
                 continue  # routing switched while we chose: the new generation takes it
             shadow = gen.shadows.get(name) if version is None else None
-            if shadow is not None and gen.routers[name].shadow(route_key):
+            if shadow is not None and router is not None and router.shadow(route_key):
                 shadow.offer(pipeline, handles, values, timeout_ms=timeout_ms, logid=logid)
             return handles
         raise ShuttingDown("the pipeline set changed repeatedly while routing this request; retry")
