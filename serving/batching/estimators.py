@@ -49,7 +49,7 @@ class CostModel:
                 else:
                     self._samples.append(sample)
                     if len(self._samples) > self._window:
-                        self._sums.remove(self._samples.popleft())
+                        self._sums.add(self._samples.popleft(), -1.0)
                 self._stale = True
 
     def fitted(self) -> CostFit | None:
@@ -92,9 +92,6 @@ class _Sums:
         if self.sizes[n] <= 0:
             del self.sizes[n]
         self.padded += int(sign) * (u != n)
-
-    def remove(self, sample: Sample) -> None:
-        self.add(sample, -1.0)
 
     def fit(self) -> CostFit | None:
         if len(self.sizes) < 2:

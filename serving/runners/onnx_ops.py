@@ -76,10 +76,7 @@ def no_auto_pad(op: str, attrs: Attributes) -> None:
 
 def binary(fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Attributes, int], Compute]:
     def build(attrs: Attributes, opset: int) -> Compute:
-        def compute(a: Tensor, b: Tensor) -> Tensor:
-            return fn(*aligned(a, b))
-
-        return compute
+        return lambda a, b: fn(*aligned(a, b))
 
     return build
 
@@ -92,10 +89,7 @@ def divide(a: Tensor, b: Tensor) -> Tensor:
 
 
 def unary(fn: Callable[[Tensor], Tensor]) -> Callable[[Attributes, int], Compute]:
-    def build(attrs: Attributes, opset: int) -> Compute:
-        return fn
-
-    return build
+    return lambda attrs, opset: fn
 
 
 def hard_sigmoid(attrs: Attributes, opset: int) -> Compute:
@@ -109,10 +103,6 @@ def cast(attrs: Attributes, opset: int) -> Compute:
         raise UnsupportedNode(f"Cast to ONNX data type {to}")
     dtype = DTYPES[to]
     return lambda x: x.to(dtype)
-
-
-def identity(attrs: Attributes, opset: int) -> Compute:
-    return lambda x: x
 
 
 @dataclass(frozen=True)
@@ -386,7 +376,7 @@ OPS: Mapping[str, Callable[[Attributes, int], Compute]] = MappingProxyType(
         "Sqrt": unary(torch.sqrt),
         "HardSwish": unary(F.hardswish),
         "HardSigmoid": hard_sigmoid,
-        "Identity": identity,
+        "Identity": unary(lambda x: x),
         "Cast": cast,
         "Conv": conv,
         "ConvTranspose": conv_transpose,
