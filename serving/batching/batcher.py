@@ -7,7 +7,8 @@ priced by :mod:`serving.batching.estimators`, one extent at a time, ``spread``,
 priorities, the background lane) are docs/batching.md's. Under a
 ``max_batch_units`` budget an item that alone exceeds it still runs, alone
 (refusing or holding it would fail or starve it), and the budget never reorders
-items to pack a batch tighter.
+items to pack a batch tighter. Background items are never spread and do not feed
+the arrival estimate: foreground batches must not wait for them.
 
 All decisions go through :meth:`poll` with an explicit ``now``; tests drive it
 with a fake clock instead of sleeping.
