@@ -1,18 +1,16 @@
 """The op hook vocabulary: what an op implements, and nothing else.
 
 An op turns one request's inputs into *items* (``expand``), prepares each item
-on a worker thread (``preprocess``), lets the engine batch items across
-requests, packs a batch into predictor feeds (``collate`` -> ``SubBatch``),
-runs them (``run``), unpacks per-item outputs (``uncollate``), finishes each
-item (``postprocess``) and folds a request's item results back into one output
-(``merge``). When a shadow version of a pipeline answers the same request,
-a sink op's ``agree`` says whether its output matches the primary's.
-Per-item hooks may raise :class:`BadRequest` (or any exception):
-only that item's request fails.
+(``preprocess``), lets the engine batch items across requests, packs a batch
+into predictor feeds (``collate`` -> ``SubBatch``), runs them (``run``),
+unpacks per-item outputs (``uncollate``), finishes each item (``postprocess``)
+and folds a request's item results into one output (``merge``); a sink op's
+``agree`` compares a shadow version's answer with the primary's. A per-item
+hook that raises (:class:`BadRequest`, or anything) fails only its request.
 
-Ops import this module only: the errors they may raise and the path helper
-are re-exported here. The engine knows nothing about OCR or ERNIE; ops know
-nothing about HTTP, the engine or how their runners are built.
+Ops import this module only (the errors they may raise and the path helper are
+re-exported here): ops know nothing about HTTP, the engine or how their
+runners are built, and the engine nothing about OCR or ERNIE.
 """
 
 from __future__ import annotations
@@ -129,8 +127,7 @@ def _arrays_agree(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
 class Runner(Protocol):
     """One predictor instance: the engine runs at most one batch at a time on it.
 
-    Built by :mod:`serving.runners` from ``local_service_conf`` (Paddle
-    Inference or OpenVINO, in-process or in a child process) or from the op's
+    Built by :mod:`serving.runners` from ``local_service_conf`` or the op's
     :meth:`Op.model_factory`, or by an op's own :meth:`Op.create_runners`.
     ``input_names`` are the model's feed names."""
 
@@ -149,13 +146,9 @@ class NoParams(BaseModel):
 
 @dataclass
 class SubBatch:
-    """One predictor run: which items it holds and their padded feed.
-
-    ``indices`` are positions in the list handed to ``collate``.
-    ``real_units``/``padded_units`` measure padding waste (e.g. pixels or
-    tokens before and after padding); the engine reports
-    ``1 - real/padded`` as the padding ratio.
-    """
+    """One predictor run: which items it holds (``indices`` into the list handed to
+    ``collate``) and their padded feed. ``real_units``/``padded_units`` (e.g. pixels
+    or tokens before and after padding) measure padding waste."""
 
     indices: list[int]
     feed: Feed
@@ -240,12 +233,9 @@ class Op:
 
     # ---- per request --------------------------------------------------
     def expand(self, inputs: Mapping[str, Any]) -> Sequence[Any]:
-        """Request-level inputs -> item payloads.
-
-        ``inputs`` is ``{"input": value}`` for ops fed by the request, else
-        ``{upstream_op_name: upstream_output, ...}``. Return ``[]`` to skip
-        inference for this request (``merge`` is still called).
-        """
+        """Request-level inputs -> item payloads. ``inputs`` is ``{"input": value}`` for ops
+        fed by the request, else ``{upstream_op_name: upstream_output, ...}``. ``[]`` skips
+        inference for this request (``merge`` is still called)."""
         return [inputs["input"]] if "input" in inputs else [dict(inputs)]
 
     def merge(self, inputs: Mapping[str, Any], results: list[Any]) -> Any:
@@ -264,12 +254,10 @@ class Op:
     def agree(self, primary: Any, shadow: Any) -> bool:
         """Whether a shadow version's answer agrees with the primary's.
 
-        Called for a sink op with this op's output (``merge``'s) for one
-        request from the primary version and from the shadow version; the
-        share that agrees is exported per pipeline. Default: deep equality
-        (:func:`values_agree`: arrays, mappings, lists, floats within 1e-6).
-        Override to compare what matters to users (e.g. the same text,
-        the same label) rather than every score.
+        Called for a sink op with its output (``merge``'s) for one request from
+        each version; the share that agrees is exported per pipeline. Default:
+        :func:`values_agree`. Override to compare what matters to users (the same
+        text, the same label) rather than every score.
         """
         return values_agree(primary, shadow)
 
@@ -309,10 +297,7 @@ class Op:
         return runner.run(feed)
 
     def uncollate(self, sub: SubBatch, outputs: list[np.ndarray]) -> list[Any]:
-        """Per-item outputs of a sub-batch, in ``sub.indices`` order.
-
-        Default: slice every output along axis 0, one row per item.
-        """
+        """Per-item outputs of a sub-batch, in ``sub.indices`` order (default: one row of each output per item)."""
         n = len(sub.indices)
         short = [len(out) for out in outputs if len(out) < n]
         if short:

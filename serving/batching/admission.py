@@ -1,16 +1,8 @@
-"""Admission control: refuse fast (503 + Retry-After) rather than accept a
-request the server cannot be expected to finish before its deadline.
-
-Two rules, checked at submit:
-1. fewer than ``max_queue_size`` requests are in flight;
-2. once at least ``min_in_flight`` requests are in flight (a queue, not just
-   work in progress), the expected wait, ``in_flight / measured completion
-   rate``, is at most half of the request's own time limit. The rate is
-   measured over the last ``window_s`` seconds of completions; until enough
-   completions were seen, only rule 1 applies.
-Rule 2 keeps the latency of accepted requests within their deadline under
-overload, where rule 1 alone lets a long queue build (measured: p99 of
-accepted requests 21 s against a 5 s deadline at 3x capacity).
+"""Admission control: refuse fast (503 + Retry-After) a request the server cannot
+be expected to finish before its deadline: beyond ``max_queue_size`` in flight, or
+once ``min_in_flight`` are, when the expected wait (``in_flight / completion
+rate`` over ``window_s``) exceeds half its time limit (DESIGN_NOTES, "Admission
+by expected wait").
 """
 
 from __future__ import annotations

@@ -2,67 +2,13 @@
 an idle predictor instance the batch it should run next.
 
 Only idle instances ask for work (:meth:`Batcher.next_batch`), so "an instance
-is idle" is implicit in every decision. Given the queued items, a batch is
-formed when the first of these holds (see docs/batching.md, "When a batch leaves"):
-
-1. ``max_batch_size`` items are queued -> take ``max_batch_size``; or (with
-   ``max_batch_units``) the next batch is full by padded units -> take it;
-2. a ``preferred_batch_size`` can be formed -> take the largest one <= queued;
-3. the oldest item has waited ``max_queue_delay`` -> take what is queued;
-4. (``adaptive`` policy) waiting is not expected to pay off: the next arrival
-   is not expected before the fixed per-batch cost it would save, or the
-   arrival stream has stalled -> take what is queued now;
-5. the batcher is closing (drain) -> take what is queued.
-
-With the ``adaptive`` policy and item extents (``extent_of``: ops that pad),
-a batch also ends before the first item whose padding would cost more than
-batching saves: the cost model (:mod:`serving.batching.estimators`), which has
-a term per padded unit, prices the padding an item adds against the ``fixed``
-per-batch cost it spares. Such a cut batch leaves at once (reason ``adaptive
-(padding)``); it comes after rules 1 and 2 only where a preferred size can be
-formed, which is taken as it is.
-
-Where the op runs the items of one extent per predictor call and never pads
-across extents (``groups_by_extent``: rec's width buckets, ERNIE's length
-buckets), padding is never the question: an item of another extent is a call
-of its own whatever batch it is in. There a batch holds one extent, the
-oldest item's: items of other extents stay queued in their order, and of the
-next ``max_batch_size`` items of the oldest one's priority level, those of its
-extent join (reason ``adaptive (one extent)``, leaving at once). So the crops
-of one width share a call even when requests interleave widths, and a batch's
-items never wait for each other's calls. The oldest item always leaves, so no
-item waits for more batches than there are items before it.
-
-With ``spread`` on, when ``k`` instances are idle at once a due batch is cut
-to ``ceil(queued / k)`` items, so a lone burst (one OCR page's text lines) runs
-on all idle instances in parallel instead of as one batch on one of them. For
-instances that really run in parallel (child processes, GPUs) and models whose
-per-item cost hardly falls with batch size (CPU); it never delays a batch.
-
-Items are taken highest priority first, FIFO within a level; an item that has
-waited longer than ``priority_max_wait`` is taken before everything else
-(oldest first), so no level starves. Items whose deadline passed are handed
-to ``on_expired`` and never reach a predictor; items whose request already
-failed (``is_dead``) are dropped.
-
-With a budget (``max_batch_units``), a batch is the longest run of items in
-that order whose padded size (:mod:`serving.batching.units`: items x largest
-extent) stays within it; the first item that does not fit waits for the next
-batch. The batch is full (rule 1) when that item exists, or when no further
-item, however small, could join (any item pads to the batch's extent). An
-item that alone exceeds the budget still runs, alone: refusing it would fail
-a request the predictor may well serve, and holding it would starve it and
-everything behind it. The budget alone never reorders items to pack a batch
-tighter: a large item at the head is not overtaken by the small ones behind it.
-
-Background items (``put(..., background=True)``: a shadow version's copies)
-form a lane below every priority level, so they can never slow the foreground
-down: they are batched only when no foreground item is queued and never
-together with foreground items, are never promoted by ``priority_max_wait``,
-are not spread, and do not feed the arrival estimate (foreground batches must
-not wait for them). They still expire and are dropped when dead. A foreground
-put that finds the queue full evicts the newest background items to make room
-and hands them to ``on_evicted`` instead of blocking.
+is idle" is implicit in every decision. The rules (when a batch leaves, padding
+priced by :mod:`serving.batching.estimators`, one extent at a time, ``spread``,
+priorities, the background lane) are docs/batching.md's. Under a
+``max_batch_units`` budget an item that alone exceeds it still runs, alone
+(refusing or holding it would fail or starve it), and the budget never reorders
+items to pack a batch tighter. Background items are never spread and do not feed
+the arrival estimate: foreground batches must not wait for them.
 
 All decisions go through :meth:`poll` with an explicit ``now``; tests drive it
 with a fake clock instead of sleeping.
@@ -192,14 +138,10 @@ class Batcher:
         timeout: float | None = None,
         background: bool = False,
     ) -> bool:
-        """Queue one request's items as one arrival. Blocks while the queue is
-        full (backpressure); a group larger than ``capacity`` is admitted once
-        the queue is empty. Returns False if closed or timed out.
-
-        A foreground put evicts queued background items (newest first) rather
-        than wait for room, and waits only if evicting all of them is not
-        enough; a background put never evicts, it waits like any put
-        (``timeout=0``: give up at once)."""
+        """Queue one request's items as one arrival. Blocks while the queue is full
+        (backpressure; a group larger than ``capacity`` waits for an empty queue), but a
+        foreground put first evicts background items, newest first. Returns False if
+        closed or timed out (``timeout=0``: at once)."""
         if not payloads:
             return True
         # sizes outside the lock: the op's hook is Python work, and may raise (failing this put only)
@@ -274,12 +216,9 @@ class Batcher:
     def next_batch(
         self, timeout: float | None = None, on_expired: Callable[[list[QueuedItem]], None] | None = None
     ) -> list[QueuedItem] | None:
-        """Block until a batch is due and return it; None when closed and
-        empty, or when ``timeout`` passes with nothing due.
-
-        While inside, the caller counts as an idle instance (for ``spread``);
-        it stops counting in the same locked step that hands it a batch, so
-        the next idle instance sees the right number."""
+        """Block until a batch is due and return it; None when closed and empty, or when
+        ``timeout`` passes. While inside, the caller counts as an idle instance (``spread``)
+        until the locked step that hands it a batch, so the next one sees the right number."""
         end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._idle += 1
@@ -313,9 +252,8 @@ class Batcher:
                     self._idle -= 1
 
     def expire_due(self, on_expired: Callable[[list[QueuedItem]], None]) -> int:
-        """Drop the queue heads that are dead or past their deadline, without
-        taking a batch: what keeps deadlines while no instance can run one
-        (all restarting). Returns how many expired."""
+        """Drop the dead or expired queue heads without taking a batch (deadlines are kept
+        while every instance is restarting); returns how many expired."""
         decision = Decision()
         with self._cond:
             self._drop_dead_heads(self.clock(), decision)
@@ -333,10 +271,8 @@ class Batcher:
         self.cost.observe(batch_size, seconds, units if self._extent_of is not None else None, seed=seed)
 
     def poll(self, now: float | None = None, idle: int = 1) -> Decision:
-        """Decide, without blocking, whether a batch is due at ``now`` for one
-        of ``idle`` instances asking for work.
-
-        Must be called with the lock held or from a single thread (tests)."""
+        """Decide, without blocking, whether a batch is due at ``now`` for one of ``idle``
+        instances asking for work. Lock held, or a single thread (tests)."""
         now = self.clock() if now is None else now
         decision = Decision()
         self._drop_dead_heads(now, decision)
@@ -396,11 +332,9 @@ class Batcher:
         return 0, "", max(0.0, due - now)
 
     def _adaptive_wait_until(self, now: float) -> float | None:
-        """Until when waiting for more items is expected to pay off (None: not at all).
-
-        Waiting pays off while the next arrival is expected sooner than the
-        fixed per-batch cost that batching it would save; once the stream has
-        been silent for twice its usual gap, it is taken as stalled."""
+        """Until when waiting for more items is expected to pay off (None: not at all): while
+        the next arrival is expected sooner than the fixed cost batching it saves, and the
+        stream has not been silent for twice its usual gap."""
         gap = self.arrivals.expected_gap()
         fixed = self.cost.fixed_cost()
         last = self.arrivals.last_arrival
@@ -417,11 +351,9 @@ class Batcher:
                     decision.expired.append(item)
 
     def _in_take_order(self, now: float, background: bool) -> Iterator[tuple[deque[QueuedItem], QueuedItem]]:
-        """Queued items in the order batches take them, each with its queue, removing none.
-
-        The background lane is FIFO. In the foreground, the next item is the
-        head of the highest non-empty level, unless some level's head has
-        waited past ``priority_max_wait``: then the oldest such head."""
+        """Queued items in the order batches take them, each with its queue, removing none:
+        the head of the highest non-empty level, unless some head has waited past
+        ``priority_max_wait`` (then the oldest such head); the background lane is FIFO."""
         if background:
             for item in self._background:
                 yield self._background, item
@@ -438,12 +370,11 @@ class Batcher:
             yield levels[lvl], item
 
     def _plan(self, now: float, background: bool, limit: int, fit: CostFit | None = None) -> _Plan:
-        """The batch of at most ``limit`` items the batcher would take now: items in
-        take order, dead and expired ones dropped, stopping at the first that would
-        take the batch over ``max_batch_units`` or that does not join (:meth:`_apart`;
-        the batch is cut). Where the op groups by extent the walk goes on past it:
-        of the next ``max_batch_size`` items of its priority level, those of the
-        batch's extent join, the others stay queued. The first item always joins."""
+        """The batch of at most ``limit`` items the batcher would take now: in take order,
+        dead and expired ones dropped, up to the first that would exceed ``max_batch_units``
+        or does not join (:meth:`_apart`: the batch is cut). Grouping by extent, the walk goes
+        on over the next ``max_batch_size`` items of its level for more of the batch's
+        extent. The first item always joins."""
         plan = _Plan()
         budget = self.max_batch_units
         size = PaddedSize()
@@ -483,9 +414,8 @@ class Batcher:
         return plan
 
     def _apart(self, extent: Extent, size: PaddedSize, fit: CostFit | None) -> bool:
-        """Whether an item of ``extent`` does not join the batch so far: by extent where the
-        op groups by it, else where the cost model's ``fit`` finds its padding dearer than
-        the fixed cost batching it saves."""
+        """Whether an item of ``extent`` stays out of the batch so far: another extent where
+        the op groups by extent, else padding dearer than the fixed cost batching it saves."""
         if self.groups_by_extent:
             return extent != size.extent
         return fit is not None and fit.per_unit * size.padding_added(extent) > fit.fixed
@@ -519,9 +449,8 @@ class Batcher:
 
 
 def _batching_saves(fit: CostFit | None, size: PaddedSize) -> bool:
-    """Whether batching is worth it for a batch like ``size`` so far (its first item's
-    extent): the fixed cost it spares is at least :data:`MIN_BATCHING_SAVING` of what
-    that item costs alone. True without a fit (nothing measured to say otherwise)."""
+    """Whether batching is worth it for a batch whose first item is ``size``: the fixed cost
+    it spares is at least :data:`MIN_BATCHING_SAVING` of that item alone (True without a fit)."""
     if fit is None:
         return True
     return fit.fixed > 0 and fit.fixed >= MIN_BATCHING_SAVING * fit.alone(math.prod(size.extent))

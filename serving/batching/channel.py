@@ -1,9 +1,6 @@
-"""Bounded channels between ops, and the fan-in join in front of an op with
-several inputs.
-
-A full channel blocks its producer (backpressure); nothing here grows without
-bound. The join holds partial inputs keyed by request id; its size is bounded
-by the pipeline's admission limit, and entries of failed requests are removed.
+"""Bounded channels between ops (a full one blocks its producer), and the
+fan-in join in front of an op with several inputs, whose partial inputs are
+bounded by the pipeline's admission limit and dropped with failed requests.
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from serving.errors import DeadlineExceeded, ShuttingDown
 
 
 class ChannelClosed(ShuttingDown):
-    """Raised by :meth:`Channel.put` after :meth:`Channel.close`: the server is
-    draining, so the request gets 503 with Retry-After like any other refusal."""
+    """Raised by :meth:`Channel.put` after :meth:`Channel.close`: the server is draining (503)."""
 
     def __init__(self, channel: str):
         super().__init__(f"server is shutting down (channel {channel!r} is closed)")
@@ -37,8 +33,7 @@ class Channel:
         self._closed = threading.Event()
 
     def put(self, request: RequestState, inputs: dict[str, Any], poll_s: float = 0.1) -> None:
-        """Block until there is room (backpressure); give up if the request
-        finished meanwhile (failed or timed out)."""
+        """Block until there is room (backpressure), unless the request finishes meanwhile."""
         while not request.done:
             if self._closed.is_set():
                 raise ChannelClosed(self.name)
@@ -79,8 +74,7 @@ class Inbox(Protocol):
 
 
 class Join:
-    """Collects one output per input op for each request, then forwards the
-    complete ``{input_op: output}`` mapping to the op's channel."""
+    """Collects one output per input op for each request, then forwards ``{input_op: output}``."""
 
     def __init__(self, channel: Inbox, input_ops: Sequence[str]):
         self.channel = channel

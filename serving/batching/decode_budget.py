@@ -1,21 +1,9 @@
-"""The decode budget: bytes of decoded pixels in flight in the whole server.
-
-A request reserves what its images will cost (read from their headers,
-before any pixel is decoded) and gives it back when its HTTP handler is done:
-the decoded arrays live in the pipeline until the request is answered. So N concurrent large requests
-cost at most the budget in decoded pixels, never N times a maximal request.
-
-A request that does not fit waits, briefly: at most ``max_wait_s`` and at most
-``wait_share`` of its own time limit (a request that waited out its deadline
-is of no use), then gets 503 with Retry-After. A request larger than the whole
-budget can never fit: 413, naming the config key that sets the budget.
-
-What a request reserves per image: its decoded array, the 8-bit BGR copy an
-image op makes of it (none when it decodes to 8-bit BGR already: gray, alpha
-and 16-bit images all become a new array), and while decoding, OpenCV's
-transient copy. The default budget (``decode_budget_mb: null``) is
-:func:`default_budget_bytes`: one maximal request of the largest
-``max_image_pixels`` among the pipelines.
+"""The decode budget: bytes of decoded pixels in flight in the whole server, so
+N concurrent large requests cost at most the budget, never N maximal requests.
+A request reserves, from its image headers before decoding, each image's array,
+the op's 8-bit BGR copy and OpenCV's transient copy; one that does not fit waits
+briefly (``max_wait_s``, ``wait_share`` of its time limit), then gets 503; one
+larger than the whole budget gets 413.
 """
 
 from __future__ import annotations
@@ -24,7 +12,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from types import TracebackType
 
 from serving.errors import Overloaded, PayloadTooLarge
 
@@ -43,10 +30,8 @@ def request_bytes_limit(max_image_pixels: int) -> int:
 
 
 def default_budget_bytes(max_image_pixels: Iterable[int]) -> int:
-    """One maximal request of the largest limit: its decoded arrays (at most
-    :func:`request_bytes_limit`), the ops' 8-bit BGR copies of its pixels, and
-    decoding's transient copy of its largest image (at most the request's
-    decoded bytes again): 880 MB at 40 M pixels."""
+    """One maximal request of the largest limit: its decoded arrays, decoding's transient
+    copy (at most as much again) and the ops' 8-bit BGR copies of its pixels."""
     return max(
         (2 * request_bytes_limit(p) + REQUEST_IMAGES * p * BGR_BYTES for p in max_image_pixels),
         default=0,
@@ -77,9 +62,7 @@ class Reservation:
     def __enter__(self) -> Reservation:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 
@@ -119,10 +102,8 @@ class DecodeBudget:
             self._cond.notify_all()
 
     def reserve(self, nbytes: int, time_limit_s: float) -> Reservation:
-        """Hold ``nbytes``, waiting for them briefly (see the module doc).
-
-        Raises PayloadTooLarge (413) if ``nbytes`` exceeds the whole budget,
-        Overloaded (503 + Retry-After) if they did not come free in time."""
+        """Hold ``nbytes``, waiting for them briefly (see the module doc); 413 if they
+        exceed the whole budget, 503 + Retry-After if they did not come free in time."""
         if nbytes <= 0:
             return Reservation(self, 0)
         deadline = self.clock() + max(0.0, min(self.max_wait_s, self.wait_share * time_limit_s))

@@ -1,7 +1,5 @@
-"""Run ops in-process without the engine: the same hooks, one request at a time.
-
-Used as the no-server reference (tests compare the served pipeline with it;
-benchmarks measure the server's overhead against it) and for quick scripts.
+"""Run ops in-process without the engine, one request at a time: the no-server
+reference that tests and benchmarks compare the served pipeline with.
 """
 
 from __future__ import annotations

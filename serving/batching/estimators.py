@@ -1,21 +1,9 @@
-"""Online estimates the adaptive batcher decides with.
-
-* :class:`CostModel` fits a batch's run time by least squares over the most
-  recent batch runs plus the warm-up runs that seeded it (batch 1 and
-  ``max_batch_size`` of one item, kept for good: the only runs that are sure
-  to vary the item count at a fixed item size)::
-
-      run_time = fixed + per_item * items                         (no extents)
-      run_time = fixed + per_item * items + per_unit * padded units  (with extents)
-
-  where a batch's padded units are items x its largest extent
-  (:mod:`serving.batching.units`). ``fixed`` is what batching saves per batch,
-  ``per_unit`` what padding costs. Both terms are needed with extents: fitted
-  on padded units alone, the run time of single items of different widths
-  would pass their width-independent per-item cost (on a CPU, most of it)
-  off as a per-batch cost that batching saves.
-* :class:`ArrivalEstimator` tracks the gap between arrivals (one arrival = one
-  request's items put together) as an exponentially weighted mean.
+"""Online estimates the adaptive batcher decides with: :class:`CostModel` fits
+``run_time = fixed + per_item * items + per_unit * padded units`` by least
+squares over recent batch runs plus the warm-up seeds, kept for good (``fixed``:
+what batching saves; ``per_unit``: what padding costs; why three terms:
+docs/DESIGN_NOTES.md, "Adaptive dispatch"). :class:`ArrivalEstimator` tracks the
+gap between arrivals as an exponentially weighted mean.
 """
 
 from __future__ import annotations
@@ -61,7 +49,7 @@ class CostModel:
                 else:
                     self._samples.append(sample)
                     if len(self._samples) > self._window:
-                        self._sums.remove(self._samples.popleft())
+                        self._sums.add(self._samples.popleft(), -1.0)
                 self._stale = True
 
     def fitted(self) -> CostFit | None:
@@ -104,9 +92,6 @@ class _Sums:
         if self.sizes[n] <= 0:
             del self.sizes[n]
         self.padded += int(sign) * (u != n)
-
-    def remove(self, sample: Sample) -> None:
-        self.add(sample, -1.0)
 
     def fit(self) -> CostFit | None:
         if len(self.sizes) < 2:

@@ -1,11 +1,6 @@
-"""One batch through an op's hooks: collate -> run -> uncollate, with the
-checks that keep a faulty op from mixing up results, and the item-by-item
-retry that keeps one bad item from failing its batch-mates.
-
-Predictor calls are made only at the op's ``run_batch_sizes``: a sub-batch of
-13 with sizes ``[1, 2, 4, 8]`` runs as 8 + 4 + 1, each part re-collated, so
-kernels see a few repeating shapes.
-"""
+"""One batch through an op's hooks (collate -> run -> uncollate), checked so a
+faulty op cannot mix up results, and retried item by item so one bad item cannot
+fail its batch-mates. Calls are split into ``run_batch_sizes`` (13: 8 + 4 + 1)."""
 
 from __future__ import annotations
 
@@ -89,9 +84,8 @@ def run_batch(
     owners: Sequence[Hashable] | None = None,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[Any], CallStats]:
-    """Per-item raw outputs of one batch and what its predictor calls held;
-    raises on failure. ``owners[i]`` identifies item i's request and
-    ``groups[i]`` its pipeline (for the requests- and pipelines-per-call counts)."""
+    """Per-item raw outputs of one batch and what its calls held (``owners[i]``: item i's
+    request, ``groups[i]``: its pipeline, counted per call); raises on failure."""
     outputs: list[Any] = [None] * len(items)
     stats = CallStats()
     for sub in predictor_calls(op, items, run_sizes):
@@ -121,15 +115,12 @@ def run_with_retry(
     owners: Sequence[Hashable] | None = None,
     groups: Sequence[Hashable] | None = None,
 ) -> tuple[list[Any], CallStats]:
-    """Per-item raw outputs, or a ServingError for items that failed.
-
-    A failed batch is retried item by item ``retry`` times, so one bad item
-    cannot take its batch-mates down with it."""
+    """Per-item raw outputs, or a ServingError for items that failed; a failed batch
+    is retried item by item ``retry`` times."""
     try:
         return run_batch(op, runner, items, run_sizes, owners, groups)
     except (DeadlineExceeded, Overloaded) as exc:
-        # the instance's fault, not an item's (its process hung past the deadline, died or
-        # is restarting): retrying the items one by one on it would only fail again
+        # the instance's fault (hung, died, restarting), not an item's: retrying would fail again
         log.warning("op %s: batch of %d failed: %s", op.name, len(items), exc)
         return [exc] * len(items), CallStats()
     except Exception as exc:  # noqa: BLE001 - any fault of the batch: find out which items fail alone

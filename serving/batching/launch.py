@@ -1,6 +1,5 @@
 """Build and start one op stage: its op object, its predictor instances (on
-the CPUs the plan gives them), warm-up, then its worker threads. Used by
-pipelines for their own stages and by the repository for shared ones."""
+the CPUs the plan gives them), warm-up, then its worker threads."""
 
 from __future__ import annotations
 
@@ -21,16 +20,14 @@ log = logging.getLogger(__name__)
 
 
 def make_op(op_conf: OpConfig, name: str | None = None) -> Op:
-    """The op object of a validated config entry (its class and params were resolved at load).
-    ``name`` overrides the op's name (a shared op is named by its share name)."""
+    """The op object of a validated config entry; ``name`` overrides its name (a shared op's share name)."""
     if op_conf.op_class is None or op_conf.params_model is None:
         raise ValueError(f"op {op_conf.name!r} was not bound to its class: load the config with load_config()")
     return op_conf.op_class(OpContext(name=name or op_conf.name, conf=op_conf, params=op_conf.params_model))
 
 
 def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, idle_cpu: bool = False) -> list[Runner]:
-    """The op's own runners if it makes them, else the predictors its config
-    describes (of the op's own model, if it has a model factory)."""
+    """The op's own runners if it makes them, else the predictors its config (and model factory) describe."""
     own = op.create_runners(count)
     if own is not None:
         return own
@@ -65,8 +62,7 @@ def build_stage(
 
 
 def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
-    """Load the op, create its instances, warm them and start the stage's
-    workers; returns the CPU sets taken (give them back with ``cpus.release``)."""
+    """Load the op, create and warm its instances, start the stage; returns the CPU sets taken."""
     began = time.monotonic()
     stage.op.load()
     svc = stage.conf.local_service_conf

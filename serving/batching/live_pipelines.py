@@ -1,18 +1,13 @@
-"""Several pipelines in one server: the running set of a repository config,
-how a request finds its pipeline (versions, A/B weights, shadow copies), and
-reload without a restart.
-
-A *generation* is one immutable routing table: pipelines by (name, version),
-a router and an optional shadow per name. Requests read the current
-generation once. A reload builds and warms every new or changed pipeline
-while the old generation serves, then swaps the generation in one
-assignment; old pipelines that are no longer used drain in the background
-and close. A reload that fails (invalid config, a model that does not load)
-stops what it built and changes nothing.
+"""Several pipelines in one server: how a request finds its pipeline (versions,
+A/B weights, shadow copies), and reload without a restart. A *generation* is one
+immutable routing table, read once per request; a reload builds and warms what is
+new or changed while the old one serves, swaps it in one assignment and drains
+the old pipelines; a reload that fails changes nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -21,8 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from serving.batching.instance_devices import Placement
-from serving.batching.metrics import Metrics
+from serving.batching.metrics import Metrics, Placement
 from serving.batching.pipeline import Pipeline
 from serving.batching.request import RequestState
 from serving.batching.routing import Router
@@ -106,13 +100,7 @@ class ReloadReport:
     unchanged: list[str]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "generation": self.generation,
-            "added": self.added,
-            "changed": self.changed,
-            "removed": self.removed,
-            "unchanged": self.unchanged,
-        }
+        return dataclasses.asdict(self)
 
 
 def _logid_key(logid: Any) -> str | None:
@@ -134,12 +122,9 @@ def _label(key: Key) -> str:
 
 
 class PipelineRepository:
-    """The pipelines of one server.
-
-    ``loader`` re-reads the sources on reload (``load_repository`` by default).
+    """The pipelines of one server. ``loader`` re-reads the sources on reload;
     ``stage_source``, when given, provides every op's stage (none runs in this
-    process); ``reload_refused`` says why this server cannot reload, if it cannot.
-    """
+    process); ``reload_refused`` says why this server cannot reload, if it cannot."""
 
     def __init__(
         self,
@@ -225,8 +210,7 @@ class PipelineRepository:
         """Stop routing, drain every pipeline (in parallel), stop shared stages."""
         with self._reload_lock:
             pipelines = list(self._gen.pipelines.items())
-            # here, not in the drain threads (late on a loaded machine): once ``ready`` says draining,
-            # no pipeline may admit a request, or one admitted then waits behind the held ones
+            # here, not in the drain threads (late on a loaded machine): once draining, none may admit
             for _, pipeline in pipelines:
                 pipeline.stop_admitting()
             self._closed = True
@@ -262,12 +246,8 @@ class PipelineRepository:
         route_key = key or _logid_key(logid)
         for _ in range(3):
             gen = self._gen
-            if version is not None:
-                chosen: int | None = version
-            elif name in gen.routers:
-                chosen = gen.routers[name].pick(route_key)
-            else:
-                chosen = None  # unknown name: gen.pipeline raises NotFound
+            router = gen.routers.get(name)  # None: an unknown name, which gen.pipeline refuses
+            chosen = version if version is not None or router is None else router.pick(route_key)
             pipeline = gen.pipeline(name, chosen)
             try:
                 handles = self._submit_all(pipeline, values, priority, timeout_ms, logid, protocol)
@@ -276,7 +256,7 @@ class PipelineRepository:
                     raise
                 continue  # routing switched while we chose: the new generation takes it
             shadow = gen.shadows.get(name) if version is None else None
-            if shadow is not None and gen.routers[name].shadow(route_key):
+            if shadow is not None and router is not None and router.shadow(route_key):
                 shadow.offer(pipeline, handles, values, timeout_ms=timeout_ms, logid=logid)
             return handles
         raise ShuttingDown("the pipeline set changed repeatedly while routing this request; retry")
@@ -291,14 +271,10 @@ class PipelineRepository:
         timeout_ms: int | None = None,
         logid: Any = None,
     ) -> None:
-        """Raise now the 503 that :meth:`submit` would raise for ``count`` values
-        (over ``max_queue_size``, expected wait too long, starting), before the
-        caller spends anything on them (decoding images). Unknown names: 404.
-
-        Checks the version ``submit`` would pick; an unkeyed request to a split
-        route is refused only if every version taking traffic would refuse it
-        (which one takes it is decided at submit). A pipeline that is draining
-        passes: ``submit`` routes around a reload."""
+        """Raise now the 503 (or 404) :meth:`submit` would raise for ``count`` values, before
+        the caller spends anything on them (decoding images). An unkeyed request to a split
+        route is refused only if every version taking traffic would refuse it; a draining
+        pipeline passes (``submit`` routes around a reload)."""
         gen = self._gen
         route_key = key or _logid_key(logid)
         if version is not None:
@@ -373,8 +349,7 @@ class PipelineRepository:
             log.error("reload refused, nothing changed: %s", moved)
             raise InvalidConfig(f"reload refused, nothing changed: {moved}")
         wanted = {(p.name, p.effective_version): pipeline_fingerprint(p) for p in config.pipelines}
-        # kept: the same config, and the same role (a version that becomes or stops being a shadow
-        # is rebuilt, so that its instances move into or out of the idle CPU class)
+        # kept: the same config and role (a new or former shadow moves into or out of the idle CPU class)
         shadows = _shadow_keys(config)
         keep = {
             key: p
@@ -538,13 +513,7 @@ class PipelineRepository:
                 "default": route.default,
                 "weights": {str(v): w for v, w in sorted(route.weights.items())},
                 "key_header": route.key_header,
-                "shadow": None
-                if route.shadow is None
-                else {
-                    "version": route.shadow.version,
-                    "sample": route.shadow.sample,
-                    "max_in_flight": route.shadow.max_in_flight,
-                },
+                "shadow": None if route.shadow is None else route.shadow.model_dump(),
             }
             for name, route in sorted(gen.config.routes.items())
         }

@@ -39,15 +39,10 @@ def time_limit_s(config: ServingConfig, timeout_ms: int | None = None) -> float:
 
 
 class Pipeline:
-    """One pipeline (a name and version) with its op stages.
-
-    ``shared`` maps op names to stages run by someone else, used here like
-    our own: stages shared with other pipelines (started and stopped by the
-    repository), or remote ones (the Ray backend's deployments).
-    ``ids`` numbers requests; pipelines feeding one shared stage share it, so
-    request ids are unique across them. ``cpus`` is the plan of the whole
-    server; ``idle_cpu`` runs this pipeline's own instances only on CPU time
-    the others leave unused (a shadow version)."""
+    """One pipeline (a name and version) with its op stages. ``shared``: op name -> a
+    stage run by someone else (the repository's shared stages, Ray deployments).
+    ``ids`` is shared by pipelines feeding one shared stage, so request ids stay unique;
+    ``idle_cpu`` runs our own instances only on CPU time left unused (a shadow version)."""
 
     def __init__(
         self,
@@ -143,9 +138,8 @@ class Pipeline:
         return list(self._owned)
 
     def shutdown(self, timeout: float | None = None) -> bool:
-        """Refuse new requests, wait for accepted ones to finish (up to
-        ``timeout``, default ``dag.shutdown_timeout_s``), then stop this
-        pipeline's own stages. Returns True when everything accepted was answered."""
+        """Refuse new requests, wait for accepted ones (up to ``timeout``, default
+        ``dag.shutdown_timeout_s``), stop our own stages; True when all were answered."""
         timeout = self.config.dag.shutdown_timeout_s if timeout is None else timeout
         end = time.monotonic() + timeout
         self.stop_admitting()
@@ -192,9 +186,9 @@ class Pipeline:
         background: bool = False,
         protocol: str = "http",
     ) -> RequestState:
-        """Admit one request (one image or text) and start it; never blocks on
-        a full server: beyond ``max_queue_size`` it raises Overloaded (503).
-        ``background`` requests (shadow copies) queue behind all others."""
+        """Admit one request (one image or text) and start it; never blocks: beyond
+        ``max_queue_size`` it raises Overloaded (503). ``background`` (shadow copies)
+        queue behind all others."""
         limit_s = self.time_limit_s(timeout_ms)
         with self._lock:
             self._check_admission(1, limit_s)
@@ -225,9 +219,8 @@ class Pipeline:
         return time_limit_s(self.config, timeout_ms)
 
     def precheck(self, count: int, *, timeout_ms: int | None = None) -> None:
-        """Raise now what :meth:`submit` would raise for ``count`` more requests
-        (503 overloaded or starting), admitting none: lets the HTTP layer refuse
-        before decoding. ``submit`` checks again (in between, the answer may change)."""
+        """Raise now what :meth:`submit` would raise for ``count`` more requests, admitting
+        none, so the HTTP layer can refuse before decoding (``submit`` checks again)."""
         with self._lock:
             self._check_admission(count, self.time_limit_s(timeout_ms))
 

@@ -25,10 +25,7 @@ class OpTiming:
 
 class RequestState:
     """Created by :meth:`serving.batching.pipeline.Pipeline.submit`; the handle callers keep.
-
-    Exactly one of ``finish``/``fail`` takes effect (the first); later calls
-    are ignored, so a request that timed out can never also succeed.
-    """
+    Only the first ``finish``/``fail`` takes effect: a request that timed out never succeeds."""
 
     def __init__(
         self,
@@ -90,9 +87,8 @@ class RequestState:
             self._result, self._error = result, error
             self.finished_at = self._clock()
             callbacks, self._callbacks = self._callbacks, []
-        # The bookkeeping callbacks (in-flight count, metrics) run before waiters
-        # wake: a client that has its answer and sends the next request at once
-        # must find its slot already free, or a server at max_queue_size refuses it.
+        # bookkeeping callbacks (the in-flight count) run before waiters wake: a client that
+        # sends its next request at once must find its slot free at max_queue_size
         try:
             for callback in callbacks:
                 callback(self)
@@ -101,9 +97,8 @@ class RequestState:
         return True
 
     def outcome(self) -> Any:
-        """The result of a completed request without waiting (done callbacks
-        run before waiters wake, so ``result`` would not see it yet); raises
-        its error, or RuntimeError if it is not done."""
+        """The result of a completed request without waiting (what done callbacks read:
+        ``result`` would wait); raises its error, or RuntimeError if it is not done."""
         if not self._completed:
             raise RuntimeError(f"request {self.id} is not done")
         if self._error is not None:
@@ -125,10 +120,8 @@ class RequestState:
         return self._event.wait(timeout)
 
     def result(self, timeout: float | None = None) -> Any:
-        """Wait for the outcome; past the deadline the request fails with 504.
-
-        A ``timeout`` shorter than the deadline raises :class:`TimeoutError`
-        and leaves the request running."""
+        """Wait for the outcome; past the deadline the request fails with 504. A shorter
+        ``timeout`` raises :class:`TimeoutError` and leaves the request running."""
         limit = self.remaining() if timeout is None else min(timeout, self.remaining())
         if not self._event.wait(max(0.0, limit)):
             if self.remaining() > 0:
@@ -145,8 +138,7 @@ class RequestState:
             self.timeline.append(timing)
 
     def timing_summary(self) -> dict[str, Any]:
-        """Per op: max queue wait, the size and run time of each batch this
-        request's items ran in (a batch counted once); plus the total."""
+        """Per op: max queue wait, size and run time of each batch its items ran in; the total."""
         per_op: dict[str, dict[str, Any]] = {}
         with self._lock:
             timeline = list(self.timeline)

@@ -1,24 +1,10 @@
 """Which version of a pipeline name answers a request, and whether a shadow
-version gets a copy of it. Pure logic: no I/O, no clock.
-
-One :class:`Router` per route (pipeline name):
-
-- :meth:`Router.pick` -> a version by weight. With a key (the client's
-  sticky-key header, else the request's logid) the version is a function of
-  the key alone: a blake2b hash of salt + key placed on the cumulative
-  weights, so one key always reaches one version and distinct keys split by
-  the weights. Without a key, smooth weighted round robin (nginx's): every
-  run of ``sum(weights)`` picks holds each version exactly ``weight`` times,
-  spread out rather than in blocks.
-- :meth:`Router.shadow` -> whether to send a copy to the shadow version.
-  With a key: a second hash of the key (another domain, so the shadow sample
-  is independent of the A/B split) below ``shadow_sample``. Without a key:
-  an accumulator that says yes on call ``n`` exactly when
-  ``floor((n+1) p) > floor(n p)``, so after ``N`` calls ``floor(N p)`` said yes.
-
-Versions with weight 0 are never picked (a route may keep a version loaded,
-e.g. as the shadow, without giving it traffic). Thread-safe: the only state,
-the round robin's current weights and the accumulator, changes under a lock.
+version gets a copy. Pure logic, thread-safe. With a key (the sticky-key
+header, else the logid) both answers are blake2b hashes of it, in two domains
+(the shadow sample is independent of the A/B split); without one,
+:meth:`Router.pick` is nginx's smooth weighted round robin and
+:meth:`Router.shadow` an exact accumulator (after ``N`` calls, ``floor(N *
+sample)`` said yes). Weight-0 versions are never picked.
 """
 
 from __future__ import annotations
@@ -39,13 +25,9 @@ _MAX_SAMPLE_DENOMINATOR = 1_000_000
 
 
 class Router:
-    """Weighted version choice and shadow sampling for one pipeline name.
-
-    ``weights``: version -> weight (ints >= 0, sum > 0). ``shadow_sample``:
-    the share of requests copied to the shadow version (0 <= sample <= 1; 0,
-    the default, never shadows). ``salt`` changes which keys go where (e.g.
-    the route's name, so two routes do not split keys identically).
-    """
+    """Weighted version choice and shadow sampling for one pipeline name. ``weights``:
+    version -> weight (ints >= 0, sum > 0); ``shadow_sample``: the share copied to the
+    shadow (0: never); ``salt`` (the route's name) keeps two routes from splitting keys alike."""
 
     def __init__(self, weights: Mapping[int, int], shadow_sample: float = 0.0, salt: str = ""):
         self._weights = _validated_weights(weights)
@@ -69,10 +51,6 @@ class Router:
     def weights(self) -> dict[int, int]:
         """version -> weight, as given (weight-0 versions included), by version."""
         return dict(self._weights)
-
-    @property
-    def shadow_sample(self) -> float:
-        return self._sample
 
     # ---- version --------------------------------------------------------
     def pick(self, key: str | None) -> int:

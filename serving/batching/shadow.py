@@ -1,13 +1,7 @@
-"""Shadow traffic: a copy of a sampled share of a route's requests goes to
-another version, whose answers are compared with the primary's and never
-returned.
-
-A copy is a background request: in every op it queues behind all foreground
-items and is the first thing evicted when a batcher fills up. At most
-``max_in_flight`` copies run at once; a copy beyond that, or one the shadow
-version refuses, is dropped and counted; so is a copy that found no idle CPU
-before its deadline. The shadow version's own instances run in the idle CPU
-class (:func:`serving.runners.cpu_plan.use_idle_cpu`).
+"""Shadow traffic: a sampled share of a route's requests is copied to another
+version, whose answers are compared with the primary's and never returned.
+Copies are background requests on idle-CPU instances; beyond ``max_in_flight``,
+refused, or starved of CPU past their deadline, they are dropped and counted.
 """
 
 from __future__ import annotations
@@ -23,8 +17,6 @@ from serving.batching.request import RequestState
 from serving.errors import DeadlineExceeded, Overloaded, ServingError
 
 log = logging.getLogger(__name__)
-
-OUTCOMES = ("agree", "disagree", "shadow_failed", "primary_failed", "dropped")
 
 
 class Shadow:

@@ -1,12 +1,6 @@
-"""Op stages shared by several pipelines (``share:`` in the config).
-
-Ops that declare one share name and are the same op (class, model, params,
-``local_service_conf``; checked when the repository is loaded) run as one
-stage: one batcher, one set of instances. Requests of every pipeline using it
-batch together, each keeping its own priority and deadline. A stage is keyed
-by its share name and fingerprint: a reload that changes a shared op builds a
-new stage, and the old one serves the old pipelines until the last of them has
-drained.
+"""Op stages shared by several pipelines (``share:`` in the config): one batcher
+and one set of instances. Keyed by share name and fingerprint, so a reload that
+changes a shared op builds a new stage while the old one drains with the old pipelines.
 """
 
 from __future__ import annotations

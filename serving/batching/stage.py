@@ -1,11 +1,7 @@
-"""One op at run time: its input channel, intake workers (expand +
-preprocess), batcher, predictor instances (one thread each, one batch at a
-time) and postprocess workers.
-
-``deliver(request, output)`` is called with the op's output for a request.
-By default the stage hands it to the pipeline that admitted the request
-(``request.owner.on_output``), which wires it to its consumers' joins or to
-the response; so one stage can serve several pipelines (a shared op).
+"""One op at run time: its input channel, intake workers (expand + preprocess),
+batcher, predictor instances (one thread each, one batch at a time) and
+postprocess workers. Outputs go to the pipeline that admitted each request
+(``request.owner``), so one stage can serve several pipelines (a shared op).
 """
 
 from __future__ import annotations
@@ -89,7 +85,7 @@ class OpStage:
         self.name = op.name
         self.conf: OpConfig = conf
         self.metrics = metrics
-        self.deliver: Deliver = deliver or _deliver_to_owner(self)
+        self.deliver: Deliver = deliver or self._deliver_to_owner
         self.clock = clock
         # metric labels: (pipeline, version, op)
         self.labels: tuple[str, str, str] = (*labels, self.name)
@@ -99,8 +95,7 @@ class OpStage:
         self._lowered = _ThreadFlag()  # per instance thread: whether it moved to the idle CPU class yet
         self.channel = Channel(self.name, channel_size)
         self.join = Join(self.channel, conf.input_ops or ["input"])
-        # the batcher sizes batches in padded units for a budget, or for the adaptive
-        # policy to price padding; either needs the op's item extents (pad_unit)
+        # padded units size batches under a budget, or price padding (adaptive); both need pad_unit
         priced = svc.batching_policy == "adaptive" and op.pad_unit is not None
         self.counts_units = svc.max_batch_units is not None or priced
         self.batcher = Batcher(
@@ -160,6 +155,9 @@ class OpStage:
     def _instance_memory(self, index: int, rss: int) -> None:
         self.metrics.instance_rss.labels(*self.labels, str(index)).set(rss)
 
+    def _deliver_to_owner(self, request: RequestState, output: Any) -> None:
+        request.owner.on_output(self, request, output)
+
     def _warm_one(self, runner: Runner) -> None:
         """A restarted or replacement instance runs every warm-up shape once before it takes work."""
         for item in self.op.warmup_items():
@@ -194,12 +192,10 @@ class OpStage:
     def accept(self, source: str, request: RequestState, output: Any) -> None:
         """Called by an upstream op (or the pipeline, with source "input").
 
-        A request's own input to an idle source op (nothing in its channel or
-        batcher) is taken in on the submitting thread (the HTTP handler, which
-        would only wait): one thread hand-off less for a lone request, and it can
-        neither block nor overtake queued requests. Under load, and for shadow
-        copies (whose work must never delay the primary's thread), the channel
-        and its intake workers take it, as for downstream ops."""
+        A request's own input to an idle source op is taken in on the submitting
+        thread, which would only wait: one hand-off less for a lone request, and it
+        can neither block nor overtake queued ones. Under load, and for shadow copies
+        (which must never delay the primary's thread), the intake workers take it."""
         own_input = source == "input" and not request.background and len(self.join.input_ops) == 1
         if own_input and self.channel.qsize() == 0 and self.batcher.depth == 0:  # idle: checked only here
             if self.channel.closed:  # draining: refused as a put on the closed channel would be
@@ -258,8 +254,7 @@ class OpStage:
         if self.idle_cpu and not self._lowered.done:
             self._use_idle_cpu()
         if restartable is not None and not restartable.ready.is_set():
-            # a supervised predictor process is restarting: its batches go to the other
-            # instances, and while none is up the queue's deadlines are kept from here
+            # restarting: batches go to the other instances; the queue's deadlines are kept from here
             if restartable.failed or (self.batcher.closed and self.batcher.depth == 0):
                 return False
             self.batcher.expire_due(self._expire)
@@ -287,8 +282,7 @@ class OpStage:
             units = batch_units(q.extent for q in batch) if self.counts_units else None
             self.batcher.record_run(len(batch), run_s, units)
             self._record_batch(batch, started, run_s, calls)
-            # nothing queued: this instance would idle, so it finishes the batch itself rather
-            # than wake a post worker (one thread hand-off less for a lone request)
+            # nothing queued: this instance would idle, so it postprocesses itself (one hand-off less)
             inline = self.batcher.depth == 0
             for queued, outcome in zip(batch, outcomes):
                 if inline:
@@ -402,8 +396,7 @@ class OpStage:
         return bool(self._runners) and all(isinstance(r, Restartable) and r.failed for r in self._runners)
 
     def snapshot(self, window: WindowReader) -> dict[str, Any]:
-        """``window``'s counters (since that reader's previous read) plus the queue depths now.
-        Only ``window`` moves on: every other reader of ``self.window`` keeps its own."""
+        """``window``'s counters since its previous read (no other reader's move) plus the queue depths now."""
         stats = window.read()
         stats.update(op=self.name, queue_depth=self.batcher.depth, channel_depth=self.channel.qsize())
         return stats
@@ -415,10 +408,3 @@ class _ThreadFlag(threading.local):
 
 def _is_up(runner: Runner) -> bool:
     return not isinstance(runner, Restartable) or runner.ready.is_set()
-
-
-def _deliver_to_owner(stage: OpStage) -> Deliver:
-    def deliver(request: RequestState, output: Any) -> None:
-        request.owner.on_output(stage, request, output)
-
-    return deliver

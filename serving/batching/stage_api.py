@@ -1,7 +1,6 @@
-"""What a pipeline needs of an op stage: the seam between the DAG's wiring
-and where an op runs. :class:`serving.batching.stage.OpStage` runs it in this
-process; the Ray backend's remote stage forwards each request to a Ray Serve
-deployment."""
+"""What a pipeline needs of an op stage: the seam between the DAG's wiring and
+where an op runs (:class:`serving.batching.stage.OpStage` in this process, or
+the Ray backend's remote stage)."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ class Stage(Protocol):
     op: Op
 
     def accept(self, source: str, request: RequestState, output: Any) -> None:
-        """One input of a request (``source``: the upstream op, or "input");
-        the op's output goes to ``request.owner.on_output(stage, request, output)``."""
+        """One input of a request (``source``: the upstream op, or "input"); the output goes to ``request.owner``."""
 
     @property
     def healthy(self) -> bool:

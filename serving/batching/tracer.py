@@ -1,7 +1,5 @@
-"""Periodic per-op summary in the log (Paddle Serving's ``tracer``):
-qps, item latency p50/p99, mean batch size, queue depths. Each line covers
-the interval since the tracer's previous one, read through the tracer's own
-window readers, so other readers of the same stages see all of their counts."""
+"""Periodic per-op summary in the log (Paddle Serving's ``tracer``): qps, item
+latency p50/p99, mean batch size and queue depths since its previous line."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ class Tracer:
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # the first interval starts with the tracer (built after its pipeline's stages); a shared
-        # stage is not any one pipeline's, so only the pipeline's own stages are traced
+        # a shared stage is not any one pipeline's: only our own stages are traced
         self._windows: dict[OpStage, WindowReader] = {s: s.window.reader() for s in pipeline.owned_stages}
 
     def start(self) -> None:

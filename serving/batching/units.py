@@ -1,18 +1,8 @@
-"""A batch's size in padded input units (pixels, tokens), which ``max_batch_units`` bounds.
-
-An op gives each preprocessed item's padded extent per dimension
-(:meth:`serving.op.Op.pad_extent`: a page's or a crop's (height, width) in
-pixels, a text's tokens). A batch counts as if it ran as *one* predictor call
-padded to its largest extent in every dimension::
-
-    padded units = items x prod(largest extent in each dimension)
-
-``collate`` may split a batch into shape groups, each padded only to its own
-largest item; every group, every ``run_batch_sizes`` chunk of one, and all of
-them together stay within that figure. So it bounds what any predictor call of
-the batch holds (what runs out of memory on a GPU) and the sum over its calls
-(what ``batchline_op_padded_units_total`` counts), at the price of
-overestimating a batch of mixed shapes that collate would split.
+"""A batch's size in padded input units (pixels, tokens), which ``max_batch_units``
+bounds: ``items x prod(largest extent per dimension)`` (:meth:`serving.op.Op.pad_extent`),
+as if it ran as one call padded to its largest item. Every shape group ``collate``
+makes, and all together, stay within it, at the price of overestimating a batch of
+mixed shapes that collate splits.
 """
 
 from __future__ import annotations

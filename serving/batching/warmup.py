@@ -19,13 +19,10 @@ log = logging.getLogger(__name__)
 
 
 def warm(stage: OpStage, runners: list[Runner]) -> None:
-    """Run every warm-up shape once per instance (and the first one at every
-    predictor batch size), then seed the batcher's cost model with the
-    first shape at batch 1 and at the largest batch of it: max_batch_size, or
-    fewer where max_batch_units holds fewer (warm-up must not run out of the
-    memory the budget protects); in padded units where the batcher counts them.
-    Each seed is timed with every instance running it at once, as batches run
-    under load (:func:`seed_seconds`)."""
+    """Run every warm-up shape once per instance (the first one at every predictor
+    batch size too), then seed the cost model with the first shape at batch 1 and
+    at the largest batch of it that ``max_batch_units`` allows (warm-up must not run
+    out of the memory the budget protects), timed by :func:`seed_seconds`."""
     items = list(stage.op.warmup_items())
     if not items:
         return
@@ -52,11 +49,9 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
 
 
 def seed_seconds(stage: OpStage, runners: Sequence[Runner], batch: list[Any]) -> float:
-    """Seconds ``batch`` takes on an instance while every instance runs it: the mean over
-    instances of the second (warm) of two runs started together. Timed alone, one instance
-    has the machine's caches and memory bandwidth to itself, and a CPU batch looks cheaper
-    next to a single item than it is once the other instances run beside it, as they do
-    under load: the seeds would then tell the batcher that batching saves what it does not."""
+    """Seconds ``batch`` takes on an instance while every instance runs it (the mean of the
+    second, warm, of two runs started together). Timed alone, an instance has the caches to
+    itself and a CPU batch looks cheaper than under load (docs/DESIGN_NOTES.md, "Adaptive dispatch")."""
     if len(runners) == 1:
         return _timed_twice(stage, runners[0], batch, None)
     start = threading.Barrier(len(runners))

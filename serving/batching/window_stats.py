@@ -1,7 +1,5 @@
-"""Per-op counters over windows: items, batches, latency percentiles.
-
-The counts only grow; each reader (the tracer, a test, a probe) holds its own
-cursor into them, so reading one window never empties another reader's."""
+"""Per-op counters over windows: items, batches, latency percentiles. The counts
+only grow and each reader keeps its own cursor, so no read empties another's."""
 
 from __future__ import annotations
 

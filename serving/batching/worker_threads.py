@@ -1,9 +1,6 @@
-"""Worker threads that are replaced, with a log line, if they die.
-
-A worker is a ``step`` function called in a loop: it returns True to go on
-and False to stop (its input was closed). Per-request failures are handled
-inside ``step``; an exception escaping it is a bug in the engine or an op,
-so the thread logs it and hands its role to a fresh thread.
+"""Worker threads that call their ``step`` until it returns False (input closed).
+An exception escaping ``step`` is a bug in the engine or an op (per-request
+failures are handled inside): it is logged and the role goes to a fresh thread.
 """
 
 from __future__ import annotations

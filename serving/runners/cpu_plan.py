@@ -1,16 +1,9 @@
-"""CPU planning: which cores each predictor process may run on.
-
-OpenVINO binds its inference threads to cores, and every process picks the
-same first cores of its affinity mask: two OpenVINO processes on a 2-core
-machine shared one core, each at half speed (docs/DESIGN_NOTES.md, "OpenVINO pinning").
-So predictor processes of engines that pin cores (the engine table's
-``pins_cores``) get sets of ``thread_num`` CPUs, the least used CPUs this
-server may use first. Other engines, and thread instances, stay unpinned
-(``None``): the OS balances them better than a fixed plan.
-
-One :class:`CpuAllocator` is meant to serve everything the server runs, every
-pipeline of a repository and every reload, so no two ops are pinned to the
-same cores until the CPUs run out; a closed pipeline releases its sets.
+"""CPU planning: which cores each predictor process may run on. OpenVINO
+processes all bind their threads to the first cores of their affinity mask (two
+on a 2-core machine shared one core: docs/DESIGN_NOTES.md, "OpenVINO pinning"),
+so processes of engines that pin cores get sets of ``thread_num`` CPUs, least
+used first; everything else stays unpinned (``None``): the OS balances it
+better. One :class:`CpuAllocator` serves the whole server, across reloads.
 """
 
 from __future__ import annotations
@@ -26,11 +19,9 @@ CpuSet = list[int] | None
 
 
 def use_idle_cpu(tid: int = 0) -> str:
-    """Schedule a thread (``tid``; 0: the calling one) only on CPU time nothing
-    else wants: Linux's ``SCHED_IDLE`` class, else the lowest niceness. Threads
-    it creates later inherit the class. A nice value alone is not enough for
-    shadow work: at nice +10 a busy process still takes about a tenth of a core
-    from the server (docs/BENCHMARKS.md, shadow overhead). Returns what was applied."""
+    """Schedule a thread (``tid``; 0: the calling one) only on CPU time nothing else
+    wants: ``SCHED_IDLE``, else nice 19 (nice +10 alone still took a tenth of a core:
+    docs/BENCHMARKS.md, shadow overhead). Later threads inherit it. Returns what was applied."""
     try:
         os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
         return "SCHED_IDLE"
@@ -40,9 +31,7 @@ def use_idle_cpu(tid: int = 0) -> str:
 
 
 def pins_cpus(conf: LocalServiceConf) -> bool:
-    """Whether predictor processes of ``conf`` get pinned CPU sets: the engine says whether
-    it binds threads to cores (OpenVINO on CPU, either engine). In-process OpenVINO Runtime
-    instances are left to the OS scheduler (``ENABLE_CPU_PINNING`` off, serving.runners.openvino_runtime)."""
+    """Whether predictor processes of ``conf`` get pinned CPU sets (the engine binds threads to cores)."""
     return conf.instance_mode == "process" and ENGINES[conf.engine].pins_cores(conf)
 
 
@@ -52,11 +41,9 @@ def available_cpus() -> list[int]:
 
 
 class CpuAllocator:
-    """Hands out CPU sets for predictor instances, least used CPUs first.
-
-    Ties go to the CPU that comes first in ``available`` (default: this
-    process's affinity, sorted), so plans are deterministic: from a fresh
-    allocator, consecutive sets wrap round the CPUs in order. Thread-safe."""
+    """Hands out CPU sets for predictor instances, least used CPUs first; ties go to the
+    CPU first in ``available`` (default: this process's affinity), so plans are
+    deterministic. Thread-safe."""
 
     def __init__(self, available: Sequence[int] | None = None):
         cpus = list(dict.fromkeys(available)) if available is not None else available_cpus()
@@ -86,10 +73,8 @@ class CpuAllocator:
         return sets
 
     def release(self, sets: Sequence[CpuSet]) -> None:
-        """Give back sets from :meth:`allocate` (``None`` entries are skipped).
-
-        Checked as a whole before anything changes: a CPU this allocator does
-        not have, or more releases than allocations, raise ValueError."""
+        """Give back sets from :meth:`allocate`. Checked as a whole before anything changes:
+        a CPU this allocator does not have, or more releases than allocations, raise ValueError."""
         counts: dict[int, int] = {}
         for cpu_set in sets:
             for cpu in cpu_set or ():

@@ -1,10 +1,6 @@
-"""``local_service_conf`` -> predictor instances (the configured runners).
-
-``instance_mode: thread`` loads the instances in this process, sharing the
-weights (Paddle clones, or OpenVINO infer requests: :mod:`serving.runners.runner_modules`);
-``instance_mode: process`` starts one child process per instance, pinned to
-the CPU sets of the plan (:mod:`serving.runners.cpu_plan`), in the idle CPU
-class with ``idle_cpu``, loading their models in parallel.
+"""``local_service_conf`` -> predictor instances: in this process sharing the
+weights (:mod:`serving.runners.runner_modules`), or one child process each
+(``instance_mode: process``) on the CPU sets of the plan, loading in parallel.
 """
 
 from __future__ import annotations
@@ -19,29 +15,29 @@ from serving.runners.process import ModelFactory, ProcessPredictor
 from serving.runners.runner_modules import load_in_process
 
 
-def create_process_predictors(
+def create_runners(
     conf: LocalServiceConf,
     count: int,
     cpu_sets: Sequence[CpuSet] | None = None,
     idle_cpu: bool = False,
     label: str = "",
     factory: ModelFactory | None = None,
-) -> list[ProcessPredictor]:
-    """``count`` predictor processes; on GPU spread over ``devices`` (:mod:`serving.runners.placement`).
-    ``label`` (the op's name) names them for ``ps`` and ``top``; ``factory``
-    builds the op's own model in them (default: the model ``conf`` names)."""
+) -> list[Runner]:
+    """The ``count`` predictor instances ``conf`` describes, or that ``factory``
+    (the op's own model) builds, on the GPUs :func:`~serving.runners.placement.gpu_of`
+    names. ``label`` (the op's name) names process instances for ``ps``;
+    ``idle_cpu`` applies to them only: thread instances run in the server's own
+    process, so their CPU class is the business of the threads that call them."""
+    if conf.instance_mode != "process":
+        if factory is not None:
+            return [factory(gpu_of(conf, i)) for i in range(count)]
+        return list(load_in_process(conf, count))
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
     if len(sets) != count:
         raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
     runners = [
         ProcessPredictor(
-            conf,
-            gpu_of(conf, i),
-            wait_ready=False,
-            cpus=sets[i],
-            idle_cpu=idle_cpu,
-            label=label,
-            factory=factory,
+            conf, gpu_of(conf, i), wait_ready=False, cpus=sets[i], idle_cpu=idle_cpu, label=label, factory=factory
         )
         for i in range(count)
     ]
@@ -52,23 +48,4 @@ def create_process_predictors(
         for runner in runners:
             runner.close()
         raise
-    return runners
-
-
-def create_runners(
-    conf: LocalServiceConf,
-    count: int,
-    cpu_sets: Sequence[CpuSet] | None = None,
-    idle_cpu: bool = False,
-    label: str = "",
-    factory: ModelFactory | None = None,
-) -> list[Runner]:
-    """The ``count`` predictor instances ``conf`` describes, or that ``factory``
-    (the op's own model) builds. ``idle_cpu`` applies to process instances only:
-    thread instances run in the server's own process, so their CPU class is the
-    business of the threads that call them."""
-    if conf.instance_mode == "process":
-        return list(create_process_predictors(conf, count, cpu_sets, idle_cpu, label, factory))
-    if factory is not None:
-        return [factory(gpu_of(conf, i)) for i in range(count)]
-    return list(load_in_process(conf, count))
+    return list(runners)

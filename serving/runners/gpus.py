@@ -1,14 +1,7 @@
 """The GPUs of this machine as NVML sees them: utilisation and memory per GPU.
-
-NVML (``pynvml``, from the ``nvidia-ml-py`` package: ``pip install
-"batchline[gpu]"``) is optional. :func:`open_gpus` returns None, after one
-INFO line, where it is not installed, where the driver does not answer, or
-where there is no GPU; the server then exports no GPU metrics. The module is
-injectable (``nvml=``) so that tests run with a fake on any machine.
-
-:meth:`Gpus.read` is called at scrape time: a failing NVML call skips that GPU
-for that read and is logged once per GPU and call, never raised, so a sick
-GPU cannot fail ``/metrics``.
+NVML is optional (:func:`open_gpus` returns None without it, a driver or a GPU),
+and :meth:`Gpus.read`, called at scrape time, never raises: a failing call
+skips that GPU for that read, so a sick GPU cannot fail ``/metrics``.
 """
 
 from __future__ import annotations

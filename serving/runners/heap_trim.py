@@ -1,26 +1,8 @@
-"""Freed heap handed back to the system, so memory comes back after a burst.
-
-glibc's malloc keeps what the process frees (request bodies, gRPC messages,
-decoded images, connection buffers) in its arenas for reuse. After a burst of
-large requests, an attack or a legitimate peak, the server's resident memory
-stays near the peak: a container's memory limit keeps counting it, and another
-burst starts from there. :class:`HeapTrim` looks every ``interval_s`` at how
-much the arenas hold free (``mallinfo2``: free chunks, whether still resident
-or given back already) and at the process's resident memory, and when either
-rose by more than ``threshold_bytes`` since the last trim
-(:meth:`HeapTrim.trim_if_worth`) calls ``malloc_trim(0)``, which gives back
-every whole free page on the arenas' free lists and the main arena's top.
-Looking costs a read of /proc and a walk of the free lists; trimming, a refault
-of pages reused later: at most once per interval either way
-(docs/RELIABILITY.md, "Memory after an attack", has the measurements). Without
-glibc (musl, macOS) it does nothing.
-
-What it leaves: the top of every other arena (glibc makes one per thread, up to
-8 a core), which glibc trims only as blocks are freed into it, past a threshold
-that rises with the largest block freed (up to 64 MiB). Fixing that threshold
-low returns those tops as well, but made every large array of an OCR request a
-page fault again (7% fewer images/s at one client): an operator who prefers the
-memory sets glibc's own ``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_ARENA_MAX``.
+"""Freed heap handed back to the system, so memory comes back after a burst:
+glibc keeps what the process frees in its arenas, and resident memory would stay
+near the peak. :class:`HeapTrim` calls ``malloc_trim(0)`` when a burst's memory
+is free (:meth:`HeapTrim.trim_if_worth`); without glibc it does nothing. What it
+cannot give back, and the measurements: docs/DESIGN_NOTES.md (issue 38).
 """
 
 from __future__ import annotations
@@ -87,7 +69,6 @@ class HeapTrim:
         self._free_low = self.free_bytes() or 0  # the arenas' least free bytes seen since then
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.trims = 0
 
     @property
     def available(self) -> bool:
@@ -100,12 +81,10 @@ class HeapTrim:
         return int(self._libc.mallinfo2().fordblks)
 
     def trim_if_worth(self) -> bool:
-        """Trim when, since the last trim, the arenas' free bytes rose more than
-        ``threshold_bytes`` over the lowest seen (a burst done: what it held is free now,
-        though RSS did not move, as memory freed into an arena stays resident), or the
-        process grew by more than that while the arenas hold that much free (a burst
-        that came and went between two looks); whether it trimmed. A steady load reuses
-        what it frees between two looks, and is not trimmed again and again."""
+        """Trim when, since the last trim, the arenas' free bytes rose ``threshold_bytes`` over
+        the lowest seen (a burst is done: freed memory stays resident, so RSS does not move),
+        or RSS grew that much while that much is free (a burst between two looks). A steady
+        load reuses what it frees and is not trimmed again and again. Whether it trimmed."""
         rss, free = self._rss(), self.free_bytes()
         if rss is None or free is None:
             return False
@@ -115,7 +94,6 @@ class HeapTrim:
         if not (freed or grew):
             return False
         self._libc.malloc_trim(0)
-        self.trims += 1
         self._last_rss = self._rss() or rss
         self._free_low = self.free_bytes() or 0  # (trimmed chunks stay counted free: given back, not unmapped)
         log.debug("heap trimmed: %d bytes were free, %d resident now", free, self._last_rss)

@@ -1,18 +1,14 @@
 """CPU sets for processes of one machine that do not share an allocator: the
-replicas of a Ray cluster's node, each running one op in its own process.
+replicas of a Ray cluster's node, each running one op in its own process
+(otherwise each pins its OpenVINO instances to the same first cores).
 
-Each replica would otherwise pin its OpenVINO instances to the same first
-cores (:mod:`serving.runners.cpu_plan` explains why that halves their speed).
-The claims of every living process are kept in one small JSON file per user
-(``cpu-claims.json`` in the user's private directory,
-:mod:`serving.runners.private_dir`) under an exclusive lock; a process
-allocates from the CPUs least claimed machine-wide and records its claim;
-claims of processes that died are ignored and dropped.
-
-The file is a hint, never trusted: it is opened without following a link, in
-a directory only this user can write to, and whatever it holds that is not
-a small map of pids to CPU lists counts as no claims. Where it cannot be used
-safely, the process allocates as if it were alone (slower, never wrong).
+The claims of every living process are kept in one small JSON file per user,
+``cpu-claims.json``, under an exclusive lock, in a directory no other user can
+write to: ``$XDG_RUNTIME_DIR/batchline``, else ``$TMPDIR/batchline-<uid>``
+(where anyone may create that name first: such a directory is refused, never
+used or changed). The file is a hint, never trusted: whatever it holds that is
+not a small map of pids to CPU lists counts as no claims, and where it cannot be
+used safely the process allocates as if it were alone (slower, never wrong).
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ import json
 import logging
 import os
 import stat
+import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,17 +27,50 @@ from typing import Any
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
 from serving.runners.pids import pid_alive
-from serving.runners.private_dir import default_private_dir, open_private_dir
 
 log = logging.getLogger(__name__)
+
+
+class UnsafeDir(OSError):
+    """The directory is not this user's alone (another owner, a link, group or other access)."""
+
+
+def default_private_dir() -> str:
+    """Where this user's private batchline directory is (it may not exist yet)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        return os.path.join(runtime, "batchline")
+    return os.path.join(tempfile.gettempdir(), f"batchline-{os.geteuid()}")
+
+
+def open_private_dir(path: str) -> int:
+    """A file descriptor of directory ``path``, created with mode 0700 if missing.
+
+    Files are then opened relative to it (``dir_fd``), so what was checked is what
+    is used. Raises :class:`UnsafeDir` for a directory that is not this user's
+    alone, OSError where it cannot be made or opened (a link is not followed)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise UnsafeDir(f"{path} belongs to uid {st.st_uid}, not to this user ({os.geteuid()})")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            raise UnsafeDir(
+                f"{path} has mode {stat.S_IMODE(st.st_mode):04o}: other users may write to it (0700 needed)"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
 
 # far above what a machine's claims take (a few bytes per pinned instance): more is not ours
 MAX_CLAIMS_BYTES = 1 << 20
 _MAX_CPUS_PER_CLAIM = 1 << 16
-
-
-def default_claims_path() -> str:
-    return os.path.join(default_private_dir(), "cpu-claims.json")
 
 
 def parse_claims(data: bytes) -> dict[str, list[int]]:
@@ -72,7 +102,7 @@ class NodeCpuAllocator(CpuAllocator):
 
     def __init__(self, path: str | None = None, available: Sequence[int] | None = None, pid: int | None = None):
         super().__init__(available)
-        self.path = path or default_claims_path()
+        self.path = path or os.path.join(default_private_dir(), "cpu-claims.json")
         self.pid = os.getpid() if pid is None else pid
         self._warned = False  # said once that the claims file cannot be used
 

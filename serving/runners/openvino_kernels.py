@@ -1,18 +1,8 @@
-"""Which convolution kernels OpenVINO's CPU plugin runs (``conv_kernels``).
-
-Since 2024.2 the CPU plugin prefers oneDNN's brgemm convolutions on AVX2 CPUs
-as it does on AVX-512 ones. For PP-OCRv4 rec (depthwise and 1x1 convolutions
-on a dynamic width) they are slower than the direct JIT kernels it used
-before; for det they are as fast or faster (docs/DESIGN_NOTES.md,
-"Convolution kernels" under Retired experiments). ``conv_kernels: jit`` restores the JIT kernels for one op's model.
-
-OpenVINO has no compile property for this. Its per-node runtime attribute
-``primitives_priority`` (the CPU plugin reads it as the node's list of
-preferred implementations) cannot be created from Python: the Python API
-only stores strings in a node's runtime info, and the plugin wants the
-attribute type the IR reader makes. So the model goes through OpenVINO IR
-once at load time: it is saved, the attribute is added to every convolution
-layer in the XML, and the IR is read back with its weights from memory.
+"""Which convolution kernels OpenVINO's CPU plugin runs (``conv_kernels``):
+``jit`` restores the direct JIT kernels (faster for PP-OCRv4 rec than the brgemm
+ones preferred since 2024.2). With no property for it, and a per-layer attribute
+Python cannot create, the model goes through IR once at load: saved, every
+convolution layer marked in the XML, read back from memory (DESIGN_NOTES).
 """
 
 from __future__ import annotations
@@ -38,9 +28,8 @@ _ATTRIBUTE = "primitives_priority"
 
 
 def effective_conv_kernels(conv_kernels: str, precision: str) -> str:
-    """The kernel choice that applies to a model running at ``precision``
-    ("fp32" | "bf16", as compiled): ``jit`` only for f32. bf16 runs only on
-    AVX512-BF16/AMX CPUs, where the brgemm kernels are the ones with AMX."""
+    """The kernel choice for a model compiled at ``precision``: ``jit`` only for fp32
+    (bf16 runs only on AVX512-BF16/AMX CPUs, where the brgemm kernels are the AMX ones)."""
     return conv_kernels if precision == "fp32" else "auto"
 
 
@@ -82,8 +71,7 @@ def with_conv_kernels(core: Any, model: Any, conv_kernels: str) -> tuple[Any, in
                 ir_xml, marked = mark_layers(f.read(), CONV_LAYER_TYPES, CONV_PRIORITIES[conv_kernels])
             weights = np.fromfile(os.path.join(tmp, "model.bin"), dtype=np.uint8)
     except (OSError, RuntimeError, ET.ParseError) as exc:
-        # a kernel choice is a speed-up, never a reason not to serve: no writable
-        # temporary directory (or an IR OpenVINO cannot write) leaves the plugin's choice
+        # a kernel choice is a speed-up, never a reason not to serve
         log.warning(
             "conv_kernels %s not applied (%s: %s); the CPU plugin picks the kernels",
             conv_kernels,

@@ -1,25 +1,9 @@
-"""OpenVINO Runtime as an engine (``engine: openvino``).
-
-OpenVINO's Python API releases the GIL inside ``InferRequest.infer``, so
-unlike Paddle 3.3's ``run()`` several instances in the server's own process
-overlap, and no inputs or outputs cross a process boundary. ``instance_num``
-instances are ``instance_num`` infer requests on ONE compiled model with
-``instance_num`` streams: one copy of the weights, one stream (a set of
-``thread_num`` threads OpenVINO binds to cores of its own) per instance.
-
-The model is read as it is: a Paddle ``inference.pdmodel`` (OpenVINO's Paddle
-front end), an ``inference.onnx``, or an OpenVINO IR ``inference.xml`` (e.g.
-one quantised to int8 by NNCF). Paddle 3's PIR ``inference.json`` cannot be
-read by OpenVINO; such models need an ONNX twin (``paddle2onnx``), which is
-what ``pipelines/ernie_fields`` ships.
-
-Precision: ``fp32`` always runs f32. ``bf16`` asks the CPU plugin for
-bfloat16, which it only honours on CPUs with AVX512-BF16 or AMX; elsewhere
-this module warns and runs f32 (OpenVINO would do the same silently). The
-translation from config to compile properties is plain data
-(:func:`compile_properties`), testable without OpenVINO.
-
-Convolution kernels: ``conv_kernels`` (serving.runners.openvino_kernels).
+"""OpenVINO Runtime as an engine (``engine: openvino``). ``infer`` releases the
+GIL, so ``instance_num`` instances are infer requests on ONE compiled model with
+that many streams, in the server's own process (one copy of the weights). The
+model is read as it is (``inference.pdmodel``, ``.onnx`` or IR ``.xml``; not
+Paddle 3's PIR ``.json``). Why each choice: docs/DESIGN_NOTES.md, "OpenVINO
+Runtime as an engine".
 """
 
 from __future__ import annotations
@@ -42,11 +26,6 @@ log = logging.getLogger(__name__)
 DEVICE_LABEL = "cpu:openvino-runtime"
 
 
-def cpu_has_bf16(capabilities: Sequence[str]) -> bool:
-    """Whether OpenVINO's CPU plugin runs bfloat16 natively (AVX512-BF16 / AMX)."""
-    return "BF16" in capabilities
-
-
 @dataclass(frozen=True)
 class CompilePlan:
     """How one op's model is compiled: the properties given to ``compile_model``
@@ -58,35 +37,28 @@ class CompilePlan:
 
 
 def compile_properties(conf: LocalServiceConf, streams: int, capabilities: Sequence[str]) -> CompilePlan:
-    """The CPU plugin properties for ``streams`` instances of ``conf``.
-
-    Every stream gets ``thread_num`` threads. Hyper-threads, core binding and
-    the plugin's own choice of streams are left out: the config says how many
-    instances and threads it wants, as for the other engines."""
+    """The CPU plugin properties for ``streams`` instances of ``conf``, each of ``thread_num``
+    threads: the config says how many instances and threads it wants, not the plugin.
+    ``capabilities``: the plugin's ``OPTIMIZATION_CAPABILITIES`` ("BF16": native bfloat16)."""
     if streams < 1:
         raise ValueError(f"instance count must be >= 1, got {streams}")
     wanted = conf.precision
-    precision = "bf16" if wanted == "bf16" and cpu_has_bf16(capabilities) else "fp32"
+    precision = "bf16" if wanted == "bf16" and "BF16" in capabilities else "fp32"
     properties: dict[str, Any] = {
         "NUM_STREAMS": streams,
         "INFERENCE_NUM_THREADS": streams * conf.thread_num,
         "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
         "ENABLE_HYPER_THREADING": False,
-        # OpenVINO would bind stream i of every compiled model to the same core i:
-        # two 1-instance ops in one server would share a core and leave the other
-        # idle. The OS balances them instead; process instances are pinned by the
-        # CPU plan (serving.runners.cpu_plan)
+        # OpenVINO would bind stream i of every compiled model to the same core i: two
+        # 1-instance ops would share a core. The OS balances them; processes are pinned by the CPU plan
         "ENABLE_CPU_PINNING": False,
     }
     return CompilePlan(properties, precision, fell_back=wanted == "bf16" and precision != "bf16")
 
 
 class OpenVinoRunner:
-    """One infer request of a compiled model: a :class:`serving.op.Runner`.
-
-    Not thread-safe by design (an infer request owns its tensors); the engine
-    runs at most one batch at a time on an instance. Instances made together
-    by :func:`create_openvino_runners` share the compiled model."""
+    """One infer request of a compiled model: a :class:`serving.op.Runner`. Not thread-safe
+    by design (the request owns its tensors); the engine runs one batch at a time on it."""
 
     def __init__(self, compiled: Any, precision: str, input_names: list[str], output_names: list[str]):
         self._compiled = compiled
@@ -100,9 +72,7 @@ class OpenVinoRunner:
         """Run one batch; outputs are fresh arrays in ``output_names`` order.
         Raises ValueError naming missing or unexpected feed names."""
         check_feed(self.input_names, feed)
-        # share_inputs: OpenVINO reads the caller's contiguous arrays in place
-        # (no copy); the outputs are copied out of the request's own tensors,
-        # which the next run overwrites
+        # inputs read in place; outputs copied out of the request's tensors, which the next run overwrites
         inputs = {i: np.ascontiguousarray(feed[name]) for i, name in enumerate(self.input_names)}
         results = self._request.infer(inputs, share_inputs=True, share_outputs=False)
         return [np.asarray(results[port]) for port in self._compiled.outputs]

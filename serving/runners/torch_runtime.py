@@ -1,21 +1,10 @@
-"""PyTorch as an engine (``engine: torch``).
-
-The op's model is read as ONNX (:mod:`serving.runners.onnx_export`) and run
-as an :class:`serving.runners.onnx_graph.OnnxGraph`, one module (one copy of
-the weights) per device, shared by the instances placed there; torch modules
-keep no state between calls, so instances run it from several threads.
-
-On CPU, ``thread_num`` becomes torch's intra-op thread count, which torch
-keeps per process: ops in one server process share the last one loaded
-(``instance_mode: process`` gives an op its own).
-
-On a GPU every instance has its own CUDA stream, so instances overlap on the
-device; a batch's inputs are copied into pinned host buffers kept per
-instance and input (grown, never shrunk) and uploaded without blocking, and
-the outputs come back as float32 numpy arrays. ``fp16``/``bf16`` run under
-autocast; ``fp32`` is strict fp32 (no TF32), so a GPU reads what the CPU
-reads. The plan (device, autocast type) is plain data (:func:`torch_plan`),
-testable without a GPU.
+"""PyTorch as an engine (``engine: torch``): the op's ONNX model
+(:mod:`serving.runners.onnx_export`) run as an
+:class:`~serving.runners.onnx_graph.OnnxGraph`, one module per device shared by
+the instances placed there (torch modules keep no state between calls). On a
+GPU each instance has its own CUDA stream and pinned host buffers; ``fp16`` and
+``bf16`` run under autocast, ``fp32`` is strict (no TF32): a GPU reads what the
+CPU reads.
 """
 
 from __future__ import annotations
@@ -84,10 +73,8 @@ def require_device(plan: TorchPlan) -> None:
 
 
 class TorchRunner:
-    """One instance: a :class:`serving.op.Runner` on one device (and, on a GPU, one stream).
-
-    Not thread-safe by design (its stream and pinned buffers are its own);
-    the engine runs at most one batch at a time on an instance."""
+    """One instance: a :class:`serving.op.Runner` on one device (on a GPU, one stream). Not
+    thread-safe by design (its stream and buffers are its own): one batch at a time."""
 
     def __init__(self, graph: OnnxGraph, plan: TorchPlan):
         self._graph = graph

@@ -12,8 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.batching.instance_devices import InstanceDevices
-from serving.batching.metrics import Metrics
+from serving.batching.metrics import InstanceDevices, Metrics
 from serving.config.schema import LocalServiceConf
 from serving.runners.factory import create_runners
 from serving.runners.gpus import open_gpus
