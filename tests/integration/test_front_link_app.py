@@ -5,6 +5,7 @@ repository and once around a :class:`RemoteRepository` linked to it through a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import threading
@@ -212,3 +213,41 @@ def test_a_submission_on_a_closed_link_is_refused_and_forgotten(linked, monkeypa
         with pytest.raises(ShuttingDown):
             linked.remote.submit("echo", values)
     assert linked.remote._requests == {} and linked.remote._waiting == {}
+
+
+def test_submissions_on_an_event_loop_leave_together_after_the_loop_pass(linked, monkeypatch):
+    frames: list[int] = []
+    flush = linked.remote._wire.flush
+
+    def counted() -> None:
+        frames.append(len(linked.remote._wire._out))
+        flush()
+
+    monkeypatch.setattr(linked.remote._wire, "flush", counted)
+
+    async def three() -> list[RequestState]:
+        handles = [h for text in ("a", "bb", "ccc") for h in linked.remote.submit("echo", [text])]
+        assert frames == []  # nothing sent while the loop pass that submitted runs
+        await asyncio.sleep(0)
+        return handles
+
+    handles = asyncio.run(three())
+    assert frames == [3]  # one frame carried all three
+    assert [h.result(timeout=5)["double_len"] for h in handles] == [2, 4, 6]
+
+
+def test_a_submission_whose_link_ends_before_the_loop_sends_it_fails_with_the_link(linked, monkeypatch):
+    def closed() -> None:
+        raise OSError("the link is closed")
+
+    monkeypatch.setattr(linked.remote._wire, "flush", closed)
+
+    async def submit() -> RequestState:
+        (handle,) = linked.remote.submit("echo", ["a"])
+        await asyncio.sleep(0)  # the flush fails; the link's reader ends it
+        return handle
+
+    handle = asyncio.run(submit())
+    linked.remote._lose_link()  # what serve() does once it reads the link's end
+    with pytest.raises(ShuttingDown):
+        handle.result(timeout=5)

@@ -71,13 +71,18 @@ class Wire:
         self._closing = threading.Lock()
         self._ended = False  # close() ran
 
-    def send(self, message: Any) -> None:
-        """Send ``message`` (now, or with the frame another thread is sending);
-        OSError once the link is closed."""
+    def send(self, message: Any, *, later: bool = False) -> None:
+        """Send ``message`` (now, or with the frame another thread is sending; ``later``: with
+        the next :meth:`flush` or send); OSError once the link is closed."""
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         if self._closed:
             raise OSError("the link is closed")
         self._out.append(data)
+        if not later:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is queued, as one frame (OSError once the link is closed)."""
         out = self._out
         while out and self._sending.acquire(blocking=False):
             try:

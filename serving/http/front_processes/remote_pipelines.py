@@ -4,6 +4,7 @@ submission, health, listing, reload and metrics go over the link to the engine."
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import threading
@@ -129,6 +130,7 @@ class RemoteRepository:
         self._waiting: dict[int, _Call] = {}
         self._listeners: list[Callable[[], None]] = []
         self._lost = False
+        self._flush_soon = False  # a flush of what the loop queued is scheduled
         self._gen = _generation(snapshot)
         self.metrics = _Metrics(self)
 
@@ -196,9 +198,11 @@ class RemoteRepository:
             if admission is not None:
                 self._waiting[rid] = admission
         options.update(version=version, timeout_ms=timeout_ms, logid=logid)
-        self._send((msg.SUBMIT, rid, name, list(values), options), rid=rid)
+        message = (msg.SUBMIT, rid, name, list(values), options)
         if admission is None:
+            self._send(message, rid=rid, loop=asyncio._get_running_loop())
             return handles
+        self._send(message, rid=rid)
         try:
             admission.outcome(CALL_TIMEOUT_S, "a submission")
         except ServingError:
@@ -226,11 +230,26 @@ class RemoteRepository:
         if self._lost:
             raise ShuttingDown("the engine process is gone; this server is stopping")
 
-    def _send(self, message: Any, *, rid: int | None = None, quiet: bool = False) -> None:
+    def _send(
+        self,
+        message: Any,
+        *,
+        rid: int | None = None,
+        quiet: bool = False,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         """Send ``message``; if the link is gone, forget request ``rid`` and (unless
-        ``quiet``) raise the 503 of a server that is stopping."""
+        ``quiet``) raise the 503 of a server that is stopping. On ``loop`` (the HTTP server's,
+        a submission nothing waits on) it leaves with the others of this loop pass, in one
+        frame: a link gone by then ends in :meth:`_lose_link`, which fails them."""
         try:
-            self._wire.send(message)
+            if loop is None:
+                self._wire.send(message)
+            else:
+                self._wire.send(message, later=True)
+                if not self._flush_soon:
+                    self._flush_soon = True
+                    loop.call_soon(self._flush)
         except OSError:
             if rid is not None:
                 with self._lock:
@@ -238,6 +257,13 @@ class RemoteRepository:
                     self._waiting.pop(rid, None)
             if not quiet:
                 raise ShuttingDown("the engine process is gone; this server is stopping") from None
+
+    def _flush(self) -> None:
+        self._flush_soon = False
+        try:
+            self._wire.flush()
+        except OSError:
+            pass  # the link is gone: serve() sees it too and fails what was sent
 
     # ---- the engine's messages ----------------------------------------------------------
     def serve(self, on_lost: Callable[[], None]) -> None:
