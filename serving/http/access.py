@@ -9,10 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from serving.errors import BadRequest, Forbidden
-from serving.http.body_paths import no_body_refusal, takes_body
+from serving.errors import BadRequest, Forbidden, PayloadTooLarge
 from serving.http.origins import AccessPolicy
 from serving.service.auth import ADMIN_PATHS, ADMIN_TOKEN_ENV, OPEN_PATHS, required_token, token_accepts, token_refusal
+
+#: how the path of every route that reads a body ends: a body sent elsewhere could only be
+#: meant to cost the server, so every door refuses it 413 from the headers (after the token)
+BODY_ROUTE_ENDS = ("/prediction", "/predict", "/infer")
+
+
+def takes_body(path: str) -> bool:
+    """Whether a request for ``path`` (without the app's mount prefix) may carry a body."""
+    return path.endswith(BODY_ROUTE_ENDS)
+
+
+def no_body_refusal(path: str) -> PayloadTooLarge:
+    return PayloadTooLarge(f"{path[:128]} takes no request body")
 
 
 class HeaderLookup(Protocol):

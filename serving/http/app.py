@@ -29,7 +29,7 @@ from serving.http.access import Access
 from serving.http.origins import AccessPolicy
 from serving.http.page import Page, add_page
 from serving.http.pending import Pending
-from serving.http.routes import admin, errors, health, listing, metrics, prediction, v2
+from serving.http.routes import errors, operations, prediction, v2
 from serving.http.wsgi_call import BODY, environ_name
 from serving.service.core import RequestCore, decoded_values
 from serving.service.decode import DecodePlan
@@ -62,10 +62,7 @@ ROUTE_GROUPS: tuple[Callable[[HttpApp, RouteContext], None], ...] = (
     errors.register,
     prediction.register,
     v2.register,
-    listing.register,
-    admin.register,
-    health.register,
-    metrics.register,
+    operations.register,
 )
 
 

@@ -9,7 +9,7 @@ from http import HTTPStatus
 
 from serving.config.schema import HttpConf
 from serving.errors import ServingError
-from serving.http.body_paths import no_body_refusal, takes_body
+from serving.http.access import no_body_refusal, takes_body
 from serving.http.json_answer import json_body
 from serving.service.auth import required_token, token_accepts, token_refusal
 from serving.service.error_body import error_document, error_headers

@@ -39,8 +39,8 @@ from serving.http.wsgi_call import (
     internal_error,
 )
 from serving.service.body_budget import BodyBudget, Claim, front_buffered_bytes
+from serving.service.core import HandlerCount
 from serving.service.error_body import body_over_limit
-from serving.service.handler_count import HandlerCount
 
 log = logging.getLogger(__name__)
 

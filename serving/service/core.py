@@ -6,6 +6,7 @@ before anything is decoded, the limits, the decode budget, submission), then
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,6 @@ from serving.batching.request import RequestState
 from serving.errors import ServingError
 from serving.service.decode import DecodePlan, plan_inputs
 from serving.service.error_body import body_over_limit
-from serving.service.handler_count import HandlerCount
 from serving.service.json_budget import value_budget
 from serving.service.jsonio import to_json
 from serving.service.limits import RequestLimits, largest_max_inputs, limits_from_config
@@ -34,6 +34,28 @@ def decoded_values(plan: DecodePlan) -> list[Any]:
 
 def never_gone() -> bool:
     return False
+
+
+class HandlerCount:
+    """Requests in the core now: the server waits for zero before it closes (drain)."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> HandlerCount:
+        with self._cond:
+            self._n += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._cond:
+            self._n -= 1
+            self._cond.notify_all()
+
+    def wait_zero(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._n == 0, timeout)
 
 
 @dataclass

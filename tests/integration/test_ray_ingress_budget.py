@@ -311,7 +311,7 @@ def counting(app: RayApp) -> CountingBudget:
     return front.budget
 
 
-#: paths that take no body (FrontGate's rule, serving/http/body_paths.py): a listing, the
+#: paths that take no body (FrontGate's rule, serving/http/access.py): a listing, the
 #: probes, the metrics, the page, the admin route (no admin token set here)
 NO_BODY_PATHS = ["/pipelines", "/health/live", "/v2/health/ready", "/metrics", "/", "/admin/reload"]
 

@@ -13,7 +13,7 @@ from serving.batching.live_pipelines import PipelineRepository
 from serving.config.file_set import repository_of
 from serving.errors import Conflict
 from serving.http.app import HttpApp
-from serving.http.routes import admin, errors, health, listing, metrics, prediction
+from serving.http.routes import errors, operations, prediction
 from tests.support.http_fakes import echo_pipeline, route_context
 
 
@@ -92,7 +92,7 @@ def test_errors_group_turns_an_unexpected_exception_into_a_500():
 
 
 def test_listing_group_alone(repo):
-    client = bare_app(listing, ctx=route_context(repo))
+    client = bare_app(operations, ctx=route_context(repo))
     listed = client.get("/pipelines").get_json()
     assert listed == repo.listing()
     conf = client.get("/echo/config").get_json()
@@ -102,7 +102,7 @@ def test_listing_group_alone(repo):
 
 
 def test_admin_group_alone(repo):
-    client = bare_app(admin, ctx=route_context(repo))
+    client = bare_app(operations, ctx=route_context(repo))
     r = client.post("/admin/reload")
     assert r.status_code == 200
     assert r.get_json() == {
@@ -118,7 +118,7 @@ def test_admin_group_alone(repo):
 def test_health_group_alone():
     pipeline = echo_pipeline()
     repository = PipelineRepository.of(pipeline)
-    client = bare_app(health, ctx=route_context(repository))
+    client = bare_app(operations, ctx=route_context(repository))
     for prefix in ("", "/v2"):
         assert client.get(f"{prefix}/health/live").get_json() == {"status": "live"}
         r = client.get(f"{prefix}/health/ready")
@@ -134,6 +134,6 @@ def test_health_group_alone():
 
 def test_metrics_group_alone():
     ctx = route_context(PipelineRepository.of(echo_pipeline()), metrics_text=lambda: b"up 1\n")
-    r = bare_app(metrics, ctx=ctx).get("/metrics")
+    r = bare_app(operations, ctx=ctx).get("/metrics")
     assert r.status_code == 200 and r.data == b"up 1\n"
     assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"

@@ -10,8 +10,7 @@ from serving.batching.live_pipelines import PipelineRepository
 from serving.batching.pipeline import Pipeline
 from serving.config import parse_config
 from serving.http.app import RouteContext
-from serving.service.core import RequestCore
-from serving.service.handler_count import HandlerCount
+from serving.service.core import HandlerCount, RequestCore
 from tests.support.engine_fakes import op_conf
 
 
