@@ -6,11 +6,11 @@ answering a normal request. The attacks and bounds: tests/support/reliability/ho
 the same run with a table: ``python -m bench.hostile``.
 
 Then every door (issue 38: tests/support/reliability/door_attacks.py): the HTTP
-front's framing and open paths on both fronts, and the gRPC doors, against a
-server with a token and ``max_body_size: 8 MiB`` (configs/ocr.yml behind the
-asyncio front, the model-free pipeline behind waitress); each attack within its
-bound, the server answering afterwards, and its RSS back within 25% of where it
-started. ``python -m bench.hostile --doors`` prints the table."""
+server's framing and open paths, in the engine's process and in front processes
+(``http.front_workers``), and the gRPC doors, against configs/ocr.yml with a token
+and ``max_body_size: 8 MiB``; each attack within its bound, the server answering
+afterwards, and its RSS (children included) back within 25% of where it started.
+``python -m bench.hostile --doors`` prints the table."""
 
 import pytest
 
@@ -54,15 +54,22 @@ HTTP_DOOR_ATTACKS = [name for name, a in DOOR_ATTACKS.items() if not a.grpc]
 GRPC_DOOR_ATTACKS = [name for name, a in DOOR_ATTACKS.items() if a.grpc]
 
 
-# the HTTP front and gRPC: the real models, as a deployment's RSS is measured against
-DOOR_SERVERS = {"asyncio": f"{ROOT}/configs/ocr.yml"}
+# the HTTP server (alone, and in front processes) and gRPC, on the real models, as a
+# deployment's RSS is measured; door -> front processes
+DOOR_SERVERS = {"asyncio": 0, "front_workers": 2}
 
 
 @pytest.fixture(scope="module", params=list(DOOR_SERVERS))
 def door(request, tmp_path_factory):
     front = request.param
     path = tmp_path_factory.mktemp(f"doors-{front}") / "doors.yml"
-    proc, door = start_door_server(str(path), front=front, body_limit=8 * MB, config=DOOR_SERVERS[front])
+    proc, door = start_door_server(
+        str(path),
+        front="asyncio",
+        body_limit=8 * MB,
+        config=f"{ROOT}/configs/ocr.yml",
+        front_workers=DOOR_SERVERS[front],
+    )
     yield front, proc, door, tree_rss_bytes(proc.proc.pid)
     proc.stop()
 

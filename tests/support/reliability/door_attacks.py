@@ -126,16 +126,18 @@ TOKEN = "door-attacks-token"
 PIPELINE = "img"
 
 
-def door_config_text(front: str, body_limit: int, config: str | None) -> str:
+def door_config_text(front: str, body_limit: int, config: str | None, front_workers: int = 0) -> str:
     """The served config: the model-free image pipeline, or ``config`` (a file, e.g.
-    configs/ocr.yml) with the door's token, front and ``max_body_size`` on its source ops."""
+    configs/ocr.yml) with the door's token, front, front processes (``http.front_workers``)
+    and ``max_body_size`` on its source ops."""
+    http = {"front": front, **({"front_workers": front_workers} if front_workers else {})}
     if config is None:
-        extra = f"auth_token: {TOKEN}\nhttp: {{front: {front}}}"
+        extra = f"auth_token: {TOKEN}\nhttp: {yaml.safe_dump(http, default_flow_style=True).strip()}"
         return image_config(name=PIPELINE, max_body_size=body_limit, extra=extra, delay_ms=1, per_item_ms=0)
     with open(config, encoding="utf-8") as f:
         doc = yaml.safe_load(f)
     doc["auth_token"] = TOKEN
-    doc.setdefault("http", {})["front"] = front
+    doc.setdefault("http", {}).update(http)
     for op in doc["op"].values():
         if not op.get("input_ops"):
             op.setdefault("local_service_conf", {})["max_body_size"] = body_limit
@@ -143,14 +145,21 @@ def door_config_text(front: str, body_limit: int, config: str | None) -> str:
 
 
 def start_door_server(
-    config_path: str, *, front: str, body_limit: int, root: str = ROOT, config: str | None = None
+    config_path: str,
+    *,
+    front: str,
+    body_limit: int,
+    root: str = ROOT,
+    config: str | None = None,
+    front_workers: int = 0,
 ) -> tuple[ServerProcess, Door]:
     """A real server at ``config_path`` (written here) of the model-free image pipeline
     (tests/support/image_fakes.py), or of ``config`` (a config file: the real models):
     ``front`` reads HTTP, ``max_body_size: body_limit``, a token, gRPC on a free port;
     warmed with a few predictions, so the attacks' growth is theirs. ``root``: the checkout
-    whose code serves (another revision's, for a before and after)."""
-    text = door_config_text(front, body_limit, config)
+    whose code serves (another revision's, for a before and after); ``front_workers``: that
+    many front processes read HTTP instead of the engine's process."""
+    text = door_config_text(front, body_limit, config, front_workers)
     with open(config_path, "w", encoding="utf-8") as f:
         f.write(text)
     name = yaml.safe_load(text)["name"]
