@@ -666,7 +666,7 @@ def run_door_attack(door: Door, pid: int, attack: DoorAttack, *, settle_s: float
         seconds = time.monotonic() - t0
         time.sleep(2 * settle_s)
     after = sampler.samples[-1][1] if sampler.samples else 0
-    growth = max(0, sampler.peak() - baseline)
+    growth = max(0, sampler.peak_after_baseline() - baseline)
     return DoorOutcome(attack, sent, baseline, growth, after, seconds, errors)
 
 

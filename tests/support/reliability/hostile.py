@@ -160,7 +160,7 @@ def run_attack(
                     errors.append(f"{attack.name}: {exc}")
         seconds = time.monotonic() - t0
         time.sleep(4 * SAMPLE_S)
-    growth = max(0, sampler.peak() - baseline)
+    growth = max(0, sampler.peak_after_baseline() - baseline)
     body_bytes = sum(len(b) for b in bodies)
     return Outcome(attack, body_bytes, statuses, baseline, growth, attack.bound(bodies), seconds, errors)
 

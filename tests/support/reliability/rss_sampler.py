@@ -23,6 +23,7 @@ class RssSampler:
         self.own: list[tuple[float, int]] = []
         self.largest_child: list[tuple[float, int]] = []
         self._t0 = 0.0
+        self.settled_at = 0.0  # seconds into the run when baseline() returned: where a growth starts
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
 
@@ -53,10 +54,16 @@ class RssSampler:
         growth is measured from (0 if nothing was read)."""
         time.sleep(settle_s)
         before = [s for _, s in self.samples]
+        self.settled_at = self.samples[-1][0] if self.samples else 0.0
         return int(statistics.median(before)) if before else 0
 
     def peak(self, series: list[tuple[float, int]] | None = None) -> int:
         return max((s for _, s in (self.samples if series is None else series)), default=0)
+
+    def peak_after_baseline(self) -> int:
+        """The peak of the samples after :meth:`baseline` returned: a heap trim during the
+        settling second leaves a level above the median behind, which is not the run's."""
+        return max((s for t, s in self.samples if t > self.settled_at), default=0)
 
     def at(self, t: float, series: list[tuple[float, int]] | None = None) -> int:
         """The first sample at or after ``t`` seconds (of the tree, or of ``series``)."""
