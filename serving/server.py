@@ -10,7 +10,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -28,6 +28,7 @@ from serving.http.app import create_app
 from serving.http.early_refusals import FrontGate
 from serving.http.front_processes.workers import FrontsFailed, FrontWorkers
 from serving.http.http_server import HttpServer
+from serving.paddle_serving.launch import is_service_script, load_service_repository
 from serving.runners.gpus import Nvml, open_gpus
 from serving.runners.heap_trim import HeapTrim
 from serving.service.auth import admin_token, auth_token
@@ -89,6 +90,7 @@ class Server:
         front_workers: int | None = None,
         rpc_port: int | None = None,
         nvml: Nvml | None = None,
+        loader: Callable[[Sequence[str]], RepositoryConfig] = load_repository,
     ):
         self.config = config if isinstance(config, RepositoryConfig) else repository_of(config)
         # the tokens, resolved once: the app checks them, and the HTTP front before any body
@@ -98,7 +100,7 @@ class Server:
         check_bind(self.host, token=self.gate.auth_token, insecure=insecure or self.config.security.insecure)
         # ``nvml``: a stand-in for pynvml (tests)
         metrics = Metrics(gpus=open_gpus(nvml))
-        self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup)
+        self.repository = PipelineRepository(self.config, metrics=metrics, warmup=warmup, loader=loader)
         self.front_workers = self.config.http.front_workers if front_workers is None else front_workers
         self.app = create_app(self.repository, auth_token=self.gate.auth_token, admin_token=self.gate.admin_token)
         # one request core beneath every door of this process: the HTTP app's routes and gRPC's services
@@ -241,8 +243,14 @@ class Server:
 
 
 def main(args: argparse.Namespace) -> int:
+    loader: Callable[[Sequence[str]], RepositoryConfig] = load_repository
+    if is_service_script(args.config):  # a Paddle Serving web_service.py
+        if args.front_workers:
+            log.error("--front-workers: a Paddle Serving script's request and response ops run in this process")
+            return 2
+        loader, args.front_workers = load_service_repository, 0
     try:
-        config = load_repository(args.config)
+        config = loader(args.config)
     except ConfigError as exc:
         log.error("%s", exc)
         return 2
@@ -255,6 +263,7 @@ def main(args: argparse.Namespace) -> int:
             insecure=args.insecure,
             front_workers=args.front_workers,
             rpc_port=args.rpc_port,
+            loader=loader,
         )
     except (OpenBindRefused, OSError) as exc:
         log.error("%s", exc)

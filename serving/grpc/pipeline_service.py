@@ -15,8 +15,12 @@ from serving.errors import ServingError, Unauthorized, as_serving_error
 from serving.grpc.call import Call, bytes_handler, trailers
 from serving.grpc.pipeline_request import NUMERIC_FIELDS, OPTION_KEYS, numpy_refusal, parse_pipeline_request, route_of
 from serving.grpc.wire_count import RefusedField, RequestMessage
+from serving.paddle_serving.door import PaddleServingDoor
+from serving.paddle_serving.stage import PADDLE_REQUEST
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
 from serving.service.core import paddle_document
+from serving.service.decode import plain_kind
+from serving.service.parse import ParsedRequest, read_options
 
 if TYPE_CHECKING:
     from serving.grpc.grpc_server import GrpcServices
@@ -31,6 +35,7 @@ class PipelineService:
     def __init__(self, services: GrpcServices):
         self.services = services
         self.messages = pipeline_messages()
+        self.door = PaddleServingDoor(services.core)
         # numeric tensors refused as soon as the count meets one, whatever their size, as after parsing
         self.request = RequestMessage(self.messages.Request, refuse=frozenset(f.full_name for f in NUMERIC_FIELDS))
 
@@ -61,10 +66,12 @@ class PipelineService:
             name, version = route_of(request, next(iter(core.repository.config.routes)))
             target = core.target(name, version, request.ByteSize())
             pipeline, limits = target
+            if pipeline.input_kind() == PADDLE_REQUEST:
+                return self._answer_service(name, version, request, target, call)
             parsed = parse_pipeline_request(
                 request,
                 {key: call.headers.get(key) for key in OPTION_KEYS},
-                kind=pipeline.input_kind() or "image",
+                kind=plain_kind(pipeline.input_kind(), name),
                 max_inputs=limits.max_inputs,
                 priority_levels=pipeline.config.dag.priority_levels,
             )
@@ -75,6 +82,19 @@ class PipelineService:
             parsed.inputs.clear()  # decoded into the handles: the encoded values go with the room
         document = paddle_document(started.wait(call.gone()), parsed.logid)
         return self.messages.Response(err_no=0, key=document["key"], value=document["value"])
+
+    def _answer_service(self, name: str, version: int | None, request: Any, target: Any, call: Call) -> Any:
+        """A user's ``web_service.py``: its RequestOp and ResponseOp answer (serving.paddle_serving.door)."""
+        pipeline, _ = target
+        options = ParsedRequest()
+        read_options(
+            {key: v for key in OPTION_KEYS if (v := call.headers.get(key)) is not None},
+            options,
+            pipeline.config.dag.priority_levels,
+        )
+        options.timeout_ms = call.timeout_ms(options.timeout_ms)
+        key = self.services.core.route_key(name, version, call.headers.get)
+        return self.door.answer(name, version, request, options, target, key, PROTOCOL, call.gone())
 
 
 def handler(services: GrpcServices) -> grpc.GenericRpcHandler:

@@ -41,6 +41,18 @@ class InputLimits:
     max_text_chars: int = 100_000
 
 
+def plain_kind(kind: str | None, name: str) -> str:
+    """The input kind a door decodes for pipeline ``name`` (default: images); 400 for a pipeline
+    of a Paddle Serving script, whose own ``RequestOp`` reads its requests."""
+    kind = kind or "image"
+    if kind not in KEYS_BY_KIND:
+        raise BadRequest(
+            f"pipeline {name!r} runs a Paddle Serving web_service.py: send it Paddle Serving's Request "
+            f"(POST /{name}/prediction, or PipelineService over gRPC)"
+        )
+    return kind
+
+
 def key_kind(key: str) -> str | None:
     """The input kind a request key names (``"img"`` -> ``"image"``), or None."""
     for kind, keys in KEYS_BY_KIND.items():

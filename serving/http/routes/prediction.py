@@ -16,7 +16,10 @@ from serving.http.native_request import parse_native
 from serving.http.pending import Pending
 from serving.http.routes.errors import error_response
 from serving.http.wsgi_call import client_gone
+from serving.paddle_serving.door import PaddleServingDoor, http_status, request_from_json, response_document
+from serving.paddle_serving.stage import PADDLE_REQUEST
 from serving.service.core import RequestCore, answered_version, is_light, paddle_document
+from serving.service.decode import plain_kind
 from serving.service.jsonio import plain
 from serving.service.parse import parse_paddle
 
@@ -24,12 +27,15 @@ if TYPE_CHECKING:
     from serving.http.app import HttpApp, RouteContext
 
 
-def paddle(core: RequestCore, request: Request, name: str, version: int | None) -> Pending:
+def paddle(door: PaddleServingDoor, request: Request, name: str, version: int | None) -> Pending | Response:
+    core = door.core
     target = core.target(name, version, request.content_length)
     pipeline, limits = target
+    if pipeline.input_kind() == PADDLE_REQUEST:
+        return paddle_serving(door, request, name, version, target)
     parsed = parse_paddle(
         request.get_data(),
-        kind=pipeline.input_kind() or "image",
+        kind=plain_kind(pipeline.input_kind(), name),
         max_inputs=limits.max_inputs,
         priority_levels=pipeline.config.dag.priority_levels,
     )
@@ -43,6 +49,16 @@ def paddle(core: RequestCore, request: Request, name: str, version: int | None) 
     )
 
 
+def paddle_serving(door: PaddleServingDoor, request: Request, name: str, version: int | None, target: Any) -> Response:
+    """A user's ``web_service.py``: its RequestOp and ResponseOp answer (serving.paddle_serving.door)."""
+    core = door.core
+    pipeline, _ = target
+    message, options = request_from_json(request.get_data(), core.max_values(), pipeline.config.dag.priority_levels)
+    key = core.route_key(name, version, request.headers.get)
+    resp = door.answer(name, version, message, options, target, key, "http", client_gone(request.environ))
+    return json_response(response_document(resp), http_status(resp))
+
+
 def native(core: RequestCore, request: Request, name: str, version: int | None) -> Pending:
     target = core.target(name, version, request.content_length)
     pipeline, limits = target
@@ -50,7 +66,7 @@ def native(core: RequestCore, request: Request, name: str, version: int | None) 
     show_version = core.shows_version(name, version)
     parsed = parse_native(
         request,
-        kind=pipeline.input_kind() or "image",
+        kind=plain_kind(pipeline.input_kind(), name),
         max_inputs=limits.max_inputs,
         priority_levels=pipeline.config.dag.priority_levels,
     )
@@ -74,7 +90,10 @@ def native(core: RequestCore, request: Request, name: str, version: int | None) 
 
 def register(app: HttpApp, ctx: RouteContext) -> None:
     core, latest = ctx.core, {"version": None}
-    for suffix, view in (("prediction", paddle), ("predict", native)):
-        bound = functools.partial(view, core)
+    door = PaddleServingDoor(core)
+    for suffix, bound in (
+        ("prediction", functools.partial(paddle, door)),
+        ("predict", functools.partial(native, core)),
+    ):
         app.add_prediction_rule(f"/<name>/{suffix}", suffix, bound, defaults=latest, light=core.takes_text)
         app.add_prediction_rule(f"/<name>/v<int:version>/{suffix}", f"{suffix}_version", bound, light=core.takes_text)

@@ -14,6 +14,7 @@ from serving.batching.live_pipelines import find_pipeline
 from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.errors import NotFound
+from serving.service.decode import plain_kind
 
 PLATFORM = SERVER_NAME = "batchline"
 #: the protocol's extensions this server implements
@@ -102,7 +103,7 @@ def model_view(config: RepositoryConfig, name: str, version: int | None) -> Mode
         name=name,
         version=version,
         versions=tuple(route.versions),
-        input=TensorSpec(chosen.input_kind or "image", BYTES),
+        input=TensorSpec(plain_kind(chosen.input_kind, name), BYTES),
         outputs=output_specs(list(answering)),
     )
 

@@ -1,0 +1,86 @@
+"""A Paddle Serving service's ``config.yml`` -> batchline's config, read by batchline's own
+loader (so every key is checked as in any config, and Paddle Serving's keys are folded by
+:mod:`serving.config.compat`). Each op of the graph gets its engine op class, its inputs, and
+its worker model: ``concurrency`` workers, in threads (``is_thread_op: True``, Paddle Serving's
+default) or in processes. What the script's ``Op(...)`` keywords set wins over the file, as
+in Paddle Serving. An ``op:`` entry no op of the graph uses is dropped (Paddle Serving ignores it)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from serving.config.documents import ConfigDocument
+from serving.paddle_serving.operator import DAG_EXECUTOR, Op
+from serving.paddle_serving.service_file import Service, ServiceFileError
+
+log = logging.getLogger(__name__)
+
+STAGE = "serving.paddle_serving.stage:PaddleServingStage"
+FIRST_STAGE = "serving.paddle_serving.stage:PaddleServingFirstStage"
+#: the ``Op(...)`` keywords that override the op's config entry, and the key each overrides
+_KEYWORDS = {
+    "concurrency": "concurrency",
+    "_batch_size": "batch_size",
+    "_auto_batching_timeout": "auto_batching_timeout",
+    "_timeout": "timeout",
+}
+
+
+def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: bool, source: str) -> dict:
+    if raw is not None and not isinstance(raw, dict):
+        raise ServiceFileError(f"{source}: op.{name} must be a mapping")
+    entry = copy.deepcopy(raw) if raw else {}
+    for attr, key in _KEYWORDS.items():
+        value = getattr(op, attr)
+        if value is not None:
+            entry[key] = value
+    if op._server_endpoints or entry.get("server_endpoints"):
+        raise ServiceFileError(
+            f"{source}: op.{name}.server_endpoints: remote brpc/grpc predictors are not served here; give the op "
+            "local_service_conf.model_config (its model runs in batchline's engine)"
+        )
+    entry.pop("server_endpoints", None)
+    svc = entry.get("local_service_conf")
+    svc = dict(svc) if isinstance(svc, dict) else {}
+    fetch = op._fetch_names if op._fetch_names is not None else svc.get("fetch_list", entry.get("fetch_list"))
+    thread_op = bool(entry.pop("is_thread_op", thread_default))
+    workers = entry.get("concurrency", 1)
+    svc.setdefault("instance_mode", "thread" if thread_op else "process")
+    svc.setdefault("instance_num", workers)
+    entry["local_service_conf"] = svc
+    inputs = service.inputs[name]
+    fed_by_request = DAG_EXECUTOR in inputs
+    if fed_by_request and len(inputs) > 1:
+        raise ServiceFileError(
+            f"{source}: op {name!r} takes the request and other ops; batchline takes one or the other"
+        )
+    entry["class"] = FIRST_STAGE if fed_by_request else STAGE
+    entry["input_ops"] = [] if fed_by_request else list(inputs)
+    entry["params"] = {"script": service.script, "op": name, "thread_op": thread_op, "fetch_list": fetch}
+    return entry
+
+
+def service_config(service: Service, source: str) -> dict:
+    """batchline's config mapping for ``service`` (``source``: the config file, for messages)."""
+    data = copy.deepcopy(service.config)
+    dag = data.get("dag")
+    thread_default = bool(dag.get("is_thread_op", True)) if isinstance(dag, dict) else True
+    ops = data.get("op") or {}
+    if not isinstance(ops, dict):
+        raise ServiceFileError(f"{source}: 'op' must be a mapping")
+    unused = sorted(set(ops) - set(service.ops))
+    if unused:
+        log.info("%s: op entries no op of the graph uses (ignored, as Paddle Serving does): %s", source, unused)
+    data["op"] = {
+        name: _op_entry(service, name, op, ops.get(name), thread_default, source) for name, op in service.ops.items()
+    }
+    if service.name:
+        data["name"] = service.name
+    return data
+
+
+def service_document(service: Service, config_file: str) -> ConfigDocument:
+    """The service as a config document batchline's loader validates (paths relative to the script's folder)."""
+    return ConfigDocument(config_file, config_file, service_config(service, config_file))

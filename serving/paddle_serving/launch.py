@@ -1,0 +1,28 @@
+"""``batchline serve web_service.py``: a Paddle Serving script read into batchline's config
+(the same loader, the same checks), and read again on reload."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from serving.config.documents import parse_documents
+from serving.config.errors import FILE_KEY, ConfigError
+from serving.config.file_set import RepositoryConfig
+from serving.paddle_serving.config_bridge import service_document
+from serving.paddle_serving.service_file import ServiceFileError, read_service
+
+
+def is_service_script(sources: Sequence[str]) -> bool:
+    """Whether ``sources`` name a Paddle Serving script (one ``.py`` file) rather than configs."""
+    return len(sources) == 1 and str(sources[0]).endswith(".py")
+
+
+def load_service_repository(sources: Sequence[str]) -> RepositoryConfig:
+    """The repository of the one script in ``sources``; a ConfigError naming what is wrong."""
+    (script,) = sources
+    try:
+        service = read_service(script)
+        document = service_document(service, service.config_file)
+    except ServiceFileError as exc:
+        raise ConfigError(script, FILE_KEY, str(exc)) from None
+    return parse_documents([document])

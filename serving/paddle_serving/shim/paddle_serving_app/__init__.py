@@ -1,0 +1,1 @@
+"""Paddle Serving 0.9's ``paddle_serving_app``, as batchline provides it: its readers."""

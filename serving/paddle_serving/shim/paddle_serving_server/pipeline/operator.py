@@ -1,0 +1,3 @@
+from serving.paddle_serving.operator import Op, RequestOp, ResponseOp
+
+__all__ = ["Op", "RequestOp", "ResponseOp"]

@@ -1,0 +1,3 @@
+from serving.paddle_serving.pipeline_client import PipelineClient, PipelinePredictFuture
+
+__all__ = ["PipelineClient", "PipelinePredictFuture"]
