@@ -1,0 +1,136 @@
+"""``batchline serve web_service.py`` on a Paddle Serving script (tests/data/paddle_serving/scripts/
+batched): thread and process ops, batching across requests, each failure's err_no and HTTP
+status, the same answers over gRPC with Paddle Serving's PipelineClient, and the limits every
+door holds, checked before the user's code runs."""
+
+import base64
+import json
+import os
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+import yaml
+
+from serving.paddle_serving.service_file import SHIM_DIR
+from tests.support.fuzz.malformed import png_with_header
+from tests.support.server_process import ROOT, ServerProcess
+from tuning.server import free_port
+
+pytestmark = pytest.mark.slow  # servers with predictor processes
+
+SCRIPT_DIR = os.path.join(ROOT, "tests/data/paddle_serving/scripts/batched")
+
+
+def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=None):
+    folder = tmp_path / ("thread" if thread_op else "process")
+    shutil.copytree(SCRIPT_DIR, folder)
+    conf = yaml.safe_load((folder / "config.yml").read_text())
+    conf["dag"]["is_thread_op"] = thread_op
+    conf["rpc_port"] = free_port()
+    conf["op"]["upper"].update(concurrency=concurrency, batch_size=batch_size, auto_batching_timeout=500)
+    if max_body_size:
+        conf["op"]["upper"]["local_service_conf"] = {"max_body_size": max_body_size}
+    (folder / "config.yml").write_text(yaml.safe_dump(conf))
+    return ServerProcess(str(folder / "web_service.py"), ready_timeout=120), conf["rpc_port"]
+
+
+def _post(server, body, path="/echo/prediction"):
+    r = requests.post(server.url + path, data=json.dumps(body), timeout=60)
+    return r.status_code, r.json()
+
+
+def _answer(doc):
+    return dict(zip(doc["key"], doc["value"]))
+
+
+@pytest.fixture(scope="module")
+def thread_server(tmp_path_factory):
+    server, rpc_port = _serve(tmp_path_factory.mktemp("ps"), thread_op=True, batch_size=4, max_body_size=65536)
+    yield server, rpc_port
+    server.stop()
+
+
+def test_a_request_runs_through_both_ops(thread_server):
+    server, _ = thread_server
+    status, doc = _post(server, {"key": ["text"], "value": ["hello"]})
+    assert status == 200 and doc["err_no"] == 0 and doc["err_msg"] == "" and doc["tensors"] == []
+    assert _answer(doc)["text"] == "HELLO!"
+    assert _answer(doc)["pid"] == str(server.proc.pid)  # a thread op runs in the server's process
+
+
+def test_requests_are_batched_into_one_call_of_the_hooks(thread_server):
+    server, _ = thread_server
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda i: _post(server, {"key": ["text"], "value": [f"t{i}"]}), range(8)))
+    assert [_answer(doc)["text"] for _, doc in answers] == [f"T{i}!" for i in range(8)]
+    assert max(int(_answer(doc)["batch"]) for _, doc in answers) > 1  # batch_size 4: requests shared a batch
+
+
+@pytest.mark.parametrize(
+    ("fail", "status", "err_no", "err_msg"),
+    [
+        ("pre", 400, 61, "refused in preprocess"),
+        ("post", 400, 62, "refused in postprocess"),
+        (
+            "raise",
+            500,
+            10000,
+            "Log_id: 7  Raise_msg: cannot read it  ClassName: Op._run_preprocess.<locals>.preprocess_help  "
+            "FunctionName: preprocess_help",
+        ),
+    ],
+)
+def test_each_failure_answers_as_paddle_serving_with_a_real_status(thread_server, fail, status, err_no, err_msg):
+    server, _ = thread_server
+    got, doc = _post(server, {"key": ["text", "fail"], "value": ["x", fail], "logid": 7})
+    assert (got, doc["err_no"], doc["err_msg"], doc["key"], doc["value"]) == (status, err_no, err_msg, [], [])
+    ok, doc = _post(server, {"key": ["text"], "value": ["after"]})  # the op still serves
+    assert ok == 200 and _answer(doc)["text"] == "AFTER!"
+
+
+def test_paddle_servings_pipeline_client_gets_the_same_answers(thread_server):
+    server, rpc_port = thread_server
+    sys.path.insert(0, SHIM_DIR)
+    try:
+        from paddle_serving_server.pipeline import PipelineClient
+    finally:
+        sys.path.remove(SHIM_DIR)
+    client = PipelineClient()
+    client.connect([f"127.0.0.1:{rpc_port}"])
+    resp = client.predict(feed_dict={"text": "grpc"}, fetch=["text"])
+    assert resp.err_no == 0 and dict(zip(resp.key, resp.value))["text"] == "GRPC!"
+    resp = client.predict(feed_dict={"text": "x", "fail": "pre"})
+    assert (resp.err_no, resp.err_msg) == (61, "refused in preprocess")
+
+
+def test_every_doors_limits_hold_before_the_users_code(thread_server):
+    server, _ = thread_server
+    status, doc = _post(server, {"key": ["text"], "value": ["x" * 70000]})
+    assert status == 413  # max_body_size 64 KiB
+    bomb = base64.b64encode(png_with_header(20000, 20000, bitdepth=8, color=2, rows=1)).decode()
+    status, doc = _post(server, {"key": ["image"], "value": [bomb]})
+    assert status == 413 and "too large" in doc["err_msg"]  # from the header: preprocess never saw it
+    small = base64.b64encode(png_with_header(8, 8, bitdepth=8, color=2, rows=None)).decode()
+    status, doc = _post(server, {"key": ["image"], "value": [small]})
+    assert status == 200 and int(_answer(doc)["size"]) > 0
+    status, doc = _post(server, {"inputs": [{"text": "x"}]}, path="/echo/predict")
+    assert status == 400 and "runs a Paddle Serving web_service.py" in json.dumps(doc)
+    status, doc = _post(server, {"key": "text"})
+    assert status == 400
+
+
+def test_process_ops_run_in_processes_of_their_own(tmp_path):
+    server, _ = _serve(tmp_path, thread_op=False, concurrency=2)
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda i: _post(server, {"key": ["text"], "value": [f"p{i}"]}), range(6)))
+        assert [_answer(doc)["text"] for _, doc in answers] == [f"P{i}!" for i in range(6)]
+        pids = {_answer(doc)["pid"] for _, doc in answers}
+        assert str(server.proc.pid) not in pids
+        status, doc = _post(server, {"key": ["text", "fail"], "value": ["x", "raise"]})
+        assert status == 500 and doc["err_no"] == 10000
+    finally:
+        server.stop()
