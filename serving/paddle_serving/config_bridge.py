@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 from typing import Any
 
 from serving.config.documents import ConfigDocument
+from serving.paddle_serving.model_folder import engine_folder
 from serving.paddle_serving.operator import DAG_EXECUTOR, Op
 from serving.paddle_serving.service_file import Service, ServiceFileError
+from serving.runners.onnx_export import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,11 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     fetch = op._fetch_names if op._fetch_names is not None else svc.get("fetch_list", entry.get("fetch_list"))
     thread_op = bool(entry.pop("is_thread_op", thread_default))
     workers = entry.get("concurrency", 1)
+    model = svc.get("model_config")
+    if isinstance(model, str) and "://" not in model:
+        folder = os.path.join(os.path.dirname(source), model)
+        if os.path.isdir(folder):  # Paddle Serving's other file names, linked to the ones our engines read
+            svc["model_config"] = engine_folder(folder, os.path.join(os.path.dirname(cache_dir()), "paddle_serving"))
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
     svc.setdefault("instance_num", workers)
     entry["local_service_conf"] = svc

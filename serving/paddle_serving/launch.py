@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from serving.config.documents import parse_documents
 from serving.config.errors import FILE_KEY, ConfigError
-from serving.config.file_set import RepositoryConfig
+from serving.config.file_set import RepositoryConfig, repository_from
+from serving.config.load import parse_config
 from serving.paddle_serving.config_bridge import service_document
 from serving.paddle_serving.service_file import ServiceFileError, read_service
 
@@ -25,4 +25,5 @@ def load_service_repository(sources: Sequence[str]) -> RepositoryConfig:
         document = service_document(service, service.config_file)
     except ServiceFileError as exc:
         raise ConfigError(script, FILE_KEY, str(exc)) from None
-    return parse_documents([document])
+    config = parse_config(document.data, document.source, document.path)
+    return repository_from([script], [(document.source, config)])  # a reload reads the script again

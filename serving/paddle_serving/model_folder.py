@@ -6,6 +6,7 @@ fields are read here without Paddle Serving's generated code."""
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -113,3 +114,29 @@ def model_files(path: str) -> tuple[str, str] | None:
     if programs and params:
         return programs[0], params[0]
     return None
+
+
+#: the names batchline's engines read a Paddle model folder by
+ENGINE_NAMES = ("inference.pdmodel", "inference.pdiparams")
+
+
+def engine_folder(path: str, cache: str) -> str:
+    """``path`` itself when its model files have the names batchline's engines read, else a
+    folder under ``cache`` (one per source folder, kept) linking those names to its files
+    (Paddle Serving also loads ``__model__``/``__params__`` and any ``*.pdmodel``)."""
+    files = model_files(path)
+    if files is None or tuple(os.path.basename(f) for f in files) == ENGINE_NAMES:
+        return path
+    source = os.path.realpath(path)
+    linked = os.path.join(cache, hashlib.sha256(source.encode()).hexdigest()[:16])
+    os.makedirs(linked, exist_ok=True)
+    pairs = list(zip(ENGINE_NAMES, files))
+    if os.path.exists(os.path.join(path, SERVER_CONF)):
+        pairs.append((SERVER_CONF, os.path.join(path, SERVER_CONF)))
+    for name, target in pairs:
+        link = os.path.join(linked, name)
+        if os.path.islink(link) and os.readlink(link) != os.path.realpath(target):
+            os.remove(link)
+        if not os.path.lexists(link):
+            os.symlink(os.path.realpath(target), link)
+    return linked

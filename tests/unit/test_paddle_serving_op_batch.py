@@ -2,6 +2,8 @@
 fake ops and a fake model: what each hook gets, what a batch's process() sees, and the
 err_no / err_msg each failure gives its own request only."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,47 @@ def test_the_response_op_packs_arrays_as_their_repr_and_errors_as_paddle_serving
     resp = response.pack_response_package(not_str)
     assert resp.err_no == ChannelDataErrcode.TYPE_ERROR.value and list(resp.key) == ["a"]
     assert resp.err_msg == "@DAGExecutor fetch var type must be str(<class 'int'>)."
+
+
+def test_a_serving_model_folders_prototxt_is_read_and_other_file_names_are_linked(tmp_path):
+    from serving.paddle_serving.model_folder import engine_folder, read_model_folder
+
+    src = tmp_path / "serving_server"
+    src.mkdir()
+    (src / "serving_server_conf.prototxt").write_text(
+        'feed_var {\n  name: "x"\n  alias_name: "x"\n  is_lod_tensor: false\n  feed_type: 1\n  shape: 13\n}\n'
+        'fetch_var {\n  name: "fc_0.tmp_1"\n  alias_name: "price"\n  is_lod_tensor: false\n  fetch_type: 1\n'
+        "  shape: 1\n}\n"
+    )
+    (src / "__model__").write_bytes(b"program")
+    (src / "__params__").write_bytes(b"params")
+    folder = read_model_folder(str(src))
+    assert [(v.name, v.alias_name, v.type, v.shape) for v in folder.feed_vars] == [("x", "x", 1, (13,))]
+    assert folder.fetch_aliases == ["price"]
+    linked = engine_folder(str(src), str(tmp_path / "cache"))
+    assert os.path.dirname(linked) == str(tmp_path / "cache")
+    assert (tmp_path / "cache" / os.path.basename(linked) / "inference.pdmodel").read_bytes() == b"program"
+    assert read_model_folder(linked).fetch_aliases == ["price"]
+    assert engine_folder(str(src), str(tmp_path / "cache")) == linked  # kept, not made again
+
+
+def test_the_local_predictor_keys_fetches_as_paddle_serving_does():
+    from serving.paddle_serving.model_folder import ModelFolder, Var
+    from serving.paddle_serving.predictor import LocalPredictor
+
+    class Runner:
+        input_names = ["x"]
+        output_names = ["fc_0.tmp_1"]
+
+        def run(self, feed):
+            self.fed = feed
+            return [feed["x"].sum(axis=1, keepdims=True)]
+
+    folder = ModelFolder("m", (Var("x", "x", type=1, shape=(13,)),), (Var("fc_0.tmp_1", "price", type=1),), True)
+    predictor = LocalPredictor(Runner(), folder)
+    out = predictor.predict(feed={"x": np.ones((2, 13), dtype=np.float64)}, fetch=["price"], batch=True)
+    assert list(out) == ["price"] and out["price"].tolist() == [[13.0], [13.0]]  # an alias: by position
+    assert predictor.runner.fed["x"].dtype == np.float32  # feed_type 1
+    out = predictor.predict(feed={"x": np.ones(13)}, fetch=["fc_0.tmp_1"])  # batch=False adds the batch axis
+    assert out["fc_0.tmp_1"].shape == (1, 1)
+    assert list(predictor.predict(feed={"x": np.ones((1, 13))}, batch=True)) == ["fc_0.tmp_1"]
