@@ -284,7 +284,7 @@ def test_url2image_fetches_http_and_refuses_other_schemes(tmp_path: Path) -> Non
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -64,7 +64,7 @@ class OCRReader:
 
     def preprocess(self, img_list: Sequence[Array]) -> Array:
         """The first image of ``img_list`` as :meth:`resize_norm_img` makes it for the widest aspect in the list
-        (Paddle Serving 0.9 returns only that one; ``IndexError`` when the list is empty)."""
+        (Paddle Serving 0.9 returns only that one; ``ValueError`` when the list is empty)."""
         max_wh_ratio = 0.0
         for img in img_list:
             h, w = img.shape[0:2]
@@ -79,7 +79,7 @@ class OCRReader:
         replaced in ``outputs`` by its float32 array."""
         lod = outputs[V1_INDICES + ".lod"]
         indices = outputs[V1_INDICES]
-        probs_lod = outputs[V1_PROBS + ".lod"] if with_score else None
+        probs_lod: Any = outputs[V1_PROBS + ".lod"] if with_score else None
         result: list[list[Any]] = []
         for rno in range(len(lod) - 1):
             begin, end = lod[rno], lod[rno + 1]
@@ -91,7 +91,6 @@ class OCRReader:
             if not with_score:
                 result.append([text])
                 continue
-            assert probs_lod is not None
             if isinstance(outputs[V1_PROBS], list):
                 outputs[V1_PROBS] = np.array(outputs[V1_PROBS]).astype(np.float32)
             probs = outputs[V1_PROBS][probs_lod[rno] : probs_lod[rno + 1], :]
