@@ -1,0 +1,1 @@
+"""Paddle Serving 0.9 compatibility: references recorded from the real packages."""
