@@ -13,7 +13,9 @@
 # limitations under the License.
 # pylint: disable=doc-string-missing
 import numpy as np
-from paddle_serving_app.reader.imdb_reader import IMDBDataset
+# paddle_serving_app.reader.imdb_reader imports paddle.fluid (gone in Paddle 3): the same
+# IMDBDataset from imdb_reader.py beside this file (batchline case change, see README.md)
+from imdb_reader import IMDBDataset
 import logging
 from paddle_serving_server.web_service import WebService
 from paddle_serving_server.pipeline import Op, RequestOp, ResponseOp

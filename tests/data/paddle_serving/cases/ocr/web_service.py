@@ -17,6 +17,7 @@ import numpy as np
 import copy
 import cv2
 import base64
+import math
 from paddle_serving_app.reader import OCRReader
 from paddle_serving_app.reader import Sequential, ResizeByFactor
 from paddle_serving_app.reader import Div, Normalize, Transpose
@@ -104,9 +105,35 @@ class DetOp(Op):
         return out_dict, None, ""
 
 
+class OCRReaderV4(OCRReader):
+    # PP-OCRv4 rec takes input height 48: paddle_serving_app's OCRReader.resize_norm_img
+    # hard-codes imgW = int(32 * max_wh_ratio); this is that method with 48 (batchline
+    # case change, see README.md); image_shape [3, 48, 320] below.
+    def resize_norm_img(self, img, max_wh_ratio):
+        imgC, imgH, imgW = self.rec_image_shape
+        if self.character_type == "ch":
+            imgW = int(48 * max_wh_ratio)
+        h = img.shape[0]
+        w = img.shape[1]
+        ratio = w / float(h)
+        if math.ceil(imgH * ratio) > imgW:
+            resized_w = imgW
+        else:
+            resized_w = int(math.ceil(imgH * ratio))
+        resized_image = cv2.resize(img, (resized_w, imgH))
+        resized_image = resized_image.astype('float32')
+        resized_image = resized_image.transpose((2, 0, 1)) / 255
+        resized_image -= 0.5
+        resized_image /= 0.5
+        padding_im = np.zeros((imgC, imgH, imgW), dtype=np.float32)
+
+        padding_im[:, :, 0:resized_w] = resized_image
+        return padding_im
+
+
 class RecOp(Op):
     def init_op(self):
-        self.ocr_reader = OCRReader()
+        self.ocr_reader = OCRReaderV4(image_shape=[3, 48, 320])
         self.get_rotate_crop_image = GetRotateCropImage()
         self.sorted_boxes = SortedBoxes()
 

@@ -47,7 +47,7 @@ class DetOp(Op):
         (_, input_dict), = input_dicts.items()
         data = base64.b64decode(input_dict["image"].encode('utf8'))
         self.raw_im = data
-        data = np.fromstring(data, np.uint8)
+        data = np.frombuffer(data, np.uint8)
         # Note: class variables(self.var) can only be used in process op mode
         im = cv2.imdecode(data, cv2.IMREAD_COLOR)
         self.ori_h, self.ori_w, _ = im.shape
