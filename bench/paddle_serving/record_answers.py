@@ -236,7 +236,9 @@ def record_case(case_name: str, python: str, keep: bool) -> dict:
                 item["grpc"] = {"feed_dict": req["feed_dict"], "fetch": req["fetch"]}
             job["requests"].append(item)
         t1 = time.perf_counter()
-        out = subprocess.run([python, CLIENT], input=json.dumps(job), capture_output=True, text=True, timeout=1800)
+        out = subprocess.run(  # cwd: PipelineClient writes PipelineServingLogs/ where it runs
+            [python, CLIENT], input=json.dumps(job), capture_output=True, text=True, timeout=1800, cwd=tmp
+        )
         requests_s = time.perf_counter() - t1
         if "@@ANSWERS@@" not in out.stdout:
             raise BenchError(f"{case_name}: the client failed: {out.stderr[-2000:]}")
