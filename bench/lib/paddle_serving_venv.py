@@ -13,7 +13,9 @@ Paddle Serving 0.9.0 (the last release) does not install as published on Python
    is loaded only by the brpc ``Client``; ``local_predictor`` pipelines never load it);
 2. ``paddle-serving-server`` / ``-app`` pin grpcio<=1.33.2: installed ``--no-deps``,
    their dependencies by hand with a current grpcio;
-3. ``opencv-python==3.4.17.61`` -> ``opencv-python-headless<5``;
+3. ``opencv-python==3.4.17.61`` -> ``opencv-python-headless`` of the main environment's
+   OpenCV version (the doc's ``<5`` also runs; the same OpenCV as batchline's makes the
+   answers comparable: OpenCV 5 crops and resizes a few pixel levels differently);
 4. ``sentencepiece<=0.1.96`` -> a current sentencepiece (only imported);
 5. ``protobuf==3.20.3`` (its ``*_pb2.py`` predate protobuf 4);
 6. the server's own pins (flask<2, click 7.1.2, itsdangerous 1.1.0, Jinja2 2.11.3,
@@ -52,6 +54,16 @@ def paddle_version() -> str:
         return "3.3.1"
 
 
+def opencv_version() -> str:
+    """The main environment's OpenCV (``cv2.__version__`` is the wheel's version without its build)."""
+    for name in ("opencv-python-headless", "opencv-python", "opencv-contrib-python"):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "4.14.0.88"
+
+
 def spec() -> venvs.VenvSpec:
     pinned = (
         ("paddle-serving-server", SERVING_VERSION),
@@ -59,6 +71,7 @@ def spec() -> venvs.VenvSpec:
         ("paddle-serving-client", SERVING_VERSION),
         ("paddlepaddle", paddle_version()),
         ("protobuf", PROTOBUF),
+        ("opencv-python-headless", opencv_version()),
     )
     return venvs.VenvSpec(name="paddle-serving", pinned=pinned, install=())
 
@@ -74,7 +87,7 @@ DEPENDENCIES = (
     "pyclipper",
     "shapely",
     "sentencepiece",
-    "opencv-python-headless<5",
+    f"opencv-python-headless=={opencv_version()}",
     "flask>=1.1.1,<2.0.0",
     "click==7.1.2",
     "itsdangerous==1.1.0",

@@ -166,6 +166,10 @@ def normalize(data: dict, default_name: str, notes: Notes) -> dict:
         data["dag"] = dict(data["dag"])
         _drop_ignored(data["dag"], IGNORED_DAG_KEYS, "dag.", notes)
         _drop_prometheus(data, data["dag"], notes)
+        if data["dag"].get("channel_size") == 0 and not isinstance(data["dag"]["channel_size"], bool):
+            # Paddle Serving's 0: unbounded channels; here every channel is bounded (the default size)
+            data["dag"].pop("channel_size")
+            notes.notices.append(("dag.channel_size", "0 (unbounded in Paddle Serving): the default bound is used"))
     if isinstance(data.get("op"), dict):
         data["op"] = {name: _normalize_op(str(name), op, notes) for name, op in data["op"].items()}
     return data

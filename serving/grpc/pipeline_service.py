@@ -94,7 +94,8 @@ class PipelineService:
         )
         options.timeout_ms = call.timeout_ms(options.timeout_ms)
         key = self.services.core.route_key(name, version, call.headers.get)
-        return self.door.answer(name, version, request, options, target, key, PROTOCOL, call.gone())
+        resp, _ = self.door.answer(name, version, request, options, target, key, PROTOCOL, call.gone())
+        return resp
 
 
 def handler(services: GrpcServices) -> grpc.GenericRpcHandler:

@@ -162,8 +162,9 @@ class HttpApp:
         defaults: dict[str, Any] | None = None,
     ) -> None:
         """A POST route whose view parses a prediction and hands back its :class:`Pending`
-        request (or, for a request its view answers itself, the answer), counted while it runs (drain waits for it); ``light(**arguments)``: whether
-        it may be answered on an event loop (:meth:`respond_on_loop`)."""
+        request (or the answer, for one the view answers itself), counted while it runs (drain
+        waits for it); ``light(**arguments)``: whether it may be answered on an event loop
+        (:meth:`respond_on_loop`)."""
         self.add_url_rule(rule, endpoint, view, methods=["POST"], defaults=defaults)
         self.light_routes[endpoint] = light
 

@@ -35,20 +35,23 @@ _OPTIONS = ("priority", "timeout_ms", "timing")
 _HEADER_BYTES = 1 << 16  # enough of an image to read its size
 
 
-def http_status(resp: Any) -> int:
-    """The HTTP status of a packed answer: 200 for ``err_no`` 0; a refusal of the request
-    (a product's error code, a package it could not unpack) 400; a timeout 504; else 500."""
-    code = resp.err_no
-    if code == ChannelDataErrcode.OK.value:
-        return 200
-    if code in (ChannelDataErrcode.INPUT_PARAMS_ERROR.value, ChannelDataErrcode.RPC_PACKAGE_ERROR.value):
+def http_status(channeldata: ChannelData, resp: Any) -> int:
+    """The HTTP status of an answer, from what went wrong (the body stays Paddle Serving's):
+    200 when all went well; 400 when the service refused the request (a product error code, a
+    package its RequestOp could not unpack); 504 a timeout; else 500 (an op's or the packing's fault)."""
+    code = channeldata.error_code
+    if code in (None, ChannelDataErrcode.OK.value):
+        return 200 if resp.err_no == 0 else 500
+    if code in (
+        ChannelDataErrcode.PRODUCT_ERROR.value,
+        ChannelDataErrcode.RPC_PACKAGE_ERROR.value,
+        ChannelDataErrcode.INPUT_PARAMS_ERROR.value,
+    ):
         return 400
     if code == ChannelDataErrcode.TIMEOUT.value:
         return 504
-    if code in (ChannelDataErrcode.CLOSED_ERROR.value, ChannelDataErrcode.NO_SERVICE.value):
+    if code == ChannelDataErrcode.CLOSED_ERROR.value:
         return 503
-    if 0 < code < 1000:
-        return 400  # product errors (50..999): the service refused what was sent
     return 500
 
 
@@ -63,9 +66,12 @@ def response_document(resp: Any) -> dict[str, Any]:
     }
 
 
-def request_from_json(data: bytes, max_values: int, priority_levels: int) -> tuple[Any, ParsedRequest]:
-    """A JSON body -> Paddle Serving's ``Request`` and the options batchline reads beside it."""
-    body = json_body(data, max_values)
+def request_from_json(data: bytes, max_inputs: int, priority_levels: int) -> tuple[Any, ParsedRequest]:
+    """A JSON body -> Paddle Serving's ``Request`` and the options batchline reads beside it
+    (an empty body is an empty ``Request``, as Paddle Serving's gateway reads it)."""
+    if not data:
+        return pipeline_messages().Request(), ParsedRequest()
+    body = json_body(data, max_inputs)
     if not isinstance(body, dict):
         raise BadRequest(f"request body must be a JSON object, got {type(body).__name__}")
     options = ParsedRequest()
@@ -131,8 +137,9 @@ class PaddleServingDoor:
         key: str | None,
         protocol: str,
         gone: Callable[[], bool] = never_gone,
-    ) -> Any:
-        """The ``Response`` to ``request``; raises a ServingError for what every door refuses."""
+    ) -> tuple[Any, int]:
+        """The ``Response`` to ``request`` and its HTTP status; raises a ServingError for what
+        every door refuses."""
         pipeline, limits = target
         repo = self.core.repository
         repo.precheck(name, 1, version=version, key=key, timeout_ms=options.timeout_ms, logid=request.logid)
@@ -185,12 +192,13 @@ class PaddleServingDoor:
         return Unpacked(data, data_id, log_id)
 
     @staticmethod
-    def _pack(response_op: Any, channeldata: ChannelData) -> Any:
+    def _pack(response_op: Any, channeldata: ChannelData) -> tuple[Any, int]:
         try:
-            return response_op.pack_response_package(channeldata)
+            resp = response_op.pack_response_package(channeldata)
+            return resp, http_status(channeldata, resp)
         except Exception as exc:  # noqa: BLE001 - the user's packing failed: Paddle Serving's answer
             log.error("(logid=%s) Failed to pack RPC response package: %s", channeldata.id, exc, exc_info=True)
             resp = pipeline_messages().Response()
             resp.err_no = ChannelDataErrcode.RPC_PACKAGE_ERROR.value
             resp.err_msg = f"rpc package error: {exc}"
-            return resp
+            return resp, 500

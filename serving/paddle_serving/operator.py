@@ -109,9 +109,20 @@ class Op:
 
     def process(self, feed_batch: list[dict], typical_logid: Any = 0) -> tuple[Any, int, str]:
         """``(fetch dict, err_code, err_info)``: the op's model on ``feed_batch[0]`` (Paddle Serving
-        merges a batch's feeds into one dict before this)."""
+        merges a batch's feeds into one dict before this), once the feed's names are the model's
+        and the fetch names among its outputs."""
         if self.client is None:
             return None, ChannelDataErrcode.NOT_IMPLEMENTED.value, f"op {self.name!r} has no model"
+        if not (
+            _feeds_match(feed_batch[0], self.client.feed_names_)
+            and _fetches_match(self._fetch_names, self.client.fetch_names_)
+        ):
+            return (
+                None,
+                ChannelDataErrcode.INPUT_PARAMS_ERROR.value,
+                f"Log_id: {typical_logid}  Raise_msg:  invalid arg list  ClassName: "
+                "Op.process.<locals>.feed_fetch_list_check_helper  FunctionName: feed_fetch_list_check_helper",
+            )
         result = self.client.predict(feed=feed_batch[0], fetch=self._fetch_names, batch=True, log_id=typical_logid)
         return result, ChannelDataErrcode.OK.value, ""
 
@@ -123,6 +134,20 @@ class Op:
 
     def _log(self, info: str) -> str:
         return f"{self.name} {info}"
+
+
+def _feeds_match(feed: Any, names: list[str]) -> bool:
+    """Paddle Serving's check: the feed's keys (``.lod`` ones aside) are the model's feed names."""
+    if not isinstance(feed, dict):
+        return False
+    keys = [k for k in feed if "lod" not in k]
+    return len(keys) == len(names) and all(name in keys for name in names)
+
+
+def _fetches_match(fetch: Any, names: list[str]) -> bool:
+    if fetch is not None and len(fetch) == 0:
+        return True
+    return isinstance(fetch, list) and all(name in names for name in fetch)
 
 
 def tensor_to_numpy(tensor: Any) -> tuple[Any, Any]:
@@ -147,7 +172,9 @@ class RequestOp(Op):
     def unpack_request_package(self, request: Any) -> tuple[dict, Any, Any, str]:
         if request is None:
             raise ValueError("request is None")
-        dict_data: dict[str, Any] = dict(zip(request.key, request.value))
+        dict_data: dict[str, Any] = {}
+        for idx, key in enumerate(request.key):  # more keys than values: IndexError, as in Paddle Serving
+            dict_data[key] = request.value[idx]
         for tensor in request.tensors:
             if not tensor.name:
                 raise ValueError("Tensor name is None.")

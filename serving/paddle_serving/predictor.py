@@ -37,8 +37,10 @@ class LocalPredictor:
         self.folder = folder
         self.feed_types_ = {v.alias_name: v.type for v in folder.feed_vars}
         self.feed_shapes_ = {v.alias_name: list(v.shape) for v in folder.feed_vars}
-        self.fetch_names_ = folder.fetch_aliases
-        self.output_names = list(getattr(runner, "output_names", []) or self.fetch_names_)
+        self.output_names = list(getattr(runner, "output_names", []) or folder.fetch_aliases)
+        # without a prototxt (a plain inference folder): the model's own names
+        self.feed_names_ = [v.alias_name for v in folder.feed_vars] or list(runner.input_names)
+        self.fetch_names_ = folder.fetch_aliases or list(self.output_names)
 
     def _feed_array(self, name: str, value: Any) -> Any:
         if isinstance(value, list) and value and not isinstance(value[0], str):

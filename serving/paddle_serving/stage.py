@@ -66,8 +66,10 @@ class _ThreadClient:
     """A thread op's ``client``: the model instance of the worker calling it (Paddle Serving
     shares one predictor between a thread op's threads; here each worker has its own)."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: LocalPredictor) -> None:
         self.local = threading.local()
+        self.feed_names_ = first.feed_names_
+        self.fetch_names_ = first.fetch_names_
 
     def predict(self, *args: Any, **kwargs: Any) -> Any:
         return self.local.predictor.predict(*args, **kwargs)
@@ -133,6 +135,8 @@ def start_process_worker(script: str, name: str, op_conf: Any, device_id: int | 
         assert folder is not None
         predictor = LocalPredictor(load_one(op_conf.local_service_conf, device_id), folder)
     op.client = predictor
+    if predictor is not None and op._fetch_names is None:
+        op._fetch_names = predictor.fetch_names_  # Paddle Serving: no fetch_list fetches every output
     op.with_serving = has_model
     op.concurrency_idx = device_id or 0
     op.init_op()
@@ -165,8 +169,10 @@ class PaddleServingStage(EngineOp):
         if has_model:
             assert folder is not None
             predictors = [LocalPredictor(r, folder) for r in load_in_process(self.conf.local_service_conf, count)]
-        client = _ThreadClient() if has_model else None
+        client = _ThreadClient(predictors[0]) if has_model and predictors[0] is not None else None
         op.client = client
+        if client is not None and op._fetch_names is None:
+            op._fetch_names = client.fetch_names_  # Paddle Serving: no fetch_list fetches every output
         op.with_serving = has_model
         op.concurrency_idx = None
         op.init_op()

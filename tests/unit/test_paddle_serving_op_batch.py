@@ -17,6 +17,9 @@ pytestmark = pytest.mark.unit
 class FakeClient:
     """A model that doubles ``x``; remembers each feed it ran."""
 
+    feed_names_ = ["x"]
+    fetch_names_ = ["y"]
+
     def __init__(self):
         self.feeds = []
 
@@ -29,6 +32,7 @@ def _op(cls, **kwargs):
     op = cls(name="op", **kwargs)
     op.client = FakeClient()
     op.with_serving = True
+    op._fetch_names = ["y"]
     return op
 
 
@@ -209,3 +213,17 @@ def test_the_local_predictor_keys_fetches_as_paddle_serving_does():
     out = predictor.predict(feed={"x": np.ones(13)}, fetch=["fc_0.tmp_1"])  # batch=False adds the batch axis
     assert out["fc_0.tmp_1"].shape == (1, 1)
     assert list(predictor.predict(feed={"x": np.ones((1, 13))}, batch=True)) == ["fc_0.tmp_1"]
+
+
+def test_the_default_process_checks_feed_and_fetch_names_as_paddle_serving_does():
+    class WrongFeed(RowsOp):
+        def preprocess(self, input_dicts, data_id, log_id):
+            return {"words": np.zeros((1, 1))}, False, None, ""
+
+    (out,) = OpBatch(_op(WrongFeed)).run(_items({}))
+    assert out.error_code == ChannelDataErrcode.INPUT_PARAMS_ERROR.value
+    assert out.error_info == (
+        "[op] failed to predict. Log_id: 0  Raise_msg:  invalid arg list  ClassName: "
+        "Op.process.<locals>.feed_fetch_list_check_helper  FunctionName: feed_fetch_list_check_helper. "
+        "Please check the input dict and checkout PipelineServingLogs/pipeline.log for more details."
+    )

@@ -16,7 +16,7 @@ from serving.http.native_request import parse_native
 from serving.http.pending import Pending
 from serving.http.routes.errors import error_response
 from serving.http.wsgi_call import client_gone
-from serving.paddle_serving.door import PaddleServingDoor, http_status, request_from_json, response_document
+from serving.paddle_serving.door import PaddleServingDoor, request_from_json, response_document
 from serving.paddle_serving.stage import PADDLE_REQUEST
 from serving.service.core import RequestCore, answered_version, is_light, paddle_document
 from serving.service.decode import plain_kind
@@ -52,11 +52,11 @@ def paddle(door: PaddleServingDoor, request: Request, name: str, version: int | 
 def paddle_serving(door: PaddleServingDoor, request: Request, name: str, version: int | None, target: Any) -> Response:
     """A user's ``web_service.py``: its RequestOp and ResponseOp answer (serving.paddle_serving.door)."""
     core = door.core
-    pipeline, _ = target
-    message, options = request_from_json(request.get_data(), core.max_values(), pipeline.config.dag.priority_levels)
+    pipeline, limits = target
+    message, options = request_from_json(request.get_data(), limits.max_inputs, pipeline.config.dag.priority_levels)
     key = core.route_key(name, version, request.headers.get)
-    resp = door.answer(name, version, message, options, target, key, "http", client_gone(request.environ))
-    return json_response(response_document(resp), http_status(resp))
+    resp, status = door.answer(name, version, message, options, target, key, "http", client_gone(request.environ))
+    return json_response(response_document(resp), status)
 
 
 def native(core: RequestCore, request: Request, name: str, version: int | None) -> Pending:
