@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from serving.config.documents import ConfigDocument
+from serving.config.schema.local_service import device_type_value
 from serving.paddle_serving.model_folder import engine_folder
 from serving.paddle_serving.operator import DAG_EXECUTOR, Op
 from serving.paddle_serving.service_file import Service, ServiceFileError
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 
 STAGE = "serving.paddle_serving.stage:PaddleServingStage"
 FIRST_STAGE = "serving.paddle_serving.stage:PaddleServingFirstStage"
+#: Paddle Inference's CPU switches, which OpenVINO Runtime (the default engine on CPU) replaces
+PADDLE_INFERENCE_SWITCHES = ("use_mkldnn", "mkldnn_cache_capacity", "use_openvino")
 #: the ``Op(...)`` keywords that override the op's config entry, and the key each overrides
 _KEYWORDS = {
     "concurrency": "concurrency",
@@ -55,6 +58,7 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
         folder = os.path.join(os.path.dirname(source), model)
         if os.path.isdir(folder):  # Paddle Serving's other file names, linked to the ones our engines read
             svc["model_config"] = engine_folder(folder, os.path.join(os.path.dirname(cache_dir()), "paddle_serving"))
+    _default_engine(svc, f"op.{name}.local_service_conf", source)
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
     svc.setdefault("instance_num", workers)
     entry["local_service_conf"] = svc
@@ -68,6 +72,25 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     entry["input_ops"] = [] if fed_by_request else list(inputs)
     entry["params"] = {"script": service.script, "op": name, "thread_op": thread_op, "fetch_list": fetch}
     return entry
+
+
+def _on_cpu(svc: dict) -> bool:
+    device = device_type_value(svc.get("device_type", 0))
+    return device == 0 or (device in (-1, None) and not svc.get("devices"))
+
+
+def _default_engine(svc: dict, path: str, source: str) -> None:
+    """On CPU, OpenVINO Runtime unless the file names an engine: it runs the same Paddle model
+    faster. Paddle Inference's own switches (oneDNN, its embedded OpenVINO) then mean nothing."""
+    if "engine" in svc or not svc.get("model_config") or not _on_cpu(svc):
+        return
+    if str(svc.get("precision", "fp32")).lower() not in ("fp32", "bf16"):
+        return  # int8 / fp16 on CPU are Paddle Inference's
+    svc["engine"] = "openvino"
+    svc["device_type"] = 0
+    dropped = [key for key in PADDLE_INFERENCE_SWITCHES if svc.pop(key, None) is not None]
+    if dropped:
+        log.info("%s: %s: engine openvino (the default on CPU); Paddle Inference's %s dropped", source, path, dropped)
 
 
 def service_config(service: Service, source: str) -> dict:
