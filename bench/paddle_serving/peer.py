@@ -21,7 +21,6 @@ import base64
 import glob
 import json
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -30,6 +29,7 @@ import time
 from typing import Any
 
 import requests
+import yaml
 
 from bench.lib.http_load import HttpRequest, latency_summary_ms, rotating_closed_loop
 from bench.lib.paths import ROOT, cache_dir
@@ -62,11 +62,11 @@ def _requests(path: str) -> list[HttpRequest]:
 def _official(case_dir: str) -> None:
     path = os.path.join(case_dir, "config.yml")
     with open(path, encoding="utf-8") as f:
-        text = f.read()
+        conf = yaml.safe_load(f)
     for op, workers in OFFICIAL.items():
-        text = re.sub(rf"(?m)^(    {op}:\n        concurrency:) \d+", rf"\1 {workers}", text)
+        conf["op"][op]["concurrency"] = workers
     with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+        yaml.safe_dump(conf, f)
 
 
 class RealPaddleServing:

@@ -5,6 +5,7 @@ describes the service. Then walk the graph back from the response op, as Paddle 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import runpy
@@ -89,12 +90,12 @@ def _graph(description: ServiceDescription, script: str) -> tuple[RequestOp, dic
     if len(inputs_of_response) != 1:
         raise ServiceFileError(f"{script}: the ResponseOp must have one input op, it has {len(inputs_of_response)}")
     found: dict[int, Op] = {}
-    stack = list(inputs_of_response)
-    while stack:
-        op = stack.pop()
+    queue = collections.deque(inputs_of_response)  # breadth first: an op's inputs in their order
+    while queue:
+        op = queue.popleft()
         if id(op) not in found:
             found[id(op)] = op
-            stack.extend(op.get_input_ops())
+            queue.extend(op.get_input_ops())
     request_ops = [op for op in found.values() if isinstance(op, RequestOp)]
     if len(request_ops) != 1:
         raise ServiceFileError(f"{script}: the graph must start at one RequestOp, it has {len(request_ops)}")

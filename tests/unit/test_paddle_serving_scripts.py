@@ -1,0 +1,128 @@
+"""Reading a Paddle Serving script (serving/paddle_serving/service_file.py) and turning its
+config.yml into batchline's (config_bridge.py): the graph walked back from the response op,
+the errors a script can make, and each op's worker model, keywords and engine."""
+
+import sys
+import textwrap
+
+import pytest
+
+from serving.paddle_serving.config_bridge import FIRST_STAGE, STAGE, service_config
+from serving.paddle_serving.service_file import ServiceFileError, read_service
+
+pytestmark = pytest.mark.unit
+
+HEAD = "from paddle_serving_server.web_service import WebService, Op\n"
+GRAPH = """
+class A(Op):
+    pass
+
+class Join(Op):
+    pass
+
+class S(WebService):
+    def get_pipeline_response(self, read_op):
+        a = A(name="a", input_ops=[read_op], concurrency={a_workers})
+        b = A(name="b", input_ops=[read_op])
+        return Join(name="join", input_ops=[a, b], batch_size=4)
+
+s = S(name="svc")
+s.prepare_pipeline_config("config.yml")
+s.run_service()
+print("never reached")
+"""
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # read_service enters the script's folder
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return tmp_path
+
+
+def _script(folder, body, config="op: {}\n"):
+    (folder / "config.yml").write_text(textwrap.dedent(config))
+    (folder / "web_service.py").write_text(HEAD + body)
+    return str(folder / "web_service.py")
+
+
+def test_the_graph_is_walked_back_from_the_response_op(folder, capsys):
+    service = read_service(_script(folder, GRAPH.format(a_workers=3)))
+    assert service.name == "svc" and list(service.ops) == ["a", "b", "join"]
+    assert service.inputs == {"a": ["@DAGExecutor"], "b": ["@DAGExecutor"], "join": ["a", "b"]}
+    assert service.last_op == "join" and service.config_file == str(folder / "config.yml")
+    assert "never reached" not in capsys.readouterr().out
+
+
+def test_each_op_becomes_an_engine_op_with_paddle_servings_worker_model(folder):
+    config = """
+        dag: {is_thread_op: false}
+        op:
+          a: {concurrency: 1, local_service_conf: {thread_num: 2}}
+          join: {auto_batching_timeout: 300}
+          unused: {concurrency: 9}
+    """
+    service = read_service(_script(folder, GRAPH.format(a_workers=3), config))
+    data = service_config(service, service.config_file)
+    ops = data["op"]
+    assert set(ops) == {"a", "b", "join"}  # an entry no op uses is dropped
+    assert ops["a"]["class"] == FIRST_STAGE and ops["a"]["input_ops"] == []
+    assert ops["join"]["class"] == STAGE and ops["join"]["input_ops"] == ["a", "b"]
+    # the keyword wins over the file, as in Paddle Serving; one worker process per concurrency
+    assert ops["a"]["concurrency"] == 3 and ops["a"]["local_service_conf"]["instance_num"] == 3
+    assert ops["a"]["local_service_conf"]["instance_mode"] == "process"
+    assert ops["join"]["batch_size"] == 4 and ops["join"]["auto_batching_timeout"] == 300
+    assert ops["join"]["params"] == {"script": service.script, "op": "join", "thread_op": False, "fetch_list": None}
+    assert data["name"] == "svc"
+
+
+def test_a_model_on_cpu_runs_on_openvino_unless_the_file_names_an_engine(folder):
+    (folder / "m").mkdir()
+    config = """
+        op:
+          a: {local_service_conf: {model_config: m, device_type: 0, use_mkldnn: true, fetch_list: [y]}}
+          b: {local_service_conf: {model_config: m, engine: paddle, use_mkldnn: true}}
+          join: {local_service_conf: {model_config: m, device_type: 1, devices: "0"}}
+    """
+    service = read_service(_script(folder, GRAPH.format(a_workers=1), config))
+    ops = service_config(service, service.config_file)["op"]
+    assert ops["a"]["local_service_conf"]["engine"] == "openvino"
+    assert "use_mkldnn" not in ops["a"]["local_service_conf"]
+    assert ops["a"]["params"]["fetch_list"] == ["y"]
+    assert ops["b"]["local_service_conf"]["engine"] == "paddle" and ops["b"]["local_service_conf"]["use_mkldnn"]
+    assert "engine" not in ops["join"]["local_service_conf"]  # a GPU: Paddle Inference, as configured
+    assert ops["a"]["local_service_conf"]["instance_mode"] == "thread"  # Paddle Serving's default
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("x = 1\n", "never called run_service()"),
+        ("raise RuntimeError('broken')\n", "RuntimeError: broken"),
+        (
+            "class S(WebService):\n    def get_pipeline_response(self, read_op):\n        return None\n"
+            "S('s').prepare_pipeline_config('config.yml')\n",
+            "is not Op type",
+        ),
+        (
+            "class S(WebService):\n    def get_pipeline_response(self, read_op):\n"
+            "        return Op(name='x', input_ops=[Op(name='x', input_ops=[read_op])])\n"
+            "s = S('s'); s.prepare_pipeline_config('config.yml'); s.run_service()\n",
+            "two ops are named 'x'",
+        ),
+        ("import sys\nsys.exit(3)\n", "exited (3)"),
+    ],
+)
+def test_a_script_that_describes_no_service_is_refused_with_why(folder, body, message):
+    with pytest.raises(ServiceFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_service(_script(folder, body))
+
+
+def test_a_remote_predictor_is_refused_by_name(folder):
+    config = """
+        op:
+          a: {server_endpoints: ["127.0.0.1:9393"], client_type: brpc}
+    """
+    service = read_service(_script(folder, GRAPH.format(a_workers=1), config))
+    with pytest.raises(ServiceFileError, match=r"op\.a\.server_endpoints"):
+        service_config(service, service.config_file)
