@@ -69,12 +69,22 @@ def _load_ray() -> ModuleType:
     return ray
 
 
+def _load_paddle_serving_path() -> ModuleType:
+    from serving.commands import paddle_serving_path
+
+    return paddle_serving_path
+
+
 def builtin_commands() -> dict[str, tuple[str, Loader | None]]:
     """The server's own commands: name -> (help, module loader; None: this module's check)."""
     return {
         "check": ("validate configs (files or directories) and print the resolved op tables and routes", None),
         "serve": ("start the HTTP server for a config (default: the embedded OCR pipeline)", _load_serve),
         "ray": ("Ray Serve tools: build writes the Ray Serve config file of configs", _load_ray),
+        "paddle-serving-path": (
+            "print the folder to put on PYTHONPATH to run Paddle Serving's own clients as they are",
+            _load_paddle_serving_path,
+        ),
     }
 
 

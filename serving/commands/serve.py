@@ -8,6 +8,7 @@ import logging
 
 from serving import server
 from serving.config import ConfigError
+from serving.paddle_serving.launch import is_service_script
 from serving.service.auth import auth_token
 from serving.service.exposure import OpenBindRefused, check_bind
 
@@ -37,6 +38,9 @@ def main(args: argparse.Namespace) -> int:
         return server.main(args)
     if args.front_workers:
         log.error("--front-workers is for the single-process server; on Ray, Ray Serve's proxies are the front")
+        return 2
+    if is_service_script(args.config):
+        log.error("--ray serves batchline's configs; a Paddle Serving script is served without it")
         return 2
     try:
         from serving.config.documents import parse_documents, read_documents
