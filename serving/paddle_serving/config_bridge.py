@@ -58,7 +58,7 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
         folder = os.path.join(os.path.dirname(source), model)
         if os.path.isdir(folder):  # Paddle Serving's other file names, linked to the ones our engines read
             svc["model_config"] = engine_folder(folder, os.path.join(os.path.dirname(cache_dir()), "paddle_serving"))
-    _default_engine(svc, f"op.{name}.local_service_conf", source)
+    fallback = _default_engine(svc, f"op.{name}.local_service_conf", source)
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
     svc.setdefault("instance_num", workers)
     entry["local_service_conf"] = svc
@@ -70,7 +70,13 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
         )
     entry["class"] = FIRST_STAGE if fed_by_request else STAGE
     entry["input_ops"] = [] if fed_by_request else list(inputs)
-    entry["params"] = {"script": service.script, "op": name, "thread_op": thread_op, "fetch_list": fetch}
+    entry["params"] = {
+        "script": service.script,
+        "op": name,
+        "thread_op": thread_op,
+        "fetch_list": fetch,
+        "engine_fallback": fallback,
+    }
     return entry
 
 
@@ -79,18 +85,20 @@ def _on_cpu(svc: dict) -> bool:
     return device == 0 or (device in (-1, None) and not svc.get("devices"))
 
 
-def _default_engine(svc: dict, path: str, source: str) -> None:
+def _default_engine(svc: dict, path: str, source: str) -> bool:
     """On CPU, OpenVINO Runtime unless the file names an engine: it runs the same Paddle model
-    faster. Paddle Inference's own switches (oneDNN, its embedded OpenVINO) then mean nothing."""
+    faster. Paddle Inference's own switches (oneDNN, its embedded OpenVINO) then mean nothing.
+    True when chosen so: a model OpenVINO cannot read then falls back to Paddle Inference."""
     if "engine" in svc or not svc.get("model_config") or not _on_cpu(svc):
-        return
+        return False
     if str(svc.get("precision", "fp32")).lower() not in ("fp32", "bf16"):
-        return  # int8 / fp16 on CPU are Paddle Inference's
+        return False  # int8 / fp16 on CPU are Paddle Inference's
     svc["engine"] = "openvino"
     svc["device_type"] = 0
     dropped = [key for key in PADDLE_INFERENCE_SWITCHES if svc.pop(key, None) is not None]
     if dropped:
         log.info("%s: %s: engine openvino (the default on CPU); Paddle Inference's %s dropped", source, path, dropped)
+    return True
 
 
 def service_config(service: Service, source: str) -> dict:

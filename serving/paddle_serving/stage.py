@@ -13,11 +13,13 @@ Paddle Serving passes an error on to the response."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import os
 import pickle
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,8 @@ from serving.paddle_serving.operator import Op as UserOp
 from serving.paddle_serving.predictor import LocalPredictor
 from serving.paddle_serving.service_file import Service, read_service
 
+log = logging.getLogger(__name__)
+
 #: the input kind of an op fed by the request: one request (its unpacked dict) is one value
 PADDLE_REQUEST = "paddle_request"
 BATCH = "batch"
@@ -46,6 +50,8 @@ class StageParams(BaseModel):
     op: str  # its name there
     thread_op: bool = True
     fetch_list: list[str] | None = None  # what the default process() asks the model for
+    # OpenVINO Runtime was chosen for the op, not by its config: Paddle Inference runs a model it cannot read
+    engine_fallback: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,18 @@ class Unpacked:
     data: dict
     data_id: int
     log_id: Any
+
+
+def _loaded(conf: Any, fallback: bool, load: Callable[[Any], Any]) -> Any:
+    """``load(local_service_conf)``; when OpenVINO Runtime was only the default and cannot read
+    the model (operators its Paddle frontend lacks, e.g. the legacy ``mul``), Paddle Inference."""
+    try:
+        return load(conf)
+    except Exception as exc:  # noqa: BLE001 - any load failure of the default engine
+        if not fallback or conf.engine != "openvino":
+            raise
+        log.warning("OpenVINO Runtime cannot run %s (%s): Paddle Inference runs it", conf.model_config, exc)
+        return load(dataclasses.replace(conf, engine="paddle"))
 
 
 def _model(conf: Any) -> tuple[ModelFolder | None, bool]:
@@ -133,7 +151,9 @@ def start_process_worker(script: str, name: str, op_conf: Any, device_id: int | 
     predictor = None
     if has_model:
         assert folder is not None
-        predictor = LocalPredictor(load_one(op_conf.local_service_conf, device_id), folder)
+        params = op_conf.params_model
+        runner = _loaded(op_conf.local_service_conf, params.engine_fallback, lambda c: load_one(c, device_id))
+        predictor = LocalPredictor(runner, folder)
     op.client = predictor
     if predictor is not None and op._fetch_names is None:
         op._fetch_names = predictor.fetch_names_  # Paddle Serving: no fetch_list fetches every output
@@ -168,7 +188,10 @@ class PaddleServingStage(EngineOp):
         predictors: list[LocalPredictor | None] = [None] * count
         if has_model:
             assert folder is not None
-            predictors = [LocalPredictor(r, folder) for r in load_in_process(self.conf.local_service_conf, count)]
+            runners = _loaded(
+                self.conf.local_service_conf, self.params.engine_fallback, lambda c: load_in_process(c, count)
+            )
+            predictors = [LocalPredictor(r, folder) for r in runners]
         client = _ThreadClient(predictors[0]) if has_model and predictors[0] is not None else None
         op.client = client
         if client is not None and op._fetch_names is None:

@@ -72,7 +72,13 @@ def test_each_op_becomes_an_engine_op_with_paddle_servings_worker_model(folder):
     assert ops["a"]["concurrency"] == 3 and ops["a"]["local_service_conf"]["instance_num"] == 3
     assert ops["a"]["local_service_conf"]["instance_mode"] == "process"
     assert ops["join"]["batch_size"] == 4 and ops["join"]["auto_batching_timeout"] == 300
-    assert ops["join"]["params"] == {"script": service.script, "op": "join", "thread_op": False, "fetch_list": None}
+    assert ops["join"]["params"] == {
+        "script": service.script,
+        "op": "join",
+        "thread_op": False,
+        "fetch_list": None,
+        "engine_fallback": False,
+    }
     assert data["name"] == "svc"
 
 
@@ -89,6 +95,8 @@ def test_a_model_on_cpu_runs_on_openvino_unless_the_file_names_an_engine(folder)
     assert ops["a"]["local_service_conf"]["engine"] == "openvino"
     assert "use_mkldnn" not in ops["a"]["local_service_conf"]
     assert ops["a"]["params"]["fetch_list"] == ["y"]
+    # chosen, not configured: a model OpenVINO cannot read runs on Paddle Inference (stage._loaded)
+    assert ops["a"]["params"]["engine_fallback"] and not ops["b"]["params"]["engine_fallback"]
     assert ops["b"]["local_service_conf"]["engine"] == "paddle" and ops["b"]["local_service_conf"]["use_mkldnn"]
     assert "engine" not in ops["join"]["local_service_conf"]  # a GPU: Paddle Inference, as configured
     assert ops["a"]["local_service_conf"]["instance_mode"] == "thread"  # Paddle Serving's default
