@@ -8,6 +8,7 @@ in Paddle Serving. An ``op:`` entry no op of the graph uses is dropped (Paddle S
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import os
 from typing import Any
@@ -60,6 +61,11 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
             svc["model_config"] = engine_folder(folder, os.path.join(os.path.dirname(cache_dir()), "paddle_serving"))
     fallback = _default_engine(svc, f"op.{name}.local_service_conf", source)
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
+    batch = entry.get("batch_size", 1)
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch > 1:
+        # Paddle Serving's auto-batching waits for batch_size requests or the timeout; batchline's
+        # adaptive policy (which may start a batch early) is one key away
+        svc.setdefault("batching_policy", "fixed")
     svc.setdefault("instance_num", workers)
     entry["local_service_conf"] = svc
     inputs = service.inputs[name]
@@ -72,12 +78,19 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     entry["input_ops"] = [] if fed_by_request else list(inputs)
     entry["params"] = {
         "script": service.script,
+        "script_digest": _digest(service.script),
         "op": name,
         "thread_op": thread_op,
         "fetch_list": fetch,
         "engine_fallback": fallback,
     }
     return entry
+
+
+def _digest(path: str) -> str:
+    """The script's content, in the config: a reload rebuilds the pipeline when the script changed."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def _on_cpu(svc: dict) -> bool:

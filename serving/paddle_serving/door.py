@@ -20,7 +20,7 @@ from serving.errors import BadRequest, PayloadTooLarge
 from serving.paddle_serving.channel import ChannelData, ChannelDataErrcode
 from serving.paddle_serving.stage import PaddleServingFirstStage, Unpacked
 from serving.protos import pipeline_messages
-from serving.service.core import RequestCore, Started, never_gone
+from serving.service.core import RequestCore, never_gone
 from serving.service.decode import KEYS_BY_KIND, decode_base64
 from serving.service.image_header import read_header
 from serving.service.limits import RequestLimits
@@ -152,21 +152,9 @@ class PaddleServingDoor:
         if isinstance(unpacked, ChannelData):
             return self._pack(service.response_op, unpacked)
         reservation = self.core.decode_budget.reserve(request.ByteSize(), pipeline.time_limit_s(options.timeout_ms))
-        try:
-            handles = repo.submit(
-                name,
-                [unpacked],
-                version=version,
-                key=key,
-                priority=options.priority,
-                timeout_ms=options.timeout_ms,
-                logid=request.logid,
-                protocol=protocol,
-            )
-        except BaseException:
-            reservation.release()
-            raise
-        (handle,) = Started(handles, reservation, limits).wait(gone)
+        options.logid = request.logid
+        started = self.core.submit(name, version, [unpacked], options, target, key, reservation, protocol)
+        (handle,) = started.wait(gone)
         return self._pack(service.response_op, handle.result(timeout=0))
 
     @staticmethod

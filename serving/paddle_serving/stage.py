@@ -47,6 +47,7 @@ class StageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     script: str  # the web_service.py the op is defined in
+    script_digest: str = ""  # its content's: a changed script is a changed config (reload)
     op: str  # its name there
     thread_op: bool = True
     fetch_list: list[str] | None = None  # what the default process() asks the model for

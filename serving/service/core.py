@@ -164,7 +164,26 @@ class RequestCore:
         try:
             values = self.values(plan)
             reservation.shrink(plan.held_bytes)  # decoding's transient copies are gone
-            handles = repo.submit(
+        except BaseException:
+            reservation.release()
+            raise
+        return self.submit(name, version, values, parsed, target, key, reservation, protocol)
+
+    def submit(
+        self,
+        name: str,
+        version: int | None,
+        values: Sequence[Any],
+        parsed: ParsedRequest,
+        target: tuple[ServedPipeline, RequestLimits],
+        key: str | None,
+        reservation: Reservation,
+        protocol: str,
+    ) -> Started:
+        """Submit ``values`` (checked; ``parsed`` gives their options) holding ``reservation``
+        until the answer; a failure to submit releases it."""
+        try:
+            handles = self.repository.submit(
                 name,
                 values,
                 version=version,
@@ -177,7 +196,7 @@ class RequestCore:
         except BaseException:
             reservation.release()
             raise
-        return Started(handles, reservation, limits)
+        return Started(handles, reservation, target[1])
 
 
 def is_light(pipeline: ServedPipeline, parsed: ParsedRequest) -> bool:

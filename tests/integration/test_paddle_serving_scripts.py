@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow  # servers with predictor processes
 SCRIPT_DIR = os.path.join(ROOT, "tests/data/paddle_serving/scripts/batched")
 
 
-def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=None):
+def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=None, env=None):
     folder = tmp_path / ("thread" if thread_op else "process")
     shutil.copytree(SCRIPT_DIR, folder)
     conf = yaml.safe_load((folder / "config.yml").read_text())
@@ -34,7 +34,7 @@ def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=No
     if max_body_size:
         conf["op"]["upper"]["local_service_conf"] = {"max_body_size": max_body_size}
     (folder / "config.yml").write_text(yaml.safe_dump(conf))
-    return ServerProcess(str(folder / "web_service.py"), ready_timeout=120), conf["rpc_port"]
+    return ServerProcess(str(folder / "web_service.py"), ready_timeout=120, env=env), conf["rpc_port"]
 
 
 def _post(server, body, path="/echo/prediction"):
@@ -132,5 +132,18 @@ def test_process_ops_run_in_processes_of_their_own(tmp_path):
         assert str(server.proc.pid) not in pids
         status, doc = _post(server, {"key": ["text", "fail"], "value": ["x", "raise"]})
         assert status == 500 and doc["err_no"] == 10000
+    finally:
+        server.stop()
+
+
+def test_a_reload_reads_the_script_again(tmp_path):
+    server, _ = _serve(tmp_path, thread_op=True, env={"BATCHLINE_ADMIN_TOKEN": "admin-secret"})
+    try:
+        script = tmp_path / "thread" / "web_service.py"
+        script.write_text(script.read_text().replace('out["text"] + "!"', 'out["text"] + "?"'))
+        r = requests.post(server.url + "/admin/reload", headers={"Authorization": "Bearer admin-secret"}, timeout=120)
+        assert r.status_code == 200, r.text
+        status, doc = _post(server, {"key": ["text"], "value": ["again"]})
+        assert status == 200 and _answer(doc)["text"] == "AGAIN?"
     finally:
         server.stop()
