@@ -14,7 +14,7 @@ from serving import cli
 def test_the_client_commands_come_from_entry_points_not_imports():
     plugins = cli.plugin_commands()
     assert {"predict", "bench"} <= set(plugins), "reinstall batchline (pip install -e .) to register them"
-    assert set(cli.builtin_commands()) == {"check", "serve", "ray"}
+    assert set(cli.builtin_commands()) == {"check", "serve", "ray", "paddle-serving-path"}
 
 
 def test_a_plugin_that_cannot_load_is_reported_not_fatal(monkeypatch, capsys):

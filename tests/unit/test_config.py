@@ -379,7 +379,7 @@ def test_out_of_range(tmp_path):
     [
         ({"http_port": 70000}, "http_port: must be <= 65535, got 70000"),
         ({"dag": {"priority_levels": 17}}, "dag.priority_levels: must be <= 16, got 17"),
-        ({"dag": {"channel_size": 0}}, "dag.channel_size: must be >= 1, got 0"),
+        ({"dag": {"channel_size": -1}}, "dag.channel_size: must be >= 1, got -1"),
         ({"name": "a b"}, "name: must match ^[A-Za-z0-9_.-]+$, got 'a b'"),
         ({"op": {}}, "op: must define at least one op"),
         ({"op": {"a": {"class": FAKE, "retry": -1}}}, "op.a.retry: must be >= 0, got -1"),
@@ -400,6 +400,14 @@ def test_range_and_shape_errors(data, line):
     with pytest.raises(ConfigError) as info:
         parse_config(data, source="x.yml")
     assert f"x.yml: {line}" in str(info.value).splitlines()
+
+
+def test_paddle_servings_unbounded_channel_size_takes_the_default_bound(caplog):
+    default = parse_config({"op": {"a": {"class": FAKE}}}, source="x.yml").dag.channel_size
+    with caplog.at_level(logging.WARNING):
+        config = parse_config({"dag": {"channel_size": 0}, "op": {"a": {"class": FAKE}}}, source="x.yml")
+    assert config.dag.channel_size == default
+    assert "dag.channel_size: 0 (unbounded in Paddle Serving)" in caplog.text
 
 
 def test_preferred_size_larger_than_max():
