@@ -8,9 +8,7 @@ headers, as everywhere, before a user's ``preprocess`` decodes them."""
 
 from __future__ import annotations
 
-import itertools
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -120,12 +118,6 @@ class PaddleServingDoor:
 
     def __init__(self, core: RequestCore):
         self.core = core
-        self._ids = itertools.count()
-        self._lock = threading.Lock()
-
-    def _data_id(self) -> int:
-        with self._lock:
-            return next(self._ids)
 
     def answer(
         self,
@@ -147,7 +139,7 @@ class PaddleServingDoor:
         stage = _first_stage(pipeline)
         assert stage.service is not None
         service = stage.service
-        data_id = self._data_id()
+        data_id = stage.next_data_id()
         unpacked = self._unpack(service.request_op, request, data_id)
         if isinstance(unpacked, ChannelData):
             return self._pack(service.response_op, unpacked)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 import pickle
@@ -237,16 +238,23 @@ class PaddleServingStage(EngineOp):
 
 
 class PaddleServingFirstStage(PaddleServingStage):
-    """An op fed by the request's ``RequestOp``."""
+    """An op fed by the request's ``RequestOp``; it numbers the pipeline's requests (Paddle
+    Serving's ``data_id``, unique per graph whichever door a request came by)."""
 
     input_kind = PADDLE_REQUEST
+
+    def __init__(self, ctx: OpContext):
+        super().__init__(ctx)
+        self._data_ids = itertools.count()
+        self._data_id_lock = threading.Lock()
+
+    def next_data_id(self) -> int:
+        with self._data_id_lock:
+            return next(self._data_ids)
 
     def expand(self, inputs: Mapping[str, Any]) -> Sequence[Any]:
         value: Unpacked = inputs["input"]
         return [Item({DAG_EXECUTOR: value.data}, value.data_id, value.log_id)]
-
-    def merge(self, inputs: Mapping[str, Any], results: list[Any]) -> Any:
-        return results[0]
 
 
 def _channel_agree(a: ChannelData, b: ChannelData) -> bool:
