@@ -33,7 +33,6 @@ from serving.paddle_serving.channel import ChannelData, ChannelDataType
 from serving.paddle_serving.model_folder import ModelFolder, read_model_folder
 from serving.paddle_serving.op_batch import Item, OpBatch
 from serving.paddle_serving.operator import DAG_EXECUTOR
-from serving.paddle_serving.operator import Op as UserOp
 from serving.paddle_serving.predictor import LocalPredictor
 from serving.paddle_serving.service_file import Service, read_service
 
@@ -138,16 +137,12 @@ def _pickled(value: Any) -> np.ndarray:
     return np.frombuffer(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
 
 
-def _user_op(service: Service, name: str) -> UserOp:
-    return service.ops[name]
-
-
 def start_process_worker(script: str, name: str, op_conf: Any, device_id: int | None) -> ProcessWorker:
     """Build a process op's worker in its predictor process (the engine's model factory)."""
     from serving.runners.runner_modules import load_one
 
     service = read_service(script)
-    op = _user_op(service, name)
+    op = service.ops[name]
     op._fetch_names = op_conf.params_model.fetch_list
     folder, has_model = _model(op_conf)
     predictor = None
@@ -176,7 +171,10 @@ class PaddleServingStage(EngineOp):
         self.service: Service | None = None
 
     def load(self) -> None:
-        self.service = read_service(self.params.script)
+        if self.params.thread_op or isinstance(self, PaddleServingFirstStage):
+            # a thread op's workers share this Op; a first stage holds the request and response ops.
+            # A process op's workers read the script in their own processes.
+            self.service = read_service(self.params.script)
 
     def create_runners(self, count: int) -> list[Runner] | None:
         if not self.params.thread_op:
@@ -184,7 +182,7 @@ class PaddleServingStage(EngineOp):
         assert self.service is not None
         from serving.runners.runner_modules import load_in_process
 
-        op = _user_op(self.service, self.params.op)
+        op = self.service.ops[self.params.op]
         op._fetch_names = self.params.fetch_list
         folder, has_model = _model(self.conf)
         predictors: list[LocalPredictor | None] = [None] * count
