@@ -14,12 +14,12 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from serving.errors import BadRequest, PayloadTooLarge
+from serving.errors import BadRequest
 from serving.paddle_serving.channel import ChannelData, ChannelDataErrcode
 from serving.paddle_serving.stage import PaddleServingFirstStage, Unpacked
 from serving.protos import pipeline_messages
 from serving.service.core import RequestCore, never_gone
-from serving.service.decode import KEYS_BY_KIND, decode_base64
+from serving.service.decode import KEYS_BY_KIND, RequestImages, decode_base64
 from serving.service.image_header import read_header
 from serving.service.limits import RequestLimits
 from serving.service.parse import ParsedRequest, json_body, read_options
@@ -83,26 +83,20 @@ def request_from_json(data: bytes, max_inputs: int, priority_levels: int) -> tup
 
 
 def check_images(request: Any, limits: RequestLimits) -> None:
-    """413 for an image value whose header names more pixels than ``max_image_pixels``, or
-    several over ``max_request_pixels`` (the user's code decodes them; the header tells first)."""
-    total = 0
+    """413 for an image value whose header names more pixels than ``max_image_pixels``, or for
+    images over the request's totals (the user's code decodes them; the headers tell first).
+    A value that is no image PIL knows is left to the user's code."""
+    images = RequestImages(limits.inputs)
     keys = KEYS_BY_KIND["image"]
     for i, (key, value) in enumerate(zip(request.key, request.value)):
         if key not in keys:
             continue
         try:
             head = decode_base64(value[: _HEADER_BYTES * 4 // 3 // 4 * 4], f"value[{i}]")
-        except BadRequest:
-            continue  # not base64 here: the user's code decides what it is
-        try:
             header = read_header(head, limits.inputs.max_image_pixels)  # 413 over the limit
-        except PayloadTooLarge:
-            raise
         except BadRequest:
-            continue  # no image PIL knows: the user's code decides
-        total += header.width * header.height
-    if total > limits.inputs.max_request_pixels:
-        raise PayloadTooLarge(f"the request's images hold {total} pixels, over max_request_pixels")
+            continue  # not base64, or no image PIL knows: the user's code decides what it is
+        images.add(header, f"value[{i}]")
 
 
 def _first_stage(pipeline: ServedPipeline) -> PaddleServingFirstStage:

@@ -177,28 +177,41 @@ def prepare_input(kind: str, value: Any, where: str, limits: InputLimits, *, raw
     raise BadRequest(f"{where}: this pipeline takes no {kind!r} input")
 
 
+class RequestImages:
+    """The images of one request so far, held to the per-request limits as each is added."""
+
+    def __init__(self, limits: InputLimits):
+        self.limits = limits
+        self.pixels = 0
+        self.nbytes = 0
+
+    def add(self, header: ImageHeader, where: str) -> None:
+        """413 once the request's images hold too many pixels, or decode to too many bytes."""
+        limits = self.limits
+        self.pixels += header.pixels
+        self.nbytes += header.decoded_bytes
+        if self.pixels > limits.max_request_pixels:
+            raise PayloadTooLarge(
+                f"the request's images hold over {limits.max_request_pixels} pixels in all (limit per request)"
+            )
+        if self.nbytes > limits.max_request_bytes:
+            raise PayloadTooLarge(
+                f"the request's images decode to over {limits.max_request_bytes} bytes in all "
+                f"(limit per request: 2 images of max_image_pixels as 8-bit BGRA); {where} is "
+                f"{header.width}x{header.height}, {header.channels} channels of {8 * header.bytes_per_channel} bits"
+            )
+
+
 def plan_inputs(inputs: Sequence[tuple[str, Any, bool]], limits: InputLimits) -> DecodePlan:
     """Every ``(kind, value, raw)`` of a request checked from its header, and
     the request as a whole: its images' pixels and decoded bytes (413)."""
     pending: list[PendingInput] = []
-    pixels = nbytes = 0
+    images = RequestImages(limits)
     for i, (kind, value, raw) in enumerate(inputs):
         pending.append(prepare_input(kind, value, f"input {i}", limits, raw=raw))
         header = pending[-1].header
-        if header is None:
-            continue
-        pixels += header.pixels
-        nbytes += header.decoded_bytes
-        if pixels > limits.max_request_pixels:
-            raise PayloadTooLarge(
-                f"the request's images hold over {limits.max_request_pixels} pixels in all (limit per request)"
-            )
-        if nbytes > limits.max_request_bytes:
-            raise PayloadTooLarge(
-                f"the request's images decode to over {limits.max_request_bytes} bytes in all "
-                f"(limit per request: 2 images of max_image_pixels as 8-bit BGRA); input {i} is "
-                f"{header.width}x{header.height}, {header.channels} channels of {8 * header.bytes_per_channel} bits"
-            )
+        if header is not None:
+            images.add(header, f"input {i}")
     return DecodePlan(pending)
 
 

@@ -113,6 +113,9 @@ def test_every_doors_limits_hold_before_the_users_code(thread_server):
     bomb = base64.b64encode(png_with_header(20000, 20000, bitdepth=8, color=2, rows=1)).decode()
     status, doc = _post(server, {"key": ["image"], "value": [bomb]})
     assert status == 413 and "too large" in doc["err_msg"]  # from the header: preprocess never saw it
+    three = base64.b64encode(png_with_header(6000, 6000, bitdepth=8, color=2, rows=1)).decode()
+    status, doc = _post(server, {"key": ["image", "img", "image"], "value": [three] * 3})
+    assert status == 413 and "in all (limit per request)" in doc["err_msg"]  # each under the image limit
     small = base64.b64encode(png_with_header(8, 8, bitdepth=8, color=2, rows=None)).decode()
     status, doc = _post(server, {"key": ["image"], "value": [small]})
     assert status == 200 and int(_answer(doc)["size"]) > 0
