@@ -134,6 +134,9 @@ class ProcessWorker:
 
 
 def _pickled(value: Any) -> np.ndarray:
+    """What a process op's batch travels as. Only these pickles are ever unpickled: made by the
+    server or its own predictor process, in shared memory only the two open (0600), never bytes
+    a client sent (a request's values are inside as plain str/bytes/arrays)."""
     return np.frombuffer(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
 
 
