@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+from collections.abc import Mapping
 
 PKG_SCHEME = "pkg://"
 # a Paddle model directory: one program file (PIR .json preferred) and its weights
@@ -13,6 +15,23 @@ MODEL_PARAMS_FILE = "inference.pdiparams"
 OPENVINO_MODEL_FILES = ("inference.xml", "inference.onnx", "inference.pdmodel")
 # ``engine: torch``: an ONNX file, else the legacy program (paddle2onnx 1.3 reads no PIR .json)
 TORCH_ONNX_FILE = "inference.onnx"
+
+
+def user_cache_dir(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """``$XDG_CACHE_HOME/batchline/<name>`` (default ``~/.cache``): what batchline keeps between runs."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "batchline", name)
+
+
+def content_key(paths: tuple[str, ...]) -> str:
+    """A digest of the files' bytes."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:24]
 
 
 def resolve_pkg_path(spec: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> str:

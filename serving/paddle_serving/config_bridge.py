@@ -8,7 +8,6 @@ in Paddle Serving. An ``op:`` entry no op of the graph uses is dropped (Paddle S
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
 import os
 from typing import Any
@@ -18,7 +17,7 @@ from serving.config.schema.local_service import device_type_value
 from serving.paddle_serving.model_folder import engine_folder
 from serving.paddle_serving.operator import DAG_EXECUTOR, Op
 from serving.paddle_serving.service_file import Service, ServiceFileError
-from serving.runners.onnx_export import cache_dir
+from serving.paths import content_key, user_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ _KEYWORDS = {
 }
 
 
-def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: bool, source: str) -> dict:
+def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: bool, source: str, digest: str) -> dict:
     if raw is not None and not isinstance(raw, dict):
         raise ServiceFileError(f"{source}: op.{name} must be a mapping")
     entry = copy.deepcopy(raw) if raw else {}
@@ -58,7 +57,7 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     if isinstance(model, str) and "://" not in model:
         folder = os.path.join(os.path.dirname(source), model)
         if os.path.isdir(folder):  # Paddle Serving's other file names, linked to the ones our engines read
-            svc["model_config"] = engine_folder(folder, os.path.join(os.path.dirname(cache_dir()), "paddle_serving"))
+            svc["model_config"] = engine_folder(folder, user_cache_dir("paddle_serving"))
     fallback = _default_engine(svc, f"op.{name}.local_service_conf", source)
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
     batch = entry.get("batch_size", 1)
@@ -78,19 +77,13 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     entry["input_ops"] = [] if fed_by_request else list(inputs)
     entry["params"] = {
         "script": service.script,
-        "script_digest": _digest(service.script),
+        "script_digest": digest,
         "op": name,
         "thread_op": thread_op,
         "fetch_list": fetch,
         "engine_fallback": fallback,
     }
     return entry
-
-
-def _digest(path: str) -> str:
-    """The script's content, in the config: a reload rebuilds the pipeline when the script changed."""
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def _on_cpu(svc: dict) -> bool:
@@ -125,8 +118,10 @@ def service_config(service: Service, source: str) -> dict:
     unused = sorted(set(ops) - set(service.ops))
     if unused:
         log.info("%s: op entries no op of the graph uses (ignored, as Paddle Serving does): %s", source, unused)
+    digest = content_key((service.script,))  # in the config: a reload rebuilds a pipeline whose script changed
     data["op"] = {
-        name: _op_entry(service, name, op, ops.get(name), thread_default, source) for name, op in service.ops.items()
+        name: _op_entry(service, name, op, ops.get(name), thread_default, source, digest)
+        for name, op in service.ops.items()
     }
     if service.name:
         data["name"] = service.name

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import glob
-import hashlib
 import logging
 import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 
-from serving.paths import TORCH_ONNX_FILE, torch_model_files
+from serving.paths import TORCH_ONNX_FILE, content_key, torch_model_files, user_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +30,7 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     if env.get(CACHE_ENV):
         return os.path.abspath(env[CACHE_ENV])
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "batchline", "onnx")
-
-
-def content_key(paths: tuple[str, ...]) -> str:
-    """A digest of the files' bytes."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:24]
+    return user_cache_dir("onnx", env)
 
 
 def cached_prefix(model_dir: str, key: str) -> str:

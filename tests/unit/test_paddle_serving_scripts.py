@@ -73,7 +73,7 @@ def test_each_op_becomes_an_engine_op_with_paddle_servings_worker_model(folder):
     assert ops["a"]["local_service_conf"]["instance_mode"] == "process"
     assert ops["join"]["batch_size"] == 4 and ops["join"]["auto_batching_timeout"] == 300
     assert ops["join"]["local_service_conf"]["batching_policy"] == "fixed"  # Paddle Serving's: fill or time out
-    assert len(ops["join"]["params"].pop("script_digest")) == 16
+    assert len(ops["join"]["params"].pop("script_digest")) == 24
     assert ops["join"]["params"] == {
         "script": service.script,
         "op": "join",
