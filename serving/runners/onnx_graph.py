@@ -16,11 +16,13 @@ import onnx
 import torch
 from onnx import numpy_helper
 
-from serving.runners.onnx_ops import OPS, Compute, UnsupportedNode
+from serving.runners.onnx_ops import DTYPES, OPS, Compute, UnsupportedNode
 
 # Constant node attributes other than ``value`` (a tensor), with their data types
 CONSTANT_SCALARS = {"value_float": torch.float32, "value_floats": torch.float32}
 CONSTANT_INTEGERS = ("value_int", "value_ints")
+# float constants up to this many elements also stay on the CPU (scales, epsilons): a frozen plan reads them there
+HOST_FLOATS = 64
 
 
 def attributes(node: onnx.NodeProto) -> dict[str, Any]:
@@ -55,13 +57,17 @@ def unsupported_operators(graph: onnx.GraphProto) -> list[str]:
 class Step:
     """One node to compute at run time."""
 
-    __slots__ = ("compute", "inputs", "outputs", "drop")
+    __slots__ = ("compute", "inputs", "outputs", "drop", "node", "op_type")
 
-    def __init__(self, compute: Compute, inputs: Sequence[str], outputs: Sequence[str]):
+    def __init__(
+        self, compute: Compute, inputs: Sequence[str], outputs: Sequence[str], node: str = "", op_type: str = ""
+    ):
         self.compute = compute
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.drop: tuple[str, ...] = ()  # values whose last use is this step
+        self.node = node  # the ONNX node's name and operator, for messages
+        self.op_type = op_type
 
 
 class OnnxGraph(torch.nn.Module):
@@ -79,6 +85,7 @@ class OnnxGraph(torch.nn.Module):
         opset = default_opset(model)
         constants = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in graph.initializer}
         self.input_names = [i.name for i in graph.input if i.name not in constants]
+        self._input_types = {i.name: i.type.tensor_type for i in graph.input if i.name not in constants}
         self.output_names = [o.name for o in graph.output]
         steps: list[Step] = []
         for node in graph.node:
@@ -95,15 +102,17 @@ class OnnxGraph(torch.nn.Module):
                 results = result if isinstance(result, tuple) else (result,)
                 constants.update(zip(node.output, results))
             else:
-                steps.append(Step(compute, node.input, node.output))
+                steps.append(Step(compute, node.input, node.output, node.name, node.op_type))
         self._steps = steps
         self._keep_constants(constants)
         self._plan_drops()
 
     def _keep_constants(self, constants: dict[str, torch.Tensor]) -> None:
-        """Keep the constants the steps or outputs read: floats as buffers, the rest on the CPU."""
+        """Keep the constants the steps or outputs read: floats as buffers, the rest on the CPU;
+        small floats (a Resize's scales) also on the CPU, where a frozen plan reads them."""
         used = {n for s in self._steps for n in s.inputs} | set(self.output_names)
         self._cpu_constants: dict[str, torch.Tensor] = {}
+        self._host_floats: dict[str, torch.Tensor] = {}
         self._buffer_names: list[tuple[str, str]] = []  # (ONNX name, attribute)
         for i, (name, value) in enumerate(constants.items()):
             if name not in used:
@@ -112,8 +121,45 @@ class OnnxGraph(torch.nn.Module):
                 attribute = f"constant_{i}"
                 self.register_buffer(attribute, value, persistent=False)
                 self._buffer_names.append((name, attribute))
+                if value.numel() <= HOST_FLOATS:
+                    self._host_floats[name] = value.clone()
             else:
                 self._cpu_constants[name] = value
+
+    def input_specs(self, free: int, batch: int) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Each input's shape as the model declares it, its first free axis ``batch`` and any other
+        ``free``, and its type (float32 where undeclared): a shape to probe the graph with."""
+        specs = []
+        for name in self.input_names:
+            declared = self._input_types[name]
+            dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 0 for d in declared.shape.dim]
+            shape = tuple(d or (batch if i == 0 else free) for i, d in enumerate(dims))
+            specs.append((shape, DTYPES.get(declared.elem_type, torch.float32)))
+        return specs
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(self._steps)
+
+    def host_constants(self) -> dict[str, torch.Tensor]:
+        """The constants readable on the host without touching a device: integers and small floats."""
+        return {**self._cpu_constants, **self._host_floats}
+
+    def device_constants(self) -> dict[str, torch.Tensor]:
+        """The float constants as the module holds them (on its device, in its dtype)."""
+        return {name: getattr(self, attribute) for name, attribute in self._buffer_names}
+
+    def lower_precision(self, dtype: torch.dtype, ops: frozenset[str]) -> None:
+        """Cast to ``dtype``, once, the float constants that only the ``ops`` operators read (the
+        weights of convolutions and matrix products); the others stay fp32, so the element-wise
+        steps they meet compute in fp32, as autocast has them."""
+        readers: dict[str, set[str]] = {}
+        for step in self._steps:
+            for name in step.inputs:
+                readers.setdefault(name, set()).add(step.op_type)
+        for name, attribute in self._buffer_names:
+            if readers.get(name) and readers[name] <= ops:
+                setattr(self, attribute, getattr(self, attribute).to(dtype))
 
     def _plan_drops(self) -> None:
         last_use: dict[str, int] = {}
