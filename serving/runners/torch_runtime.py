@@ -1,17 +1,21 @@
 """PyTorch as an engine (``engine: torch``): the op's ONNX model
 (:mod:`serving.runners.onnx_export`) run as an
 :class:`~serving.runners.onnx_graph.OnnxGraph`, one module per device shared by
-the instances placed there (torch modules keep no state between calls). On a
-GPU each instance has its own CUDA stream and pinned host buffers; ``fp16`` and
-``bf16`` run under autocast, ``fp32`` is strict (no TF32): a GPU reads what the
-CPU reads.
+the instances placed there (torch modules keep no state between calls).
+
+On the CPU at fp32 the module runs as it is. On a GPU, and at fp16/bf16, each
+instance runs plans frozen per input shape (:mod:`serving.runners.frozen_plan`):
+no device read per call, the weights cast once at load (batch norms folded
+first), and with ``cuda_graphs`` each shape replayed as a CUDA graph. On a GPU
+each instance has its own CUDA stream and pinned host buffers; ``fp32`` is strict
+(no TF32): a GPU reads what the CPU reads.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -22,14 +26,17 @@ import onnx
 import torch
 
 from serving.config.schema import LocalServiceConf
+from serving.runners.batch_norm_folding import fold_batch_norms
+from serving.runners.frozen_plan import LOW_OPS, CaptureRefused, FrozenPlan, InputSpec, freeze
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of
+from serving.runners.plan_cache import PlanCache
 
 log = logging.getLogger(__name__)
 
-AUTOCAST: Mapping[str, torch.dtype | None] = MappingProxyType(
+COMPUTE_DTYPES: Mapping[str, torch.dtype | None] = MappingProxyType(
     {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 )
 
@@ -39,12 +46,18 @@ class TorchPlan:
     """Where and how one instance runs."""
 
     device: str  # "cpu" or "cuda:N"
-    autocast: torch.dtype | None
+    compute_dtype: torch.dtype | None  # the weights' type: None for fp32
     precision: str
+    cuda_graphs: bool = False
 
     @property
     def on_gpu(self) -> bool:
         return self.device.startswith("cuda")
+
+    @property
+    def frozen(self) -> bool:
+        """Whether calls run frozen plans (on a GPU, or at reduced precision) rather than the module."""
+        return self.on_gpu or self.compute_dtype is not None
 
     @property
     def label(self) -> str:
@@ -55,7 +68,7 @@ class TorchPlan:
 def torch_plan(conf: LocalServiceConf, gpu: int | None) -> TorchPlan:
     """The plan of an instance of ``conf`` on GPU ``gpu`` (None: the CPU)."""
     device = "cpu" if conf.device_type == 0 or gpu is None else f"cuda:{gpu}"
-    return TorchPlan(device, AUTOCAST[conf.precision], conf.precision)
+    return TorchPlan(device, COMPUTE_DTYPES[conf.precision], conf.precision, conf.cuda_graphs and device != "cpu")
 
 
 def require_device(plan: TorchPlan) -> None:
@@ -74,7 +87,7 @@ def require_device(plan: TorchPlan) -> None:
 
 class TorchRunner:
     """One instance: a :class:`serving.op.Runner` on one device (on a GPU, one stream). Not
-    thread-safe by design (its stream and buffers are its own): one batch at a time."""
+    thread-safe by design (its stream, buffers and plans are its own): one batch at a time."""
 
     def __init__(self, graph: OnnxGraph, plan: TorchPlan):
         self._graph = graph
@@ -82,10 +95,22 @@ class TorchRunner:
         self._device = torch.device(plan.device)
         self._stream = torch.cuda.Stream(self._device) if plan.on_gpu else None
         self._staging: dict[str, torch.Tensor] = {}  # input -> pinned host bytes
+        self._uploaded: torch.cuda.Event | None = None  # the last run's copies out of the staging buffers
+        self._plans = PlanCache(self._freeze, self._capturer()) if plan.frozen else None
         self.device = plan.label
         self.precision = plan.precision
         self.input_names = list(graph.input_names)
         self.output_names = list(graph.output_names)
+
+    def _freeze(self, bucket: tuple[InputSpec, ...]) -> FrozenPlan:
+        return freeze(self._graph, bucket, self._device, self._plan.compute_dtype)
+
+    def _capturer(self) -> Callable[[FrozenPlan], Any] | None:
+        if not self._plan.cuda_graphs or self._stream is None:
+            return None
+        from serving.runners.cuda_graphs import GraphCapturer
+
+        return GraphCapturer(self._device, self._stream)
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; outputs are fresh numpy arrays (floats as float32) in ``output_names`` order.
@@ -93,41 +118,57 @@ class TorchRunner:
         check_feed(self.input_names, feed)
         stream = torch.cuda.stream(self._stream) if self._stream is not None else nullcontext()
         with torch.inference_mode(), stream:
-            inputs = [self._to_device(name, feed[name]) for name in self.input_names]
-            with self._autocast():
-                outputs = self._graph(*inputs)
+            inputs = self._upload(feed)
+            outputs = self._plans(inputs) if self._plans is not None else self._graph(*inputs)
             # .cpu() waits for this stream's work, and for nothing else on the device
             return [as_numpy(o) for o in outputs]
 
-    def _autocast(self) -> Any:
-        if self._plan.autocast is None:
-            return nullcontext()
-        return torch.autocast(self._device.type, dtype=self._plan.autocast)
-
-    def _to_device(self, name: str, array: np.ndarray) -> torch.Tensor:
-        host = torch.from_numpy(np.ascontiguousarray(array) if array.flags.writeable else np.array(array))
+    def _upload(self, feed: Mapping[str, np.ndarray]) -> list[torch.Tensor]:
+        hosts = [host_tensor(feed[name]) for name in self.input_names]
         if self._stream is None:
-            return host
-        staged = self._staged(name, host)
-        staged.copy_(host)
-        # safe to reuse next run: run() returns only after this stream's copies back to the host
-        return staged.to(self._device, non_blocking=True)
+            return hosts
+        if self._uploaded is not None:
+            # the last run may have failed before it waited for its copies: they may still read the buffers
+            self._uploaded.synchronize()
+        uploaded = []
+        for name, host in zip(self.input_names, hosts):
+            staged = self._staged(name, host)
+            staged.copy_(host)
+            uploaded.append(staged.to(self._device, non_blocking=True))
+        self._uploaded = torch.cuda.Event()
+        self._uploaded.record(self._stream)
+        return uploaded
 
     def _staged(self, name: str, like: torch.Tensor) -> torch.Tensor:
         """A pinned host tensor shaped as ``like``, on the instance's buffer for ``name``."""
         size = like.numel() * like.element_size()
         buffer = self._staging.get(name)
         if buffer is None or buffer.numel() < size:
+            if buffer is not None and self._uploaded is not None:
+                self._uploaded.synchronize()  # the old buffer goes back to the allocator
             buffer = torch.empty(size, dtype=torch.uint8).pin_memory()
             self._staging[name] = buffer
         return buffer[:size].view(like.dtype).view(like.shape)
 
+    @property
+    def plans(self) -> PlanCache | None:
+        """The instance's frozen plans (None where the module runs as it is)."""
+        return self._plans
+
     def close(self) -> None:
-        """Drop the pinned buffers (the module goes with its last instance)."""
+        """Drop the plans, graphs and pinned buffers (the module goes with its last instance)."""
+        if self._uploaded is not None:
+            self._uploaded.synchronize()
+        if self._plans is not None:
+            self._plans.clear()
         self._staging.clear()
 
     def __repr__(self) -> str:
         return f"TorchRunner(device={self.device!r}, precision={self.precision!r}, inputs={self.input_names})"
+
+
+def host_tensor(array: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(array) if array.flags.writeable else np.array(array))
 
 
 def as_numpy(t: torch.Tensor) -> np.ndarray:
@@ -144,9 +185,33 @@ def set_cpu_threads(conf: LocalServiceConf) -> None:
 
 def strict_fp32(plans: list[TorchPlan]) -> None:
     """No TF32 where an fp32 GPU instance runs: fp32 means the CPU's numbers (per process)."""
-    if any(p.on_gpu and p.autocast is None for p in plans):
+    if any(p.on_gpu and p.compute_dtype is None for p in plans):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+
+
+def module_on(model: onnx.ModelProto, plan: TorchPlan) -> OnnxGraph:
+    """The module of ``model`` on the plan's device, its weights in the plan's type; with CUDA
+    graphs, refused here if its plan would read device data on the host (the node named)."""
+    module = OnnxGraph(model).eval().to(plan.device)
+    if plan.compute_dtype is not None:
+        module.lower_precision(plan.compute_dtype, LOW_OPS)
+    if plan.cuda_graphs:
+        check_capturable(module, plan)
+    return module
+
+
+def check_capturable(module: OnnxGraph, plan: TorchPlan) -> None:
+    """Freeze the module on ``meta`` tensors for a probe shape (batch 1, every other free axis
+    64): a host read of device data fails there. A probe the model cannot take proves nothing
+    and is only logged."""
+    bucket = tuple(InputSpec(shape, dtype) for shape, dtype in module.input_specs(free=64, batch=1))
+    try:
+        freeze(module, bucket, "meta", plan.compute_dtype)
+    except CaptureRefused as e:
+        raise ValueError(f"cuda_graphs: {e}; set cuda_graphs: false for this op") from None
+    except Exception as e:  # noqa: BLE001 - a shape the model refuses says nothing about capture
+        log.warning("cuda_graphs: could not probe the model at %s (%s); shapes are checked as they come", bucket, e)
 
 
 def create_torch_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list[TorchRunner]:
@@ -161,10 +226,14 @@ def create_torch_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list
     model = onnx.load(path)
     set_cpu_threads(conf)
     strict_fp32(plans)
+    dtype = COMPUTE_DTYPES[conf.precision]
+    if dtype is not None:
+        model, folded = fold_batch_norms(model)
+        log.info("%s: %d batch norm(s) folded into their convolutions for %s", path, folded, conf.precision)
     modules: dict[str, OnnxGraph] = {}
     for plan in plans:
         if plan.device not in modules:
-            modules[plan.device] = OnnxGraph(model).eval().to(plan.device)
+            modules[plan.device] = module_on(model, plan)
     runners = [TorchRunner(modules[plan.device], plan) for plan in plans]
     log.info(
         "loaded %s on torch %s in %.3fs (%d instance(s) on %s, %s, inputs=%s outputs=%s)",

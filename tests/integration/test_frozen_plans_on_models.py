@@ -84,3 +84,24 @@ def test_the_plan_answers_as_the_module_on_the_cpu(name):
     with torch.inference_mode():
         for got, want in zip(plan(*inputs), graph(*inputs)):
             np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_a_bf16_instance_runs_a_plan_per_shape_and_reads_as_fp32_does():
+    """``engine: torch`` at bf16 on the CPU: weights cast once, one plan per shape, outputs fp32."""
+    from serving.config.schema import LocalServiceConf
+    from serving.paths import resolve_pkg_path
+    from serving.runners.torch_runtime import load_one
+
+    model = resolve_pkg_path(MODELS["rec"][0])
+    exact = load_one(LocalServiceConf(model_config=model, engine="torch"))
+    low = load_one(LocalServiceConf(model_config=model, engine="torch", precision="bf16"))
+    assert exact.plans is None and low.plans is not None
+    rng = np.random.default_rng(5)
+    for width in (320, 480, 320):
+        batch = rng.random((4, 3, 48, width), dtype=np.float32)
+        (want,), (got,) = exact.run({"x": batch}), low.run({"x": batch})
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert (got.argmax(-1) == want.argmax(-1)).mean() >= 0.9
+    assert len(low.plans) == 2
+    low.close()
+    assert len(low.plans) == 0

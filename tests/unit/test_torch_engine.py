@@ -38,6 +38,7 @@ def parse_svc(svc: dict):
         ({"use_mkldnn": True}, "use_mkldnn"),
         ({"use_openvino": True}, "use_openvino"),
         ({"conv_kernels": "jit"}, "conv_kernels"),
+        ({"cuda_graphs": True}, "cuda_graphs"),
     ],
 )
 def test_what_torch_cannot_honour_is_refused_naming_the_key(svc, key):
@@ -52,6 +53,7 @@ def test_what_torch_cannot_honour_is_refused_naming_the_key(svc, key):
         {"precision": "bf16"},
         {"device_type": 1, "devices": "0,1", "precision": "fp16"},
         {"device_type": 1, "precision": "bf16"},
+        {"device_type": 1, "precision": "fp16", "cuda_graphs": True},
     ],
 )
 def test_what_torch_runs_is_accepted(svc):
@@ -61,14 +63,20 @@ def test_what_torch_runs_is_accepted(svc):
     assert conf.device_label == f"{where}+torch"
 
 
-def test_the_plan_places_instances_and_picks_autocast():
+def test_the_plan_places_instances_and_picks_the_weights_type():
     cpu = LocalServiceConf(engine="torch")
     assert torch_plan(cpu, None) == TorchPlan("cpu", None, "fp32")
     assert torch_plan(cpu, None).label == "cpu:torch"
     gpu = LocalServiceConf(engine="torch", device_type=1, devices="2", precision="fp16")
     plan = torch_plan(gpu, 2)
     assert plan == TorchPlan("cuda:2", torch.float16, "fp16") and plan.on_gpu and plan.label == "gpu:2:torch"
-    assert torch_plan(LocalServiceConf(engine="torch", device_type=1, precision="bf16"), 0).autocast == torch.bfloat16
+    bf16 = LocalServiceConf(engine="torch", device_type=1, precision="bf16")
+    assert torch_plan(bf16, 0).compute_dtype == torch.bfloat16
+    # frozen plans on a GPU and at reduced precision; the CPU at fp32 runs the module as it is
+    assert plan.frozen and torch_plan(LocalServiceConf(engine="torch", precision="bf16"), None).frozen
+    assert not torch_plan(cpu, None).frozen
+    graphs = LocalServiceConf(engine="torch", device_type=1, cuda_graphs=True)
+    assert torch_plan(graphs, 0).cuda_graphs
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the refusal is for machines without one")
@@ -162,9 +170,11 @@ def test_the_gpu_tests_are_skipped_here_not_passed():
         timeout=300,
     )
     summary = run.stdout.strip().splitlines()[-1]
-    assert run.returncode == 0 and re.fullmatch(r"3 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
-    assert run.stdout.count("SKIPPED [1] tests/e2e/test_torch_cuda.py:") == 3  # -rs: each with the reason
-    assert run.stdout.count("torch sees no CUDA GPU") == 3
+    assert run.returncode == 0 and re.fullmatch(r"5 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
+    # -rs: each with the reason (the chain's two precisions on one line)
+    assert run.stdout.count("SKIPPED [1] tests/e2e/test_torch_cuda.py:") == 3
+    assert run.stdout.count("SKIPPED [2] tests/e2e/test_torch_cuda.py:") == 1
+    assert run.stdout.count("torch sees no CUDA GPU") == 4
 
 
 def test_the_cache_command_converts_the_torch_ops_of_the_configs_only(tmp_path, monkeypatch, capsys):

@@ -27,6 +27,8 @@ def check(conf: EngineSettings) -> None:
             "use_openvino", "selects Paddle Inference's embedded OpenVINO engine: drop it with engine: torch"
         )
     refuse_onednn_keys(conf, "torch")
+    if conf.cuda_graphs and conf.device_type != 1:
+        raise FieldProblem("cuda_graphs", "needs a GPU (device_type 1): a CPU has no CUDA graphs; drop it")
     if conf.precision not in PRECISIONS[conf.device_type]:
         where = "on CPU (device_type 0)" if conf.device_type == 0 else "on a GPU"
         raise FieldProblem(
@@ -39,9 +41,11 @@ def check(conf: EngineSettings) -> None:
 ENGINE = Engine(
     name="torch",
     runtime="PyTorch",
-    summary="PyTorch (CPU or CUDA GPU: the model's ONNX form as a torch module, fp16/bf16 by autocast)",
+    summary="PyTorch (CPU or CUDA GPU: the model's ONNX form as a torch module, frozen per input shape; "
+    "fp16/bf16 weights cast once; CUDA graphs on a GPU)",
     precisions=PRECISIONS,
     threads_overlap=True,
+    own_keys=MappingProxyType({"cuda_graphs": False}),
     loader="serving.runners.torch_runtime",
     model_files=torch_model_files,
     check=check,

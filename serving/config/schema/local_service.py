@@ -102,6 +102,15 @@ class LocalServiceConf:
         "choice (`auto`) or, for a model running f32, oneDNN's direct JIT kernels (`jit`), which run PP-OCR "
         "rec faster than the brgemm ones OpenVINO >= 2024.2 prefers on AVX2.",
     )
+    cuda_graphs: bool = Field(
+        default=False,
+        strict=True,
+        description="`engine: torch` on a GPU only: each instance captures a CUDA graph per input shape on "
+        "the second call of that shape and replays it after (the whole model in one launch, no Python per "
+        "operator); up to 64 shapes per instance, the least recently used dropped first. Bound the shapes with "
+        "`run_batch_sizes` and the op's size or width buckets. A model whose plan reads device data on the host "
+        "is refused at load, naming the node.",
+    )
     device_type: int = Field(
         default=0,
         strict=True,
