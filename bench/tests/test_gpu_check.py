@@ -39,13 +39,23 @@ def test_cuda_without_a_gpu_is_refused_with_one_line_and_exit_2(tmp_path):
     assert not out.exists()
 
 
+# det pads pages into size buckets on the GPU, so that pages of different sizes batch
+DET_BATCHING = ("size_buckets", "max_padding_ratio")
+
+
 def test_the_gpu_config_keeps_the_exact_profile_on_torch_on_gpu_0():
     gpu, cpu = load_repo_config("ocr_gpu"), load_repo_config("ocr")
     for op in ("det", "rec"):
-        assert gpu["op"][op]["params"] == cpu["op"][op]["params"], op
+        mine = {k: v for k, v in gpu["op"][op]["params"].items() if op != "det" or k not in DET_BATCHING}
+        exact = {k: v for k, v in cpu["op"][op]["params"].items() if op != "det" or k not in DET_BATCHING}
+        assert mine == exact, op
         svc = gpu["op"][op]["local_service_conf"]
         assert (svc["engine"], svc["device_type"], svc["devices"], svc["precision"]) == ("torch", 1, "0", "fp32")
+        assert svc["cuda_graphs"] and svc["instance_mode"] == "process"
+        assert max(svc["run_batch_sizes"]) == svc["max_batch_size"]  # a bounded set of shapes to capture
         assert "tensorrt" not in svc
+    det = gpu["op"]["det"]["params"]
+    assert det["size_buckets"] and 0 < det["max_padding_ratio"] <= 0.5
     assert gpu["op"]["det"]["local_service_conf"]["max_batch_size"] == 8
     assert gpu["op"]["rec"]["local_service_conf"]["max_batch_size"] in (32, 64)
 
@@ -85,15 +95,20 @@ def test_a_cap_lowers_max_batch_sizes_above_it_only():
     assert configs.capped(capped, 100) == capped
 
 
-def test_batching_off_differs_only_in_max_batch_size():
+def test_batching_off_differs_only_in_the_batch_sizes():
     on = configs.check_config("cpu")
     off = configs.batching_off(on)
+    sizes = ("max_batch_size", "run_batch_sizes")
     for name in on["op"]:
         a, b = on["op"][name]["local_service_conf"], off["op"][name]["local_service_conf"]
-        assert b["max_batch_size"] == 1
-        assert {k: v for k, v in a.items() if k != "max_batch_size"} == {
-            k: v for k, v in b.items() if k != "max_batch_size"
-        }
+        assert b["max_batch_size"] == 1 and b.get("run_batch_sizes") in (None, [1])
+        assert {k: v for k, v in a.items() if k not in sizes} == {k: v for k, v in b.items() if k not in sizes}
+
+
+def test_a_cap_keeps_the_run_batch_sizes_that_fit():
+    capped = configs.capped(configs.check_config("cuda"), 4)
+    det = capped["op"]["det"]["local_service_conf"]
+    assert det["max_batch_size"] == 4 and det["run_batch_sizes"] == [1, 2, 4]
 
 
 def test_the_rec_pipeline_is_the_rec_op_alone_with_rec_yml_params():

@@ -1,5 +1,6 @@
 """The OCR ops load and read a page with no Paddle and no PaddleOCR importable, as
-on a GPU host that carries only PyTorch (``engine: torch``) or only OpenVINO: a
+on a GPU host that carries only PyTorch (``engine: torch``; then OpenVINO is refused
+too, as the GPU image has none: deploy/requirements-gpu.txt) or only OpenVINO: a
 fresh interpreter whose import system refuses ``paddle``, ``paddleocr`` (and the
 ``ppocr`` / ``paddle2onnx`` packages that would pull Paddle in) loads configs/ocr.yml's
 det and rec ops on the engine, runs one page through them and reads the lines that
@@ -66,10 +67,14 @@ print(json.dumps({"lines": lines, "loaded": loaded}))
 """
 
 
+def blocked_for(engine: str) -> tuple[str, ...]:
+    return BLOCKED + (("openvino",) if engine == "torch" else ())
+
+
 def read_page(engine: str, mode: str, cache: str) -> dict:
     env = {**os.environ, "BATCHLINE_ONNX_CACHE": cache}
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, engine, mode, ",".join(BLOCKED)],
+        [sys.executable, "-c", CHILD, engine, mode, ",".join(blocked_for(engine))],
         cwd=ROOT,
         env=env,
         capture_output=True,

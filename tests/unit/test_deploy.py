@@ -260,12 +260,70 @@ def test_gpu_image_serves_the_gpu_config():
     text = DOCKERFILES["gpu"].read_text(encoding="utf-8")
     assert "UNTESTED HERE" in text
     assert all(op.local_service_conf.engine == "torch" for op in config.ops)
-    # the torch extra installed, and the models converted into the image's ONNX cache at build
+    # the models converted into the ONNX cache in a first stage, which the image copies
     instructions = dockerfile_instructions(text)
-    runs = [args for word, args in instructions if word == "RUN" and "pip install" in args]
-    assert any('".[torch]"' in run and "serving.runners.onnx_export pkg://configs/ocr_gpu.yml" in run for run in runs)
-    env = " ".join(args for word, args in instructions if word == "ENV")
-    assert "BATCHLINE_ONNX_CACHE=/opt/batchline/onnx" in env
+    stages = image_stages(instructions)
+    assert len(stages) == 2
+    convert, image = stages
+    assert any("serving.runners.onnx_export pkg://configs/ocr_gpu.yml" in a for w, a in convert if w == "RUN")
+    assert ("COPY", "--from=convert /opt/batchline/onnx /opt/batchline/onnx") in image
+    for stage in stages:
+        env = " ".join(args for word, args in stage if word == "ENV")
+        assert "BATCHLINE_ONNX_CACHE=/opt/batchline/onnx" in env
+
+
+# setup.cfg's requirements the GPU image leaves out, each for a reason
+GPU_IMAGE_LEAVES_OUT = {
+    "paddlepaddle": "Paddle Inference, a CPU engine here; Paddle only converts the models, in the first stage",
+    "paddleocr": "PaddleOCR is the reference the OCR ops are held to, never imported by them",
+    "openvino": "OpenVINO Runtime, the CPU engine",
+    "opencv-python": "the image takes the headless build (no display, no libGL)",
+    "opencv-contrib-python": "the image takes the headless build (no display, no libGL)",
+}
+# what the GPU image installs that install_requires does not name
+GPU_IMAGE_ADDS = {"onnx", "opencv-python-headless"}
+
+
+def requirement_names(lines: list[str]) -> set[str]:
+    from packaging.requirements import Requirement
+
+    names = set()
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line:
+            names.add(Requirement(line).name.lower())
+    return names
+
+
+def test_the_gpu_image_installs_only_what_the_gpu_path_needs():
+    import configparser
+
+    setup = configparser.ConfigParser()
+    setup.read(ROOT / "setup.cfg", encoding="utf-8")
+    core = requirement_names(setup["options"]["install_requires"].splitlines())
+    gpu = requirement_names((DEPLOY / "requirements-gpu.txt").read_text(encoding="utf-8").splitlines())
+    assert set(GPU_IMAGE_LEAVES_OUT) <= core  # each named exclusion is still a requirement
+    assert gpu == (core - set(GPU_IMAGE_LEAVES_OUT)) | GPU_IMAGE_ADDS, "classify the new requirement"
+    instructions = dockerfile_instructions(DOCKERFILES["gpu"].read_text(encoding="utf-8"))
+    image = image_stages(instructions)[-1]
+    installs = [shlex.split(args) for word, args in image if word == "RUN" and "pip install" in args]
+    (install,) = installs
+    commands = " ".join(install).split("&&")
+    assert [c.split() for c in commands if "pip" in c] == [
+        ["python", "-m", "pip", "install", "--no-cache-dir", "-r", "deploy/requirements-gpu.txt"],
+        ["python", "-m", "pip", "install", "--no-cache-dir", "--no-deps", "."],
+    ]
+
+
+def image_stages(instructions: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The instructions of each ``FROM`` stage, in order (ARGs before the first FROM left out)."""
+    stages: list[list[tuple[str, str]]] = []
+    for word, args in instructions:
+        if word == "FROM":
+            stages.append([])
+        elif stages:
+            stages[-1].append((word, args))
+    return stages
 
 
 @pytest.mark.parametrize("variant", sorted(DOCKERFILES))

@@ -26,7 +26,7 @@ REC_PARAMS_CONFIG = "rec"
 BATCHING = ("on", "off")
 
 # on the CPU one 1-thread instance per op: two servers (batching on and off) share a 2-core machine
-CPU_OPS = {"device_type": 0, "devices": "", "instance_num": 1, "thread_num": 1}
+CPU_OPS = {"device_type": 0, "devices": "", "instance_num": 1, "thread_num": 1, "cuda_graphs": False}
 
 
 def check_config(device: str, engine: str | None = None, max_batch_size: int | None = None) -> dict[str, Any]:
@@ -44,11 +44,17 @@ def check_config(device: str, engine: str | None = None, max_batch_size: int | N
 
 def capped(data: Mapping[str, Any], max_batch_size: int) -> dict[str, Any]:
     """Every op's max_batch_size at most ``max_batch_size``."""
-    ops = {
-        name: {"max_batch_size": min(op["local_service_conf"].get("max_batch_size", 1), max_batch_size)}
-        for name, op in data["op"].items()
-    }
+    ops = {name: batch_keys(op["local_service_conf"], max_batch_size) for name, op in data["op"].items()}
     return apply_overrides(data, ops=ops)
+
+
+def batch_keys(svc: Mapping[str, Any], max_batch_size: int) -> dict[str, Any]:
+    """``max_batch_size`` at most the cap, and the op's ``run_batch_sizes`` that still fit."""
+    cap = min(svc.get("max_batch_size", 1), max_batch_size)
+    keys: dict[str, Any] = {"max_batch_size": cap}
+    if svc.get("run_batch_sizes"):
+        keys["run_batch_sizes"] = [size for size in svc["run_batch_sizes"] if size <= cap]
+    return keys
 
 
 def with_engine(data: Mapping[str, Any], engine: str) -> dict[str, Any]:
@@ -72,7 +78,8 @@ def with_engine(data: Mapping[str, Any], engine: str) -> dict[str, Any]:
 
 def batching_off(data: Mapping[str, Any]) -> dict[str, Any]:
     """The same config with every op's batches of one item."""
-    return apply_overrides(data, all_ops={"max_batch_size": 1})
+    ops = {name: batch_keys(op["local_service_conf"], 1) for name, op in data["op"].items()}
+    return apply_overrides(data, ops=ops)
 
 
 def rec_pipeline(data: Mapping[str, Any]) -> dict[str, Any]:
