@@ -139,7 +139,8 @@ class LocalServiceConf:
         description="Inference precision (any case). On CPU `fp16` is an error (GPU only), and `bf16` and "
         "`int8` need `use_mkldnn: true` (or `use_openvino` / `engine: openvino` for bf16). OpenVINO honours "
         "`bf16` only on CPUs with AVX512-BF16 or AMX; elsewhere `engine: openvino` logs a warning and runs fp32. "
-        "`engine: torch` runs `fp16` (GPU) and `bf16` by autocast, with fp32 weights.",
+        "`engine: torch` runs `fp16` (GPU) and `bf16` with the convolutions' and matrix products' weights cast "
+        "once at load (batch norms folded first), the reductions and output heads in fp32.",
     )
     mem_optim: bool = Field(default=True, strict=True, description="Paddle Inference's memory optimisation.")
     min_subgraph_size: int = Field(
