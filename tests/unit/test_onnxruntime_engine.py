@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 from serving.config import ConfigError, parse_config
 from serving.config.schema import LocalServiceConf
@@ -224,3 +225,47 @@ def test_the_config_layer_and_the_loader_module_import_no_onnxruntime():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+# ---- the ONNX cache it shares with engine: torch -------------------------------------------------
+
+
+def test_the_cache_command_converts_onnxruntime_ops_too(tmp_path, monkeypatch):
+    from serving.runners import onnx_export
+
+    converted = []
+    monkeypatch.setattr(onnx_export, "converter_version", lambda: "1.3.1")
+    monkeypatch.setattr(onnx_export, "convert", lambda files, path: converted.append(files[0]))
+    monkeypatch.setenv("BATCHLINE_ONNX_CACHE", str(tmp_path / "cache"))
+    folders = {}
+    for name in ("a", "b", "c"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "inference.pdmodel").write_bytes(name.encode())
+        (folder / "inference.pdiparams").write_bytes(b"w" + name.encode())
+        folders[name] = str(folder)
+    engines = {"a": "onnxruntime", "b": "torch", "c": "openvino"}
+    ops = {
+        name: {
+            "class": "tests.support.config_fakes:FakeModelOp",
+            **({"input_ops": [prev]} if prev else {}),
+            "local_service_conf": {"model_config": folders[name], "engine": engines[name]},
+        }
+        for name, prev in (("a", None), ("b", "a"), ("c", "b"))
+    }
+    config = tmp_path / "c.yml"
+    config.write_text(yaml.safe_dump({"op": ops}))
+    assert onnx_export.main([str(config)]) == 0
+    assert sorted(converted) == [os.path.join(folders[n], "inference.pdmodel") for n in ("a", "b")]
+
+
+def test_without_paddle2onnx_the_error_names_the_onnxruntime_extra(tmp_path, monkeypatch):
+    from serving.runners import onnx_export
+
+    monkeypatch.setattr(onnx_export, "converter_version", lambda: "missing")
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "inference.pdmodel").write_bytes(b"p")
+    (folder / "inference.pdiparams").write_bytes(b"w")
+    with pytest.raises(RuntimeError, match=r"engine: onnxruntime run .*\.\[onnxruntime\]"):
+        onnx_export.onnx_file(str(folder), {"BATCHLINE_ONNX_CACHE": str(tmp_path / "empty")})
