@@ -131,6 +131,18 @@ def require_providers(plan: SessionPlan, available: Sequence[str], ort_version: 
         )
 
 
+def require_session_providers(plan: SessionPlan, session_providers: Sequence[str]) -> None:
+    """Refuse a session that came up without a GPU provider it was given: ONNX Runtime logs a
+    provider whose libraries fail to load (CUDA, cuDNN, TensorRT) and goes on without it."""
+    lost = [name for name, _ in plan.providers if name not in session_providers]
+    if lost:
+        raise RuntimeError(
+            f"engine: onnxruntime on {plan.label}: ONNX Runtime could not start {' and '.join(lost)} "
+            f"(the session has only {', '.join(session_providers)}; its error above names the library it "
+            "could not load: CUDA 12, cuDNN 9 or TensorRT 10), or use device_type 0"
+        )
+
+
 class OrtRunner:
     """One instance: a :class:`serving.op.Runner` over a session it may share with others."""
 
@@ -199,7 +211,10 @@ def new_session(ort: Any, path: str, plan: SessionPlan) -> Any:
     for name, provider in plan.providers:
         if name == TENSORRT:
             os.makedirs(provider["trt_engine_cache_path"], exist_ok=True)
-    return ort.InferenceSession(path, sess_options=options, providers=list(plan.providers))
+    # no fallback: a GPU provider that fails is an error here, not a silent run on the CPU
+    session = ort.InferenceSession(path, sess_options=options, providers=list(plan.providers), enable_fallback=0)
+    require_session_providers(plan, session.get_providers())
+    return session
 
 
 # The engine table's loader (serving.runners.runner_modules)

@@ -66,4 +66,4 @@ def test_thread_instances_share_one_session_and_run_at_once():
     with ThreadPoolExecutor(3) as pool:
         together = list(pool.map(lambda k: runners[k % 3].run(feeds[k])[0], range(6)))
     for a, b in zip(alone, together):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)  # another feed's answer would differ by far more

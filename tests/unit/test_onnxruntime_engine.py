@@ -5,6 +5,7 @@ installed package lacks, and the runner over a fake session."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -21,6 +22,7 @@ from serving.runners.onnxruntime_runtime import (
     OrtRunner,
     SessionPlan,
     require_providers,
+    require_session_providers,
     session_plan,
 )
 
@@ -176,6 +178,17 @@ def test_a_gpu_provider_the_package_lacks_is_refused_naming_the_gpu_package(devi
     require_providers(plan, [TENSORRT, CUDA, CPU], "1.32.0")
 
 
+@pytest.mark.parametrize(
+    ("device_type", "came_up", "lost"),
+    [(1, [CPU], CUDA), (2, [CUDA, CPU], TENSORRT), (2, [CPU], f"{TENSORRT} and {CUDA}")],
+)
+def test_a_session_without_a_gpu_provider_it_was_given_is_refused(device_type, came_up, lost):
+    plan = session_plan(conf(device_type=device_type), 1, 1, "1.32.0", ENV)
+    with pytest.raises(RuntimeError, match=f"on {plan.label}: ONNX Runtime could not start {lost} .*device_type 0"):
+        require_session_providers(plan, came_up)
+    require_session_providers(plan, [name for name, _ in plan.providers])
+
+
 def test_the_cpu_provider_is_always_there():
     require_providers(session_plan(conf(), None, 1, "1.32.0", ENV), CPU_ONLY, "1.32.0")
 
@@ -269,3 +282,27 @@ def test_without_paddle2onnx_the_error_names_the_onnxruntime_extra(tmp_path, mon
     (folder / "inference.pdiparams").write_bytes(b"w")
     with pytest.raises(RuntimeError, match=r"engine: onnxruntime run .*\.\[onnxruntime\]"):
         onnx_export.onnx_file(str(folder), {"BATCHLINE_ONNX_CACHE": str(tmp_path / "empty")})
+
+
+def has_cuda_provider() -> bool:
+    """Asked in a fresh interpreter: this tier's process imports no runtime."""
+    code = "import onnxruntime as o; print('CUDAExecutionProvider' in o.get_available_providers())"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return run.stdout.strip() == "True"
+
+
+@pytest.mark.skipif(has_cuda_provider(), reason="onnxruntime has a CUDA provider: the GPU tests run for real")
+def test_the_gpu_tests_are_skipped_here_not_passed():
+    """Without a CUDA provider, tests/e2e/test_onnxruntime_gpu.py must report skips (with the reason), no pass."""
+    path = os.path.join(ROOT, "tests", "e2e", "test_onnxruntime_gpu.py")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", path, "-q", "-rs", "-m", "", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    summary = run.stdout.strip().splitlines()[-1]
+    assert run.returncode == 0 and re.fullmatch(r"3 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
+    assert run.stdout.count("SKIPPED [1] tests/e2e/test_onnxruntime_gpu.py:") == 3  # -rs: each with the reason
+    assert run.stdout.count("onnxruntime has no CUDA provider") >= 2
