@@ -49,6 +49,7 @@ def conf(**svc) -> LocalServiceConf:
         ({"use_mkldnn": True}, "use_mkldnn", "is a Paddle Inference (oneDNN) setting; with engine: onnxruntime"),
         ({"mkldnn_cache_capacity": 10}, "mkldnn_cache_capacity", "is a Paddle Inference (oneDNN) setting"),
         ({"conv_kernels": "jit"}, "conv_kernels", "is an OpenVINO Runtime setting: it needs engine: openvino"),
+        ({"cuda_graphs": True, "device_type": 1}, "cuda_graphs", "is a PyTorch setting: it needs engine: torch"),
         ({"precision": "bf16"}, "precision", "bf16 is not available with engine: onnxruntime on device_type 0"),
         ({"precision": "fp16"}, "precision", "fp16 is not available with engine: onnxruntime on device_type 0"),
         ({"precision": "int8"}, "precision", "int8 is not available with engine: onnxruntime on device_type 0"),
@@ -57,7 +58,7 @@ def conf(**svc) -> LocalServiceConf:
             "precision",
             "fp16 is not available with engine: onnxruntime on device_type 1: ONNX Runtime's CUDA provider runs "
             "the fp32 model as it is and converts nothing to lower precision: use fp32, or device_type 2 "
-            "(TensorRT) for fp16, or engine: torch for fp16/bf16 by autocast",
+            "(TensorRT) for fp16, or engine: torch for fp16/bf16",
         ),
         ({"device_type": 1, "precision": "bf16"}, "precision", "bf16 is not available with engine: onnxruntime"),
         ({"device_type": 1, "precision": "int8"}, "precision", "int8 is not available with engine: onnxruntime"),

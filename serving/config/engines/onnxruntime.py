@@ -19,7 +19,7 @@ INSTEAD = MappingProxyType(
     {
         0: "ONNX Runtime's CPU provider runs the fp32 model as it is: use fp32 (or engine: openvino for bf16)",
         1: "ONNX Runtime's CUDA provider runs the fp32 model as it is and converts nothing to lower precision: "
-        "use fp32, or device_type 2 (TensorRT) for fp16, or engine: torch for fp16/bf16 by autocast",
+        "use fp32, or device_type 2 (TensorRT) for fp16, or engine: torch for fp16/bf16",
         2: "ONNX Runtime's TensorRT provider runs fp32 or fp16 (TensorRT's own fp16 kernels): use one of those",
     }
 )
