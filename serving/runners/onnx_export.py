@@ -1,4 +1,4 @@
-"""The ONNX file ``engine: torch`` runs for a model directory: its
+"""The ONNX file ``engine: torch`` and ``engine: onnxruntime`` run for a model directory: its
 ``inference.onnx``, or its Paddle model converted once by paddle2onnx into a
 cache folder (``$BATCHLINE_ONNX_CACHE``, else ``$XDG_CACHE_HOME/batchline/onnx``),
 named after the files' content and the converter's version, written atomically.
@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 
+from serving.config.engines import ENGINES
 from serving.paths import TORCH_ONNX_FILE, content_key, torch_model_files, user_cache_dir
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,9 @@ def onnx_file(model_dir: str, environ: Mapping[str, str] | None = None) -> str:
         if carried:
             return carried[-1]
         raise RuntimeError(
-            f"engine: torch runs {model_dir} as ONNX; no conversion of it is in {folder} and paddle2onnx "
-            f"(1.3, with Paddle) is not installed: pip install -e '.[torch]', or fill {CACHE_ENV} on a "
-            f"machine that has them (python -m serving.runners.onnx_export CONFIG), or put an "
+            f"engine: torch and engine: onnxruntime run {model_dir} as ONNX; no conversion of it is in {folder} and "
+            f"paddle2onnx (1.3, with Paddle) is not installed: pip install -e '.[torch]' (or '.[onnxruntime]'), "
+            f"or fill {CACHE_ENV} on a machine that has them (python -m serving.runners.onnx_export CONFIG), or put an "
             f"{TORCH_ONNX_FILE} in the model directory"
         )
     path = os.path.join(folder, f"{prefix}{version}.onnx")
@@ -92,8 +93,14 @@ def convert(files: tuple[str, ...], path: str) -> None:
     log.info("converted %s to ONNX in %.2fs: %s", files[0], time.perf_counter() - start, path)
 
 
+def reads_onnx(engine: str) -> bool:
+    """Whether ``engine`` runs a model's ONNX form (this module's file): ``torch``, ``onnxruntime``."""
+    return ENGINES[engine].model_files is torch_model_files
+
+
 def torch_model_dirs(sources: Sequence[str]) -> list[str]:
-    """The model folders of every ``engine: torch`` op of the config files (or folders) ``sources``."""
+    """The model folders of every op of the config files (or folders) ``sources`` whose engine runs
+    the ONNX form (``engine: torch`` or ``engine: onnxruntime``)."""
     from serving.config.file_set import load_repository
 
     repository = load_repository(sources)
@@ -101,7 +108,7 @@ def torch_model_dirs(sources: Sequence[str]) -> list[str]:
         op.local_service_conf.model_config
         for pipeline in repository.pipelines
         for op in pipeline.op.values()
-        if op.local_service_conf.engine == "torch" and op.local_service_conf.model_config
+        if reads_onnx(op.local_service_conf.engine) and op.local_service_conf.model_config
     }
     return sorted(str(f) for f in folders)
 
@@ -109,15 +116,15 @@ def torch_model_dirs(sources: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m serving.runners.onnx_export",
-        description="Convert the models of every engine: torch op of the configs into the ONNX cache "
-        f"(${CACHE_ENV}, else ~/.cache/batchline/onnx), for a machine that cannot convert them itself.",
+        description="Convert the models of every engine: torch or engine: onnxruntime op of the configs into the "
+        f"ONNX cache (${CACHE_ENV}, else ~/.cache/batchline/onnx), for a machine that cannot convert them itself.",
     )
     ap.add_argument("configs", nargs="+", help="config files or folders, as for batchline serve")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     folders = torch_model_dirs(args.configs)
     if not folders:
-        log.error("no op of %s runs on engine: torch", " ".join(args.configs))
+        log.error("no op of %s runs on engine: torch or engine: onnxruntime", " ".join(args.configs))
         return 1
     for folder in folders:
         log.info("%s -> %s", folder, onnx_file(folder))

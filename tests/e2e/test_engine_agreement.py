@@ -7,8 +7,9 @@ the documented agreement with PaddleOCR 2.10's lines (docs/CONFIG.md,
 * ``bf16`` on OpenVINO Runtime: on a CPU without native bfloat16 it runs
   fp32 (with a warning), so the exact bound holds; on a CPU with it,
   bfloat16 changes some characters and the documented bound is BF16_MATCH.
-* ``fp32`` on PyTorch (``engine: torch``, the models' ONNX form on the CPU):
-  the same lines as the exact profile (OpenVINO Runtime fp32), every one.
+* ``fp32`` on PyTorch (``engine: torch``, the models' ONNX form on the CPU)
+  and on ONNX Runtime (``engine: onnxruntime``, the same ONNX file, its CPU
+  provider): the same lines as the exact profile (OpenVINO Runtime fp32), every one.
 * ``bf16`` on PyTorch (weights cast once, batch norms folded, reductions and
   heads in fp32; torch computes bfloat16 on any CPU): character accuracy against
   the pages' ground truth at least the exact profile's, and TORCH_BF16_MATCH of
@@ -30,8 +31,11 @@ from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not all(importlib.util.find_spec(m) for m in ("paddle", "openvino", "rapidocr_paddle", "torch", "paddle2onnx")),
-        reason="needs paddle, openvino, rapidocr_paddle, torch and paddle2onnx",
+        not all(
+            importlib.util.find_spec(m)
+            for m in ("paddle", "openvino", "rapidocr_paddle", "torch", "onnxruntime", "paddle2onnx")
+        ),
+        reason="needs paddle, openvino, rapidocr_paddle, torch, onnxruntime and paddle2onnx",
     ),
 ]
 
@@ -44,7 +48,10 @@ PAIRS = {
     "openvino-bf16": {"engine": "openvino", "use_openvino": False, "precision": "bf16"},
     "torch-fp32": {"engine": "torch", "use_openvino": False, "precision": "fp32", "conv_kernels": "auto"},
     "torch-bf16": {"engine": "torch", "use_openvino": False, "precision": "bf16", "conv_kernels": "auto"},
+    "onnxruntime-fp32": {"engine": "onnxruntime", "use_openvino": False, "precision": "fp32", "conv_kernels": "auto"},
 }
+# the engines that run the models' ONNX form: the exact profile's lines, every one
+ONNX_PAIRS = ["onnxruntime-fp32", "torch-fp32"]
 SCORE_TOL = 1e-4
 
 
@@ -76,9 +83,11 @@ def test_engine_precision_pair_agrees_with_paddleocr(pair, pages_read, reference
     assert rate >= bound, (pair, rate, bad[:5])
 
 
-def test_torch_reads_every_line_as_the_exact_profile(pages_read):
-    """engine: torch fp32 on the CPU: the exact profile's lines (text and box), scores to SCORE_TOL."""
-    for page, (ours, exact) in enumerate(zip(pages_read["torch-fp32"], pages_read["openvino-fp32"])):
+@pytest.mark.parametrize("pair", ONNX_PAIRS)
+def test_onnx_engines_read_every_line_as_the_exact_profile(pair, pages_read):
+    """engine: torch and engine: onnxruntime, fp32 on the CPU: the exact profile's lines (text and
+    box), scores to SCORE_TOL."""
+    for page, (ours, exact) in enumerate(zip(pages_read[pair], pages_read["openvino-fp32"])):
         assert [(line["text"], line["box"]) for line in ours] == [(line["text"], line["box"]) for line in exact], page
         assert all(abs(a["score"] - b["score"]) <= SCORE_TOL for a, b in zip(ours, exact)), page
 
@@ -93,22 +102,22 @@ def test_torch_bf16_reads_the_characters_as_well_as_the_exact_profile(pages_read
 
 
 def test_ernie_gives_the_same_labels_on_every_engine():
-    """The ERNIE demo model's ONNX twin (what OpenVINO and torch read) against its Paddle export."""
+    """The ERNIE demo model's ONNX twin (what OpenVINO, torch and ONNX Runtime read) against its Paddle export."""
     from recipes.ernie_fields.data import generate
     from serving.batching.direct import run_op_direct
 
     texts = [text for text, _ in generate(20, seed=77)]
     answers = {}
-    for engine in ("paddle", "openvino", "torch"):
+    for engine in ("paddle", "openvino", "torch", "onnxruntime"):
         ((op, runner),) = loaded_ops("ernie.yml", {"ernie": {"engine": engine, "use_mkldnn": False}}).values()
         answers[engine] = [run_op_direct(op, runner, {"input": text}) for text in texts]
-    for other in ("openvino", "torch"):
+    for other in ("openvino", "torch", "onnxruntime"):
         for text, a, b in zip(texts, answers["paddle"], answers[other]):
             assert a["label"] == b["label"], (other, text)
             assert abs(a["score"] - b["score"]) < SCORE_TOL, (other, text)
 
 
-@pytest.mark.parametrize("pair", ["openvino-fp32", "torch-fp32"])
+@pytest.mark.parametrize("pair", ["openvino-fp32", *ONNX_PAIRS])
 def test_process_instances_answer_as_in_process_ones(pair):
     """An engine in instance_mode: process (isolation) reads crops exactly as in-process."""
     from serving.batching.direct import run_op_direct

@@ -1,12 +1,13 @@
 """The OCR ops load and read a page with no Paddle and no PaddleOCR importable, as
-on a GPU host that carries only PyTorch (``engine: torch``; then OpenVINO is refused
-too, as the GPU image has none: deploy/requirements-gpu.txt) or only OpenVINO: a
+on a GPU host that carries only PyTorch (``engine: torch``), only ONNX Runtime
+(``engine: onnxruntime``) or only OpenVINO (on PyTorch and ONNX Runtime, OpenVINO is
+refused too, as the GPU image has none: deploy/requirements-gpu.txt): a
 fresh interpreter whose import system refuses ``paddle``, ``paddleocr`` (and the
 ``ppocr`` / ``paddle2onnx`` packages that would pull Paddle in) loads configs/ocr.yml's
 det and rec ops on the engine, runs one page through them and reads the lines that
 the same chain reads with Paddle importable.
 
-``engine: torch`` runs the models' ONNX form, converted from the Paddle files by
+``engine: torch`` and ``engine: onnxruntime`` run the models' ONNX form, converted from the Paddle files by
 paddle2onnx (which needs Paddle): a first run with Paddle importable fills a
 temporary ``BATCHLINE_ONNX_CACHE``, which the run without Paddle then reads
 (serving/runners/onnx_export.py)."""
@@ -58,7 +59,7 @@ from tests.support.loaded_ops import loaded_ops
 from tests.support.synth import random_document
 
 keys = {"engine": engine, "use_openvino": False, "precision": "fp32", "instance_mode": "thread", "instance_num": 1}
-if engine == "torch":
+if engine in ("torch", "onnxruntime"):
     keys["conv_kernels"] = "auto"
 chain = list(loaded_ops("ocr.yml", {"det": keys, "rec": keys}).values())
 lines = run_chain_direct(chain, random_document(5, n_lines=4).image)
@@ -68,7 +69,7 @@ print(json.dumps({"lines": lines, "loaded": loaded}))
 
 
 def blocked_for(engine: str) -> tuple[str, ...]:
-    return BLOCKED + (("openvino",) if engine == "torch" else ())
+    return BLOCKED + (("openvino",) if engine in ("torch", "onnxruntime") else ())
 
 
 def read_page(engine: str, mode: str, cache: str) -> dict:
@@ -85,12 +86,16 @@ def read_page(engine: str, mode: str, cache: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("engine", ["openvino", "torch"])
+ONNX_ENGINES = {"torch": ("torch", "onnx", "paddle2onnx"), "onnxruntime": ("onnxruntime", "onnx", "paddle2onnx")}
+
+
+@pytest.mark.parametrize("engine", ["openvino", *ONNX_ENGINES])
 def test_ocr_ops_run_without_paddle(engine, tmp_path):
-    if engine == "torch" and not all(importlib.util.find_spec(m) for m in ("torch", "onnx", "paddle2onnx")):
-        pytest.skip("engine: torch needs torch, onnx and paddle2onnx (to fill the cache)")
+    needs = ONNX_ENGINES.get(engine, ())
+    if not all(importlib.util.find_spec(m) for m in needs):
+        pytest.skip(f"engine: {engine} needs {', '.join(needs)} (to fill the cache)")
     cache = str(tmp_path / "onnx")
-    with_paddle = read_page(engine, "allow", cache)  # for torch: converts into the cache
+    with_paddle = read_page(engine, "allow", cache)  # for the ONNX engines: converts into the cache
     without = read_page(engine, "block", cache)
     assert without["loaded"] == []
     assert [line["text"] for line in without["lines"]], "read no line"

@@ -7,6 +7,7 @@ import multiprocessing.process
 
 import pytest
 
+import serving.runners.onnxruntime_runtime
 import serving.runners.openvino_runtime
 import serving.runners.paddle_inference
 import serving.runners.torch_runtime
@@ -37,3 +38,4 @@ def _forbid(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serving.runners.paddle_inference, "build_config", load_model)
     monkeypatch.setattr(serving.runners.openvino_runtime, "create_openvino_runners", load_model)
     monkeypatch.setattr(serving.runners.torch_runtime, "create_torch_runners", load_model)
+    monkeypatch.setattr(serving.runners.onnxruntime_runtime, "create_ort_runners", load_model)

@@ -36,7 +36,7 @@ def parse_svc(svc: dict, source: str = "c.yml"):
         ),
         ({"engine": "openvino", "precision": "int8"}, "precision", "int8 is not available with engine: openvino"),
         ({"engine": "openvino", "precision": "fp16"}, "precision", "fp16 is not available with engine: openvino"),
-        ({"engine": "onnxruntime"}, "engine", f"must be one of {ENGINE_CHOICES}, got 'onnxruntime'"),
+        ({"engine": "tensorflow"}, "engine", f"must be one of {ENGINE_CHOICES}, got 'tensorflow'"),
         ({"conv_kernels": "jit"}, "conv_kernels", "is an OpenVINO Runtime setting: it needs engine: openvino"),
         ({"engine": "openvino", "conv_kernels": "brgemm"}, "conv_kernels", "must be one of 'auto' or 'jit'"),
     ],

