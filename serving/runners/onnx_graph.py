@@ -1,10 +1,15 @@
 """An ONNX model as a ``torch.nn.Module``: how ``engine: torch`` runs a model.
 
-Constants, and nodes computable from them alone, are folded once on the CPU;
-float ones become buffers (``.to(device)`` moves the weights), integer ones
-(shapes, axes) stay on the CPU, where reading them never synchronises a device.
-Every other node is one step of :data:`serving.runners.onnx_ops.OPS`, each
-intermediate dropped after its last use. Why not onnx2torch: DESIGN_NOTES.
+Constants, and nodes computable from them alone, are folded once on the CPU. Each
+other node is one step of :data:`serving.runners.onnx_ops.OPS`, its arguments bound
+when the module is built: a value computable from constants and shapes alone (a
+``Shape``, the ``Gather``/``Concat``/``Slice`` on it) is a *host* value and its
+steps run on the CPU; where a step reads a number (a reshape's target, a resize's
+scales: ``HOST_INPUTS``) it is given the CPU copy; where it computes with a
+constant, a buffer, which ``.to(device)`` moves with the weights. So on a GPU a
+call reads nothing back from the device: the module runs end to end on ``meta``
+tensors, where such a read fails. Each intermediate is dropped after its last use.
+Why not onnx2torch: DESIGN_NOTES.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ import onnx
 import torch
 from onnx import numpy_helper
 
-from serving.runners.onnx_ops import DTYPES, OPS, Compute, UnsupportedNode
+from serving.runners.onnx_ops import DTYPES, HOST_INPUTS, OPS, Compute, UnsupportedNode
+from serving.runners.step_precision import with_precision
 
 # Constant node attributes other than ``value`` (a tensor), with their data types
 CONSTANT_SCALARS = {"value_float": torch.float32, "value_floats": torch.float32}
 CONSTANT_INTEGERS = ("value_int", "value_ints")
-# float constants up to this many elements also stay on the CPU (scales, epsilons): a frozen plan reads them there
+# float constants up to this many elements are also kept on the CPU, for the steps that read them as numbers
 HOST_FLOATS = 64
 
 
@@ -55,19 +61,31 @@ def unsupported_operators(graph: onnx.GraphProto) -> list[str]:
 
 
 class Step:
-    """One node to compute at run time."""
+    """One node to compute at run time: ``run(*args)``, ``args`` the template (host values bound
+    at build) with ``buffers`` (constants on the module's device) and ``slots`` (values computed
+    in the call) filled in."""
 
-    __slots__ = ("compute", "inputs", "outputs", "drop", "node", "op_type")
+    __slots__ = (
+        *("compute", "run", "inputs", "outputs", "node", "op_type"),
+        *("on_host", "template", "buffers", "slots", "drop"),
+    )
 
-    def __init__(
-        self, compute: Compute, inputs: Sequence[str], outputs: Sequence[str], node: str = "", op_type: str = ""
-    ):
+    def __init__(self, compute: Compute, inputs: Sequence[str], outputs: Sequence[str], node: str, op_type: str):
         self.compute = compute
+        self.run = compute  # compute, or compute at the step's precision (OnnxGraph.lower_precision)
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
-        self.drop: tuple[str, ...] = ()  # values whose last use is this step
         self.node = node  # the ONNX node's name and operator, for messages
         self.op_type = op_type
+        self.on_host = False  # its outputs are host values (shapes and what is computed from them)
+        self.template: tuple[Any, ...] = ()
+        self.buffers: tuple[tuple[int, str], ...] = ()
+        self.slots: tuple[tuple[int, str], ...] = ()
+        self.drop: tuple[str, ...] = ()  # values whose last use is this step
+
+    @property
+    def label(self) -> str:
+        return f"{self.node!r} ({self.op_type})"
 
 
 class OnnxGraph(torch.nn.Module):
@@ -87,6 +105,7 @@ class OnnxGraph(torch.nn.Module):
         self.input_names = [i.name for i in graph.input if i.name not in constants]
         self._input_types = {i.name: i.type.tensor_type for i in graph.input if i.name not in constants}
         self.output_names = [o.name for o in graph.output]
+        self.compute_dtype: torch.dtype | None = None  # the weights' type where lowered, else fp32
         steps: list[Step] = []
         for node in graph.node:
             if node.op_type == "Constant":
@@ -104,27 +123,46 @@ class OnnxGraph(torch.nn.Module):
             else:
                 steps.append(Step(compute, node.input, node.output, node.name, node.op_type))
         self._steps = steps
-        self._keep_constants(constants)
+        self._constant_outputs: dict[str, str] = {}
+        self._bind(constants)
         self._plan_drops()
 
-    def _keep_constants(self, constants: dict[str, torch.Tensor]) -> None:
-        """Keep the constants the steps or outputs read: floats as buffers, the rest on the CPU;
-        small floats (a Resize's scales) also on the CPU, where a frozen plan reads them."""
-        used = {n for s in self._steps for n in s.inputs} | set(self.output_names)
-        self._cpu_constants: dict[str, torch.Tensor] = {}
-        self._host_floats: dict[str, torch.Tensor] = {}
-        self._buffer_names: list[tuple[str, str]] = []  # (ONNX name, attribute)
-        for i, (name, value) in enumerate(constants.items()):
-            if name not in used:
-                continue
-            if value.is_floating_point():
-                attribute = f"constant_{i}"
-                self.register_buffer(attribute, value, persistent=False)
-                self._buffer_names.append((name, attribute))
-                if value.numel() <= HOST_FLOATS:
-                    self._host_floats[name] = value.clone()
-            else:
-                self._cpu_constants[name] = value
+    def _bind(self, constants: dict[str, torch.Tensor]) -> None:
+        """Decide, per step and argument, where each constant is read: a CPU copy (host steps, and
+        the arguments an operator reads as numbers) or a buffer on the module's device."""
+        # numbers: integer constants and small float ones (weights and tables are tensors)
+        host = {n for n, v in constants.items() if not v.is_floating_point() or v.numel() <= HOST_FLOATS}
+        attributes: dict[str, str] = {}
+
+        def buffer(name: str) -> str:
+            if name not in attributes:
+                attributes[name] = f"constant_{len(attributes)}"
+                self.register_buffer(attributes[name], constants[name], persistent=False)
+            return attributes[name]
+
+        for step in self._steps:
+            step.on_host = step.op_type == "Shape" or all(not n or n in host for n in step.inputs)
+            if step.on_host:
+                host.update(step.outputs)
+            reads_numbers = HOST_INPUTS.get(step.op_type, frozenset())
+            template: list[Any] = []
+            buffers, slots = [], []
+            for position, name in enumerate(step.inputs):
+                value = None
+                if name in constants:
+                    held = constants[name]
+                    as_number = step.on_host or position in reads_numbers
+                    if as_number and (not held.is_floating_point() or held.numel() <= HOST_FLOATS):
+                        value = held
+                    else:
+                        buffers.append((position, buffer(name)))
+                elif name:
+                    slots.append((position, name))
+                template.append(value)
+            step.template, step.buffers, step.slots = tuple(template), tuple(buffers), tuple(slots)
+        for name in self.output_names:
+            if name in constants:
+                self._constant_outputs[name] = buffer(name)
 
     def input_specs(self, free: int, batch: int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Each input's shape as the model declares it, its first free axis ``batch`` and any other
@@ -141,32 +179,52 @@ class OnnxGraph(torch.nn.Module):
     def steps(self) -> tuple[Step, ...]:
         return tuple(self._steps)
 
-    def host_constants(self) -> dict[str, torch.Tensor]:
-        """The constants readable on the host without touching a device: integers and small floats."""
-        return {**self._cpu_constants, **self._host_floats}
+    @property
+    def constant_outputs(self) -> dict[str, str]:
+        """Outputs that are constants -> their buffers' names."""
+        return dict(self._constant_outputs)
 
-    def device_constants(self) -> dict[str, torch.Tensor]:
-        """The float constants as the module holds them (on its device, in its dtype)."""
-        return {name: getattr(self, attribute) for name, attribute in self._buffer_names}
+    def host_operands(self) -> list[str]:
+        """The device steps given a host value as a tensor operand (copied to the device on
+        every call of the module; a frozen plan places it once): named, for diagnostics."""
+        host = {o for s in self._steps if s.on_host for o in s.outputs}
+        return [
+            s.label
+            for s in self._steps
+            if not s.on_host
+            for position, name in s.slots
+            if name in host and position not in HOST_INPUTS.get(s.op_type, frozenset())
+        ]
 
     def lower_precision(self, dtype: torch.dtype, ops: frozenset[str]) -> None:
-        """Cast to ``dtype``, once, the float constants that only the ``ops`` operators read (the
-        weights of convolutions and matrix products); the others stay fp32, so the element-wise
-        steps they meet compute in fp32, as autocast has them."""
+        """Compute at ``dtype`` from now on: the float buffers only ``ops`` operators read (the
+        weights of convolutions and matrix products) cast once, each step's compute type fixed
+        (:mod:`serving.runners.step_precision`)."""
         readers: dict[str, set[str]] = {}
         for step in self._steps:
-            for name in step.inputs:
-                readers.setdefault(name, set()).add(step.op_type)
-        for name, attribute in self._buffer_names:
-            if readers.get(name) and readers[name] <= ops:
-                setattr(self, attribute, getattr(self, attribute).to(dtype))
+            for _, attribute in step.buffers:
+                readers.setdefault(attribute, set()).add(step.op_type)
+        for attribute, ops_reading in readers.items():
+            held = self._buffers[attribute]
+            if held is not None and held.is_floating_point() and ops_reading <= ops:
+                self._buffers[attribute] = held.to(dtype)
+        heads = set(self.output_names)
+        for step in self._steps:
+            head = any(o in heads for o in step.outputs)
+            step.run = with_precision(step.compute, step.op_type, dtype, head)
+        self.compute_dtype = dtype
+
+    def entry(self, t: torch.Tensor) -> torch.Tensor:
+        """An input as the steps take it: floats in the compute type."""
+        if self.compute_dtype is not None and t.is_floating_point():
+            return t.to(self.compute_dtype)
+        return t
 
     def _plan_drops(self) -> None:
         last_use: dict[str, int] = {}
         for index, step in enumerate(self._steps):
-            for name in step.inputs:
-                if name:
-                    last_use[name] = index
+            for _, name in step.slots:
+                last_use[name] = index
         for name in self.output_names:
             last_use.pop(name, None)
         by_step: dict[int, list[str]] = {}
@@ -178,16 +236,21 @@ class OnnxGraph(torch.nn.Module):
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if len(inputs) != len(self.input_names):
             raise ValueError(f"expected {len(self.input_names)} inputs ({self.input_names}), got {len(inputs)}")
-        values: dict[str, Any] = dict(self._cpu_constants)
-        for name, attribute in self._buffer_names:
-            values[name] = getattr(self, attribute)
-        values.update(zip(self.input_names, inputs))
+        buffers = self._buffers
+        values: dict[str, Any] = dict(zip(self.input_names, (self.entry(t) for t in inputs)))
         for step in self._steps:
-            result = step.compute(*[values[n] if n else None for n in step.inputs])
+            args = list(step.template)
+            for position, attribute in step.buffers:
+                args[position] = buffers[attribute]
+            for position, name in step.slots:
+                args[position] = values[name]
+            result = step.run(*args)
             if len(step.outputs) == 1:
                 values[step.outputs[0]] = result
             else:
                 values.update(zip(step.outputs, result))
             for name in step.drop:
                 del values[name]
+        for name, attribute in self._constant_outputs.items():
+            values[name] = buffers[attribute]
         return tuple(values[name] for name in self.output_names)

@@ -359,6 +359,20 @@ def cumsum(attrs: Attributes, opset: int) -> Compute:
     return compute
 
 
+# the input positions each operator reads as host values (shapes, axes, scales), never as tensor operands
+HOST_INPUTS: Mapping[str, frozenset[int]] = MappingProxyType(
+    {
+        "Reshape": frozenset({1}),
+        "Slice": frozenset({1, 2, 3, 4}),
+        "Expand": frozenset({1}),
+        "Squeeze": frozenset({1}),
+        "Unsqueeze": frozenset({1}),
+        "ReduceMean": frozenset({1}),
+        "CumSum": frozenset({1}),
+        "Resize": frozenset({1, 2, 3}),
+    }
+)
+
 OPS: Mapping[str, Callable[[Attributes, int], Compute]] = MappingProxyType(
     {
         "Add": binary(torch.add),

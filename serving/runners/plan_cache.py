@@ -1,8 +1,9 @@
-"""One instance's frozen plans, one per bucket of input shapes, the least recently used
-dropped past a bound (a plan on a GPU may hold a CUDA graph and its memory).
+"""One instance's CUDA graphs, one per bucket of input shapes (``cuda_graphs``).
 
-A bucket's first call freezes its plan and runs it; with graphs on, its second call
-captures the graph and every later call replays it, so a shape seen once costs no capture.
+A bucket's first call runs the module (a shape seen once costs no freezing and no
+capture); its second freezes the plan and captures it, and every later call replays
+it. The least recently used buckets are dropped past a bound: a graph holds device
+memory.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from serving.runners.frozen_plan import FrozenPlan, InputSpec, bucket_of
+from serving.runners.frozen_plan import InputSpec, bucket_of
 
 Tensor = torch.Tensor
 Compiled = Callable[[Sequence[Tensor]], tuple[Tensor, ...]]
@@ -20,55 +21,43 @@ Compiled = Callable[[Sequence[Tensor]], tuple[Tensor, ...]]
 MAX_BUCKETS = 64
 
 
-class BucketEntry:
-    __slots__ = ("plan", "calls", "compiled")
-
-    def __init__(self, plan: FrozenPlan):
-        self.plan = plan
-        self.calls = 0
-        self.compiled: Compiled | None = None
-
-
 class PlanCache:
-    """``cache(inputs)`` -> outputs: the bucket's plan, or its captured graph from its second call."""
+    """``cache(inputs)`` -> outputs: the module's, or the bucket's captured graph's from its second call."""
 
     def __init__(
         self,
-        freeze: Callable[[tuple[InputSpec, ...]], FrozenPlan],
-        capture: Callable[[FrozenPlan], Compiled] | None = None,
+        module: Callable[..., tuple[Tensor, ...]],
+        compile_bucket: Callable[[tuple[InputSpec, ...]], Compiled],
         max_buckets: int = MAX_BUCKETS,
     ):
-        self._freeze = freeze
-        self._capture = capture
+        self._module = module
+        self._compile = compile_bucket
         self._max = max_buckets
-        self._entries: OrderedDict[tuple[InputSpec, ...], BucketEntry] = OrderedDict()
+        self._seen: OrderedDict[tuple[InputSpec, ...], Compiled | None] = OrderedDict()
 
     def __call__(self, inputs: Sequence[Tensor]) -> tuple[Tensor, ...]:
-        entry = self.entry(bucket_of(inputs))
-        entry.calls += 1
-        if entry.compiled is None and self._capture is not None and entry.calls >= 2:
-            entry.compiled = self._capture(entry.plan)
-        if entry.compiled is not None:
-            return entry.compiled(inputs)
-        return entry.plan(*inputs)
+        bucket = bucket_of(inputs)
+        if bucket not in self._seen:
+            self._remember(bucket, None)
+            return self._module(*inputs)
+        self._seen.move_to_end(bucket)
+        compiled = self._seen[bucket]
+        if compiled is None:
+            compiled = self._compile(bucket)
+            self._seen[bucket] = compiled
+        return compiled(inputs)
 
-    def entry(self, bucket: tuple[InputSpec, ...]) -> BucketEntry:
-        entry = self._entries.get(bucket)
-        if entry is not None:
-            self._entries.move_to_end(bucket)
-            return entry
-        entry = BucketEntry(self._freeze(bucket))
-        self._entries[bucket] = entry
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
-        return entry
+    def _remember(self, bucket: tuple[InputSpec, ...], compiled: Compiled | None) -> None:
+        self._seen[bucket] = compiled
+        while len(self._seen) > self._max:
+            self._seen.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._seen)
 
     @property
     def captured(self) -> int:
-        return sum(e.compiled is not None for e in self._entries.values())
+        return sum(c is not None for c in self._seen.values())
 
     def clear(self) -> None:
-        self._entries.clear()
+        self._seen.clear()

@@ -3,23 +3,22 @@
 :class:`~serving.runners.onnx_graph.OnnxGraph`, one module per device shared by
 the instances placed there (torch modules keep no state between calls).
 
-On the CPU at fp32 the module runs as it is. On a GPU, and at fp16/bf16, each
-instance runs plans frozen per input shape (:mod:`serving.runners.frozen_plan`):
-no device read per call, the weights cast once at load (batch norms folded
-first), and with ``cuda_graphs`` each shape replayed as a CUDA graph. On a GPU
-each instance has its own CUDA stream and pinned host buffers; ``fp32`` is strict
-(no TF32): a GPU reads what the CPU reads.
+The module reads nothing back from the device in a call. At fp16/bf16 its
+weights are cast once at load (batch norms folded first,
+:mod:`serving.runners.step_precision`). On a GPU each instance has its own CUDA
+stream and pinned host buffers, and with ``cuda_graphs`` replays a CUDA graph per
+input shape (:mod:`serving.runners.plan_cache`); ``fp32`` is strict (no TF32): a
+GPU reads what the CPU reads.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import onnx
@@ -27,12 +26,13 @@ import torch
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.batch_norm_folding import fold_batch_norms
-from serving.runners.frozen_plan import LOW_OPS, CaptureRefused, FrozenPlan, InputSpec, freeze
+from serving.runners.frozen_plan import CaptureRefused, InputSpec, freeze
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of
 from serving.runners.plan_cache import PlanCache
+from serving.runners.step_precision import LOW_OPS
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,6 @@ class TorchPlan:
     @property
     def on_gpu(self) -> bool:
         return self.device.startswith("cuda")
-
-    @property
-    def frozen(self) -> bool:
-        """Whether calls run frozen plans (on a GPU, or at reduced precision) rather than the module."""
-        return self.on_gpu or self.compute_dtype is not None
 
     @property
     def label(self) -> str:
@@ -96,21 +91,18 @@ class TorchRunner:
         self._stream = torch.cuda.Stream(self._device) if plan.on_gpu else None
         self._staging: dict[str, torch.Tensor] = {}  # input -> pinned host bytes
         self._uploaded: torch.cuda.Event | None = None  # the last run's copies out of the staging buffers
-        self._plans = PlanCache(self._freeze, self._capturer()) if plan.frozen else None
+        self._plans = self._graphs() if plan.cuda_graphs and plan.on_gpu else None
         self.device = plan.label
         self.precision = plan.precision
         self.input_names = list(graph.input_names)
         self.output_names = list(graph.output_names)
 
-    def _freeze(self, bucket: tuple[InputSpec, ...]) -> FrozenPlan:
-        return freeze(self._graph, bucket, self._device, self._plan.compute_dtype)
-
-    def _capturer(self) -> Callable[[FrozenPlan], Any] | None:
-        if not self._plan.cuda_graphs or self._stream is None:
-            return None
+    def _graphs(self) -> PlanCache:
         from serving.runners.cuda_graphs import GraphCapturer
 
-        return GraphCapturer(self._device, self._stream)
+        assert self._stream is not None
+        capture = GraphCapturer(self._device, self._stream)
+        return PlanCache(self._graph, lambda bucket: capture(freeze(self._graph, bucket, self._device)))
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; outputs are fresh numpy arrays (floats as float32) in ``output_names`` order.
@@ -152,7 +144,7 @@ class TorchRunner:
 
     @property
     def plans(self) -> PlanCache | None:
-        """The instance's frozen plans (None where the module runs as it is)."""
+        """The instance's CUDA graphs per shape (None without ``cuda_graphs``)."""
         return self._plans
 
     def close(self) -> None:
@@ -207,7 +199,7 @@ def check_capturable(module: OnnxGraph, plan: TorchPlan) -> None:
     and is only logged."""
     bucket = tuple(InputSpec(shape, dtype) for shape, dtype in module.input_specs(free=64, batch=1))
     try:
-        freeze(module, bucket, "meta", plan.compute_dtype)
+        freeze(module, bucket, "meta")
     except CaptureRefused as e:
         raise ValueError(f"cuda_graphs: {e}; set cuda_graphs: false for this op") from None
     except Exception as e:  # noqa: BLE001 - a shape the model refuses says nothing about capture

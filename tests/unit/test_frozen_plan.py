@@ -1,8 +1,10 @@
-"""Frozen plans (serving.runners.frozen_plan), their cache (plan_cache), batch-norm
-folding and the capture check, on small ONNX graphs built here: a plan computes what
-the module computes, drops the steps that only compute shapes, runs on ``meta``
-tensors (where any read of device data on the host fails), and a graph that reads
-data on the host is refused naming its node."""
+"""The module's bound arguments (serving.runners.onnx_graph), frozen plans
+(frozen_plan), the CUDA graph cache (plan_cache), precision done once
+(step_precision, batch_norm_folding) and the capture check, on small ONNX graphs
+built here: the module and a plan run on ``meta`` tensors (where any read of
+device data on the host fails), a plan computes what the module computes without
+the steps that only compute shapes, and a graph that reads data on the host is
+refused naming its node."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from serving.runners.batch_norm_folding import fold_batch_norms
-from serving.runners.frozen_plan import LOW_OPS, CaptureRefused, InputSpec, bucket_of, freeze
+from serving.runners.frozen_plan import CaptureRefused, InputSpec, bucket_of, freeze
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.plan_cache import PlanCache
+from serving.runners.step_precision import LOW_OPS
 from serving.runners.torch_runtime import TorchPlan, check_capturable
 
 RNG = np.random.default_rng(3)
@@ -73,7 +76,7 @@ def conv_net(weight_scale=1.0):
 def test_a_plan_computes_what_the_module_computes_without_its_shape_steps():
     graph = OnnxGraph(conv_net()).eval()
     x = torch.from_numpy(floats(2, 4, 5, 7))
-    plan = freeze(graph, bucket_of([x]), "cpu", None)
+    plan = freeze(graph, bucket_of([x]), "cpu")
     with torch.inference_mode():
         assert torch.equal(plan(x)[0], graph(x)[0])
     assert len(graph.steps) == 8 and len(plan.steps) == 5  # Shape, Gather, Concat computed once
@@ -82,20 +85,20 @@ def test_a_plan_computes_what_the_module_computes_without_its_shape_steps():
         plan(torch.zeros(1, 4, 5, 7))
 
 
-def test_the_plan_runs_on_meta_tensors_where_the_module_reads_the_device():
-    """The module reads its Resize scales (a float buffer) on the host: on ``meta`` that fails.
-    The plan read them once, when it was made."""
+def test_the_module_and_its_plan_run_on_meta_tensors():
+    """The Resize's scales (a float constant) are read as numbers from their CPU copy, the
+    reshape's target is computed on the CPU from the shape: nothing reads the device."""
     graph = OnnxGraph(conv_net()).to("meta")
     x = torch.empty(3, 4, 8, 8, device="meta")
-    with pytest.raises(NotImplementedError):
-        graph(x)
-    plan = freeze(graph, bucket_of([x]), "meta", None)
+    assert tuple(graph(x)[0].shape) == (3, 6, 256)
+    assert [s.op_type for s in graph.steps if s.on_host] == ["Shape", "Gather", "Concat"]
+    assert graph.host_operands() == []
+    plan = freeze(graph, bucket_of([x]), "meta")
     (y,) = plan(x)
     assert y.is_meta and tuple(y.shape) == (3, 6, 256)
-    operands = [a for s in plan.steps for a in s.template if isinstance(a, torch.Tensor) and not a.is_meta]
-    assert all(a.device.type == "cpu" for a in operands)  # only the host values (the scales) stay on the CPU
     held = [a for s in plan.steps for a in s.template if isinstance(a, torch.Tensor)]
     assert len(held) == 8  # conv 2, batch norm 4, the scales, the reshape's target
+    assert {a.device.type for a in held if a.numel() > 4} == {"meta"}  # the weights on the plan's device
 
 
 def data_dependent_reshape():
@@ -114,7 +117,7 @@ def data_dependent_reshape():
 def test_a_host_read_of_data_is_refused_naming_the_node():
     graph = OnnxGraph(data_dependent_reshape())
     with pytest.raises(CaptureRefused, match=r"\(Reshape\) reads device data on the host"):
-        freeze(graph, (InputSpec((2, 4), torch.float32),), "meta", None)
+        freeze(graph, (InputSpec((2, 4), torch.float32),), "meta")
     with pytest.raises(ValueError, match="cuda_graphs: node .* set cuda_graphs: false"):
         check_capturable(graph, TorchPlan("cuda:0", None, "fp32", True))
     check_capturable(OnnxGraph(conv_net()), TorchPlan("cuda:0", None, "fp32", True))  # probed at (1, 4, 64, 64)
@@ -124,14 +127,15 @@ def test_reduced_precision_is_done_once_and_keeps_reductions_in_fp32():
     net = conv_net(0.1)
     graph = OnnxGraph(fold_batch_norms(net)[0]).eval()
     graph.lower_precision(torch.bfloat16, LOW_OPS)
-    low = {n for n, t in graph.device_constants().items() if t.dtype == torch.bfloat16}
-    assert low == {"n.folded.weight", "n.folded.bias"}  # the convolution's, cast once; the scales stay fp32
+    low = {n for n, t in graph.named_buffers() if t.dtype == torch.bfloat16}
+    assert len(low) == 2 and len(list(graph.buffers())) == 2  # the convolution's two, cast once (the scales: numbers)
     x = torch.from_numpy(floats(2, 4, 6, 6))
-    plan = freeze(graph, bucket_of([x]), "cpu", torch.bfloat16)
+    plan = freeze(graph, bucket_of([x]), "cpu")
     with torch.inference_mode():
-        (y,) = plan(x)
+        (y,), (eager,) = plan(x), graph(x)
         (exact,) = OnnxGraph(net).eval()(x)
-    assert y.dtype == torch.float32  # the head (Softmax) computes in fp32
+    assert y.dtype == eager.dtype == torch.float32  # the head (Softmax) computes in fp32
+    assert torch.equal(y, eager)  # the plan computes at the module's precision
     assert torch.allclose(y, exact, atol=2e-2)
     assert not torch.equal(y, exact)  # it did compute in bfloat16
 
@@ -173,28 +177,29 @@ def test_a_transposed_convolution_folds_on_its_output_axis():
     torch.testing.assert_close(OnnxGraph(m)(x)[0], OnnxGraph(folded)(x)[0], atol=1e-5, rtol=1e-5)
 
 
-def test_the_cache_freezes_once_captures_on_the_second_call_and_drops_the_oldest():
+def test_the_cache_runs_a_new_shape_on_the_module_and_captures_it_on_its_second_call():
     graph = OnnxGraph(conv_net()).eval()
-    frozen, captured = [], []
+    module_calls, compiled = [], []
 
-    def freeze_one(bucket):
-        frozen.append(bucket)
-        return freeze(graph, bucket, "cpu", None)
+    def module(*inputs):
+        module_calls.append(bucket_of(inputs))
+        return graph(*inputs)
 
-    def capture(plan):
-        captured.append(plan.bucket)
+    def compile_bucket(bucket):
+        compiled.append(bucket)
+        plan = freeze(graph, bucket, "cpu")
         return lambda inputs: plan(*inputs)
 
-    cache = PlanCache(freeze_one, capture, max_buckets=2)
+    cache = PlanCache(module, compile_bucket, max_buckets=2)
     a, b, c = (torch.from_numpy(floats(1, 4, h, 4)) for h in (4, 5, 6))
     with torch.inference_mode():
+        want = graph(a)[0]
+        assert torch.equal(cache([a])[0], want) and (len(module_calls), compiled) == (1, [])
+        assert torch.equal(cache([a])[0], want) and compiled == [bucket_of([a])]
         cache([a])
-        assert (len(frozen), captured) == (1, [])  # a shape seen once is never captured
-        cache([a])
-        cache([a])
-        assert len(frozen) == 1 and captured == [bucket_of([a])] and cache.captured == 1
+        assert len(module_calls) == 1 and len(compiled) == 1 and cache.captured == 1
         cache([b])
         cache([c])  # a, the least recently used, goes
         assert len(cache) == 2
-        cache([a])
-    assert len(frozen) == 4
+        cache([a])  # seen afresh: the module again, no capture
+    assert len(module_calls) == 4 and len(compiled) == 1

@@ -72,9 +72,6 @@ def test_the_plan_places_instances_and_picks_the_weights_type():
     assert plan == TorchPlan("cuda:2", torch.float16, "fp16") and plan.on_gpu and plan.label == "gpu:2:torch"
     bf16 = LocalServiceConf(engine="torch", device_type=1, precision="bf16")
     assert torch_plan(bf16, 0).compute_dtype == torch.bfloat16
-    # frozen plans on a GPU and at reduced precision; the CPU at fp32 runs the module as it is
-    assert plan.frozen and torch_plan(LocalServiceConf(engine="torch", precision="bf16"), None).frozen
-    assert not torch_plan(cpu, None).frozen
     graphs = LocalServiceConf(engine="torch", device_type=1, cuda_graphs=True)
     assert torch_plan(graphs, 0).cuda_graphs
 
