@@ -41,8 +41,8 @@ def check(conf: EngineSettings) -> None:
 ENGINE = Engine(
     name="torch",
     runtime="PyTorch",
-    summary="PyTorch (CPU or CUDA GPU: the model's ONNX form as a torch module, frozen per input shape; "
-    "fp16/bf16 weights cast once; CUDA graphs on a GPU)",
+    summary="PyTorch (CPU or CUDA GPU: the model's ONNX form as a torch module, no device read in a call; "
+    "fp16/bf16 weights cast once; CUDA graphs per input shape on a GPU)",
     precisions=PRECISIONS,
     threads_overlap=True,
     own_keys=MappingProxyType({"cuda_graphs": False}),
