@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from serving.batching.stage import OpStage
+from serving.config.engines import ENGINES
 from serving.op import Runner
 
 log = logging.getLogger(__name__)
@@ -20,13 +21,16 @@ log = logging.getLogger(__name__)
 
 def warm(stage: OpStage, runners: list[Runner]) -> None:
     """Run every warm-up shape once per instance (the first one at every predictor
-    batch size too), then seed the cost model with the first shape at batch 1 and
-    at the largest batch of it that ``max_batch_units`` allows (warm-up must not run
-    out of the memory the budget protects), timed by :func:`seed_seconds`."""
+    batch size too; twice where the engine prepares a shape on its second run), then
+    seed the cost model with the first shape at batch 1 and at the largest batch of it
+    that ``max_batch_units`` allows (warm-up must not run out of the memory the budget
+    protects), timed by :func:`seed_seconds`."""
     items = list(stage.op.warmup_items())
     if not items:
         return
-    max_batch = stage.conf.local_service_conf.max_batch_size
+    conf = stage.conf.local_service_conf
+    runs = ENGINES[conf.engine].warmup_runs(conf)
+    max_batch = conf.max_batch_size
     largest = stage.batch_limit(items[0])
     if largest < max_batch:
         log.info(
@@ -37,10 +41,12 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
         )
     for runner in runners:
         for item in items:
-            stage.run_batch(runner, [item], record=False)
+            for _ in range(runs):
+                stage.run_batch(runner, [item], record=False)
         for size in stage.run_sizes:  # the first shape at every predictor batch size
             if size <= largest:
-                stage.run_batch(runner, [items[0]] * size, record=False)
+                for _ in range(runs):
+                    stage.run_batch(runner, [items[0]] * size, record=False)
     for size in sorted({1, largest}):
         elapsed = seed_seconds(stage, runners, [items[0]] * size)
         # with units the seeds are kept for good: the runs sure to vary the item count at one item size

@@ -426,3 +426,17 @@ def test_a_source_op_refuses_a_request_while_draining(pipelines):
     assert info.value.status == 503
     # the refused request is not left counted in flight: shutdown drains at once, not at its timeout
     assert p.shutdown(timeout=5) is True
+
+
+def test_warm_up_runs_each_shape_twice_where_the_engine_prepares_it_on_the_second(pipelines):
+    """engine: torch with cuda_graphs captures a shape on its second call: warm-up captures its shapes."""
+    plain = make({"split": op("SizedSplitOp", max_batch_size=4, run_batch_sizes=[1, 2, 4])})
+    gpu = {"engine": "torch", "device_type": 1, "devices": "0", "cuda_graphs": True}
+    graphs = make({"split": op("SizedSplitOp", max_batch_size=4, run_batch_sizes=[1, 2, 4], **gpu)})
+    pipelines(plain)
+    pipelines(graphs)
+    once = plain.stages["split"].op.runners[0].batch_sizes
+    twice = graphs.stages["split"].op.runners[0].batch_sizes
+    seeding = 4  # the cost model's seeds: batch 1 and the largest, each timed twice
+    assert len(twice) - seeding == 2 * (len(once) - seeding)
+    assert sorted(set(twice)) == sorted(set(once))

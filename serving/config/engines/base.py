@@ -40,6 +40,10 @@ def never_pins(conf: EngineSettings) -> bool:
     return False
 
 
+def once(conf: EngineSettings) -> int:
+    return 1
+
+
 @dataclass(frozen=True)
 class Engine:
     """One engine: what the config layer, the CPU plan and the tuner need to know about it.
@@ -62,6 +66,8 @@ class Engine:
     own_keys: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     default_run_sizes: Callable[[int], list[int]] = any_size
     pins_cores: Callable[[EngineSettings], bool] = never_pins
+    # how many times warm-up runs each shape: twice where the second run prepares it (a CUDA graph capture)
+    warmup_runs: Callable[[EngineSettings], int] = once
 
     @property
     def setting_phrase(self) -> str:

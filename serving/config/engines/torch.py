@@ -50,4 +50,6 @@ ENGINE = Engine(
     model_files=torch_model_files,
     check=check,
     device_label=lambda conf: "cpu+torch" if conf.device_type == 0 else gpu_label(conf) + "+torch",
+    # a shape is captured on its second call: warm-up captures the shapes it warms
+    warmup_runs=lambda conf: 2 if conf.cuda_graphs else 1,
 )
