@@ -7,7 +7,7 @@ The module reads nothing back from the device in a call. At fp16/bf16 its
 weights are cast once at load (batch norms folded first,
 :mod:`serving.runners.step_precision`). On a GPU each instance has its own CUDA
 stream and pinned host buffers, and with ``cuda_graphs`` replays a CUDA graph per
-input shape (:mod:`serving.runners.plan_cache`); ``fp32`` is strict (no TF32): a
+input shape (:mod:`serving.runners.graph_cache`); ``fp32`` is strict (no TF32): a
 GPU reads what the CPU reads.
 """
 
@@ -27,11 +27,11 @@ import torch
 from serving.config.schema import LocalServiceConf
 from serving.runners.batch_norm_folding import fold_batch_norms
 from serving.runners.frozen_plan import CaptureRefused, InputSpec, freeze
+from serving.runners.graph_cache import GraphCache
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of
-from serving.runners.plan_cache import PlanCache
 from serving.runners.step_precision import LOW_OPS
 
 log = logging.getLogger(__name__)
@@ -82,27 +82,27 @@ def require_device(plan: TorchPlan) -> None:
 
 class TorchRunner:
     """One instance: a :class:`serving.op.Runner` on one device (on a GPU, one stream). Not
-    thread-safe by design (its stream, buffers and plans are its own): one batch at a time."""
+    thread-safe by design (its stream, buffers and CUDA graphs are its own): one batch at a time."""
 
-    def __init__(self, graph: OnnxGraph, plan: TorchPlan):
-        self._graph = graph
+    def __init__(self, module: OnnxGraph, plan: TorchPlan):
+        self._module = module
         self._plan = plan
         self._device = torch.device(plan.device)
         self._stream = torch.cuda.Stream(self._device) if plan.on_gpu else None
         self._staging: dict[str, torch.Tensor] = {}  # input -> pinned host bytes
         self._uploaded: torch.cuda.Event | None = None  # the last run's copies out of the staging buffers
-        self._plans = self._graphs() if plan.cuda_graphs and plan.on_gpu else None
+        self._graphs_by_shape = self._graph_cache() if plan.cuda_graphs and plan.on_gpu else None
         self.device = plan.label
         self.precision = plan.precision
-        self.input_names = list(graph.input_names)
-        self.output_names = list(graph.output_names)
+        self.input_names = list(module.input_names)
+        self.output_names = list(module.output_names)
 
-    def _graphs(self) -> PlanCache:
+    def _graph_cache(self) -> GraphCache:
         from serving.runners.cuda_graphs import GraphCapturer
 
         assert self._stream is not None
         capture = GraphCapturer(self._device, self._stream)
-        return PlanCache(self._graph, lambda bucket: capture(freeze(self._graph, bucket, self._device)))
+        return GraphCache(self._module, lambda bucket: capture(freeze(self._module, bucket, self._device)))
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; outputs are fresh numpy arrays (floats as float32) in ``output_names`` order.
@@ -111,7 +111,7 @@ class TorchRunner:
         stream = torch.cuda.stream(self._stream) if self._stream is not None else nullcontext()
         with torch.inference_mode(), stream:
             inputs = self._upload(feed)
-            outputs = self._plans(inputs) if self._plans is not None else self._graph(*inputs)
+            outputs = self._graphs_by_shape(inputs) if self._graphs_by_shape is not None else self._module(*inputs)
             # .cpu() waits for this stream's work, and for nothing else on the device
             return [as_numpy(o) for o in outputs]
 
@@ -143,16 +143,16 @@ class TorchRunner:
         return buffer[:size].view(like.dtype).view(like.shape)
 
     @property
-    def plans(self) -> PlanCache | None:
+    def graphs(self) -> GraphCache | None:
         """The instance's CUDA graphs per shape (None without ``cuda_graphs``)."""
-        return self._plans
+        return self._graphs_by_shape
 
     def close(self) -> None:
-        """Drop the plans, graphs and pinned buffers (the module goes with its last instance)."""
+        """Drop the CUDA graphs and pinned buffers (the module goes with its last instance)."""
         if self._uploaded is not None:
             self._uploaded.synchronize()
-        if self._plans is not None:
-            self._plans.clear()
+        if self._graphs_by_shape is not None:
+            self._graphs_by_shape.clear()
         self._staging.clear()
 
     def __repr__(self) -> str:

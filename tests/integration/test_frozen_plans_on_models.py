@@ -102,8 +102,8 @@ def test_a_bf16_instance_reads_as_fp32_does():
     model = resolve_pkg_path(MODELS["rec"][0])
     exact = load_one(LocalServiceConf(model_config=model, engine="torch"))
     low = load_one(LocalServiceConf(model_config=model, engine="torch", precision="bf16"))
-    assert exact.plans is None and low.plans is None  # CUDA graphs are for a GPU
-    assert {t.dtype for t in low._graph.buffers()} >= {torch.bfloat16, torch.float32}
+    assert exact.graphs is None and low.graphs is None  # CUDA graphs are for a GPU
+    assert {t.dtype for t in low._module.buffers()} >= {torch.bfloat16, torch.float32}
     rng = np.random.default_rng(5)
     for width in (320, 480, 320):
         batch = rng.random((4, 3, 48, width), dtype=np.float32)

@@ -15,8 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from serving.runners.batch_norm_folding import fold_batch_norms
 from serving.runners.frozen_plan import CaptureRefused, InputSpec, bucket_of, freeze
+from serving.runners.graph_cache import GraphCache
 from serving.runners.onnx_graph import OnnxGraph
-from serving.runners.plan_cache import PlanCache
 from serving.runners.step_precision import LOW_OPS
 from serving.runners.torch_runtime import TorchPlan, check_capturable
 
@@ -190,7 +190,7 @@ def test_the_cache_runs_a_new_shape_on_the_module_and_captures_it_on_its_second_
         plan = freeze(graph, bucket, "cpu")
         return lambda inputs: plan(*inputs)
 
-    cache = PlanCache(module, compile_bucket, max_buckets=2)
+    cache = GraphCache(module, compile_bucket, max_buckets=2)
     a, b, c = (torch.from_numpy(floats(1, 4, h, 4)) for h in (4, 5, 6))
     with torch.inference_mode():
         want = graph(a)[0]

@@ -21,7 +21,7 @@ Compiled = Callable[[Sequence[Tensor]], tuple[Tensor, ...]]
 MAX_BUCKETS = 64
 
 
-class PlanCache:
+class GraphCache:
     """``cache(inputs)`` -> outputs: the module's, or the bucket's captured graph's from its second call."""
 
     def __init__(
