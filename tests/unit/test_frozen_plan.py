@@ -1,5 +1,5 @@
 """The module's bound arguments (serving.runners.onnx_graph), frozen plans
-(frozen_plan), the CUDA graph cache (plan_cache), precision done once
+(frozen_plan), the CUDA graph cache (graph_cache), precision done once
 (step_precision, batch_norm_folding) and the capture check, on small ONNX graphs
 built here: the module and a plan run on ``meta`` tensors (where any read of
 device data on the host fails), a plan computes what the module computes without
