@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from serving.runners.onnx_graph import OnnxGraph, Step
+from serving.runners.onnx_graph import OnnxGraph, Step, plan_drops, run_steps
 from serving.runners.onnx_ops import HOST_INPUTS, Compute
 
 Tensor = torch.Tensor
@@ -41,13 +41,14 @@ def bucket_of(inputs: Sequence[Tensor]) -> tuple[InputSpec, ...]:
 
 
 class PlannedStep:
-    """One step of a plan: ``compute(*args)`` with ``args`` the template, ``slots`` filled from the values."""
+    """One step of a plan: ``run(*args)``, ``args`` the template with ``slots`` filled from the values."""
 
-    __slots__ = ("compute", "template", "slots", "outputs", "drop", "node")
+    __slots__ = ("run", "template", "buffers", "slots", "outputs", "drop", "node")
 
-    def __init__(self, compute: Compute, template: list[Any], slots: list[tuple[int, str]], step: Step):
-        self.compute = compute
+    def __init__(self, run: Compute, template: list[Any], slots: list[tuple[int, str]], step: Step):
+        self.run = run
         self.template = tuple(template)
+        self.buffers: tuple[tuple[int, str], ...] = ()  # the plan holds its constants in the template
         self.slots = tuple(slots)
         self.outputs = step.outputs
         self.drop: tuple[str, ...] = ()
@@ -72,33 +73,13 @@ class FrozenPlan:
         self.fixed_outputs = dict(fixed_outputs)  # outputs that depend on shapes alone
         self._entry = graph.entry
         self.output_specs = tuple(output_specs)
-        self._plan_drops()
-
-    def _plan_drops(self) -> None:
-        last_use: dict[str, int] = {}
-        for index, step in enumerate(self.steps):
-            for _, name in step.slots:
-                last_use[name] = index
-        for name in self.output_names:
-            last_use.pop(name, None)
-        for name, index in last_use.items():
-            self.steps[index].drop += (name,)
+        plan_drops(self.steps, self.output_names)
 
     def __call__(self, *inputs: Tensor) -> tuple[Tensor, ...]:
         if bucket_of(inputs) != self.bucket:
             raise ValueError(f"a plan for {self.bucket} was called with {bucket_of(inputs)}")
         values: dict[str, Tensor] = dict(zip(self.input_names, (self._entry(t) for t in inputs)))
-        for step in self.steps:
-            args = list(step.template)
-            for position, name in step.slots:
-                args[position] = values[name]
-            result = step.compute(*args)
-            if len(step.outputs) == 1:
-                values[step.outputs[0]] = result
-            else:
-                values.update(zip(step.outputs, result))
-            for name in step.drop:
-                del values[name]
+        run_steps(self.steps, values, {})
         return tuple(values[n] if n in values else self.fixed_outputs[n] for n in self.output_names)
 
     def __repr__(self) -> str:

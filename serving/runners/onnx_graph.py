@@ -14,8 +14,8 @@ Why not onnx2torch: DESIGN_NOTES.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import onnx
 import torch
@@ -58,6 +58,50 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 def unsupported_operators(graph: onnx.GraphProto) -> list[str]:
     return sorted({n.op_type for n in graph.node if n.op_type != "Constant" and n.op_type not in OPS})
+
+
+class BoundStep(Protocol):
+    """What :func:`run_steps` reads of a step (a module's :class:`Step`, a frozen plan's)."""
+
+    run: Compute
+    template: tuple[Any, ...]
+    buffers: tuple[tuple[int, str], ...]
+    slots: tuple[tuple[int, str], ...]
+    outputs: tuple[str, ...]
+    drop: tuple[str, ...]
+
+
+def run_steps(steps: Sequence[BoundStep], values: dict[str, Any], buffers: Mapping[str, Any]) -> None:
+    """Run ``steps`` in order, each with its template filled from ``buffers`` and ``values``, into
+    ``values``, dropping each value after its last use."""
+    for step in steps:
+        args = list(step.template)
+        for position, attribute in step.buffers:
+            args[position] = buffers[attribute]
+        for position, name in step.slots:
+            args[position] = values[name]
+        result = step.run(*args)
+        if len(step.outputs) == 1:
+            values[step.outputs[0]] = result
+        else:
+            values.update(zip(step.outputs, result))
+        for name in step.drop:
+            del values[name]
+
+
+def plan_drops(steps: Sequence[BoundStep], keep: Sequence[str]) -> None:
+    """Set each step's ``drop``: the values read last by it, but ``keep`` (the outputs)."""
+    last_use: dict[str, int] = {}
+    for index, step in enumerate(steps):
+        for _, name in step.slots:
+            last_use[name] = index
+    for name in keep:
+        last_use.pop(name, None)
+    by_step: dict[int, list[str]] = {}
+    for name, index in last_use.items():
+        by_step.setdefault(index, []).append(name)
+    for index, step in enumerate(steps):
+        step.drop = tuple(by_step.get(index, ()))
 
 
 class Step:
@@ -125,7 +169,7 @@ class OnnxGraph(torch.nn.Module):
         self._steps = steps
         self._constant_outputs: dict[str, str] = {}
         self._bind(constants)
-        self._plan_drops()
+        plan_drops(self._steps, self.output_names)
 
     def _bind(self, constants: dict[str, torch.Tensor]) -> None:
         """Decide, per step and argument, where each constant is read: a CPU copy (host steps, and
@@ -220,37 +264,12 @@ class OnnxGraph(torch.nn.Module):
             return t.to(self.compute_dtype)
         return t
 
-    def _plan_drops(self) -> None:
-        last_use: dict[str, int] = {}
-        for index, step in enumerate(self._steps):
-            for _, name in step.slots:
-                last_use[name] = index
-        for name in self.output_names:
-            last_use.pop(name, None)
-        by_step: dict[int, list[str]] = {}
-        for name, index in last_use.items():
-            by_step.setdefault(index, []).append(name)
-        for index, names in by_step.items():
-            self._steps[index].drop = tuple(names)
-
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if len(inputs) != len(self.input_names):
             raise ValueError(f"expected {len(self.input_names)} inputs ({self.input_names}), got {len(inputs)}")
         buffers = self._buffers
         values: dict[str, Any] = dict(zip(self.input_names, (self.entry(t) for t in inputs)))
-        for step in self._steps:
-            args = list(step.template)
-            for position, attribute in step.buffers:
-                args[position] = buffers[attribute]
-            for position, name in step.slots:
-                args[position] = values[name]
-            result = step.run(*args)
-            if len(step.outputs) == 1:
-                values[step.outputs[0]] = result
-            else:
-                values.update(zip(step.outputs, result))
-            for name in step.drop:
-                del values[name]
+        run_steps(self._steps, values, buffers)
         for name, attribute in self._constant_outputs.items():
             values[name] = buffers[attribute]
         return tuple(values[name] for name in self.output_names)

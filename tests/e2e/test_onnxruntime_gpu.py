@@ -17,6 +17,7 @@ import os
 
 import pytest
 
+from tests.support.gpu_tests import read_crops
 from tests.support.loaded_ops import loaded_ops
 from tests.support.ocr_reference import MIN_MATCH, match_rate_over_pages
 
@@ -40,17 +41,6 @@ needs_tensorrt = pytest.mark.skipif(
 FP16_SAME = 0.95
 KEYS = {"engine": "onnxruntime", "use_openvino": False, "conv_kernels": "auto", "precision": "fp32"}
 CUDA = {**KEYS, "device_type": 1, "devices": "0"}
-
-
-def read_crops(keys: dict) -> list[str]:
-    from serving.batching.direct import run_op_direct
-    from tests.support import ocr_data
-
-    ((op, runner),) = loaded_ops("rec.yml", {"rec": keys}).values()
-    try:
-        return [run_op_direct(op, runner, {"input": c.image})["text"] for c in ocr_data.rec_crops()]
-    finally:
-        runner.close()
 
 
 def test_cuda_fp32_reads_as_the_cpu():

@@ -25,6 +25,7 @@ from serving.runners.onnxruntime_runtime import (
     require_session_providers,
     session_plan,
 )
+from tests.support.gpu_tests import run_gpu_test_file
 
 FAKE = "tests.support.config_fakes:FakeOp"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -295,14 +296,7 @@ def has_cuda_provider() -> bool:
 @pytest.mark.skipif(has_cuda_provider(), reason="onnxruntime has a CUDA provider: the GPU tests run for real")
 def test_the_gpu_tests_are_skipped_here_not_passed():
     """Without a CUDA provider, tests/e2e/test_onnxruntime_gpu.py must report skips (with the reason), no pass."""
-    path = os.path.join(ROOT, "tests", "e2e", "test_onnxruntime_gpu.py")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", path, "-q", "-rs", "-m", "", "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = run_gpu_test_file("test_onnxruntime_gpu.py")
     summary = run.stdout.strip().splitlines()[-1]
     assert run.returncode == 0 and re.fullmatch(r"3 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
     assert run.stdout.count("SKIPPED [1] tests/e2e/test_onnxruntime_gpu.py:") == 3  # -rs: each with the reason

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -17,6 +15,7 @@ from serving.config import ConfigError, parse_config
 from serving.config.schema import LocalServiceConf
 from serving.runners import onnx_export
 from serving.runners.torch_runtime import TorchPlan, require_device, torch_plan
+from tests.support.gpu_tests import run_gpu_test_file
 
 FAKE = "tests.support.config_fakes:FakeOp"
 FAKE_MODEL = "tests.support.config_fakes:FakeModelOp"
@@ -158,14 +157,7 @@ def test_a_pir_only_model_is_refused_with_the_export_command(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the GPU tests run for real")
 def test_the_gpu_tests_are_skipped_here_not_passed():
     """Without a GPU, tests/e2e/test_torch_cuda.py must report skips (with the reason), no pass."""
-    path = os.path.join(ROOT, "tests", "e2e", "test_torch_cuda.py")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", path, "-q", "-rs", "-m", "", "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = run_gpu_test_file("test_torch_cuda.py")
     summary = run.stdout.strip().splitlines()[-1]
     assert run.returncode == 0 and re.fullmatch(r"7 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
     # -rs: each with the reason (a parametrized test's cases on one line)
