@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -148,12 +150,24 @@ def test_a_step_process_writes_what_it_measured_and_its_error(tmp_path, monkeypa
 
 
 def test_a_step_process_stopped_past_its_budget_says_so(tmp_path, monkeypatch):
-    def stopped(ctx):
-        ctx.put("det", {"max_abs_diff": 0.5})
-        raise probe_step.Stopped()
+    """SIGTERM (what the runner sends past the budget) unwinds the step: its ``finally`` runs."""
+    unwound = []
 
-    code, record = run_fake_step(tmp_path, monkeypatch, stopped)
-    assert code == probe_step.STOPPED_EXIT and record["error"] == "stopped: past its time budget"
+    def hangs(ctx):
+        ctx.put("det", {"max_abs_diff": 0.5})
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        finally:
+            unwound.append(True)
+
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        code, record = run_fake_step(tmp_path, monkeypatch, hangs)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert code == probe_step.STOPPED_EXIT and unwound == [True]
+    assert record == {"det": {"max_abs_diff": 0.5}, "error": "stopped: past its time budget"}
 
 
 def test_difference_takes_the_worst_output_and_counts_non_finite_values():
