@@ -255,3 +255,33 @@ def test_the_page_shows_a_partial_run():
     assert "| curves | timeout | 85 | 85 | stopped after its budget of 85 s |" in page
     assert "| det | fp32_graphs_off | 1 (960x960) | 2 | 500 | - |" in page and "skipped: no CUDA" in page
     assert "| gpu | H100 |" in page
+
+
+def test_a_shape_that_fails_is_its_point_and_the_next_shapes_still_run(tmp_path, monkeypatch):
+    from contextlib import contextmanager
+
+    from bench.lib.gpu import probe_curves
+
+    class Runner:
+        plans = None
+
+        def run(self, feed):
+            if feed["x"].shape[0] == 2:
+                raise RuntimeError("CUDA out of memory\nmore")
+            return [feed["x"]]
+
+    @contextmanager
+    def fake_runner(*args):
+        yield Runner()
+
+    monkeypatch.setattr(probe_curves, "runner", fake_runner)
+    ctx = probe_step.StepContext("cpu", probe_plan.QUICK, str(tmp_path), str(tmp_path / "curves.json"))
+    probe_curves.run(ctx)
+    written = json.loads((tmp_path / "curves.json").read_text(encoding="utf-8"))
+    points = written["det"]["fp32_graphs_off"]["points"]
+    assert [p["batch"] for p in points] == [1, 2] and points[0]["ms"] > 0
+    assert points[1] == {"batch": 2, "side": 320, "error": "RuntimeError: CUDA out of memory"}
+    assert [p["batch"] for p in written["rec"]["fp32_graphs_off"]["points"]] == [1, 4]
+    assert "| det | fp32_graphs_off | 2 (320x320) | error: RuntimeError: CUDA out of memory |" in probe_report.curves(
+        written
+    )

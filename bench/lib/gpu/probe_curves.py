@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .probe_models import random_feed, runner
-from .probe_step import StepContext
+from .probe_step import StepContext, failure
 
 # (precision, graphs): the most telling first, so a step stopped early has them
 VARIANTS = (("fp32", False), ("fp16", False), ("fp32", True), ("fp16", True))
@@ -54,7 +54,6 @@ def feed_of(ctx: StepContext, model: str, shape: Mapping[str, int]) -> dict[str,
 
 
 def run(ctx: StepContext) -> None:
-    plan = ctx.plan
     points = shapes(ctx)
     for model in points:
         ctx.record[model] = {}
@@ -67,15 +66,28 @@ def run(ctx: StepContext) -> None:
                 continue
             measured: list[dict[str, Any]] = []
             ctx.record[model][name] = {"timer": timer_name(ctx.device), "points": measured}
-            with runner(model, ctx.device, precision, graphs) as r:
-                for shape in wanted:
-                    warmup = max(plan.curve_warmup, GRAPH_WARMUP) if graphs else plan.curve_warmup
-                    feed = feed_of(ctx, model, shape)
-                    measured.append({**shape, **point(r, feed, ctx.device, warmup, plan.curve_repeats)})
-                    if graphs:
-                        measured[-1]["graphs_captured"] = r.plans.captured if r.plans is not None else 0
-                    ctx.save()
+            try:
+                measure(ctx, model, precision, graphs, wanted, measured)
+            except Exception as exc:  # noqa: BLE001 - a variant that cannot load is its entry; the next one runs
+                ctx.record[model][name].update(failure(exc))
         ctx.save()
+
+
+def measure(
+    ctx: StepContext, model: str, precision: str, graphs: bool, wanted: list[dict[str, Any]], measured: list
+) -> None:
+    """One runner of the variant, each shape's point appended to ``measured`` and written."""
+    warmup = max(ctx.plan.curve_warmup, GRAPH_WARMUP) if graphs else ctx.plan.curve_warmup
+    with runner(model, ctx.device, precision, graphs) as r:
+        for shape in wanted:
+            try:
+                found = point(r, feed_of(ctx, model, shape), ctx.device, warmup, ctx.plan.curve_repeats)
+                if graphs:
+                    found["graphs_captured"] = r.plans.captured if r.plans is not None else 0
+            except Exception as exc:  # noqa: BLE001 - a shape that fails (memory, capture) is its point
+                found = failure(exc)
+            measured.append({**shape, **found})
+            ctx.save()
 
 
 def timer_name(device: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .probe_crops import RecRequest, rec_requests, texts_of
 from .probe_models import MODELS, compared, compared_feed, runner
-from .probe_step import StepContext
+from .probe_step import StepContext, failure
 
 LOW = ("fp16", "bf16")
 NO_CUDA_FP16 = "fp16 is measured on a CUDA device only (--device cpu: no CUDA)"
@@ -29,32 +29,45 @@ def run(ctx: StepContext) -> None:
     requests = rec_requests(ctx.plan.rec_pages)
     paddleocr = [text for r in requests for text in r.expected]
     rec_op = load_rec_op(ctx.device)
-    references = {}
     with runner("rec", ctx.device) as fp32:
         texts = read(rec_op, fp32, requests)
     ctx.put("rec_text", {"lines": len(texts), "fp32": agreement(texts, paddleocr, "paddleocr")})
+    references: dict[str, Any] = {}
     for model in MODELS:
-        with runner(model, ctx.device) as fp32:
-            references[model] = fp32.run(feed_of(ctx, model))
+        try:
+            with runner(model, ctx.device) as fp32:
+                references[model] = fp32.run(feed_of(ctx, model))
+        except Exception as exc:  # noqa: BLE001 - recorded below, per precision; the other models still run
+            references[model] = failure(exc)
     for precision in LOW:
         why = skipped(ctx.device, precision)
         if why:
             ctx.put(precision, {"skipped": why})
             continue
         per_model: dict[str, Any] = {}
-        low_texts: list[str] = []
+        ctx.put(precision, per_model)
         for model in MODELS:
-            with runner(model, ctx.device, precision) as low:
-                per_model[model] = compared(model, references[model], low.run(feed_of(ctx, model)))
-                if model == "rec":
-                    low_texts = read(rec_op, low, requests)
-            ctx.put(precision, per_model)
-        ctx.record["rec_text"][precision] = {
-            **agreement(low_texts, texts, "fp32"),
-            **agreement(low_texts, paddleocr, "paddleocr"),
-            "differing": [[a, b] for a, b in zip(texts, low_texts) if a != b][:SHOWN],
-        }
-        ctx.save()
+            if isinstance(references[model], dict):
+                per_model[model] = {"error": f"no fp32 reference: {references[model]['error']}"}
+                continue
+            try:
+                with runner(model, ctx.device, precision) as low:
+                    per_model[model] = compared(model, references[model], low.run(feed_of(ctx, model)))
+                    if model == "rec":
+                        ctx.record["rec_text"][precision] = text_agreement(
+                            read(rec_op, low, requests), texts, paddleocr
+                        )
+            except Exception as exc:  # noqa: BLE001 - one model's failure is its entry; the others still run
+                per_model[model] = failure(exc)
+            ctx.save()
+
+
+def text_agreement(low: Sequence[str], fp32: Sequence[str], paddleocr: Sequence[str]) -> dict[str, Any]:
+    return {
+        **agreement(low, fp32, "fp32"),
+        **agreement(low, paddleocr, "paddleocr"),
+        "differing": [[a, b] for a, b in zip(fp32, low) if a != b][:SHOWN],
+    }
 
 
 def feed_of(ctx: StepContext, model: str) -> Any:

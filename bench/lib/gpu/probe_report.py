@@ -56,7 +56,7 @@ def diff_cells(r: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def parity(result: Mapping[str, Any]) -> str:
-    rows = [(m, r.get("runner"), *diff_cells(r)) for m, r in models(result)]
+    rows = [(m, r.get("runner") or r.get("error"), *diff_cells(r)) for m, r in models(result)]
     note = "fp32 on the device against fp32 on the CPU; fixed inputs (random; det: a sample page)."
     return note + "\n\n" + table(["model", "runner", *DIFF_HEADER], rows)
 
@@ -68,7 +68,9 @@ def precision(result: Mapping[str, Any]) -> str:
         if "skipped" in entry:
             rows.append((low, "skipped: " + entry["skipped"]))
             continue
-        rows += [(low, model, *diff_cells(r)) for model, r in entry.items()]
+        rows += [
+            (low, f"{model}: {r['error']}" if "error" in r else model, *diff_cells(r)) for model, r in entry.items()
+        ]
     text = result.get("rec_text", {})
     agreement = [
         (p, t.get("same_as_fp32", "-"), t.get("same_as_paddleocr"), text.get("lines"))
@@ -101,11 +103,12 @@ def curves(result: Mapping[str, Any]) -> str:
             if "skipped" in entry:
                 rows.append((model, variant, "skipped: " + entry["skipped"], None, None, None))
                 continue
+            if "error" in entry:
+                rows.append((model, variant, "error: " + entry["error"], None, None, None))
             for p in entry.get("points", []):
                 shape = f"{p['side']}x{p['side']}" if "side" in p else f"w {p['width']}"
-                rows.append(
-                    (model, variant, f"{p['batch']} ({shape})", p.get("ms"), p.get("items_per_s"), p.get("wall_ms"))
-                )
+                ms = p.get("ms", f"error: {p.get('error')}")
+                rows.append((model, variant, f"{p['batch']} ({shape})", ms, p.get("items_per_s"), p.get("wall_ms")))
     return table(["model", "variant", "batch", "ms/call", "items/s", "run() wall ms"], rows)
 
 

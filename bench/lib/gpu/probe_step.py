@@ -86,6 +86,12 @@ def error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
 
 
+def failure(exc: BaseException) -> dict[str, str]:
+    """The entry of one measurement that failed (a model, a shape): the step goes on to the
+    next one, since a GPU is lent once and the rest may still be measured."""
+    return {"error": error_line(exc)}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     ctx = StepContext(args.device, QUICK if args.quick else FULL, args.out, args.result, args.prepared or None)
