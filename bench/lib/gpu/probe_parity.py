@@ -14,11 +14,9 @@ from .probe_step import StepContext, failure
 def run(ctx: StepContext) -> None:
     plan = ctx.plan
     for model in MODELS:
+        feed = compared_feed(model, plan.parity_batch, plan.det_side, plan.ernie_seq)
         try:
-            ctx.put(
-                model,
-                compare(model, ctx.device, compared_feed(model, plan.parity_batch, plan.det_side, plan.ernie_seq)),
-            )
+            ctx.put(model, compare(model, ctx.device, feed))
         except Exception as exc:  # noqa: BLE001 - one model's failure is its entry; the others still run
             ctx.put(model, failure(exc))
 
