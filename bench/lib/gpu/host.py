@@ -20,6 +20,8 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench.lib.gpu.probe_plan import STEPS
+
 # the image's packages, one a line (KINDS.md's list, with the date it was read)
 HOST_PACKAGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host_packages.txt")
 
@@ -85,11 +87,23 @@ def importer() -> str:
     return "?"
 
 
+# what the check and the probe (each of its steps' modules) import, and the server
+IMPORTED = (
+    "serving.cli",
+    "serving.server",
+    "serving.commands.serve",
+    "client",
+    "bench.lib.gpu.cli",
+    "bench.lib.gpu.probe_cli",
+    *(f"bench.lib.gpu.probe_{step}" for step in STEPS),
+)
+
+
 def exercise(config_path: str) -> list[str]:
     """Import what the check and the server import, load each op and one CPU runner of it;
     the failures, one line each."""
     failures = []
-    for module in ("serving.cli", "serving.server", "serving.commands.serve", "client", "bench.lib.gpu.cli"):
+    for module in IMPORTED:
         try:
             importlib.import_module(module)
         except Exception as exc:  # noqa: BLE001 - every failure is a line of the report

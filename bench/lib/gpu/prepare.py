@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from bench.lib.paths import ROOT
@@ -36,12 +37,13 @@ PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64")
 
 
-def prepare(folder: str) -> int:
-    """Fill ``folder``; 0 when it fits and the host check finds nothing missing."""
+def prepare(folder: str, extra_models: Sequence[str] = (), limit_mib: float = LIMIT_MIB) -> int:
+    """Fill ``folder`` (with ``extra_models``' conversions too: model folders beyond the
+    config's); 0 when it fits in ``limit_mib`` and the host check finds nothing missing."""
     folder = os.path.abspath(folder)
     os.makedirs(folder, exist_ok=True)
     cache = os.path.join(folder, ONNX_CACHE_DIR)
-    converted = fill_onnx_cache(cache)
+    converted = fill_onnx_cache(cache, extra_models)
     wheels = download_wheels(os.path.join(folder, WHEELS_DIR))
     sizes = {"wheels": mib(os.path.join(folder, WHEELS_DIR)), "onnx-cache": mib(cache)}
     record: dict[str, Any] = {
@@ -57,19 +59,21 @@ def prepare(folder: str) -> int:
         json.dump(record, f, indent=2)
     total = mib(folder)
     print(f"{folder}: {total:.1f} MiB (wheels {sizes['wheels']:.1f}, ONNX {sizes['onnx-cache']:.1f})", flush=True)
-    if total > LIMIT_MIB:
-        raise BenchError(f"{folder} holds {total:.1f} MiB, over the {LIMIT_MIB} MiB that may travel")
+    if total > limit_mib:
+        raise BenchError(f"{folder} holds {total:.1f} MiB, over the {limit_mib:g} MiB that may travel")
     return report_host_check(host_check(cache))
 
 
-def fill_onnx_cache(cache: str) -> list[dict[str, Any]]:
-    """Convert the model of each torch op of the shipped config into ``cache`` (kept if already
-    there), as ``python -m serving.runners.onnx_export configs/ocr_gpu.yml`` does."""
+def fill_onnx_cache(cache: str, extra_models: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Convert the model of each torch op of the shipped config, and ``extra_models``, into
+    ``cache`` (kept if already there), as ``python -m serving.runners.onnx_export configs/ocr_gpu.yml``
+    does; a model folder with its own inference.onnx needs nothing there (it travels as the checkout)."""
     from bench.lib.configs import repo_config_path
     from serving.runners.onnx_export import onnx_file, torch_model_dirs
 
     out = []
-    for model_dir in torch_model_dirs([repo_config_path(configs.CONFIG)]):
+    wanted = torch_model_dirs([repo_config_path(configs.CONFIG)])
+    for model_dir in wanted + [m for m in extra_models if m not in wanted]:
         path = onnx_file(model_dir, environ={ONNX_CACHE_ENV: cache})
         out.append({"model": os.path.basename(model_dir), "onnx": os.path.basename(path)})
         print(f"ONNX of {os.path.basename(model_dir)}: {path}", flush=True)
