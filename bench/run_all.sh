@@ -3,8 +3,9 @@
 # the repo root; results in bench/results/*.json, the rec curves plot in docs/bench_rec.png.
 # Each script prints its ratio last. Not here, for their run time or what they need
 # (docs/BENCHMARKS.md gives their commands): multi_pipeline, shadow_overhead, ray_backend,
-# precision_profiles, revisions (--base REV), gpu_check (a GPU; its --device cpu --quick form is
-# tests/e2e/test_gpu_check.py), and the reliability drivers (docs/RELIABILITY.md).
+# precision_profiles, revisions (--base REV), gpu_check, gpu_probe and gpu_slot.sh (a GPU; their
+# CPU forms are tests: tests/e2e/test_gpu_check.py, test_gpu_probe.py, bench/tests/test_gpu_slot.py),
+# and the reliability drivers (docs/RELIABILITY.md).
 #   bash bench/run_all.sh            # all
 #   bash bench/run_all.sh memory     # only the named scripts
 set -uo pipefail

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# A short GPU slot (a lent machine, docs/DEPLOY.md "GPU"): the probe, then the check, each
+# half one command that fits one call, on a host with PyTorch and no network. Run from the
+# checkout with the carried folder beside it (filled here by `python -m bench.gpu_probe
+# --prepare gpu-carry`, then carried with the checkout); each half's results come back as
+# one archive, as few files come back from such a machine.
+#   bash bench/gpu_slot.sh probe  [CARRY [OUT [ARGS...]]]   # <= 6 min: bench.gpu_probe
+#   bash bench/gpu_slot.sh check  [CARRY [OUT [ARGS...]]]   # bench.gpu_check at 1 and 32 clients, 5 s each
+# ARGS go to the tool (e.g. --step parity,curves; --device cpu --quick is how its test runs it).
+# Nothing measured is lost to a stop: each tool writes its JSON as it goes; the archive is
+# made whatever the exit status.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+half=${1:?probe or check}
+case "$half" in probe|check) ;; *) echo "probe or check, not $half"; exit 2 ;; esac
+carry=${2:-gpu-carry}
+out=${3:-${OUT:-gpu-results}}
+shift $(( $# < 3 ? $# : 3 ))
+export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+[ -f "$carry/prepared.json" ] || { echo "$carry is not a folder --prepare filled (no prepared.json)"; exit 3; }
+if compgen -G "$carry/wheels/*.whl" > /dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --find-links "$carry/wheels" "$carry"/wheels/*.whl \
+        || { echo "could not install the carried wheels from $carry/wheels"; exit 3; }
+fi
+case "$half" in
+    probe) python3 -m bench.gpu_probe --prepared "$carry" --out "$out/probe" "$@"; rc=$? ;;
+    check) python3 -m bench.gpu_check --prepared "$carry" --out "$out/check" --levels 1,32 --duration 5 "$@"; rc=$? ;;
+esac
+tar -czf "$out/$half.tgz" -C "$out" "$half" && echo "results: $out/$half.tgz (exit $rc)"
+exit "$rc"
