@@ -1,11 +1,12 @@
-"""``engine: torch`` against OpenVINO Runtime (the shipped CPU engine) on the CPU.
+"""``engine: torch`` (our ONNX interpreter on PyTorch) and ``engine: onnxruntime`` (the
+well-kept runtime beside it) against OpenVINO Runtime (the shipped CPU engine) on the CPU.
 
 One in-process instance of each, ``thread_num`` threads, the same models
-(configs/ocr.yml's det and rec). Measured side by side, alternating which
-engine goes first each round: rec predictor calls at 1, 8 and 32 crops of
-320 px, det at one 960 x 640 page, and the full det -> rec chain over the 12
-sample pages. Prints median ms per call for each and the ratio torch /
-OpenVINO (above 1: torch is slower); writes bench/results/torch_cpu.json.
+(configs/ocr.yml's det and rec; torch and ONNX Runtime read the same ONNX file).
+Measured side by side, rotating which engine goes first each round: rec predictor
+calls at 1, 8 and 32 crops of 320 px, det at one 960 x 640 page, and the full det
+-> rec chain over the 12 sample pages. Prints median ms per call for each and each
+engine's ratio to OpenVINO (above 1: slower); writes bench/results/torch_cpu.json.
 
     python -m bench.torch_cpu [--rounds 5] [--threads 1]
 """
@@ -24,7 +25,9 @@ from bench.lib.script import run_main
 ENGINES = {
     "openvino": {"engine": "openvino", "use_openvino": False, "precision": "fp32"},
     "torch": {"engine": "torch", "use_openvino": False, "precision": "fp32", "conv_kernels": "auto"},
+    "onnxruntime": {"engine": "onnxruntime", "use_openvino": False, "precision": "fp32", "conv_kernels": "auto"},
 }
+OTHERS = ("torch", "onnxruntime")
 
 
 def timed(fn, repeat: int) -> float:
@@ -65,21 +68,28 @@ def main() -> int:
     args = ap.parse_args()
     calls = {engine: cases(engine, args.threads) for engine in ENGINES}
     samples: dict[str, dict[str, list[float]]] = {e: {c: [] for c in calls[e]} for e in ENGINES}
+    engines = list(ENGINES)
     for round_ in range(args.rounds):
-        order = list(ENGINES) if round_ % 2 == 0 else list(reversed(ENGINES))
+        shift = round_ % len(engines)
+        order = engines[shift:] + engines[:shift]
         for name in calls["torch"]:
             for engine in order:
                 repeat = 1 if name.startswith("OCR") else 5
                 samples[engine][name].append(timed(calls[engine][name], repeat))
     rows = []
-    print(f"{'call':<16} {'openvino ms':>12} {'torch ms':>10} {'torch/openvino':>15}")
+    print(f"{'call':<16} {'openvino ms':>12}" + "".join(f" {e + ' ms':>16} {e + '/ov':>16}" for e in OTHERS))
     for name in calls["torch"]:
-        ov, pt = (statistics.median(samples[e][name]) * 1000 for e in ("openvino", "torch"))
-        rows.append({"call": name, "openvino_ms": ov, "torch_ms": pt, "ratio": pt / ov})
-        print(f"{name:<16} {ov:>12.1f} {pt:>10.1f} {pt / ov:>14.2f}x")
+        ms = {e: statistics.median(samples[e][name]) * 1000 for e in ENGINES}
+        ratios = {e: ms[e] / ms["openvino"] for e in OTHERS}
+        rows.append({"call": name, **{f"{e}_ms": ms[e] for e in ENGINES}, **{f"{e}_ratio": ratios[e] for e in OTHERS}})
+        print(f"{name:<16} {ms['openvino']:>12.1f}" + "".join(f" {ms[e]:>16.1f} {ratios[e]:>15.2f}x" for e in OTHERS))
     path = write_result("torch_cpu", {"threads": args.threads, "rounds": args.rounds, "rows": rows})
     print(f"wrote {path}")
-    print(f"RATIO torch/openvino time for full OCR on the CPU = {rows[-1]['ratio']:.2f}x")
+    full = rows[-1]
+    print(
+        f"RATIO time for full OCR on the CPU: torch/openvino = {full['torch_ratio']:.2f}x, "
+        f"onnxruntime/openvino = {full['onnxruntime_ratio']:.2f}x"
+    )
     return 0
 
 
