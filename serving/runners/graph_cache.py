@@ -3,17 +3,21 @@
 A bucket's first call runs the module (a shape seen once costs no freezing and no
 capture); its second freezes the plan and captures it, and every later call replays
 it. The least recently used buckets are dropped past a bound: a graph holds device
-memory.
+memory. A bucket whose capture fails (out of device memory, a shape the model refuses
+only there) is logged and runs the module from then on: the request is not failed for it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import torch
 
 from serving.runners.frozen_plan import InputSpec, bucket_of
+
+log = logging.getLogger(__name__)
 
 Tensor = torch.Tensor
 Compiled = Callable[[Sequence[Tensor]], tuple[Tensor, ...]]
@@ -43,9 +47,16 @@ class GraphCache:
         self._seen.move_to_end(bucket)
         compiled = self._seen[bucket]
         if compiled is None:
-            compiled = self._compile(bucket)
+            compiled = self._compiled(bucket)
             self._seen[bucket] = compiled
         return compiled(inputs)
+
+    def _compiled(self, bucket: tuple[InputSpec, ...]) -> Compiled:
+        try:
+            return self._compile(bucket)
+        except Exception as e:  # noqa: BLE001 - the module still answers: the capture was an optimisation
+            log.warning("no CUDA graph for %s (%s: %s): that shape runs the module", bucket, type(e).__name__, e)
+            return lambda inputs: self._module(*inputs)
 
     def _remember(self, bucket: tuple[InputSpec, ...], compiled: Compiled | None) -> None:
         self._seen[bucket] = compiled

@@ -203,3 +203,20 @@ def test_the_cache_runs_a_new_shape_on_the_module_and_captures_it_on_its_second_
         assert len(cache) == 2
         cache([a])  # seen afresh: the module again, no capture
     assert len(module_calls) == 4 and len(compiled) == 1
+
+
+def test_a_shape_whose_capture_fails_runs_the_module_and_is_not_tried_again(caplog):
+    graph = OnnxGraph(conv_net()).eval()
+    tries = []
+
+    def compile_bucket(bucket):
+        tries.append(bucket)
+        raise RuntimeError("CUDA out of memory")
+
+    cache = GraphCache(graph, compile_bucket)
+    x = torch.from_numpy(floats(1, 4, 4, 4))
+    with torch.inference_mode(), caplog.at_level("WARNING", logger="serving.runners.graph_cache"):
+        want = graph(x)[0]
+        for _ in range(3):
+            assert torch.equal(cache([x])[0], want)
+    assert len(tries) == 1 and "no CUDA graph for" in caplog.text and "CUDA out of memory" in caplog.text
