@@ -6,7 +6,6 @@ the host check's import guard and what --prepare downloads. The whole check on a
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -15,22 +14,14 @@ from bench.lib.configs import load_repo_config
 from bench.lib.gpu import configs, host, load, plan, report
 from bench.lib.gpu.lines import line_check
 from bench.lib.gpu.prepare import pip_download_argv
-from bench.lib.paths import ROOT
 from tests.support import ocr_data
+from tests.support.bench_runs import run_bench
 
 
 def test_cuda_without_a_gpu_is_refused_with_one_line_and_exit_2(tmp_path):
     """A refusal, not a pass: exit 2, one line saying why, nothing written."""
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore")
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.gpu_check", "--out", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_bench("bench.gpu_check", "--out", str(out), env={"CUDA_VISIBLE_DEVICES": ""}, timeout=120)
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("could not measure: --device cuda: ")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import types
@@ -19,21 +18,13 @@ import pytest
 from bench.lib.gpu import probe_cli, probe_plan, probe_report, probe_run, probe_step
 from bench.lib.gpu.probe_models import compared, difference
 from bench.lib.gpu.probe_profile import trace_summary
-from bench.lib.paths import ROOT
 from bench.lib.script import BenchError
+from tests.support.bench_runs import run_bench
 
 
 def test_cuda_without_a_gpu_is_refused_with_one_line_and_exit_2(tmp_path):
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore")
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.gpu_probe", "--out", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_bench("bench.gpu_probe", "--out", str(out), env={"CUDA_VISIBLE_DEVICES": ""}, timeout=120)
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("could not measure: --device cuda: ") and "--device cpu" in line

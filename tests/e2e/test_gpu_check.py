@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.server_process import ROOT
+from tests.support.bench_runs import run_bench
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,14 +28,7 @@ PAGES, LINES, LEVELS, SIZES = 2, 14, [1, 8], [1, 2, 4]
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu-check")
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.gpu_check", "--device", "cpu", "--quick", "--out", str(out)],
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONWARNINGS="ignore"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_bench("bench.gpu_check", "--device", "cpu", "--quick", "--out", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(out / "gpu_check.json", encoding="utf-8") as f:
         doc = json.load(f)

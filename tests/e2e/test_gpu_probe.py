@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.server_process import ROOT
+from tests.support.bench_runs import run_bench
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,14 +29,7 @@ MODELS = {"det", "rec", "cls", "ernie"}
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu-probe")
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.gpu_probe", "--device", "cpu", "--quick", "--out", str(out)],
-        cwd=ROOT,
-        env=dict(os.environ, PYTHONWARNINGS="ignore"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_bench("bench.gpu_probe", "--device", "cpu", "--quick", "--out", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(out / "gpu_probe.json", encoding="utf-8") as f:
         doc = json.load(f)
