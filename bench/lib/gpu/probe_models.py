@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def service_conf(model: str, device: str, precision: str = "fp32", graphs: bool 
         engine="torch",
         device_type=1 if on_gpu else 0,
         devices="0" if on_gpu else "",
-        precision=precision,
+        precision=cast(Any, precision),  # one of the schema's literals: the probe's own variants
         cuda_graphs=graphs,
         thread_num=CPU_THREADS,
     )
