@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from serving.config.schema import LocalServiceConf
 from serving.paths import user_cache_dir
 from serving.runners.onnx_export import onnx_file
 from serving.runners.paddle_inference import check_feed
-from serving.runners.placement import gpu_of
+from serving.runners.placement import gpu_of, lone_gpu
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +179,7 @@ def create_ort_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list[O
 
     if conf.model_config is None:
         raise ValueError("local_service_conf.model_config is required to build a predictor")
-    counts: dict[int | None, int] = {}
-    for gpu in gpus:
-        counts[gpu] = counts.get(gpu, 0) + 1
-    plans = {gpu: session_plan(conf, gpu, count, ort.__version__) for gpu, count in counts.items()}
+    plans = {gpu: session_plan(conf, gpu, count, ort.__version__) for gpu, count in Counter(gpus).items()}
     available = ort.get_available_providers()
     for plan in plans.values():
         require_providers(plan, available, ort.__version__)
@@ -224,5 +222,4 @@ def load_in_process(conf: LocalServiceConf, count: int) -> list[OrtRunner]:
 
 def load_one(conf: LocalServiceConf, device_id: int | None = None) -> OrtRunner:
     """One instance with its own session, on GPU ``device_id`` (default: the first of ``devices``)."""
-    gpu = None if conf.device_type == 0 else (device_id if device_id is not None else gpu_of(conf, 0))
-    return create_ort_runners(conf, [gpu])[0]
+    return create_ort_runners(conf, [lone_gpu(conf, device_id)])[0]

@@ -31,7 +31,7 @@ from serving.runners.graph_cache import GraphCache
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.paddle_inference import check_feed
-from serving.runners.placement import gpu_of
+from serving.runners.placement import gpu_of, lone_gpu
 from serving.runners.step_precision import LOW_OPS
 
 log = logging.getLogger(__name__)
@@ -252,5 +252,4 @@ def load_in_process(conf: LocalServiceConf, count: int) -> list[TorchRunner]:
 
 def load_one(conf: LocalServiceConf, device_id: int | None = None) -> TorchRunner:
     """One instance with its own module, on GPU ``device_id`` (default: the first of ``devices``)."""
-    gpu = None if conf.device_type == 0 else (device_id if device_id is not None else gpu_of(conf, 0))
-    return create_torch_runners(conf, [gpu])[0]
+    return create_torch_runners(conf, [lone_gpu(conf, device_id)])[0]
