@@ -24,13 +24,13 @@ def run_main(main: Callable[[], int]) -> None:
     sys.exit(code or 0)
 
 
-def chosen(only: str, known: list[str]) -> list[str]:
-    """The names a ``--only a,b`` option picks from ``known`` (all of them when empty), in
-    ``known``'s order; BenchError naming any it does not know."""
+def chosen(only: str, known: list[str], option: str = "--only") -> list[str]:
+    """The names a ``--only a,b`` option (or another, ``option``) picks from ``known`` (all of them
+    when empty), in ``known``'s order; BenchError naming the option and any name it does not know."""
     wanted = set(filter(None, only.split(",")))
     unknown = wanted - set(known)
     if unknown:
-        raise BenchError(f"unknown {sorted(unknown)} in --only; known: {known}")
+        raise BenchError(f"unknown {sorted(unknown)} in {option}; known: {known}")
     return [name for name in known if not wanted or name in wanted]
 
 

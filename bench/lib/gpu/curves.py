@@ -55,10 +55,10 @@ def loaded(config_path: str, op_name: str) -> Iterator[Loaded]:
         runner.close()
         del runner
         gc.collect()
-        _free_device_cache()
+        free_device_cache()
 
 
-def _free_device_cache() -> None:
+def free_device_cache() -> None:
     try:
         import torch
     except ImportError:

