@@ -39,14 +39,12 @@ def warm(stage: OpStage, runners: list[Runner]) -> None:
             stage.conf.local_service_conf.max_batch_units,
             largest,
         )
+    # every shape, then the first one at every predictor batch size
+    batches = [[item] for item in items] + [[items[0]] * size for size in stage.run_sizes if size <= largest]
     for runner in runners:
-        for item in items:
+        for batch in batches:
             for _ in range(runs):
-                stage.run_batch(runner, [item], record=False)
-        for size in stage.run_sizes:  # the first shape at every predictor batch size
-            if size <= largest:
-                for _ in range(runs):
-                    stage.run_batch(runner, [items[0]] * size, record=False)
+                stage.run_batch(runner, batch, record=False)
     for size in sorted({1, largest}):
         elapsed = seed_seconds(stage, runners, [items[0]] * size)
         # with units the seeds are kept for good: the runs sure to vary the item count at one item size
