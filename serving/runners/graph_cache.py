@@ -42,7 +42,7 @@ class GraphCache:
     def __call__(self, inputs: Sequence[Tensor]) -> tuple[Tensor, ...]:
         bucket = bucket_of(inputs)
         if bucket not in self._seen:
-            self._remember(bucket, None)
+            self._remember(bucket)
             return self._module(*inputs)
         self._seen.move_to_end(bucket)
         compiled = self._seen[bucket]
@@ -58,8 +58,8 @@ class GraphCache:
             log.warning("no CUDA graph for %s (%s: %s): that shape runs the module", bucket, type(e).__name__, e)
             return lambda inputs: self._module(*inputs)
 
-    def _remember(self, bucket: tuple[InputSpec, ...], compiled: Compiled | None) -> None:
-        self._seen[bucket] = compiled
+    def _remember(self, bucket: tuple[InputSpec, ...]) -> None:
+        self._seen[bucket] = None  # seen once: captured on its next call
         while len(self._seen) > self._max:
             self._seen.popitem(last=False)
 

@@ -140,9 +140,7 @@ class TorchRunner:
         """A pinned host tensor shaped as ``like``, on the instance's buffer for ``name``."""
         size = like.numel() * like.element_size()
         buffer = self._staging.get(name)
-        if buffer is None or buffer.numel() < size:
-            if buffer is not None and self._uploaded is not None:
-                self._uploaded.synchronize()  # the old buffer goes back to the allocator
+        if buffer is None or buffer.numel() < size:  # the old one's copies were waited for in _upload
             buffer = torch.empty(size, dtype=torch.uint8).pin_memory()
             self._staging[name] = buffer
         return buffer[:size].view(like.dtype).view(like.shape)
