@@ -1,7 +1,7 @@
 """``batchline serve web_service.py`` on a Paddle Serving script (tests/data/paddle_serving/scripts/
 batched): thread and process ops, batching across requests, each failure's err_no and HTTP
-status, the same answers over gRPC with Paddle Serving's PipelineClient, and the limits every
-door holds, checked before the user's code runs."""
+status, the same answers over gRPC with Paddle Serving's PipelineClient, and the limits both
+doors (HTTP and gRPC) hold, checked before the user's code runs."""
 
 import base64
 import json
@@ -123,6 +123,29 @@ def test_every_doors_limits_hold_before_the_users_code(thread_server):
     assert status == 400 and "runs a Paddle Serving web_service.py" in json.dumps(doc)
     status, doc = _post(server, {"key": "text"})
     assert status == 400
+
+
+def test_the_grpc_door_holds_the_same_limits_before_the_users_code(thread_server):
+    import grpc
+
+    _, rpc_port = thread_server
+    sys.path.insert(0, SHIM_DIR)
+    try:
+        from paddle_serving_server.pipeline import PipelineClient
+    finally:
+        sys.path.remove(SHIM_DIR)
+    client = PipelineClient()
+    client.connect([f"127.0.0.1:{rpc_port}"])
+    with pytest.raises(grpc.RpcError) as refused:
+        client.predict(feed_dict={"text": "x" * 70000})  # max_body_size 64 KiB, refused before it is read
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    bomb = base64.b64encode(png_with_header(20000, 20000, bitdepth=8, color=2, rows=1)).decode()
+    resp = client.predict(feed_dict={"image": bomb})
+    assert resp.err_no == 413 and "too large" in resp.err_msg  # from the header: preprocess never saw it
+    resp = client.predict(feed_dict={f"k{i}": "x" for i in range(5000)})
+    assert resp.err_no == 413 and "values" in resp.err_msg  # counted before the message is built
+    resp = client.predict(feed_dict={"text": "after"})
+    assert resp.err_no == 0 and dict(zip(resp.key, resp.value))["text"] == "AFTER!"
 
 
 def test_process_ops_run_in_processes_of_their_own(tmp_path):
