@@ -24,6 +24,7 @@ WARMUP_RUNS = 2
 
 class CapturedPlan:
     def __init__(self, plan: FrozenPlan, device: torch.device, stream: torch.cuda.Stream, pool: Any):
+        self.plan = plan
         self._inputs = [torch.zeros(spec.shape, dtype=spec.dtype, device=device) for spec in plan.bucket]
         with torch.cuda.stream(stream):
             for _ in range(WARMUP_RUNS):
