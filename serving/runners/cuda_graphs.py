@@ -24,6 +24,7 @@ WARMUP_RUNS = 2
 
 class CapturedPlan:
     def __init__(self, plan: FrozenPlan, device: torch.device, stream: torch.cuda.Stream, pool: Any):
+        # held for the graph's life: its kernels read the device tensors the plan holds (numbers it placed once)
         self.plan = plan
         self._inputs = [torch.zeros(spec.shape, dtype=spec.dtype, device=device) for spec in plan.bucket]
         with torch.cuda.stream(stream):
