@@ -14,6 +14,7 @@ from serving.config.engines import ENGINES
 from serving.config.schema import DagConfig, OpConfig
 from serving.op import Op, OpContext, Runner
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
+from serving.runners.device_hosts import DeviceHosts
 from serving.runners.factory import create_runners
 
 log = logging.getLogger(__name__)
@@ -26,13 +27,25 @@ def make_op(op_conf: OpConfig, name: str | None = None) -> Op:
     return op_conf.op_class(OpContext(name=name or op_conf.name, conf=op_conf, params=op_conf.params_model))
 
 
-def runners_for(op: Op, count: int, cpu_sets: list[CpuSet] | None = None, idle_cpu: bool = False) -> list[Runner]:
+def runners_for(
+    op: Op,
+    count: int,
+    cpu_sets: list[CpuSet] | None = None,
+    idle_cpu: bool = False,
+    hosts: DeviceHosts | None = None,
+) -> list[Runner]:
     """The op's own runners if it makes them, else the predictors its config (and model factory) describe."""
     own = op.create_runners(count)
     if own is not None:
         return own
     return create_runners(
-        op.conf.local_service_conf, count, cpu_sets, idle_cpu=idle_cpu, label=op.name, factory=op.model_factory()
+        op.conf.local_service_conf,
+        count,
+        cpu_sets,
+        idle_cpu=idle_cpu,
+        label=op.name,
+        factory=op.model_factory(),
+        hosts=hosts,
     )
 
 
@@ -61,8 +74,9 @@ def build_stage(
     )
 
 
-def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
-    """Load the op, create and warm its instances, start the stage; returns the CPU sets taken."""
+def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool, hosts: DeviceHosts | None = None) -> list[CpuSet]:
+    """Load the op, create and warm its instances (``device_process`` ones in ``hosts``,
+    the server's device processes), start the stage; returns the CPU sets taken."""
     began = time.monotonic()
     stage.op.load()
     svc = stage.conf.local_service_conf
@@ -78,7 +92,7 @@ def launch(stage: OpStage, cpus: CpuAllocator, *, warmup: bool) -> list[CpuSet]:
         )
     cpu_sets = cpus.allocate(svc)
     try:
-        runners = runners_for(stage.op, svc.instance_num, cpu_sets, idle_cpu=stage.idle_cpu)
+        runners = runners_for(stage.op, svc.instance_num, cpu_sets, idle_cpu=stage.idle_cpu, hosts=hosts)
         try:
             if warmup:
                 warm(stage, runners)

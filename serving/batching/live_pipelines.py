@@ -37,6 +37,7 @@ from serving.config.file_set import (
 from serving.config.schema import OpConfig, ServingConfig
 from serving.errors import Conflict, InternalError, InvalidConfig, NotFound, ServingError, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator
+from serving.runners.device_hosts import DeviceHosts
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,8 @@ class PipelineRepository:
         self.loader = loader
         self.warmup = warmup
         self.cpus = CpuAllocator()
-        self.shared = SharedStages(metrics=self.metrics, cpus=self.cpus, clock=clock)
+        self.hosts = DeviceHosts()  # one process per device for instance_mode: device_process, across reloads
+        self.shared = SharedStages(metrics=self.metrics, cpus=self.cpus, hosts=self.hosts, clock=clock)
         self._ids = itertools.count(1)
         # per running pipeline: its config's fingerprint and the shared stages it holds
         self._held: dict[Pipeline, _Held] = {}
@@ -456,6 +458,7 @@ class PipelineRepository:
                 shared=shared,
                 ids=self._ids,
                 cpus=self.cpus,
+                hosts=self.hosts,
                 idle_cpu=idle_cpu,
             )
         except BaseException:

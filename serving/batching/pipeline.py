@@ -28,6 +28,7 @@ from serving.batching.tracer import Tracer
 from serving.config.schema import ServingConfig
 from serving.errors import Overloaded, ShuttingDown
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
+from serving.runners.device_hosts import DeviceHosts
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class Pipeline:
         shared: Mapping[str, Stage] | None = None,
         ids: Iterator[int] | None = None,
         cpus: CpuAllocator | None = None,
+        hosts: DeviceHosts | None = None,
         idle_cpu: bool = False,
     ):
         self.config = config
@@ -67,6 +69,7 @@ class Pipeline:
         self._ok_requests = self.metrics.requests.labels(*self.labels, "200")
         self.clock = clock
         self.cpus = cpus or CpuAllocator()
+        self.hosts = hosts if hosts is not None else DeviceHosts()
         self.idle_cpu = idle_cpu
         dag_conf = config.dag
         shared = dict(shared or {})
@@ -101,7 +104,7 @@ class Pipeline:
         """Load, warm and start this pipeline's own stages (shared ones are already running)."""
         try:
             for stage in self._owned:
-                self._cpu_sets.append(launch(stage, self.cpus, warmup=warmup))
+                self._cpu_sets.append(launch(stage, self.cpus, warmup=warmup, hosts=self.hosts))
         except BaseException:
             self._stop_stages(timeout=1.0)
             raise

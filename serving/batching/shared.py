@@ -16,6 +16,7 @@ from serving.batching.metrics import SHARED, Metrics
 from serving.batching.stage import OpStage
 from serving.config.schema import DagConfig, OpConfig
 from serving.runners.cpu_plan import CpuAllocator, CpuSet
+from serving.runners.device_hosts import DeviceHosts
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +31,17 @@ class _Entry:
 
 
 class SharedStages:
-    def __init__(self, *, metrics: Metrics, cpus: CpuAllocator, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        *,
+        metrics: Metrics,
+        cpus: CpuAllocator,
+        hosts: DeviceHosts | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.metrics = metrics
         self.cpus = cpus
+        self.hosts = hosts if hosts is not None else DeviceHosts()
         self.clock = clock
         self._entries: dict[tuple[str, str], _Entry] = {}
         self._lock = threading.Lock()
@@ -62,7 +71,7 @@ class SharedStages:
         with self._lock:
             pending = [e for e in self._entries.values() if e.cpu_sets is None]
         for entry in pending:
-            entry.cpu_sets = launch(entry.stage, self.cpus, warmup=warmup)
+            entry.cpu_sets = launch(entry.stage, self.cpus, warmup=warmup, hosts=self.hosts)
 
     def release(self, share: str, fingerprint: str, user: User) -> None:
         """``user`` no longer feeds the stage; the last user out stops it."""

@@ -1,6 +1,8 @@
 """``local_service_conf`` -> predictor instances: in this process sharing the
-weights (:mod:`serving.runners.runner_modules`), or one child process each
-(``instance_mode: process``) on the CPU sets of the plan, loading in parallel.
+weights (:mod:`serving.runners.runner_modules`), one child process each
+(``instance_mode: process``) on the CPU sets of the plan, or one thread each in
+the process of their device (``instance_mode: device_process``); children load
+in parallel.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from serving.config.schema import LocalServiceConf
 from serving.op import Runner
 from serving.runners.cpu_plan import CpuSet
+from serving.runners.device_hosts import DeviceHosts
 from serving.runners.placement import gpu_of
 from serving.runners.process import ModelFactory, ProcessPredictor
 from serving.runners.runner_modules import load_in_process
@@ -22,22 +25,34 @@ def create_runners(
     idle_cpu: bool = False,
     label: str = "",
     factory: ModelFactory | None = None,
+    hosts: DeviceHosts | None = None,
 ) -> list[Runner]:
     """The ``count`` predictor instances ``conf`` describes, or that ``factory``
     (the op's own model) builds, on the GPUs :func:`~serving.runners.placement.gpu_of`
     names. ``label`` (the op's name) names process instances for ``ps``;
     ``idle_cpu`` applies to them only: thread instances run in the server's own
-    process, so their CPU class is the business of the threads that call them."""
-    if conf.instance_mode != "process":
+    process, so their CPU class is the business of the threads that call them.
+    ``hosts``: the server's device processes (default: ones for these instances alone)."""
+    if conf.instance_mode == "thread":
         if factory is not None:
             return [factory(gpu_of(conf, i)) for i in range(count)]
         return list(load_in_process(conf, count))
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
     if len(sets) != count:
         raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
+    host = None
+    if conf.instance_mode == "device_process":
+        host = hosts if hosts is not None else DeviceHosts()
     runners = [
         ProcessPredictor(
-            conf, gpu_of(conf, i), wait_ready=False, cpus=sets[i], idle_cpu=idle_cpu, label=label, factory=factory
+            conf,
+            gpu_of(conf, i),
+            wait_ready=False,
+            cpus=sets[i],
+            idle_cpu=idle_cpu,
+            label=label,
+            factory=factory,
+            host=host,
         )
         for i in range(count)
     ]

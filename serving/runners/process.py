@@ -1,6 +1,8 @@
 """A predictor in its own process (``instance_mode: process``), on any engine:
 the server's thread waits on a pipe (GIL released) while the child computes,
-and a native crash kills one child, not the server. Feeds and outputs travel
+and a native crash kills one child, not the server. With
+``instance_mode: device_process`` the child is one instance thread of the
+device's shared process instead (:mod:`serving.runners.device_hosts`). Feeds and outputs travel
 through shared memory; only a small JSON header crosses the pipe.
 
 A dead child fails the current run; unsupervised, the next run starts a fresh
@@ -19,7 +21,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +40,9 @@ from serving.runners.shared_memory import (
     unlink_prefixed,
     write_arrays,
 )
+
+if TYPE_CHECKING:
+    from serving.runners.device_hosts import DeviceHosts
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +84,28 @@ def _child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
     if label:
         name_process(f"bl-{label}")
-
     try:
         if cpus:
             os.sched_setaffinity(0, cpus)
         if idle_cpu:
             use_idle_cpu()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
+        return
+    serve_instance(conn, conf, device_id, out_prefix, factory)
+
+
+def serve_instance(
+    conn: Any,
+    conf: LocalServiceConf,
+    device_id: int | None,
+    out_prefix: str | None,
+    factory: ModelFactory | None,
+) -> None:
+    """Load one predictor, say so on ``conn`` (or why not), then serve its run requests
+    until told to stop or the parent goes: the loop of a predictor process, or of one
+    instance thread of a device process (:mod:`serving.runners.device_hosts`)."""
+    try:
         predictor = factory(device_id) if factory is not None else load_one(conf, device_id)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
@@ -97,7 +118,7 @@ def _child_main(
         while True:
             try:
                 request = json.loads(conn.recv_bytes())
-            except EOFError:
+            except (EOFError, OSError):
                 return
             if request.get("op") == "stop":
                 return
@@ -114,9 +135,13 @@ def _child_main(
     finally:
         feed_segment.release(unlink=False)
         out_segment.release(unlink=True)
+        try:
+            predictor.close()  # in a device process the other instances go on: give its memory back
+        except Exception:  # noqa: BLE001 - the instance is ending either way
+            log.exception("closing a predictor failed")
 
 
-class _Child:
+class PredictorChild:
     """One predictor process as the server sees it: the process, its pipe, and
     the output segments it writes (``<out_prefix><random>``)."""
 
@@ -174,21 +199,25 @@ class _Child:
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(5)
+        self.release()
+        return self.proc.exitcode
+
+    def release(self) -> None:
+        """Close the pipe and remove the output segments the child never unlinked."""
         self.conn.close()
         self.out.release(unlink=False)
         if unlink_prefixed(self.out_prefix):
             log.info("removed the output segments of a predictor process that did not clean up")
-        return self.proc.exitcode
 
 
 class _Hung(Exception):
     """The child gave no answer by its run's deadline (+ the grace)."""
 
 
-class _ChildView:
+class ChildView:
     """A fresh child as a runner, for warming it before it takes the op's work."""
 
-    def __init__(self, child: _Child, feed_segment: Segment):
+    def __init__(self, child: PredictorChild, feed_segment: Segment):
         self._child = child
         self._feed = feed_segment
         self.input_names = child.input_names
@@ -216,8 +245,10 @@ class ProcessPredictor:
         idle_cpu: bool = False,
         label: str = "",
         factory: ModelFactory | None = None,
+        host: DeviceHosts | None = None,
     ):
         self._conf = conf
+        self._host = host  # the instance lives in the device process of its device (cpus: not used)
         self.label = label  # the child is named bl-<label> in ps and top
         self._device_id = device_id
         self._factory = factory
@@ -239,7 +270,7 @@ class ProcessPredictor:
         self.run_deadline: float | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._child: _Child | None = None
+        self._child: PredictorChild | None = None
         self.input_names: list[str] = []
         self.output_names: list[str] = []
         self.device = "cpu" if conf.device_type == 0 else device_name(device_id or 0)
@@ -247,10 +278,14 @@ class ProcessPredictor:
         if wait_ready:
             self.wait_ready()
 
-    def _spawn(self) -> _Child:
-        parent, child_end = self._ctx.Pipe()
+    def _spawn(self) -> PredictorChild:
         self._children += 1
         out_prefix = f"{self._prefix}o{self._children}_"
+        if self._host is not None:
+            return self._host.attach(
+                self._conf, self._device_id, out_prefix, idle_cpu=self.idle_cpu, factory=self._factory
+            )
+        parent, child_end = self._ctx.Pipe()
         proc = self._ctx.Process(
             target=_child_main,
             args=(
@@ -268,9 +303,9 @@ class ProcessPredictor:
         )
         proc.start()
         child_end.close()
-        return _Child(proc, parent, out_prefix)
+        return PredictorChild(proc, parent, out_prefix)
 
-    def _loaded(self, child: _Child) -> _Child:
+    def _loaded(self, child: PredictorChild) -> PredictorChild:
         """``child`` once it has loaded its model; ended if it could not."""
         try:
             child.wait_ready(self._start_timeout, self._conf.model_config)
@@ -335,13 +370,13 @@ class ProcessPredictor:
             old.end(grace)
         return fresh_rss if installed else None
 
-    def _fresh(self, warm: Callable[[Any], None] | None) -> _Child:
+    def _fresh(self, warm: Callable[[Any], None] | None) -> PredictorChild:
         """A new child, loaded and warmed (ended if either fails)."""
         fresh = self._loaded(self._spawn())
         self._warm(fresh, warm)
         return fresh
 
-    def _swap_in(self, fresh: _Child) -> tuple[bool, _Child | None]:
+    def _swap_in(self, fresh: PredictorChild) -> tuple[bool, PredictorChild | None]:
         """Make ``fresh`` the child that takes runs, between two runs; returns whether it was
         installed and the child it replaced (closed meanwhile: ``fresh`` is ended)."""
         with self._lock:
@@ -353,14 +388,14 @@ class ProcessPredictor:
             self.ready.set()
             return True, old
 
-    def _warm(self, fresh: _Child, warm: Callable[[Any], None] | None) -> None:
+    def _warm(self, fresh: PredictorChild, warm: Callable[[Any], None] | None) -> None:
         """Run ``warm`` on ``fresh`` through a feed segment of its own (the current child
         keeps serving); ``fresh`` is ended if it fails."""
         if warm is None:
             return
         feed = Segment(self._prefix + f"w{self._children}_")
         try:
-            warm(_ChildView(fresh, feed))
+            warm(ChildView(fresh, feed))
         except BaseException:
             self.last_exitcode = fresh.end()
             raise

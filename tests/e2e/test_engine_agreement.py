@@ -119,16 +119,18 @@ def test_ernie_gives_the_same_labels_on_every_engine():
 
 @pytest.mark.parametrize("pair", ["openvino-fp32", *ONNX_PAIRS])
 def test_process_instances_answer_as_in_process_ones(pair):
-    """An engine in instance_mode: process (isolation) reads crops exactly as in-process."""
+    """An engine in instance_mode: process (isolation) or device_process (a thread of the
+    device's process) reads crops exactly as in-process."""
     from serving.batching.direct import run_op_direct
     from tests.support import ocr_data
 
     crops = ocr_data.rec_crops()
     answers = {}
-    for mode in ("thread", "process"):
+    for mode in ("thread", "process", "device_process"):
         ((op, runner),) = loaded_ops("rec.yml", {"rec": {**PAIRS[pair], "instance_mode": mode}}).values()
         try:
             answers[mode] = [run_op_direct(op, runner, {"input": c.image}) for c in crops]
         finally:
             runner.close()
-    assert [a["text"] for a in answers["thread"]] == [a["text"] for a in answers["process"]]
+    texts = {mode: [a["text"] for a in found] for mode, found in answers.items()}
+    assert texts["thread"] == texts["process"] == texts["device_process"]

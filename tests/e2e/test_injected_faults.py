@@ -1,6 +1,6 @@
 """Faults injected on purpose in the real server's predictor processes (issue
 15), with the fault-injection op (tests/support/fault_op.py) running in
-``instance_mode: process`` under open-loop load:
+``instance_mode: process`` under open-loop load (and one in ``device_process``):
 
 * a predictor that hangs fails only the requests of its batch, with 504 at
   their deadline; the process is killed and replaced, and the rest flows;
@@ -133,5 +133,38 @@ def test_a_pipeline_loaded_at_run_time_is_supervised_and_unloading_it_is_no_deat
         assert post(server.url, IMAGE, "alpha") == 200
         time.sleep(1.0)  # a watcher that took the unload for a death would have counted it by now
         assert restarts(server.url).get("stats") == 1
+        assert server.terminate() == 0
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"bl{server.proc.pid}_")]
+
+
+def test_pipelines_in_one_device_process_share_it_across_reloads_and_come_back_together(tmp_path):
+    """``instance_mode: device_process``: a pipeline loaded at run time joins the running
+    device process; a predictor that kills itself there takes every instance in it, all come
+    back together in one fresh process (never a 500); unloading a pipeline leaves the process
+    serving the others, and nothing stays in /dev/shm."""
+    device = {"instance_mode": "device_process"}
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "alpha.yml").write_text(fault_config(name="alpha", service=device))
+    with ServerProcess([str(conf)], ready_timeout=120) as server:
+        (host,) = predictor_pids(server.proc.pid, "cpu")
+        (conf / "beta.yml").write_text(fault_config(name="beta", service=device))
+        server.proc.send_signal(signal.SIGHUP)
+        assert until(lambda: "SIGHUP reload done" in server.log(), timeout=60), server.log()
+        assert predictor_pids(server.proc.pid, "cpu") == [host]  # joined, not a second process
+        assert post(server.url, IMAGE, "alpha") == post(server.url, IMAGE, "beta") == 200
+
+        assert post(server.url, encode_png(make_image(48, 32, fault="kill_process")), "beta") == 503
+        assert until(lambda: restarts(server.url).get("stats") == 2, timeout=30), server.log()  # both instances
+        assert until(lambda: post(server.url, IMAGE, "alpha") == post(server.url, IMAGE, "beta") == 200, timeout=30)
+        (fresh,) = predictor_pids(server.proc.pid, "cpu")
+        assert fresh != host
+
+        (conf / "beta.yml").unlink()
+        server.proc.send_signal(signal.SIGHUP)
+        assert until(lambda: server.log().count("SIGHUP reload done") == 2, timeout=60), server.log()
+        assert post(server.url, IMAGE, "alpha") == 200
+        time.sleep(1.0)  # a watcher that took the unload for a death would have counted it by now
+        assert restarts(server.url).get("stats") == 2 and predictor_pids(server.proc.pid, "cpu") == [fresh]
         assert server.terminate() == 0
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"bl{server.proc.pid}_")]

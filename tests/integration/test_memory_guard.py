@@ -148,3 +148,16 @@ def test_max_rss_mb_needs_predictor_processes(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"c\.yml.*max_rss_mb.*instance_mode: process"):
         load_config(str(path))
+
+
+def test_max_rss_mb_is_refused_for_a_device_process(tmp_path):
+    """The memory guard recycles one instance's process; a device process holds every op's."""
+    from serving.config.load import load_config
+
+    path = tmp_path / "c.yml"
+    path.write_text(
+        "name: p\nop:\n  a:\n    class: tests.support.fault_op:FaultOp\n"
+        "    local_service_conf: {max_rss_mb: 500, instance_mode: device_process}\n"
+    )
+    with pytest.raises(ConfigError, match=r"c\.yml.*max_rss_mb.*device_process.*use instance_mode: process"):
+        load_config(str(path))

@@ -211,7 +211,7 @@ class LocalServiceConf:
     instance_num: int = Field(
         default=1, ge=1, strict=True, description="Predictor instances, each running one batch at a time."
     )
-    instance_mode: Literal["thread", "process"] = Field(
+    instance_mode: Literal["thread", "process", "device_process"] = Field(
         default="thread",
         description="`thread`: instances live in the server process and share the weights: Paddle clones "
         "(Paddle 3.3 on CPU holds the GIL while one runs, so they take turns) or, with `engine: openvino`, "
@@ -219,7 +219,12 @@ class LocalServiceConf:
         "released: they overlap) or, with `engine: onnxruntime`, callers of one session per device (it "
         "releases the GIL: they overlap). `process`: each instance is a child process fed through shared "
         "memory (one copy of the weights per process), for isolation: a crash in native code kills only that "
-        "process, which is restarted while the op runs on its other instances.",
+        "process, which is restarted while the op runs on its other instances. `device_process`: for GPUs; "
+        "every such instance on one device, of every op, is a thread of one child process that owns the "
+        "device (one CUDA context, the ops' kernels overlapping on their own streams; the server's HTTP, "
+        "pre- and post-processing never hold the GIL against it), fed through shared memory as `process`; "
+        "a crash or hang ends that process and all its instances, which are restarted together in a "
+        "fresh one. Not pinned to CPUs.",
     )
     max_rss_mb: int | None = Field(
         default=None,
@@ -297,11 +302,18 @@ class LocalServiceConf:
     @model_validator(mode="after")
     def _memory_guard(self) -> LocalServiceConf:
         """``max_rss_mb`` recycles predictor processes: in-process instances have none."""
-        if self.max_rss_mb is not None and self.instance_mode != "process":
+        if self.max_rss_mb is not None and self.instance_mode == "thread":
             raise FieldProblem(
                 "max_rss_mb",
                 "guards predictor processes: it needs instance_mode: process (in-process instances share "
                 "the server's memory, which only a restart of the server gives back)",
+            )
+        if self.max_rss_mb is not None and self.instance_mode == "device_process":
+            raise FieldProblem(
+                "max_rss_mb",
+                "guards a process of one instance: with instance_mode: device_process every op's instances on "
+                "the device share one process, which a recycle would restart for all of them; use "
+                "instance_mode: process",
             )
         return self
 
@@ -369,8 +381,9 @@ class LocalServiceConf:
 
     @property
     def instances_overlap(self) -> bool:
-        """Whether instances compute at the same time: processes, or thread instances of
-        an engine that releases the GIL (OpenVINO Runtime; Paddle's take turns on it)."""
+        """Whether instances compute at the same time: processes, or threads (of the server or
+        of a device process) of an engine that releases the GIL (OpenVINO Runtime; Paddle's take
+        turns on it)."""
         return self.instance_mode == "process" or ENGINES[self.engine].threads_overlap
 
     @property

@@ -1,0 +1,232 @@
+"""Device processes (``instance_mode: device_process``): every such predictor
+instance on one device, of every op, lives in one spawned process that owns the
+device, one thread per instance. On a GPU that is one CUDA context whose
+instances' kernels overlap on their own streams, and the server's HTTP, pre-
+and post-processing never hold a GIL against the loops that launch them.
+
+The server side of an instance is a :class:`~serving.runners.process.ProcessPredictor`
+as for ``instance_mode: process``: same feeds and outputs through shared memory,
+same supervision. Only its child differs: a connection to the device process
+(a Unix socket in the abstract namespace, HMAC-authenticated with a key only the
+server and the process hold) instead of a process of its own. A crash or a hang
+ends the device process, and with it every instance in it: a faulted CUDA
+context is lost to all of them anyway. Their watchers restart them in a fresh one.
+
+A device process ends when its last instance leaves.
+Design: docs/DESIGN_NOTES.md, "One process per device".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import secrets
+import signal
+import threading
+from dataclasses import dataclass
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Listener, answer_challenge, deliver_challenge
+from typing import Any
+
+from serving.config.schema import LocalServiceConf
+from serving.runners.cpu_plan import use_idle_cpu
+from serving.runners.process import ModelFactory, PredictorChild, name_process, serve_instance
+
+log = logging.getLogger(__name__)
+
+#: how long a fresh device process may take to listen (it imports nothing heavy before)
+START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """What a device process needs to load one instance (sent pickled, once authenticated)."""
+
+    conf: LocalServiceConf
+    device_id: int | None
+    out_prefix: str
+    idle_cpu: bool = False
+    factory: ModelFactory | None = None
+
+
+def device_key(conf: LocalServiceConf, device_id: int | None) -> str:
+    """The device an instance runs on, as a device process is keyed and named: ``gpu0``, ``cpu``."""
+    return "cpu" if conf.device_type == 0 or device_id is None else f"gpu{device_id}"
+
+
+def _host_main(control: Any, address: str, authkey: bytes, name: str) -> None:
+    """A device process: take instances on ``address`` until the server says stop (or goes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server drains, then stops us
+    name_process(f"bl-{name}")
+    listener = Listener(address, "AF_UNIX")  # the key is checked per connection, in its own thread
+    threading.Thread(target=_accept, args=(listener, authkey), name="device-accept", daemon=True).start()
+    control.send_bytes(b"ready")
+    try:
+        control.recv_bytes()
+    except (EOFError, OSError):
+        pass
+    listener.close()
+
+
+def _accept(listener: Listener, authkey: bytes) -> None:
+    while True:
+        try:
+            conn = listener.accept()
+        except OSError:  # closed: the process is ending
+            return
+        threading.Thread(target=_instance, args=(conn, authkey), name="device-instance", daemon=True).start()
+
+
+def _instance(conn: Any, authkey: bytes) -> None:
+    """One instance's thread: check the caller's key (a caller that stalls holds up only
+    this thread), load the instance, serve its runs, give it back when it leaves."""
+    try:
+        deliver_challenge(conn, authkey)
+        answer_challenge(conn, authkey)
+        spec: InstanceSpec = conn.recv()  # unpickled only from a caller holding the key
+        if spec.idle_cpu:
+            use_idle_cpu()  # this thread only: the other instances keep their class
+        serve_instance(conn, spec.conf, spec.device_id, spec.out_prefix, spec.factory)
+    except AuthenticationError as exc:
+        log.warning("device process refused a connection: %s", exc)
+    except (EOFError, OSError):
+        pass
+    finally:
+        conn.close()
+
+
+class _Host:
+    """One device process as the server sees it: the process, its control pipe, its
+    address and key, and how many instances are attached."""
+
+    def __init__(self, ctx: Any, name: str):
+        self.name = name
+        self.address = f"\0batchline-{name}-{secrets.token_hex(8)}"
+        self._authkey = secrets.token_bytes(32)
+        self.control, child_end = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=_host_main,
+            args=(child_end, self.address, self._authkey, name),
+            name=f"batchline-{name}",
+            daemon=True,
+        )
+        self.proc.start()
+        child_end.close()
+        self.users = 0
+        try:
+            if not self.control.poll(START_TIMEOUT_S):
+                raise RuntimeError(f"device process {name} did not start within {START_TIMEOUT_S:.0f}s")
+            self.control.recv_bytes()
+        except EOFError:
+            self.end()
+            raise RuntimeError(f"device process {name} exited at start (code {self.proc.exitcode})") from None
+        except BaseException:
+            self.end()
+            raise
+        log.info("device process %s started (pid %s)", name, self.proc.pid)
+
+    def connect(self) -> Any:
+        return Client(self.address, "AF_UNIX", authkey=self._authkey)
+
+    def end(self, grace: float = 10.0) -> None:
+        """Ask the process to stop; killed after ``grace`` s."""
+        if self.proc.is_alive():
+            try:
+                self.control.send_bytes(b"stop")
+            except OSError:
+                pass
+            self.proc.join(grace)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.control.close()
+
+
+class HostedChild(PredictorChild):
+    """One instance in a device process, as a :class:`ProcessPredictor` drives its child.
+    ``proc`` is the device process (shared): its death is this instance's."""
+
+    def __init__(self, hosts: DeviceHosts, host: _Host, conn: Any, out_prefix: str):
+        super().__init__(host.proc, conn, out_prefix)
+        self._hosts = hosts
+        self._host = host
+        self._ended = False
+
+    def end(self, grace: float = 0.0) -> int | None:
+        """Leave the device process: asked to, for ``grace`` s. Without a grace (a hang, a
+        death), or when the instance does not leave in time, the process is killed, and with
+        it the other instances in it: a thread stuck in a run cannot be stopped alone."""
+        left = False
+        if grace > 0 and self.proc.is_alive():
+            try:
+                self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
+                left = self.conn.poll(grace)  # the instance closes its end once its model is given back
+            except OSError:
+                pass
+        if not left and self.proc.is_alive():
+            log.error(
+                "ending device process %s (pid %s) and every instance in it: one of them %s",
+                self._host.name,
+                self.proc.pid,
+                "did not stop in time" if grace > 0 else "hung or failed",
+            )
+            self.proc.kill()
+            self.proc.join(5)
+        code = self.proc.exitcode if not left else 0
+        self.release()  # the connection and this instance's segments; the process is not ours to reap
+        if not self._ended:
+            self._ended = True
+            self._hosts.detach(self._host)
+        return code
+
+
+class DeviceHosts:
+    """The device processes of one server, one per device, started on first use and
+    ended when their last instance leaves. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._ctx = multiprocessing.get_context("spawn")
+        self._lock = threading.Lock()
+        self._hosts: dict[str, _Host] = {}
+
+    def attach(
+        self,
+        conf: LocalServiceConf,
+        device_id: int | None,
+        out_prefix: str,
+        *,
+        idle_cpu: bool = False,
+        factory: ModelFactory | None = None,
+    ) -> HostedChild:
+        """A new instance in the device process of its device (started, or restarted if it
+        died); it loads meanwhile: wait for it with ``wait_ready`` on the returned child."""
+        key = device_key(conf, device_id)
+        with self._lock:
+            host = self._hosts.get(key)
+            if host is None or not host.proc.is_alive():
+                host = self._hosts[key] = _Host(self._ctx, key)
+            host.users += 1
+        try:
+            conn = host.connect()
+            conn.send(InstanceSpec(conf, device_id, out_prefix, idle_cpu, factory))
+        except BaseException:
+            self.detach(host)
+            raise
+        return HostedChild(self, host, conn, out_prefix)
+
+    def detach(self, host: _Host) -> None:
+        """An instance left ``host``; the last one out ends it."""
+        with self._lock:
+            host.users -= 1
+            if host.users > 0:
+                return
+            if self._hosts.get(host.name) is host:
+                del self._hosts[host.name]
+        host.end()
+        log.info("device process %s ended (no instance left)", host.name)
+
+    def pids(self) -> dict[str, int]:
+        """Device -> pid of its live device process."""
+        with self._lock:
+            return {key: int(h.proc.pid) for key, h in self._hosts.items() if h.proc.is_alive()}
