@@ -13,7 +13,8 @@ passed. On a GPU host: ``python -m pytest tests/e2e/test_torch_cuda.py``.
 * An instance whose forward fails answers its next batch correctly (its
   pinned staging buffers are not rewritten under a copy still in flight).
 * The det -> rec chain on the GPU agrees with PaddleOCR as the CPU does, at
-  fp32 and with fp16 det and rec.
+  fp32 and with fp16 det and rec; and so it does with det and rec as threads of
+  one device process (``instance_mode: device_process``), CUDA graphs on.
 """
 
 from __future__ import annotations
@@ -119,3 +120,19 @@ def test_the_chain_on_the_gpu_agrees_with_paddleocr(docs, reference, precision):
     chain = list(loaded_ops("ocr.yml", {"det": keys, "rec": keys}).values())
     rate, bad = match_rate_over_pages(reference, [run_chain_direct(chain, d.image) for d in docs])
     assert rate >= MIN_MATCH, (rate, bad[:5])
+
+
+def test_the_chain_in_one_device_process_agrees_with_paddleocr(docs, reference):
+    from serving.batching.direct import run_chain_direct
+    from serving.runners.device_hosts import DeviceHosts
+
+    hosts = DeviceHosts()
+    keys = {**GPU, "precision": "fp32", "cuda_graphs": True, "instance_mode": "device_process", "instance_num": 1}
+    chain = list(loaded_ops("ocr.yml", {"det": keys, "rec": keys}, hosts).values())
+    try:
+        assert len({runner.pid for _, runner in chain}) == 1 and list(hosts.pids()) == ["gpu0"]
+        rate, bad = match_rate_over_pages(reference, [run_chain_direct(chain, d.image) for d in docs])
+        assert rate >= MIN_MATCH, (rate, bad[:5])
+    finally:
+        for _, runner in chain:
+            runner.close()

@@ -4,13 +4,15 @@ how the engine tests run one op (or a det -> rec chain) on each engine."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def loaded_ops(config_name: str, overrides: dict[str, dict]) -> dict:
+def loaded_ops(config_name: str, overrides: dict[str, dict], hosts: Any = None) -> dict:
     """``{op: (op, runner)}`` for the ops of ``configs/<config_name>`` named in
-    ``overrides``, each with its ``local_service_conf`` updated by them (one instance each)."""
+    ``overrides``, each with its ``local_service_conf`` updated by them (one instance each;
+    ``device_process`` ones in ``hosts``, a :class:`~serving.runners.device_hosts.DeviceHosts`)."""
     from serving.batching.launch import make_op, runners_for
     from serving.config import parse_config
     from serving.config.load import read_config
@@ -24,5 +26,5 @@ def loaded_ops(config_name: str, overrides: dict[str, dict]) -> dict:
     for name in overrides:
         op = make_op(config.op[name])
         op.load()
-        loaded[name] = (op, runners_for(op, 1)[0])
+        loaded[name] = (op, runners_for(op, 1, hosts=hosts)[0])
     return loaded
