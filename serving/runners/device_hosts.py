@@ -35,8 +35,8 @@ from serving.runners.process import ModelFactory, PredictorChild, name_process, 
 
 log = logging.getLogger(__name__)
 
-#: how long a fresh device process may take to listen (it imports nothing heavy before)
-START_TIMEOUT_S = 60.0
+#: how long a fresh device process may take to listen (its imports, on a loaded machine)
+START_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class InstanceSpec:
     out_prefix: str
     idle_cpu: bool = False
     factory: ModelFactory | None = None
+    label: str = ""  # the op: the instance's thread is named bl-<label> (``top -H``)
 
 
 def device_key(conf: LocalServiceConf, device_id: int | None) -> str:
@@ -85,6 +86,8 @@ def _instance(conn: Any, authkey: bytes) -> None:
         deliver_challenge(conn, authkey)
         answer_challenge(conn, authkey)
         spec: InstanceSpec = conn.recv()  # unpickled only from a caller holding the key
+        if spec.label:
+            name_process(f"bl-{spec.label}")  # this thread's name
         if spec.idle_cpu:
             use_idle_cpu()  # this thread only: the other instances keep their class
         serve_instance(conn, spec.conf, spec.device_id, spec.out_prefix, spec.factory)
@@ -198,6 +201,7 @@ class DeviceHosts:
         *,
         idle_cpu: bool = False,
         factory: ModelFactory | None = None,
+        label: str = "",
     ) -> HostedChild:
         """A new instance in the device process of its device (started, or restarted if it
         died); it loads meanwhile: wait for it with ``wait_ready`` on the returned child."""
@@ -207,10 +211,13 @@ class DeviceHosts:
             if host is None or not host.proc.is_alive():
                 host = self._hosts[key] = _Host(self._ctx, key)
             host.users += 1
+        conn = None
         try:
             conn = host.connect()
-            conn.send(InstanceSpec(conf, device_id, out_prefix, idle_cpu, factory))
+            conn.send(InstanceSpec(conf, device_id, out_prefix, idle_cpu, factory, label))
         except BaseException:
+            if conn is not None:
+                conn.close()
             self.detach(host)
             raise
         return HostedChild(self, host, conn, out_prefix)

@@ -53,8 +53,8 @@ RESTART_WAIT_S = 30.0
 
 
 def name_process(name: str) -> None:
-    """Set this process's name as ``ps``, ``top`` and /proc/<pid>/comm show it
-    (Linux, 15 bytes; elsewhere nothing happens)."""
+    """Set the calling thread's name, which for the main thread is the process's, as
+    ``ps``, ``top`` and /proc/<pid>/comm show it (Linux, 15 bytes; elsewhere nothing happens)."""
     import ctypes
     import ctypes.util
 
@@ -283,7 +283,7 @@ class ProcessPredictor:
         out_prefix = f"{self._prefix}o{self._children}_"
         if self._host is not None:
             return self._host.attach(
-                self._conf, self._device_id, out_prefix, idle_cpu=self.idle_cpu, factory=self._factory
+                self._conf, self._device_id, out_prefix, idle_cpu=self.idle_cpu, factory=self._factory, label=self.label
             )
         parent, child_end = self._ctx.Pipe()
         proc = self._ctx.Process(

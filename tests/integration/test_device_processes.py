@@ -60,6 +60,11 @@ def test_the_instances_of_every_op_share_one_process_named_after_the_device(tiny
         assert hosts.pids() == {"cpu": det.pid}
         with open(f"/proc/{det.pid}/comm", encoding="utf-8") as f:
             assert f.read().strip() == "bl-cpu"
+        threads = []
+        for tid in os.listdir(f"/proc/{det.pid}/task"):
+            with open(f"/proc/{det.pid}/task/{tid}/comm", encoding="utf-8") as f:
+                threads.append(f.read().strip())
+        assert {"bl-det", "bl-rec"} <= set(threads), threads  # each instance's thread, for top -H
         for n, runner in enumerate((det, rec), start=1):
             x = np.random.default_rng(n).random((n + 2, 4), dtype=np.float32)
             np.testing.assert_allclose(runner.run({"x": x})[0], expected(x, weight, bias), rtol=1e-5, atol=1e-6)
