@@ -12,6 +12,7 @@ import pytest
 
 from bench.lib.configs import load_repo_config
 from bench.lib.gpu import configs, host, load, plan, report
+from bench.lib.gpu.cli import parser
 from bench.lib.gpu.lines import line_check
 from bench.lib.gpu.prepare import pip_download_argv
 from tests.support import ocr_data
@@ -42,7 +43,7 @@ def test_the_gpu_config_keeps_the_exact_profile_on_torch_on_gpu_0():
         assert mine == exact, op
         svc = gpu["op"][op]["local_service_conf"]
         assert (svc["engine"], svc["device_type"], svc["devices"], svc["precision"]) == ("torch", 1, "0", "fp32")
-        assert svc["cuda_graphs"] and svc["instance_mode"] == "process"
+        assert svc["cuda_graphs"] and svc["instance_mode"] == "device_process"
         assert max(svc["run_batch_sizes"]) == svc["max_batch_size"]  # a bounded set of shapes to capture
         assert "tensorrt" not in svc
     det = gpu["op"]["det"]["params"]
@@ -260,3 +261,9 @@ def test_a_run_that_fails_midway_writes_what_it_measured_and_exits_2(tmp_path, m
     assert "## Batch curves" in page and "## Lines" not in page
     assert "**Stopped:** RuntimeError: the OCR ops need PaddleOCR 2.10" in page
     assert "(curves 1 s)" in page
+
+
+def test_instance_mode_puts_every_op_in_that_mode():
+    per_op = configs.check_config("cpu", instance_mode="process")
+    assert {op["local_service_conf"]["instance_mode"] for op in per_op["op"].values()} == {"process"}
+    assert parser().parse_args(["--instance-mode", "process"]).instance_mode == "process"

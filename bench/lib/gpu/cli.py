@@ -32,6 +32,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true", help="the same steps, tiny: 2 pages, levels 1 and 8, batches 1-4")
     ap.add_argument("--out", help="folder for gpu_check.json and gpu_check.md")
     ap.add_argument("--engine", default="", help="run every op on this engine instead (drops keys it refuses)")
+    ap.add_argument(
+        "--instance-mode",
+        default="",
+        choices=("", "thread", "process", "device_process"),
+        help="every op in this instance_mode instead (process: one per op, against the shipped one per device)",
+    )
     ap.add_argument("--levels", default="", help="closed-loop client levels, e.g. 1,8,32,64 (default: the plan's)")
     ap.add_argument("--duration", type=float, default=0.0, help="measured seconds per level (default: the plan's)")
     ap.add_argument("--prepared", default="", help="a folder --prepare filled: its ONNX cache and commit are used")
@@ -98,7 +104,7 @@ def run_check(args: argparse.Namespace, steps: plan.Plan, doc: dict[str, Any]) -
     from bench.lib.server import served_together
 
     timer = Steps(doc["steps_s"])
-    data = configs.check_config(args.device, args.engine or None, steps.max_batch_size)
+    data = configs.check_config(args.device, args.engine or None, steps.max_batch_size, args.instance_mode or None)
     doc["ops"] = {name: op["local_service_conf"] for name, op in data["op"].items()}
     repositories = configs.served_repositories(data)
     print(f"configs: {repositories['on']} (batching on), {repositories['off']} (off)", flush=True)

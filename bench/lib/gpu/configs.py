@@ -3,6 +3,8 @@ shipped GPU config, as it is) by overrides:
 
 * ``--device cpu``: every op on the CPU (device_type 0), one 1-thread instance;
 * ``--engine NAME``: every op on that engine, without the keys another engine owns;
+* ``--instance-mode MODE``: every op in that mode (``process``: a process per op, to compare
+  with the shipped one process per device);
 * batching off: ``max_batch_size: 1`` on every op (the only difference from on);
 * the rec pipeline: the config's rec op alone, fed one crop a request, with configs/rec.yml's
   params (width buckets: a lone crop padded as PaddleOCR pads it would batch only with
@@ -29,14 +31,18 @@ BATCHING = ("on", "off")
 CPU_OPS = {"device_type": 0, "devices": "", "instance_num": 1, "thread_num": 1, "cuda_graphs": False}
 
 
-def check_config(device: str, engine: str | None = None, max_batch_size: int | None = None) -> dict[str, Any]:
+def check_config(
+    device: str, engine: str | None = None, max_batch_size: int | None = None, instance_mode: str | None = None
+) -> dict[str, Any]:
     """configs/ocr_gpu.yml for ``device`` (``cuda``: as shipped; ``cpu``), on ``engine`` when
-    given, each op's max_batch_size at most ``max_batch_size`` when given."""
+    given, each op's max_batch_size at most ``max_batch_size`` and in ``instance_mode`` when given."""
     data = load_repo_config(CONFIG)
     if device == "cpu":
         data = apply_overrides(data, all_ops=CPU_OPS)
     if engine:
         data = with_engine(data, engine)
+    if instance_mode:
+        data = apply_overrides(data, all_ops={"instance_mode": instance_mode})
     if max_batch_size is not None:
         data = capped(data, max_batch_size)
     return data
