@@ -159,11 +159,11 @@ def test_the_gpu_tests_are_skipped_here_not_passed():
     """Without a GPU, tests/e2e/test_torch_cuda.py must report skips (with the reason), no pass."""
     run = run_gpu_test_file("test_torch_cuda.py")
     summary = run.stdout.strip().splitlines()[-1]
-    assert run.returncode == 0 and re.fullmatch(r"7 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
+    assert run.returncode == 0 and re.fullmatch(r"8 skipped in [\d.]+s( \(.*\))?", summary), run.stdout[-2000:]
     # -rs: each with the reason (a parametrized test's cases on one line)
-    assert run.stdout.count("SKIPPED [1] tests/e2e/test_torch_cuda.py:") == 3
+    assert run.stdout.count("SKIPPED [1] tests/e2e/test_torch_cuda.py:") == 4
     assert run.stdout.count("SKIPPED [2] tests/e2e/test_torch_cuda.py:") == 2
-    assert run.stdout.count("torch sees no CUDA GPU") == 5
+    assert run.stdout.count("torch sees no CUDA GPU") == 6
 
 
 def test_the_cache_command_converts_the_torch_ops_of_the_configs_only(tmp_path, monkeypatch, capsys):
