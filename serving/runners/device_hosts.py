@@ -18,6 +18,7 @@ Design: docs/DESIGN_NOTES.md, "One process per device".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -32,11 +33,22 @@ from typing import Any
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.process import ModelFactory, PredictorChild, name_process, serve_instance
+from serving.runners.runner_modules import load_in_process, load_one
 
 log = logging.getLogger(__name__)
 
 #: how long a fresh device process may take to listen (its imports, on a loaded machine)
 START_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Share:
+    """This instance is number ``index`` of ``size`` instances of one op on one device
+    (``token`` names them): they share their weights, as thread instances do."""
+
+    token: str
+    size: int
+    index: int
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,64 @@ class InstanceSpec:
     idle_cpu: bool = False
     factory: ModelFactory | None = None
     label: str = ""  # the op: the instance's thread is named bl-<label> (``top -H``)
+    share: Share | None = None
+
+
+class _Group:
+    """The runners of one :class:`Share`: loaded once, by the first of its instances to come,
+    as ``load_in_process`` loads thread instances; each instance then takes its own."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runners: list[Any] | None = None
+        self.error: str | None = None
+        self.taken: set[int] = set()
+
+
+class Shelf:
+    """In a device process: the groups of instances that share weights (a process's own, passed
+    to its instance threads), each forgotten once all its instances took their runners."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: dict[str, _Group] = {}
+
+    def load(self, spec: InstanceSpec) -> Any:
+        """The instance ``spec`` describes: its share of its group's runners, or one of its own
+        (the op's own model, an instance alone on its device, or an index already taken: a
+        group is loaded for one life of the process)."""
+        share = spec.share
+        if spec.factory is not None:
+            return spec.factory(spec.device_id)
+        if share is None or share.size == 1:
+            return load_one(spec.conf, spec.device_id)
+        with self._lock:
+            group = self._groups.setdefault(share.token, _Group())
+        with group.lock:
+            if group.runners is None and group.error is None:
+                try:
+                    group.runners = load_in_process(on_device(spec.conf, spec.device_id), share.size)
+                except Exception as exc:  # noqa: BLE001 - the instances waiting meanwhile report it too
+                    group.error = f"{type(exc).__name__}: {exc}"
+                    with self._lock:  # a later try (a restart) loads afresh
+                        self._groups.pop(share.token, None)
+            if group.error is not None:
+                raise RuntimeError(group.error)
+            assert group.runners is not None
+            if share.index in group.taken:
+                return load_one(spec.conf, spec.device_id)
+            group.taken.add(share.index)
+            runner = group.runners[share.index]
+            done = len(group.taken) == share.size
+        if done:
+            with self._lock:
+                self._groups.pop(share.token, None)
+        return runner
+
+
+def on_device(conf: LocalServiceConf, device_id: int | None) -> LocalServiceConf:
+    """``conf`` with every instance on GPU ``device_id`` (unchanged on the CPU)."""
+    return conf if device_id is None else dataclasses.replace(conf, devices=str(device_id))
 
 
 def device_key(conf: LocalServiceConf, device_id: int | None) -> str:
@@ -61,7 +131,7 @@ def _host_main(control: Any, address: str, authkey: bytes, name: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server drains, then stops us
     name_process(f"bl-{name}")
     listener = Listener(address, "AF_UNIX")  # the key is checked per connection, in its own thread
-    threading.Thread(target=_accept, args=(listener, authkey), name="device-accept", daemon=True).start()
+    threading.Thread(target=_accept, args=(listener, authkey, Shelf()), name="device-accept", daemon=True).start()
     control.send_bytes(b"ready")
     try:
         control.recv_bytes()
@@ -70,16 +140,16 @@ def _host_main(control: Any, address: str, authkey: bytes, name: str) -> None:
     listener.close()
 
 
-def _accept(listener: Listener, authkey: bytes) -> None:
+def _accept(listener: Listener, authkey: bytes, shelf: Shelf) -> None:
     while True:
         try:
             conn = listener.accept()
         except OSError:  # closed: the process is ending
             return
-        threading.Thread(target=_instance, args=(conn, authkey), name="device-instance", daemon=True).start()
+        threading.Thread(target=_instance, args=(conn, authkey, shelf), name="device-instance", daemon=True).start()
 
 
-def _instance(conn: Any, authkey: bytes) -> None:
+def _instance(conn: Any, authkey: bytes, shelf: Shelf) -> None:
     """One instance's thread: check the caller's key (a caller that stalls holds up only
     this thread), load the instance, serve its runs, give it back when it leaves."""
     try:
@@ -90,7 +160,7 @@ def _instance(conn: Any, authkey: bytes) -> None:
             name_process(f"bl-{spec.label}")  # this thread's name
         if spec.idle_cpu:
             use_idle_cpu()  # this thread only: the other instances keep their class
-        serve_instance(conn, spec.conf, spec.device_id, spec.out_prefix, spec.factory)
+        serve_instance(conn, lambda: shelf.load(spec), spec.out_prefix)
     except AuthenticationError as exc:
         log.warning("device process refused a connection: %s", exc)
     except (EOFError, OSError):
@@ -202,6 +272,7 @@ class DeviceHosts:
         idle_cpu: bool = False,
         factory: ModelFactory | None = None,
         label: str = "",
+        share: Share | None = None,
     ) -> HostedChild:
         """A new instance in the device process of its device (started, or restarted if it
         died); it loads meanwhile: wait for it with ``wait_ready`` on the returned child."""
@@ -214,7 +285,7 @@ class DeviceHosts:
         conn = None
         try:
             conn = host.connect()
-            conn.send(InstanceSpec(conf, device_id, out_prefix, idle_cpu, factory, label))
+            conn.send(InstanceSpec(conf, device_id, out_prefix, idle_cpu, factory, label, share))
         except BaseException:
             if conn is not None:
                 conn.close()

@@ -7,12 +7,13 @@ in parallel.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 
 from serving.config.schema import LocalServiceConf
 from serving.op import Runner
 from serving.runners.cpu_plan import CpuSet
-from serving.runners.device_hosts import DeviceHosts
+from serving.runners.device_hosts import DeviceHosts, Share
 from serving.runners.placement import gpu_of
 from serving.runners.process import ModelFactory, ProcessPredictor
 from serving.runners.runner_modules import load_in_process
@@ -40,9 +41,11 @@ def create_runners(
     sets: Sequence[CpuSet] = cpu_sets if cpu_sets is not None else [None] * count
     if len(sets) != count:
         raise ValueError(f"{count} predictor processes need {count} CPU sets, got {len(sets)}")
-    host = None
+    host: DeviceHosts | None = None
+    shares: list[Share | None] = [None] * count
     if conf.instance_mode == "device_process":
         host = hosts if hosts is not None else DeviceHosts()
+        shares = weight_shares([gpu_of(conf, i) for i in range(count)])
     runners = [
         ProcessPredictor(
             conf,
@@ -53,6 +56,7 @@ def create_runners(
             label=label,
             factory=factory,
             host=host,
+            share=shares[i],
         )
         for i in range(count)
     ]
@@ -64,3 +68,17 @@ def create_runners(
             runner.close()
         raise
     return list(runners)
+
+
+def weight_shares(devices: Sequence[int | None]) -> list[Share | None]:
+    """For instances on ``devices`` (one entry each): those on one device share their weights
+    in its device process, as thread instances do."""
+    token = secrets.token_hex(8)
+    on: dict[int | None, list[int]] = {}
+    for i, device in enumerate(devices):
+        on.setdefault(device, []).append(i)
+    shares: list[Share | None] = [None] * len(devices)
+    for device, indices in on.items():
+        for position, i in enumerate(indices):
+            shares[i] = Share(f"{token}-{device}", len(indices), position)
+    return shares

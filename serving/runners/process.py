@@ -42,7 +42,7 @@ from serving.runners.shared_memory import (
 )
 
 if TYPE_CHECKING:
-    from serving.runners.device_hosts import DeviceHosts
+    from serving.runners.device_hosts import DeviceHosts, Share
 
 log = logging.getLogger(__name__)
 
@@ -92,21 +92,15 @@ def _child_main(
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
         return
-    serve_instance(conn, conf, device_id, out_prefix, factory)
+    serve_instance(conn, lambda: factory(device_id) if factory is not None else load_one(conf, device_id), out_prefix)
 
 
-def serve_instance(
-    conn: Any,
-    conf: LocalServiceConf,
-    device_id: int | None,
-    out_prefix: str | None,
-    factory: ModelFactory | None,
-) -> None:
-    """Load one predictor, say so on ``conn`` (or why not), then serve its run requests
-    until told to stop or the parent goes: the loop of a predictor process, or of one
-    instance thread of a device process (:mod:`serving.runners.device_hosts`)."""
+def serve_instance(conn: Any, load: Callable[[], Any], out_prefix: str | None) -> None:
+    """Load one predictor (``load()``), say so on ``conn`` (or why not), then serve its run
+    requests until told to stop or the parent goes: the loop of a predictor process, or of
+    one instance thread of a device process (:mod:`serving.runners.device_hosts`)."""
     try:
-        predictor = factory(device_id) if factory is not None else load_one(conf, device_id)
+        predictor = load()
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
         return
@@ -246,9 +240,11 @@ class ProcessPredictor:
         label: str = "",
         factory: ModelFactory | None = None,
         host: DeviceHosts | None = None,
+        share: Share | None = None,
     ):
         self._conf = conf
         self._host = host  # the instance lives in the device process of its device (cpus: not used)
+        self._share = share  # there, the instances it shares its weights with
         self.label = label  # the child is named bl-<label> in ps and top
         self._device_id = device_id
         self._factory = factory
@@ -283,7 +279,13 @@ class ProcessPredictor:
         out_prefix = f"{self._prefix}o{self._children}_"
         if self._host is not None:
             return self._host.attach(
-                self._conf, self._device_id, out_prefix, idle_cpu=self.idle_cpu, factory=self._factory, label=self.label
+                self._conf,
+                self._device_id,
+                out_prefix,
+                idle_cpu=self.idle_cpu,
+                factory=self._factory,
+                label=self.label,
+                share=self._share,
             )
         parent, child_end = self._ctx.Pipe()
         proc = self._ctx.Process(

@@ -70,8 +70,8 @@ def test_the_instances_of_every_op_share_one_process_named_after_the_device(tiny
             np.testing.assert_allclose(runner.run({"x": x})[0], expected(x, weight, bias), rtol=1e-5, atol=1e-6)
 
 
-def test_instances_run_at_the_same_time_each_with_its_own_answers(tiny_model):
-    model_dir, weight, bias = tiny_model
+def run_together(runners: list[ProcessPredictor], weight, bias) -> None:
+    """Each runner on a thread of its own, 40 batches of random sizes, each answer checked."""
     errors: list[BaseException] = []
 
     def hammer(runner: ProcessPredictor, seed: int) -> None:
@@ -83,13 +83,18 @@ def test_instances_run_at_the_same_time_each_with_its_own_answers(tiny_model):
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    with two_instances(model_dir) as (_, runners, _):
-        threads = [threading.Thread(target=hammer, args=(r, i)) for i, r in enumerate(runners)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
+    threads = [threading.Thread(target=hammer, args=(r, i)) for i, r in enumerate(runners)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
     assert not errors, errors[0]
+
+
+def test_instances_run_at_the_same_time_each_with_its_own_answers(tiny_model):
+    model_dir, weight, bias = tiny_model
+    with two_instances(model_dir) as (_, runners, _):
+        run_together(runners, weight, bias)
 
 
 def test_the_process_ends_with_its_last_instance_and_leaves_no_segment(tiny_model):
@@ -215,13 +220,14 @@ def test_an_idle_cpu_instance_lowers_its_own_thread_only(tiny_model):
 def test_create_runners_puts_device_process_instances_in_the_hosts_given(tiny_model):
     from serving.runners.factory import create_runners
 
-    model_dir, _, _ = tiny_model
+    model_dir, weight, bias = tiny_model
     hosts = DeviceHosts()
     conf = make_conf(model_dir, instance_mode="device_process")
     runners = create_runners(conf, 2, hosts=hosts) + create_runners(conf, 1, hosts=hosts)
     try:
         assert all(isinstance(r, ProcessPredictor) for r in runners)
         assert len({r.pid for r in runners}) == 1 and hosts.pids() == {"cpu": runners[0].pid}
+        run_together(runners, weight, bias)  # the first two share their weights (Paddle clones)
     finally:
         for r in runners:
             r.close()

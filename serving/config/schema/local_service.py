@@ -222,7 +222,8 @@ class LocalServiceConf:
         "process, which is restarted while the op runs on its other instances. `device_process`: for GPUs; "
         "every such instance on one device, of every op, is a thread of one child process that owns the "
         "device (one CUDA context, the ops' kernels overlapping on their own streams; the server's HTTP, "
-        "pre- and post-processing never hold the GIL against it), fed through shared memory as `process`; "
+        "pre- and post-processing never hold the GIL against it; an op's instances there share their weights as "
+        "`thread` instances do), fed through shared memory as `process`; "
         "a crash or hang ends that process and all its instances, which are restarted together in a "
         "fresh one. Not pinned to CPUs.",
     )
