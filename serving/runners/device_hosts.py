@@ -25,6 +25,7 @@ import multiprocessing
 import secrets
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener, answer_challenge, deliver_challenge
@@ -32,13 +33,16 @@ from typing import Any
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import use_idle_cpu
-from serving.runners.process import ModelFactory, PredictorChild, name_process, serve_instance
+from serving.runners.process import ModelFactory, PredictorChild, name_process, serve_instance, stop_process
 from serving.runners.runner_modules import load_in_process, load_one
 
 log = logging.getLogger(__name__)
 
 #: how long a fresh device process may take to listen (its imports, on a loaded machine)
 START_TIMEOUT_S = 120.0
+#: how long an instance that could not load is given to leave (it returns at once) before its
+#: process is taken for hung
+LEAVE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -204,15 +208,7 @@ class _Host:
 
     def end(self, grace: float = 10.0) -> None:
         """Ask the process to stop; killed after ``grace`` s."""
-        if self.proc.is_alive():
-            try:
-                self.control.send_bytes(b"stop")
-            except OSError:
-                pass
-            self.proc.join(grace)
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
+        stop_process(self.proc, self.control, b"stop", grace)
         self.control.close()
 
 
@@ -227,16 +223,18 @@ class HostedChild(PredictorChild):
         self._ended = False
 
     def end(self, grace: float = 0.0) -> int | None:
-        """Leave the device process: asked to, for ``grace`` s. Without a grace (a hang, a
-        death), or when the instance does not leave in time, the process is killed, and with
-        it the other instances in it: a thread stuck in a run cannot be stopped alone."""
+        """Leave the device process: asked to, for ``grace`` s. An instance that is gone or
+        going by itself (its model failed to load) just leaves. One still there without a grace (a hang), or that
+        does not leave in time, has the process killed, and with it the other instances in
+        it: a thread stuck in a run cannot be stopped alone."""
         left = False
-        if grace > 0 and self.proc.is_alive():
-            try:
-                self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
-                left = self.conn.poll(grace)  # the instance closes its end once its model is given back
-            except OSError:
-                pass
+        if self.proc.is_alive():
+            if grace > 0:
+                try:
+                    self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
+                except OSError:
+                    pass
+            left = self._gone(LEAVE_S if self.refused else grace)
         if not left and self.proc.is_alive():
             log.error(
                 "ending device process %s (pid %s) and every instance in it: one of them %s",
@@ -252,6 +250,17 @@ class HostedChild(PredictorChild):
             self._ended = True
             self._hosts.detach(self._host)
         return code
+
+    def _gone(self, wait: float) -> bool:
+        """Whether the instance closed its end of the connection, waiting up to ``wait`` s (it
+        does once its model is given back); a late answer still unread is skipped."""
+        deadline = time.monotonic() + wait
+        try:
+            while self.conn.poll(max(0.0, deadline - time.monotonic())):
+                self.conn.recv_bytes()
+        except (EOFError, OSError):
+            return True
+        return False
 
 
 class DeviceHosts:

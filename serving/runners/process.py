@@ -65,6 +65,19 @@ def name_process(name: str) -> None:
         pass
 
 
+def stop_process(proc: Any, conn: Any, message: bytes, grace: float) -> None:
+    """Ask ``proc`` to stop (``message`` on ``conn``), wait up to ``grace`` s, then kill it."""
+    if grace > 0 and proc.is_alive():
+        try:
+            conn.send_bytes(message)
+        except OSError:
+            pass
+        proc.join(grace)
+    if proc.is_alive():
+        proc.kill()
+    proc.join(5)
+
+
 #: builds one model instance on GPU ``device_id`` (None on CPU); picklable, since a
 #: predictor process calls it (:meth:`serving.op.Op.model_factory`)
 ModelFactory = Callable[[int | None], Any]
@@ -146,6 +159,7 @@ class PredictorChild:
         self.out = Segment()  # the child's output segment, attached
         self.input_names: list[str] = []
         self.output_names: list[str] = []
+        self.refused = False  # it said why it could not load its model, and is ending by itself
 
     @property
     def pid(self) -> int:
@@ -164,6 +178,7 @@ class PredictorChild:
                 f"(model dir {model_dir})"
             ) from None
         if hello["status"] != "ready":
+            self.refused = True
             raise RuntimeError(f"predictor process failed to load the model: {hello['message']}")
         self.input_names, self.output_names = hello["inputs"], hello["outputs"]
 
@@ -184,15 +199,7 @@ class PredictorChild:
     def end(self, grace: float = 0.0) -> int | None:
         """Stop the child (asked to, for ``grace`` s; then killed) and remove the output
         segments a dead child never unlinked. Returns its exit code (negative: the signal)."""
-        if grace > 0 and self.proc.is_alive():
-            try:
-                self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
-            except OSError:
-                pass
-            self.proc.join(grace)
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
+        stop_process(self.proc, self.conn, json.dumps({"op": "stop"}).encode(), grace)
         self.release()
         return self.proc.exitcode
 
