@@ -223,10 +223,10 @@ class HostedChild(PredictorChild):
         self._ended = False
 
     def end(self, grace: float = 0.0) -> int | None:
-        """Leave the device process: asked to, for ``grace`` s. An instance that is gone or
-        going by itself (its model failed to load) just leaves. One still there without a grace (a hang), or that
-        does not leave in time, has the process killed, and with it the other instances in
-        it: a thread stuck in a run cannot be stopped alone."""
+        """Leave the device process: asked to, for ``grace`` s. An instance that is gone, or
+        going by itself (its model failed to load), just leaves. One still there without a
+        grace (a hang), or that does not leave in time, has the process killed, and with it
+        the other instances in it: a thread stuck in a run cannot be stopped alone."""
         left = False
         if self.proc.is_alive():
             if grace > 0:

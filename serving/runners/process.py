@@ -1,9 +1,9 @@
 """A predictor in its own process (``instance_mode: process``), on any engine:
 the server's thread waits on a pipe (GIL released) while the child computes,
-and a native crash kills one child, not the server. With
+and a native crash kills one child, not the server. Feeds and outputs travel
+through shared memory; only a small JSON header crosses the pipe. With
 ``instance_mode: device_process`` the child is one instance thread of the
-device's shared process instead (:mod:`serving.runners.device_hosts`). Feeds and outputs travel
-through shared memory; only a small JSON header crosses the pipe.
+device's shared process instead (:mod:`serving.runners.device_hosts`).
 
 A dead child fails the current run; unsupervised, the next run starts a fresh
 one. Supervised (:mod:`serving.runners.process_supervisor`), a watcher restarts
@@ -215,7 +215,7 @@ class _Hung(Exception):
     """The child gave no answer by its run's deadline (+ the grace)."""
 
 
-class ChildView:
+class _ChildView:
     """A fresh child as a runner, for warming it before it takes the op's work."""
 
     def __init__(self, child: PredictorChild, feed_segment: Segment):
@@ -404,7 +404,7 @@ class ProcessPredictor:
             return
         feed = Segment(self._prefix + f"w{self._children}_")
         try:
-            warm(ChildView(fresh, feed))
+            warm(_ChildView(fresh, feed))
         except BaseException:
             self.last_exitcode = fresh.end()
             raise
