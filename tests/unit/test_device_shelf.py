@@ -104,3 +104,20 @@ def test_weight_shares_group_the_instances_of_each_device():
     assert shares[0].token == shares[2].token != shares[1].token
     assert weight_shares([None])[0].size == 1
     assert weight_shares([None])[0].token != weight_shares([None])[0].token  # one token per op's instances
+
+
+def test_a_device_process_imports_no_runtime_before_it_loads_a_model():
+    """The process starts from these modules: on a GPU host without Paddle (the lent ones)
+    it must start, then import only the engine its instances name."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, serving.runners.device_hosts, serving.runners.process; "
+        "bad = [m for m in ('paddle', 'paddleocr', 'paddle2onnx', 'openvino', 'torch', 'onnxruntime') "
+        "if m in sys.modules]; print(bad); sys.exit(bool(bad))"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert res.returncode == 0, res.stdout + res.stderr
