@@ -7,11 +7,10 @@ batching on and off; its JSON and markdown hold those values. (Without a GPU,
 from __future__ import annotations
 
 import importlib.util
-import json
 
 import pytest
 
-from tests.support.bench_runs import run_bench
+from tests.support.bench_runs import quick_cpu_run
 
 pytestmark = [
     pytest.mark.slow,
@@ -28,11 +27,8 @@ PAGES, LINES, LEVELS, SIZES = 2, 14, [1, 8], [1, 2, 4]
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu-check")
-    proc = run_bench("bench.gpu_check", "--device", "cpu", "--quick", "--out", str(out))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    with open(out / "gpu_check.json", encoding="utf-8") as f:
-        doc = json.load(f)
-    return doc, (out / "gpu_check.md").read_text(encoding="utf-8"), proc.stdout
+    doc, stdout = quick_cpu_run("bench.gpu_check", out, "gpu_check")
+    return doc, (out / "gpu_check.md").read_text(encoding="utf-8"), stdout
 
 
 def test_lines_of_both_servers_are_paddleocr_s(result):

@@ -8,11 +8,10 @@ bench/tests/test_gpu_probe.py.)"""
 from __future__ import annotations
 
 import importlib.util
-import json
 
 import pytest
 
-from tests.support.bench_runs import run_bench
+from tests.support.bench_runs import quick_cpu_run
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,11 +28,8 @@ MODELS = {"det", "rec", "cls", "ernie"}
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu-probe")
-    proc = run_bench("bench.gpu_probe", "--device", "cpu", "--quick", "--out", str(out))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    with open(out / "gpu_probe.json", encoding="utf-8") as f:
-        doc = json.load(f)
-    return doc, out, proc.stdout
+    doc, stdout = quick_cpu_run("bench.gpu_probe", out, "gpu_probe")
+    return doc, out, stdout
 
 
 def results(doc):

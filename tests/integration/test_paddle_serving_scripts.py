@@ -91,8 +91,8 @@ def test_each_failure_answers_as_paddle_serving_with_a_real_status(thread_server
     assert ok == 200 and _answer(doc)["text"] == "AFTER!"
 
 
-def test_paddle_servings_pipeline_client_gets_the_same_answers(thread_server):
-    server, rpc_port = thread_server
+def pipeline_client(rpc_port: int):
+    """Paddle Serving's own PipelineClient (from the shim), connected to the server's gRPC door."""
     sys.path.insert(0, SHIM_DIR)
     try:
         from paddle_serving_server.pipeline import PipelineClient
@@ -100,6 +100,12 @@ def test_paddle_servings_pipeline_client_gets_the_same_answers(thread_server):
         sys.path.remove(SHIM_DIR)
     client = PipelineClient()
     client.connect([f"127.0.0.1:{rpc_port}"])
+    return client
+
+
+def test_paddle_servings_pipeline_client_gets_the_same_answers(thread_server):
+    _, rpc_port = thread_server
+    client = pipeline_client(rpc_port)
     resp = client.predict(feed_dict={"text": "grpc"}, fetch=["text"])
     assert resp.err_no == 0 and dict(zip(resp.key, resp.value))["text"] == "GRPC!"
     resp = client.predict(feed_dict={"text": "x", "fail": "pre"})
@@ -129,13 +135,7 @@ def test_the_grpc_door_holds_the_same_limits_before_the_users_code(thread_server
     import grpc
 
     _, rpc_port = thread_server
-    sys.path.insert(0, SHIM_DIR)
-    try:
-        from paddle_serving_server.pipeline import PipelineClient
-    finally:
-        sys.path.remove(SHIM_DIR)
-    client = PipelineClient()
-    client.connect([f"127.0.0.1:{rpc_port}"])
+    client = pipeline_client(rpc_port)
     with pytest.raises(grpc.RpcError) as refused:
         client.predict(feed_dict={"text": "x" * 70000})  # max_body_size 64 KiB, refused before it is read
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
