@@ -6,13 +6,14 @@
 # one archive, as few files come back from such a machine.
 #   bash bench/gpu_slot.sh probe  [CARRY [OUT [ARGS...]]]   # <= 6 min: bench.gpu_probe
 #   bash bench/gpu_slot.sh check  [CARRY [OUT [ARGS...]]]   # bench.gpu_check at 1 and 32 clients, 5 s each
+#   bash bench/gpu_slot.sh compile [CARRY [OUT [ARGS...]]]  # bench.torch_compile: rec and det, each shape compiled once
 # ARGS go to the tool (e.g. --step parity,curves; --device cpu --quick is how its test runs it).
 # Nothing measured is lost to a stop: each tool writes its JSON as it goes; the archive is
 # made whatever the exit status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-half=${1:?probe or check}
-case "$half" in probe|check) ;; *) echo "probe or check, not $half"; exit 2 ;; esac
+half=${1:?probe, check or compile}
+case "$half" in probe|check|compile) ;; *) echo "probe, check or compile, not $half"; exit 2 ;; esac
 carry=${2:-gpu-carry}
 out=${3:-${OUT:-gpu-results}}
 shift $(( $# < 3 ? $# : 3 ))
@@ -27,6 +28,7 @@ fi
 case "$half" in
     probe) python3 -m bench.gpu_probe --prepared "$carry" --out "$out/probe" "$@"; rc=$? ;;
     check) python3 -m bench.gpu_check --prepared "$carry" --out "$out/check" --levels 1,32 --duration 5 "$@"; rc=$? ;;
+    compile) python3 -m bench.torch_compile --device cuda --prepared "$carry" --out "$out/compile" --cold-cache "$@"; rc=$? ;;
 esac
 tar -czf "$out/$half.tgz" -C "$out" "$half" && echo "results: $out/$half.tgz (exit $rc)"
 exit "$rc"

@@ -1,5 +1,5 @@
-"""A frozen plan captured as a CUDA graph on an instance's stream: one launch replays the
-whole model, with no Python per operator and no host read (the plan has none).
+"""A frozen plan, or its compiled form, captured as a CUDA graph on an instance's stream: one
+launch replays the whole model, with no Python per operator and no host read (the plan has none).
 
 The graph reads fixed input buffers and writes fixed outputs: a call copies its inputs
 in, replays, and the caller copies the outputs out before the instance's next call (an
@@ -10,11 +10,11 @@ since their replays never overlap.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from serving.runners.frozen_plan import FrozenPlan
+from serving.runners.frozen_plan import InputSpec
 
 Tensor = torch.Tensor
 
@@ -22,8 +22,17 @@ Tensor = torch.Tensor
 WARMUP_RUNS = 2
 
 
+class Capturable(Protocol):
+    """A frozen plan or a compiled one: its bucket, and ``plan(*inputs)`` -> outputs."""
+
+    @property
+    def bucket(self) -> tuple[InputSpec, ...]: ...
+
+    def __call__(self, *inputs: Tensor) -> tuple[Tensor, ...]: ...
+
+
 class CapturedPlan:
-    def __init__(self, plan: FrozenPlan, device: torch.device, stream: torch.cuda.Stream, pool: Any):
+    def __init__(self, plan: Capturable, device: torch.device, stream: torch.cuda.Stream, pool: Any):
         # held for the graph's life: its kernels read the device tensors the plan holds (numbers it placed once)
         self.plan = plan
         self._inputs = [torch.zeros(spec.shape, dtype=spec.dtype, device=device) for spec in plan.bucket]
@@ -51,5 +60,5 @@ class GraphCapturer:
         self._stream = stream
         self._pool = torch.cuda.graph_pool_handle()
 
-    def __call__(self, plan: FrozenPlan) -> CapturedPlan:
+    def __call__(self, plan: Capturable) -> CapturedPlan:
         return CapturedPlan(plan, self._device, self._stream, self._pool)

@@ -7,18 +7,22 @@ The module reads nothing back from the device in a call. At fp16/bf16 its
 weights are cast once at load (batch norms folded first,
 :mod:`serving.runners.step_precision`). On a GPU each instance has its own CUDA
 stream and pinned host buffers, and with ``cuda_graphs`` replays a CUDA graph per
-input shape (:mod:`serving.runners.graph_cache`); ``fp32`` is strict (no TF32): a
-GPU reads what the CPU reads.
+input shape (:mod:`serving.runners.bucket_cache`); ``fp32`` is strict (no TF32): a
+GPU reads what the CPU reads. With ``torch_compile`` a shape's plan is compiled by
+Inductor in the background (:mod:`serving.runners.plan_compiler`), one compiler per
+module.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import onnx
@@ -26,12 +30,13 @@ import torch
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.batch_norm_folding import fold_batch_norms
+from serving.runners.bucket_cache import BucketCache, Form
 from serving.runners.frozen_plan import CaptureRefused, InputSpec, freeze
-from serving.runners.graph_cache import GraphCache
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of, lone_gpu
+from serving.runners.plan_compiler import PlanCompiler
 from serving.runners.step_precision import LOW_OPS
 
 log = logging.getLogger(__name__)
@@ -49,6 +54,7 @@ class TorchPlan:
     compute_dtype: torch.dtype | None  # the weights' type: None for fp32
     precision: str
     cuda_graphs: bool = False
+    torch_compile: bool = False
 
     @property
     def on_gpu(self) -> bool:
@@ -63,7 +69,8 @@ class TorchPlan:
 def torch_plan(conf: LocalServiceConf, gpu: int | None) -> TorchPlan:
     """The plan of an instance of ``conf`` on GPU ``gpu`` (None: the CPU)."""
     device = "cpu" if conf.device_type == 0 or gpu is None else f"cuda:{gpu}"
-    return TorchPlan(device, COMPUTE_DTYPES[conf.precision], conf.precision, conf.cuda_graphs and device != "cpu")
+    graphs = conf.cuda_graphs and device != "cpu"
+    return TorchPlan(device, COMPUTE_DTYPES[conf.precision], conf.precision, graphs, conf.torch_compile)
 
 
 def require_device(plan: TorchPlan) -> None:
@@ -84,25 +91,35 @@ class TorchRunner:
     """One instance: a :class:`serving.op.Runner` on one device (on a GPU, one stream). Not
     thread-safe by design (its stream, buffers and CUDA graphs are its own): one batch at a time."""
 
-    def __init__(self, module: OnnxGraph, plan: TorchPlan):
+    def __init__(self, module: OnnxGraph, plan: TorchPlan, compiler: PlanCompiler | None = None):
         self._module = module
         self._plan = plan
         self._device = torch.device(plan.device)
         self._stream = torch.cuda.Stream(self._device) if plan.on_gpu else None
         self._staging: dict[str, torch.Tensor] = {}  # input -> pinned host bytes
         self._uploaded: torch.cuda.Event | None = None  # the last run's copies out of the staging buffers
-        self._graphs_by_shape = self._graph_cache() if plan.cuda_graphs and plan.on_gpu else None
+        self._compiler = compiler
+        if compiler is not None:
+            compiler.attach()
+        self._buckets = self._bucket_cache() if plan.cuda_graphs or compiler is not None else None
         self.device = plan.label
         self.precision = plan.precision
         self.input_names = list(module.input_names)
         self.output_names = list(module.output_names)
 
-    def _graph_cache(self) -> GraphCache:
-        from serving.runners.cuda_graphs import GraphCapturer
+    def _bucket_cache(self) -> BucketCache:
+        capture = None
+        if self._plan.cuda_graphs:
+            from serving.runners.cuda_graphs import GraphCapturer
 
-        assert self._stream is not None
-        capture = GraphCapturer(self._device, self._stream)
-        return GraphCache(self._module, lambda bucket: capture(freeze(self._module, bucket, self._device)))
+            assert self._stream is not None
+            capture = GraphCapturer(self._device, self._stream)
+
+        def build(bucket: tuple[InputSpec, ...], compiled: Any) -> Form:
+            body = compiled if compiled is not None else freeze(self._module, bucket, self._device)
+            return capture(body) if capture is not None else lambda inputs: body(*inputs)
+
+        return BucketCache(self._module, build, compiler=self._compiler)
 
     def run(self, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch; outputs are fresh numpy arrays (floats as float32) in ``output_names`` order.
@@ -116,9 +133,9 @@ class TorchRunner:
             return [as_numpy(o) for o in outputs]
 
     def forward(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        """The computation on inputs already on the device: the shape's CUDA graph where it has
-        one, else the module; no copy and no wait (what a benchmark times with CUDA events)."""
-        return self._graphs_by_shape(inputs) if self._graphs_by_shape is not None else self._module(*inputs)
+        """The computation on inputs already on the device: the shape's CUDA graph or compiled plan
+        where it has one, else the module; no copy and no wait (what a benchmark times with CUDA events)."""
+        return self._buckets(inputs) if self._buckets is not None else self._module(*inputs)
 
     def _upload(self, feed: Mapping[str, np.ndarray]) -> list[torch.Tensor]:
         hosts = [host_tensor(feed[name]) for name in self.input_names]
@@ -146,16 +163,26 @@ class TorchRunner:
         return buffer[:size].view(like.dtype).view(like.shape)
 
     @property
-    def graphs(self) -> GraphCache | None:
-        """The instance's CUDA graphs per shape (None without ``cuda_graphs``)."""
-        return self._graphs_by_shape
+    def buckets(self) -> BucketCache | None:
+        """The instance's forms per shape: CUDA graphs, compiled plans (None without ``cuda_graphs``
+        or ``torch_compile``)."""
+        return self._buckets
+
+    @property
+    def compiler(self) -> PlanCompiler | None:
+        """The compiler this instance shares with the others on its device (``torch_compile``)."""
+        return self._compiler
 
     def close(self) -> None:
-        """Drop the CUDA graphs and pinned buffers (the module goes with its last instance)."""
+        """Drop the CUDA graphs and pinned buffers (the module goes with its last instance, and
+        the compiler stops with it)."""
         if self._uploaded is not None:
             self._uploaded.synchronize()
-        if self._graphs_by_shape is not None:
-            self._graphs_by_shape.clear()
+        if self._buckets is not None:
+            self._buckets.clear()
+        if self._compiler is not None:
+            self._compiler.detach()
+            self._compiler = None
         self._staging.clear()
 
     def __repr__(self) -> str:
@@ -226,10 +253,15 @@ def create_torch_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list
         model, folded = fold_batch_norms(model)
         log.info("%s: %d batch norm(s) folded into their convolutions for %s", path, folded, conf.precision)
     modules: dict[str, OnnxGraph] = {}
+    compilers: dict[str, PlanCompiler] = {}
     for plan in plans:
         if plan.device not in modules:
             modules[plan.device] = module_on(model, plan)
-    runners = [TorchRunner(modules[plan.device], plan) for plan in plans]
+            if plan.torch_compile:
+                name = f"{os.path.basename(conf.model_config.rstrip(os.sep))} on {plan.device}"
+                budget = conf.torch_compile_budget_s
+                compilers[plan.device] = PlanCompiler(modules[plan.device], plan.device, budget, name=name)
+    runners = [TorchRunner(modules[plan.device], plan, compilers.get(plan.device)) for plan in plans]
     log.info(
         "loaded %s on torch %s in %.3fs (%d instance(s) on %s, %s, inputs=%s outputs=%s)",
         path,

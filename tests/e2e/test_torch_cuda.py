@@ -87,9 +87,9 @@ def test_a_captured_graph_replays_what_the_module_computes(name):
     rng = np.random.default_rng(2)
     first, second = (rng.random(shape, dtype=np.float32) for _ in range(2))
     eager = runner.run({"x": first})[0]  # the shape's first call: the module
-    assert runner.graphs.captured == 0
+    assert runner.buckets.captured == 0
     runner.run({"x": second})  # its second: captured
-    assert runner.graphs.captured == 1
+    assert runner.buckets.captured == 1
     np.testing.assert_allclose(runner.run({"x": first})[0], eager, atol=1e-5)  # replayed, new inputs copied in
     runner.close()
 

@@ -1,5 +1,5 @@
 """The module's bound arguments (serving.runners.onnx_graph), frozen plans
-(frozen_plan), the CUDA graph cache (graph_cache), precision done once
+(frozen_plan), precision done once
 (step_precision, batch_norm_folding) and the capture check, on small ONNX graphs
 built here: the module and a plan run on ``meta`` tensors (where any read of
 device data on the host fails), a plan computes what the module computes without
@@ -11,66 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from serving.runners.batch_norm_folding import fold_batch_norms
 from serving.runners.frozen_plan import CaptureRefused, InputSpec, bucket_of, freeze
-from serving.runners.graph_cache import GraphCache
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.step_precision import LOW_OPS
 from serving.runners.torch_runtime import TorchPlan, check_capturable
-
-RNG = np.random.default_rng(3)
-FLOAT = TensorProto.FLOAT
-
-
-def floats(*shape):
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-def model(nodes, inputs, outputs, initializers=(), opset=13):
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info(name, dtype, shape) for name, dtype, shape in inputs],
-        [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs],
-        [numpy_helper.from_array(np.asarray(v), name) for name, v in initializers],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def conv_net(weight_scale=1.0):
-    """Conv -> BN -> Resize (constant scales) -> a reshape to (N, C, H*W) from the input's own
-    shape (Shape, Gather, Concat) -> Softmax: what det and rec do with shapes."""
-    nodes = [
-        helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-        helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"], epsilon=1e-5),
-        helper.make_node(
-            "Resize",
-            ["n", "", "scales"],
-            ["r"],
-            mode="nearest",
-            coordinate_transformation_mode="asymmetric",
-            nearest_mode="floor",
-        ),
-        helper.make_node("Shape", ["r"], ["s"]),
-        helper.make_node("Gather", ["s", "first_two"], ["nc"], axis=0),
-        helper.make_node("Concat", ["nc", "minus_one"], ["target"], axis=0),
-        helper.make_node("Reshape", ["r", "target"], ["flat"]),
-        helper.make_node("Softmax", ["flat"], ["y"], axis=-1),
-    ]
-    initializers = [
-        ("w", floats(6, 4, 3, 3) * np.float32(weight_scale)),
-        ("b", floats(6)),
-        ("gamma", floats(6)),
-        ("beta", floats(6)),
-        ("mean", floats(6)),
-        ("var", np.abs(floats(6)) + 0.5),
-        ("scales", np.array([1, 1, 2, 2], dtype=np.float32)),
-        ("first_two", np.array([0, 1], dtype=np.int64)),
-        ("minus_one", np.array([-1], dtype=np.int64)),
-    ]
-    return model(nodes, [("x", FLOAT, ["n", 4, "h", "w"])], ["y"], initializers)
+from tests.support.onnx_nets import FLOAT, conv_net, floats, model
 
 
 def test_a_plan_computes_what_the_module_computes_without_its_shape_steps():
@@ -175,48 +123,3 @@ def test_a_transposed_convolution_folds_on_its_output_axis():
     x = torch.from_numpy(floats(2, 4, 3, 3))
     assert count == 1
     torch.testing.assert_close(OnnxGraph(m)(x)[0], OnnxGraph(folded)(x)[0], atol=1e-5, rtol=1e-5)
-
-
-def test_the_cache_runs_a_new_shape_on_the_module_and_captures_it_on_its_second_call():
-    graph = OnnxGraph(conv_net()).eval()
-    module_calls, compiled = [], []
-
-    def module(*inputs):
-        module_calls.append(bucket_of(inputs))
-        return graph(*inputs)
-
-    def compile_bucket(bucket):
-        compiled.append(bucket)
-        plan = freeze(graph, bucket, "cpu")
-        return lambda inputs: plan(*inputs)
-
-    cache = GraphCache(module, compile_bucket, max_buckets=2)
-    a, b, c = (torch.from_numpy(floats(1, 4, h, 4)) for h in (4, 5, 6))
-    with torch.inference_mode():
-        want = graph(a)[0]
-        assert torch.equal(cache([a])[0], want) and (len(module_calls), compiled) == (1, [])
-        assert torch.equal(cache([a])[0], want) and compiled == [bucket_of([a])]
-        cache([a])
-        assert len(module_calls) == 1 and len(compiled) == 1 and cache.captured == 1
-        cache([b])
-        cache([c])  # a, the least recently used, goes
-        assert len(cache) == 2
-        cache([a])  # seen afresh: the module again, no capture
-    assert len(module_calls) == 4 and len(compiled) == 1
-
-
-def test_a_shape_whose_capture_fails_runs_the_module_and_is_not_tried_again(caplog):
-    graph = OnnxGraph(conv_net()).eval()
-    tries = []
-
-    def compile_bucket(bucket):
-        tries.append(bucket)
-        raise RuntimeError("CUDA out of memory")
-
-    cache = GraphCache(graph, compile_bucket)
-    x = torch.from_numpy(floats(1, 4, 4, 4))
-    with torch.inference_mode(), caplog.at_level("WARNING", logger="serving.runners.graph_cache"):
-        want = graph(x)[0]
-        for _ in range(3):
-            assert torch.equal(cache([x])[0], want)
-    assert len(tries) == 1 and "no CUDA graph for" in caplog.text and "CUDA out of memory" in caplog.text

@@ -51,6 +51,8 @@ def conf(**svc) -> LocalServiceConf:
         ({"mkldnn_cache_capacity": 10}, "mkldnn_cache_capacity", "is a Paddle Inference (oneDNN) setting"),
         ({"conv_kernels": "jit"}, "conv_kernels", "is an OpenVINO Runtime setting: it needs engine: openvino"),
         ({"cuda_graphs": True, "device_type": 1}, "cuda_graphs", "is a PyTorch setting: it needs engine: torch"),
+        ({"torch_compile": True}, "torch_compile", "is a PyTorch setting: it needs engine: torch"),
+        ({"torch_compile_budget_s": 10}, "torch_compile_budget_s", "is a PyTorch setting: it needs engine: torch"),
         ({"precision": "bf16"}, "precision", "bf16 is not available with engine: onnxruntime on device_type 0"),
         ({"precision": "fp16"}, "precision", "fp16 is not available with engine: onnxruntime on device_type 0"),
         ({"precision": "int8"}, "precision", "int8 is not available with engine: onnxruntime on device_type 0"),

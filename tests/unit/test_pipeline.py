@@ -428,11 +428,19 @@ def test_a_source_op_refuses_a_request_while_draining(pipelines):
     assert p.shutdown(timeout=5) is True
 
 
-def test_warm_up_runs_each_shape_twice_where_the_engine_prepares_it_on_the_second(pipelines):
-    """engine: torch with cuda_graphs captures a shape on its second call: warm-up captures its shapes."""
+@pytest.mark.parametrize(
+    "prepared",
+    [
+        {"engine": "torch", "device_type": 1, "devices": "0", "cuda_graphs": True},
+        {"engine": "torch", "torch_compile": True},
+    ],
+    ids=["cuda_graphs", "torch_compile"],
+)
+def test_warm_up_runs_each_shape_twice_where_the_engine_prepares_it_on_the_second(pipelines, prepared):
+    """engine: torch with cuda_graphs captures a shape on its second call, and with torch_compile sends it to
+    the compiler then: warm-up does it for its shapes."""
     plain = make({"split": op("SizedSplitOp", max_batch_size=4, run_batch_sizes=[1, 2, 4])})
-    gpu = {"engine": "torch", "device_type": 1, "devices": "0", "cuda_graphs": True}
-    graphs = make({"split": op("SizedSplitOp", max_batch_size=4, run_batch_sizes=[1, 2, 4], **gpu)})
+    graphs = make({"split": op("SizedSplitOp", max_batch_size=4, run_batch_sizes=[1, 2, 4], **prepared)})
     pipelines(plain)
     pipelines(graphs)
     once = plain.stages["split"].op.runners[0].batch_sizes

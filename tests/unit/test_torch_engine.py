@@ -38,6 +38,8 @@ def parse_svc(svc: dict):
         ({"use_openvino": True}, "use_openvino"),
         ({"conv_kernels": "jit"}, "conv_kernels"),
         ({"cuda_graphs": True}, "cuda_graphs"),
+        ({"torch_compile_budget_s": 60}, "torch_compile_budget_s"),  # without torch_compile
+        ({"torch_compile": True, "torch_compile_budget_s": 0}, "torch_compile_budget_s"),
     ],
 )
 def test_what_torch_cannot_honour_is_refused_naming_the_key(svc, key):
@@ -53,6 +55,9 @@ def test_what_torch_cannot_honour_is_refused_naming_the_key(svc, key):
         {"device_type": 1, "devices": "0,1", "precision": "fp16"},
         {"device_type": 1, "precision": "bf16"},
         {"device_type": 1, "precision": "fp16", "cuda_graphs": True},
+        {"torch_compile": True},
+        {"torch_compile": True, "torch_compile_budget_s": 120},
+        {"device_type": 1, "precision": "fp16", "cuda_graphs": True, "torch_compile": True},
     ],
 )
 def test_what_torch_runs_is_accepted(svc):
@@ -73,6 +78,8 @@ def test_the_plan_places_instances_and_picks_the_weights_type():
     assert torch_plan(bf16, 0).compute_dtype == torch.bfloat16
     graphs = LocalServiceConf(engine="torch", device_type=1, cuda_graphs=True)
     assert torch_plan(graphs, 0).cuda_graphs
+    compiled = LocalServiceConf(engine="torch", torch_compile=True)
+    assert torch_plan(compiled, None).torch_compile and not torch_plan(compiled, None).cuda_graphs
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the refusal is for machines without one")

@@ -24,7 +24,7 @@ from .probe_step import StepContext, failure
 # (precision, graphs): the most telling first, so a step stopped early has them
 VARIANTS = (("fp32", False), ("fp16", False), ("fp32", True), ("fp16", True))
 NO_CUDA = "no CUDA: {what} measured on a CUDA device only"
-# a graph is captured on a shape's second call (serving/runners/graph_cache.py)
+# a graph is captured on a shape's second call (serving/runners/bucket_cache.py)
 GRAPH_WARMUP = 2
 
 
@@ -84,7 +84,7 @@ def measure(
             try:
                 found = point(r, feed_of(ctx, model, shape), ctx.device, warmup, ctx.plan.curve_repeats)
                 if graphs:
-                    found["graphs_captured"] = r.graphs.captured if r.graphs is not None else 0
+                    found["graphs_captured"] = r.buckets.captured if r.buckets is not None else 0
             except Exception as exc:  # noqa: BLE001 - a shape that fails (memory, capture) is its point
                 found = failure(exc)
             measured.append({**shape, **found})

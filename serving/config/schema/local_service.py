@@ -112,6 +112,25 @@ class LocalServiceConf:
         "`run_batch_sizes` and the op's size or width buckets. A model whose plan reads device data on the host "
         "is refused at load, naming the node.",
     )
+    torch_compile: bool = Field(
+        default=False,
+        strict=True,
+        description="`engine: torch` only, on the CPU or a GPU: each input shape's frozen plan is compiled by "
+        "TorchInductor (C++ on the CPU, Triton on a GPU; either needs a C compiler), in a background thread "
+        "from the shape's second call, and runs compiled once ready (on a GPU, captured again with "
+        "`cuda_graphs`). No request waits for a compile: a shape runs its plan meanwhile. Compiles take tens "
+        "of seconds per shape (cached on disk by torch across restarts): bound the shapes as for "
+        "`cuda_graphs`, and the time with `torch_compile_budget_s`.",
+    )
+    torch_compile_budget_s: float = Field(
+        default=600.0,
+        gt=0,
+        strict=True,
+        description="With `torch_compile`: seconds of compiling per instance group (an op's instances on one "
+        "device share their compiled shapes), in the order shapes reach their second call (warm-up's first); "
+        "no compile starts once they are spent, or would pass them if it took as long as the last one. The "
+        "shapes left run their plans.",
+    )
     device_type: int = Field(
         default=0,
         strict=True,
