@@ -33,7 +33,14 @@ from typing import Any
 
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import use_idle_cpu
-from serving.runners.process import ModelFactory, PredictorChild, name_process, serve_instance, stop_process
+from serving.runners.process import (
+    ModelFactory,
+    PredictorChild,
+    log_as_the_server,
+    name_process,
+    serve_instance,
+    stop_process,
+)
 from serving.runners.runner_modules import load_in_process, load_one
 
 log = logging.getLogger(__name__)
@@ -130,9 +137,10 @@ def device_key(conf: LocalServiceConf, device_id: int | None) -> str:
     return "cpu" if conf.device_type == 0 or device_id is None else f"gpu{device_id}"
 
 
-def _host_main(control: Any, address: str, authkey: bytes, name: str) -> None:
+def _host_main(control: Any, address: str, authkey: bytes, name: str, log_level: int = logging.WARNING) -> None:
     """A device process: take instances on ``address`` until the server says stop (or goes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the server drains, then stops us
+    log_as_the_server(log_level)
     name_process(f"bl-{name}")
     listener = Listener(address, "AF_UNIX")  # the key is checked per connection, in its own thread
     threading.Thread(target=_accept, args=(listener, authkey, Shelf()), name="device-accept", daemon=True).start()
@@ -184,7 +192,7 @@ class _Host:
         self.control, child_end = ctx.Pipe()
         self.proc = ctx.Process(
             target=_host_main,
-            args=(child_end, self.address, self._authkey, name),
+            args=(child_end, self.address, self._authkey, name, logging.getLogger().getEffectiveLevel()),
             name=f"batchline-{name}",
             daemon=True,
         )

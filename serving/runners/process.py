@@ -52,6 +52,12 @@ HANG_GRACE_S = 1.0
 RESTART_WAIT_S = 30.0
 
 
+def log_as_the_server(level: int) -> None:
+    """In a spawned child: log at the server's level to the stderr it inherited (a spawned
+    interpreter starts with no handler, and would drop everything under WARNING)."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s")
+
+
 def name_process(name: str) -> None:
     """Set the calling thread's name, which for the main thread is the process's, as
     ``ps``, ``top`` and /proc/<pid>/comm show it (Linux, 15 bytes; elsewhere nothing happens)."""
@@ -92,9 +98,11 @@ def _child_main(
     out_prefix: str | None = None,
     label: str = "",
     factory: ModelFactory | None = None,
+    log_level: int = logging.WARNING,
 ) -> None:
     """Child process: load the predictor, then serve run requests until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent drains, then stops us
+    log_as_the_server(log_level)
     if label:
         name_process(f"bl-{label}")
     try:
@@ -306,6 +314,7 @@ class ProcessPredictor:
                 out_prefix,
                 self.label,
                 self._factory,
+                logging.getLogger().getEffectiveLevel(),
             ),
             name="batchline-predictor",
             daemon=True,
