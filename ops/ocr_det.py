@@ -9,6 +9,8 @@ Hooks:
               with padded sides rounded up to ``size_buckets`` (repeating shapes
               for oneDNN); an item joins a sub-batch only while the padding
               ratio stays <= ``max_padding_ratio``
+              (with ``local_service_conf.mask_padding``, each item's unpadded size is
+              fed as ``x_extent`` and the model masks the padding: an item reads as alone)
   uncollate   each item's probability map cropped back to its own size
   pad_extent  (height, width) after bucket rounding, in pixels: what ``max_batch_units``
               counts (a batch: images x largest height x largest width)
@@ -45,7 +47,7 @@ from ops.image import (
     to_bgr,
 )
 from ops.ocr_rec import OcrRecOp
-from serving.op import BadRequest, Op, OpContext, SubBatch
+from serving.op import BadRequest, Op, OpContext, SubBatch, extent_input
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +122,12 @@ class OcrDetOp(Op):
     Params: ClassVar[type[BaseModel]] = DetParams
     input_kind: ClassVar[str | None] = "image"
     pad_unit: ClassVar[str | None] = "pixels"
+    feeds_extents: ClassVar[bool] = True
 
     def __init__(self, ctx: OpContext):
         super().__init__(ctx)
+        # the model masks each page's padding: it takes the pages' unpadded sizes too
+        self._feeds_extents = ctx.conf.local_service_conf.mask_padding
         self._pre_ops: Any = None
         self._transform: Any = None
         self._post: Any = None
@@ -257,11 +262,13 @@ class OcrDetOp(Op):
         subs = []
         for idx, (ph, pw), real in zip(groups, shapes, reals):
             idx = sorted(idx)
-            feed = pad_batch([items[i].image for i in idx], (3, ph, pw), mode=self.params.pad_mode)
+            feed = {"x": pad_batch([items[i].image for i in idx], (3, ph, pw), mode=self.params.pad_mode)}
+            if self._feeds_extents:
+                feed[extent_input("x")] = np.asarray([items[i].image.shape[1:] for i in idx], dtype=np.int64)
             subs.append(
                 SubBatch(
                     indices=idx,
-                    feed={"x": feed},
+                    feed=feed,
                     real_units=real,
                     padded_units=ph * pw * len(idx),
                     meta=[items[i].image.shape[1:] for i in idx],

@@ -167,6 +167,12 @@ class OpContext:
     params: BaseModel
 
 
+def extent_input(image: str) -> str:
+    """The input beside image input ``image`` that a model with masked padding takes: each
+    item's unpadded height and width (``local_service_conf.mask_padding``)."""
+    return image + "_extent"
+
+
 class Op:
     """Base class for pipeline ops. Override the hooks you need.
 
@@ -182,6 +188,9 @@ class Op:
                       :meth:`pad_extent` as one call and never pads an item past
                       its own extent (width or length buckets): the adaptive
                       policy then batches one extent at a time (docs/batching.md).
+      ``feeds_extents`` True if, under ``local_service_conf.mask_padding``,
+                      :meth:`collate` feeds ``<image input>_extent`` (each item's
+                      unpadded height and width) beside the padded batch.
     """
 
     Params: ClassVar[type[BaseModel]] = NoParams
@@ -189,6 +198,7 @@ class Op:
     needs_model: ClassVar[bool] = True
     pad_unit: ClassVar[str | None] = None
     extent_groups: ClassVar[bool] = False
+    feeds_extents: ClassVar[bool] = False
 
     def __init__(self, ctx: OpContext):
         self.ctx = ctx

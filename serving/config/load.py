@@ -100,6 +100,14 @@ def _bind_ops(config: ServingConfig) -> list[tuple[str, str]]:
                     "count units: drop max_batch_units (or give the class pad_unit and pad_extent)",
                 )
             )
+        if op.local_service_conf.mask_padding and not op_class.feeds_extents:
+            problems.append(
+                (
+                    f"{path}.local_service_conf.mask_padding",
+                    f"op class {op.cls!r} does not feed its items' extents (feeds_extents), which a model with "
+                    "masked padding takes: drop mask_padding",
+                )
+            )
     if problems:
         return problems
     try:

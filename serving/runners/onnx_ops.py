@@ -345,6 +345,14 @@ def softmax(attrs: Attributes, opset: int) -> Compute:
     return coerced
 
 
+def range_(attrs: Attributes, opset: int) -> Compute:
+    def compute(start: Tensor, limit: Tensor, delta: Tensor) -> Tensor:
+        # host numbers (shapes): the positions along an axis
+        return torch.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
+
+    return compute
+
+
 def cumsum(attrs: Attributes, opset: int) -> Compute:
     exclusive, reverse = bool(attrs.get("exclusive", 0)), bool(attrs.get("reverse", 0))
 
@@ -370,6 +378,7 @@ HOST_INPUTS: Mapping[str, frozenset[int]] = MappingProxyType(
         "ReduceMean": frozenset({1}),
         "CumSum": frozenset({1}),
         "Resize": frozenset({1, 2, 3}),
+        "Range": frozenset({0, 1, 2}),
     }
 )
 
@@ -381,6 +390,7 @@ OPS: Mapping[str, Callable[[Attributes, int], Compute]] = MappingProxyType(
         "Div": binary(divide),
         "Pow": binary(torch.pow),
         "Equal": binary(torch.eq),
+        "Less": binary(torch.lt),
         "MatMul": binary(torch.matmul),
         "Not": unary(torch.logical_not),
         "Relu": unary(torch.relu),
@@ -411,5 +421,6 @@ OPS: Mapping[str, Callable[[Attributes, int], Compute]] = MappingProxyType(
         "ReduceMean": reduce_mean,
         "Softmax": softmax,
         "CumSum": cumsum,
+        "Range": range_,
     }
 )

@@ -34,6 +34,7 @@ from serving.runners.bucket_cache import BucketCache, Form
 from serving.runners.frozen_plan import CaptureRefused, InputSpec, freeze
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
+from serving.runners.padding_masks import CannotMask, mask_padding
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of, lone_gpu
 from serving.runners.plan_compiler import PlanCompiler
@@ -248,6 +249,11 @@ def create_torch_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list
     model = onnx.load(path)
     set_cpu_threads(conf)
     strict_fp32(plans)
+    if conf.mask_padding:
+        try:
+            model = mask_padding(model)
+        except CannotMask as e:
+            raise ValueError(f"mask_padding: {path}: {e}") from None
     dtype = COMPUTE_DTYPES[conf.precision]
     if dtype is not None:
         model, folded = fold_batch_norms(model)

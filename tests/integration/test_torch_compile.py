@@ -104,7 +104,7 @@ def test_the_gpu_slot_compile_half_runs_the_bench_and_leaves_its_results_in_one_
     import subprocess
     import tarfile
 
-    from bench.lib.paths import ROOT
+    from tests.support.ocr_data import ROOT
 
     carry = tmp_path / "carry"
     carry.mkdir()

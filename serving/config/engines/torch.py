@@ -52,7 +52,12 @@ ENGINE = Engine(
     precisions=PRECISIONS,
     threads_overlap=True,
     own_keys=MappingProxyType(
-        {"cuda_graphs": False, "torch_compile": False, "torch_compile_budget_s": DEFAULT_COMPILE_BUDGET_S}
+        {
+            "cuda_graphs": False,
+            "torch_compile": False,
+            "torch_compile_budget_s": DEFAULT_COMPILE_BUDGET_S,
+            "mask_padding": False,
+        }
     ),
     loader="serving.runners.torch_runtime",
     model_files=torch_model_files,

@@ -112,6 +112,16 @@ class LocalServiceConf:
         "`run_batch_sizes` and the op's size or width buckets. A model whose plan reads device data on the host "
         "is refused at load, naming the node.",
     )
+    mask_padding: bool = Field(
+        default=False,
+        strict=True,
+        description="`engine: torch` only, for an op class that feeds each item's extent (`ocr_det`): the "
+        "model also takes each item's unpadded height and width, and masks the padding of a batch of "
+        "different sizes (every convolution's input, every global pool), so that an item batched with larger "
+        "ones computes what it computes alone: pages of different sizes batch with PaddleOCR's lines. For "
+        "convolutional image models whose strides and scales divide the items' sides (det's, multiples of "
+        "32); a model with an operator it cannot follow is refused at load, naming the node.",
+    )
     torch_compile: bool = Field(
         default=False,
         strict=True,
