@@ -76,6 +76,16 @@ def test_an_engine_override_drops_the_keys_another_engine_owns():
     assert ocr["op"]["rec"]["local_service_conf"]["conv_kernels"] == "jit"  # the original is left alone
 
 
+def test_an_engine_without_masked_padding_reads_det_at_paddleocr_s_size():
+    cpu = configs.check_config("cpu")
+    moved = configs.with_engine(cpu, "onnxruntime")
+    det = moved["op"]["det"]
+    assert "mask_padding" not in det["local_service_conf"]
+    assert {k: det["params"][k] for k in configs.UNPADDED_DET} == configs.UNPADDED_DET
+    assert cpu["op"]["det"]["params"]["size_buckets"]  # the original is left alone
+    assert configs.with_engine(cpu, "torch")["op"]["det"]["params"] == cpu["op"]["det"]["params"]
+
+
 def test_an_engine_override_refuses_an_engine_that_cannot_run_the_device():
     from bench.lib.script import BenchError
 

@@ -98,6 +98,26 @@ def test_det_at_bf16_compiles_and_reads_the_page_map_as_its_plan_does():
     runner.close()
 
 
+def test_the_masked_det_compiles_and_still_reads_each_page_as_alone():
+    """mask_padding's masks are host arithmetic frozen with the plan: the trace takes them as they are."""
+    (masked,) = load("ch_PP-OCRv4_det_infer", 1, torch_compile=True, mask_padding=True)
+    (plain,) = load("ch_PP-OCRv4_det_infer", 1)
+    rng = np.random.default_rng(3)
+    batch = rng.uniform(-1, 1, (2, 3, 320, 320)).astype(np.float32)
+    extents = np.array([[320, 320], [160, 224]], dtype=np.int64)
+    feed = {"x": batch, "x_extent": extents}
+    for _ in range(3):
+        masked.run(feed)
+    assert masked.compiler.wait(COMPILE_WAIT_S)
+    out = masked.run(feed)[0]
+    assert masked.buckets.compiled == 1
+    np.testing.assert_allclose(out[:1], plain.run({"x": batch[:1]})[0], atol=1e-5)
+    small = np.ascontiguousarray(batch[1:, :, :160, :224])
+    np.testing.assert_allclose(out[1:, :, :160, :224], plain.run({"x": small})[0], atol=1e-5)
+    masked.close()
+    plain.close()
+
+
 def test_the_gpu_slot_compile_half_runs_the_bench_and_leaves_its_results_in_one_archive(tmp_path):
     """bench/gpu_slot.sh compile, as a GPU slot runs it, here on the CPU with the smallest model."""
     import json

@@ -2,7 +2,8 @@
 shipped GPU config, as it is) by overrides:
 
 * ``--device cpu``: every op on the CPU (device_type 0), one 1-thread instance;
-* ``--engine NAME``: every op on that engine, without the keys another engine owns;
+* ``--engine NAME``: every op on that engine, without the keys another engine owns (and det
+  at PaddleOCR's size where that drops ``mask_padding``);
 * ``--instance-mode MODE``: every op in that mode (``process``: a process per op, to compare
   with the shipped one process per device);
 * batching off: ``max_batch_size: 1`` on every op (the only difference from on);
@@ -27,6 +28,8 @@ CONFIG = "ocr_gpu"
 REC_PARAMS_CONFIG = "rec"
 BATCHING = ("on", "off")
 
+# det's params where an engine cannot mask its padding (mask_padding): configs/ocr.yml's
+UNPADDED_DET = {"size_buckets": [], "bucket_step": 32, "max_padding_ratio": 0}
 # on the CPU one 1-thread instance per op: two servers (batching on and off) share a 2-core machine
 CPU_OPS = {"device_type": 0, "devices": "", "instance_num": 1, "thread_num": 1, "cuda_graphs": False}
 
@@ -76,8 +79,11 @@ def with_engine(data: Mapping[str, Any], engine: str) -> dict[str, Any]:
         device_type = svc.get("device_type", 0)
         if device_type not in ENGINES[engine].precisions:
             raise BenchError(f"--engine {engine} does not run op {name}'s device_type {device_type}")
+        masked = svc.get("mask_padding", False) and "mask_padding" in foreign_keys(engine)
         for key in foreign_keys(engine):
             svc.pop(key, None)
+        if masked:  # without the masks, padding would change det's lines: pages at PaddleOCR's size
+            op.setdefault("params", {}).update(UNPADDED_DET)
         svc["engine"] = engine
     return out
 
