@@ -14,6 +14,8 @@ module's output; writes torch_compile.json (bench/results, or --out).
 
 Shapes: on the CPU rec 8 x 320 px, det one 640 px page, cls 8 crops; on a GPU, the goals'
 shapes (rec 128 x 320 px, det 8 pages of 960 px) at --precision (fp16 there by default).
+``det_masked``: det with ``mask_padding`` (configs/ocr_gpu.yml's det), every other page of
+a smaller extent: beside ``det``, what the masks cost.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -44,10 +47,28 @@ import numpy as np  # noqa: E402
 from bench.lib.results import RESULTS_DIR, write_result  # noqa: E402
 from bench.lib.script import BenchError, chosen, first_line, run_main  # noqa: E402
 
-# model -> (batch, det's side or rec/cls width) per device
-CASES: Mapping[str, Mapping[str, tuple[int, int]]] = {
-    "cpu": {"rec": (8, 320), "det": (1, 640), "cls": (8, 192)},
-    "cuda": {"rec": (128, 320), "det": (8, 960)},
+
+@dataclass(frozen=True)
+class Case:
+    model: str
+    batch: int
+    size: int  # det's side, or rec's and cls's width
+    keys: Mapping[str, Any] = field(default_factory=dict)  # local_service_conf keys of every torch variant
+
+
+MASKED = {"mask_padding": True}
+CASES: Mapping[str, Mapping[str, Case]] = {
+    "cpu": {
+        "rec": Case("rec", 8, 320),
+        "det": Case("det", 1, 640),
+        "cls": Case("cls", 8, 192),
+        "det_masked": Case("det", 1, 640, MASKED),  # beside det: what mask_padding costs (configs/ocr_gpu.yml's det)
+    },
+    "cuda": {
+        "rec": Case("rec", 128, 320),
+        "det": Case("det", 8, 960),
+        "det_masked": Case("det", 8, 960, MASKED),
+    },
 }
 # variant -> its local_service_conf keys; the first is the baseline. On the CPU, OpenVINO
 # (the shipped CPU engine) for scale.
@@ -68,10 +89,18 @@ VARIANTS: Mapping[str, Mapping[str, Mapping[str, Any]]] = {
 PREPARING_CALLS = 3
 
 
-def feed_for(model: str, batch: int, size: int) -> dict[str, np.ndarray]:
+def feed_for(case: Case) -> dict[str, np.ndarray]:
+    """The fixed random inputs; with masks, every other page's extent smaller (pages of mixed sizes)."""
     from bench.lib.gpu.probe_models import random_feed
+    from serving.op import extent_input
 
-    return random_feed(model, batch, size, 128, rec_width=size)
+    feed = random_feed(case.model, case.batch, case.size, 128, rec_width=case.size)
+    if case.keys.get("mask_padding"):
+        smaller = (case.size // 64 * 32, case.size * 3 // 128 * 32)  # multiples of det's stride
+        feed[extent_input("x")] = np.asarray(
+            [(case.size, case.size) if k % 2 == 0 else smaller for k in range(case.batch)], dtype=np.int64
+        )
+    return feed
 
 
 def runner_for(model: str, device: str, precision: str, keys: Mapping[str, Any], budget_s: float) -> Any:
@@ -122,25 +151,50 @@ def call_ms(runner: Any, feed: Mapping[str, np.ndarray], device: str, calls: int
     return times
 
 
-def measure_case(model: str, args: argparse.Namespace) -> dict[str, Any]:
-    batch, size = CASES[args.device][model]
-    feed = feed_for(model, batch, size)
-    variants = VARIANTS[args.device]
+def variants_of(case: Case, device: str) -> dict[str, dict[str, Any]]:
+    """The case's variants and their keys: with a torch setting (masks), each torch variant
+    with it and, beside it, without (what the setting costs); no other engine's."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, keys in VARIANTS[device].items():
+        if not case.keys:
+            out[name] = dict(keys)
+        elif keys.get("engine", "torch") == "torch":
+            out[name] = {**keys, **case.keys}
+            out[f"{name}, without {'+'.join(case.keys)}"] = dict(keys)
+    return out
+
+
+def measure_case(case: Case, args: argparse.Namespace) -> dict[str, Any]:
+    feed = feed_for(case)
+    variants = variants_of(case, args.device)
     runners: dict[str, Any] = {}
-    row: dict[str, Any] = {"batch": batch, "size": size, "precision": args.precision, "variants": {}}
+    row: dict[str, Any] = {
+        "model": case.model,
+        "batch": case.batch,
+        "size": case.size,
+        "keys": dict(case.keys),
+        "precision": args.precision,
+        "variants": {},
+    }
+
+    def fed(runner: Any) -> dict[str, np.ndarray]:  # a model without masks takes no extents
+        return {name: value for name, value in feed.items() if name in runner.input_names}
+
+    # compared where every variant computes the same: with masks, the pages of whole extent
+    whole = slice(None, None, 2) if case.keys.get("mask_padding") else slice(None)
     try:
         for name, keys in variants.items():
-            runner = runner_for(model, args.device, args.precision, keys, args.budget_s)
+            runner = runner_for(case.model, args.device, args.precision, keys, args.budget_s)
             runners[name] = runner
             began = time.perf_counter()
-            compile_s = prepared(runner, feed, args.budget_s)
+            compile_s = prepared(runner, fed(runner), args.budget_s)
             row["variants"][name] = {"compile_s": compile_s, "prepare_s": round(time.perf_counter() - began, 1)}
-        outputs = {name: r.run(feed)[0] for name, r in runners.items()}
+        outputs = {name: r.run(fed(r))[0][whole] for name, r in runners.items()}
         times: dict[str, list[float]] = {name: [] for name in runners}
         names = list(runners)
         for k in range(args.rounds):
             for name in names if k % 2 == 0 else names[::-1]:
-                times[name] += call_ms(runners[name], feed, args.device, args.calls)
+                times[name] += call_ms(runners[name], fed(runners[name]), args.device, args.calls)
     finally:
         for r in runners.values():
             r.close()
@@ -164,7 +218,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=sorted(CASES), default="cpu")
     ap.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default=None, help="fp32 on a CPU, fp16 on a GPU")
-    ap.add_argument("--only", default="", help="models, comma-separated (default: every one of the device's)")
+    ap.add_argument("--only", default="", help="cases, comma-separated (default: every one of the device's)")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--calls", type=int, default=3, help="timed calls per variant per round")
     ap.add_argument("--budget-s", type=float, default=600.0, help="torch_compile_budget_s of the compiled variants")
@@ -187,13 +241,13 @@ def main() -> int:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: torch sees no CUDA device")
-    models = chosen(args.only, list(CASES[args.device]))
+    cases = chosen(args.only, list(CASES[args.device]))
     rows: dict[str, Any] = {}
     device_name = torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu"
     doc = {"device": device_name, "torch": torch.__version__, "cold_cache": args.cold_cache, "rows": rows}
-    for model in models:
+    for model in cases:
         try:
-            rows[model] = measure_case(model, args)
+            rows[model] = measure_case(CASES[args.device][model], args)
         except Exception as exc:  # noqa: BLE001 - a model that cannot be measured is its row; the next runs
             rows[model] = {"error": first_line(exc)}
         write_result("torch_compile", doc, args.out)
@@ -209,6 +263,14 @@ def main() -> int:
         print(f"  {model} batch {row['batch']} at {row['size']}: " + "; ".join(cells))
         worst = max(v["max_abs_diff_vs_module"] for v in row["variants"].values())
         print(f"    largest |difference| from the module's output: {worst:.2e}")
+        if row["keys"]:
+            setting = "+".join(row["keys"])
+            costs = [
+                f"{name} x{v['ms'] / row['variants'][f'{name}, without {setting}']['ms']:.2f}"
+                for name, v in row["variants"].items()
+                if f"{name}, without {setting}" in row["variants"]
+            ]
+            print(f"    time with {setting} over without: " + ", ".join(costs))
     measured = {m: row["variants"]["compiled"]["speedup_vs_module"] for m, row in rows.items() if "error" not in row}
     if measured:
         speedups = ", ".join(f"{m} x{x:.2f}" for m, x in measured.items())

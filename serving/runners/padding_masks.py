@@ -3,14 +3,16 @@ for each image, exactly what the image computes alone (``mask_padding``).
 
 Padding reaches a whole image's output where the model pools globally: PP-OCRv4 det's
 squeeze-and-excitation blocks average every feature map, so a page padded to batch with
-larger ones reads other lines (docs/DESIGN_NOTES.md, "Det on a GPU reads at PaddleOCR's
-size"). The rewritten model takes a second input, ``<image>_extent`` (batch x 2, int64:
+larger ones reads other lines (docs/DESIGN_NOTES.md, "Det batches pages of any size,
+exactly"). The rewritten model takes a second input, ``<image>_extent`` (batch x 2, int64:
 each image's unpadded height and width), and
 
-* multiplies the input of every convolution (and transposed convolution) of a tensor laid
-  out as the image (not one pooled to 1 x 1) by the mask of each image's extent at that
-  tensor's size: outside it the convolution then reads zeros,
-  which is what its own zero padding gives the image alone;
+* multiplies the input of every convolution that reads neighbouring positions (not a 1x1
+  one) of a tensor laid out as the image (not one pooled to 1 x 1) by the mask of each
+  image's extent at that tensor's size: outside it the convolution then reads zeros, which
+  is what its own zero padding gives the image alone. Whatever lies in the padding
+  elsewhere stays there: 1x1 convolutions, element-wise operators, nearest upsampling and
+  2x2 stride-2 transposed convolutions compute each position from its own;
 * averages each globally pooled map over the image's extent only.
 
 A tensor of size H' x W' in a model fed H x W holds an image of extent (h, w) in its top
@@ -80,7 +82,7 @@ def mask_padding(model: onnx.ModelProto) -> onnx.ModelProto:
     for node in graph.node:
         if node.op_type != "GlobalAveragePool" and any(i in spatial for i in node.input):
             spatial.update(node.output)
-        if node.op_type in ("Conv", "ConvTranspose") and node.input[0] in spatial:
+        if node.op_type == "Conv" and node.input[0] in spatial and reads_neighbours(node):
             masked = writer.masked(node.input[0], nodes)
             rewritten = onnx.NodeProto()
             rewritten.CopyFrom(node)
@@ -97,6 +99,13 @@ def mask_padding(model: onnx.ModelProto) -> onnx.ModelProto:
     out.graph.input.append(helper.make_tensor_value_info(extent, TensorProto.INT64, ["N", 2]))
     out.graph.initializer.extend(writer.constants)
     return out
+
+
+def reads_neighbours(conv: onnx.NodeProto) -> bool:
+    """Whether a convolution's output at a position reads other positions (or its zero padding):
+    a 1x1 convolution without pads reads its own only, so garbage in the padding stays there."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    return any(k != 1 for k in attrs.get("kernel_shape", [0])) or any(attrs.get("pads", [0]))
 
 
 def check_node(node: onnx.NodeProto, graph: onnx.GraphProto) -> None:

@@ -24,7 +24,7 @@ PAGES = ("00-en-1x32", "04-en-8x24", "11-en-4x30")
 def det(masked: bool):
     from tests.support.loaded_ops import loaded_ops
 
-    keys = {**CPU, "mask_padding": True} if masked else CPU
+    keys = {**CPU, "mask_padding": True if masked else None}  # None: dropped (ocr_gpu.yml sets it)
     return loaded_ops("ocr_gpu.yml", {"det": keys}, params={"det": ONE_BATCH})["det"]
 
 

@@ -22,12 +22,13 @@ SIZES = [(8, 12), (16, 8), (16, 16)]  # multiples of the net's stride (2)
 
 
 def se_net(extra_nodes=(), extra_inits=(), output="y"):
-    """conv 3x3 -> hardswish -> conv 3x3 stride 2 -> squeeze-and-excitation -> nearest x2 ->
+    """conv 3x3 -> hardswish -> conv 1x1 -> conv 3x3 stride 2 -> squeeze-and-excitation -> nearest x2 ->
     + the first conv's map -> transposed conv 2x2 stride 2 -> sigmoid."""
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("HardSwish", ["c1"], ["a1"]),
-        helper.make_node("Conv", ["a1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Conv", ["a1", "w11", "b11"], ["p1"], kernel_shape=[1, 1]),  # unmasked: reads its own position
+        helper.make_node("Conv", ["p1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("GlobalAveragePool", ["c2"], ["pooled"]),
         helper.make_node("Conv", ["pooled", "w3"], ["squeezed"], kernel_shape=[1, 1]),
         helper.make_node("HardSigmoid", ["squeezed"], ["gate"], alpha=0.2, beta=0.5),
@@ -48,6 +49,8 @@ def se_net(extra_nodes=(), extra_inits=(), output="y"):
     inits = [
         ("w1", floats(4, 3, 3, 3)),
         ("b1", floats(4)),
+        ("w11", floats(4, 4, 1, 1)),
+        ("b11", floats(4)),
         ("w2", floats(4, 4, 3, 3)),
         ("w3", floats(4, 4, 1, 1)),
         ("scales", np.array([1, 1, 2, 2], dtype=np.float32)),
@@ -82,6 +85,14 @@ def test_a_padded_batch_computes_what_each_image_computes_alone():
             torch.testing.assert_close(together[k : k + 1, :, :out_h, :out_w], alone, atol=1e-6, rtol=1e-5)
             if (h, w) != max(SIZES):  # the padding reaches a smaller image through the pool without the masks
                 assert (unmasked[k : k + 1, :, :out_h, :out_w] - alone).abs().max() > 1e-3
+
+
+def test_only_convolutions_that_read_neighbours_get_a_mask():
+    masked = mask_padding(se_net())
+    convs = {n.output[0]: n for n in masked.graph.node if n.op_type == "Conv"}
+    assert convs["p1"].input[0] == "a1"  # the 1x1 convolution reads the tensor as it is
+    assert convs["squeezed"].input[0] == "pooled"  # as does the excitation's, on the pooled map
+    assert convs["c1"].input[0] != "x" and convs["c2"].input[0] != "p1"  # the 3x3 ones read it masked
 
 
 def test_an_image_with_its_whole_extent_computes_as_the_plain_model():
