@@ -25,20 +25,26 @@ def model(nodes, inputs, outputs, initializers=(), opset=13):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
+def nearest_resize(source: str, out: str, scales: str = "scales", **attrs):
+    """A Resize node as det's (nearest, asymmetric, floor) by the ``scales`` input."""
+    return helper.make_node(
+        "Resize",
+        [source, "", scales],
+        [out],
+        mode="nearest",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+        **attrs,
+    )
+
+
 def conv_net(weight_scale=1.0):
     """Conv -> BN -> Resize (constant scales) -> a reshape to (N, C, H*W) from the input's own
     shape (Shape, Gather, Concat) -> Softmax: what det and rec do with shapes."""
     nodes = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"], epsilon=1e-5),
-        helper.make_node(
-            "Resize",
-            ["n", "", "scales"],
-            ["r"],
-            mode="nearest",
-            coordinate_transformation_mode="asymmetric",
-            nearest_mode="floor",
-        ),
+        nearest_resize("n", "r"),
         helper.make_node("Shape", ["r"], ["s"]),
         helper.make_node("Gather", ["s", "first_two"], ["nc"], axis=0),
         helper.make_node("Concat", ["nc", "minus_one"], ["target"], axis=0),

@@ -12,6 +12,7 @@ from onnx.reference import ReferenceEvaluator
 
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.onnx_ops import OPS, UnsupportedNode
+from tests.support.onnx_nets import nearest_resize
 
 RNG = np.random.default_rng(7)
 FLOAT = TensorProto.FLOAT
@@ -130,14 +131,7 @@ def test_softmax_follows_the_models_opset(axis):
 
 def test_resize_nearest_asymmetric_floor():
     scales = np.array([1, 1, 2, 2], np.float32)
-    node = helper.make_node(
-        "Resize",
-        ["x", "", "scales"],
-        ["y"],
-        mode="nearest",
-        coordinate_transformation_mode="asymmetric",
-        nearest_mode="floor",
-    )
+    node = nearest_resize("x", "y")
     m = model([node], [("x", FLOAT)], ["y"], [("scales", scales)])
     assert_agrees(m, floats(1, 2, 3, 5))
 

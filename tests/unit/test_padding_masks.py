@@ -15,7 +15,7 @@ from serving.op import extent_input
 from serving.runners.frozen_plan import InputSpec, freeze
 from serving.runners.onnx_graph import OnnxGraph
 from serving.runners.padding_masks import CannotMask, mask_padding
-from tests.support.onnx_nets import FLOAT, floats, model
+from tests.support.onnx_nets import FLOAT, floats, model, nearest_resize
 
 RNG = np.random.default_rng(11)
 SIZES = [(8, 12), (16, 8), (16, 16)]  # multiples of the net's stride (2)
@@ -33,14 +33,7 @@ def se_net(extra_nodes=(), extra_inits=(), output="y"):
         helper.make_node("Conv", ["pooled", "w3"], ["squeezed"], kernel_shape=[1, 1]),
         helper.make_node("HardSigmoid", ["squeezed"], ["gate"], alpha=0.2, beta=0.5),
         helper.make_node("Mul", ["c2", "gate"], ["excited"]),
-        helper.make_node(
-            "Resize",
-            ["excited", "", "scales"],
-            ["up"],
-            mode="nearest",
-            coordinate_transformation_mode="asymmetric",
-            nearest_mode="floor",
-        ),
+        nearest_resize("excited", "up"),
         helper.make_node("Add", ["up", "a1"], ["sum"]),
         helper.make_node("ConvTranspose", ["sum", "w4"], ["t"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Sigmoid", ["t"], ["y"]),
