@@ -117,8 +117,9 @@ class LocalServiceConf:
         strict=True,
         description="`engine: torch` only, for an op class that feeds each item's extent (`ocr_det`): the "
         "model also takes each item's unpadded height and width, and masks the padding of a batch of "
-        "different sizes (every convolution's input, every global pool), so that an item batched with larger "
-        "ones computes what it computes alone: pages of different sizes batch with PaddleOCR's lines. For "
+        "different sizes (the input of every convolution wider than 1x1, every global pool), so that an item "
+        "batched with larger ones computes what it computes alone: pages of different sizes batch with "
+        "PaddleOCR's lines. For "
         "convolutional image models whose strides and scales divide the items' sides (det's, multiples of "
         "32); a model with an operator it cannot follow is refused at load, naming the node.",
     )
