@@ -78,12 +78,14 @@ def test_an_engine_override_drops_the_keys_another_engine_owns():
 
 def test_an_engine_without_masked_padding_reads_det_at_paddleocr_s_size():
     cpu = configs.check_config("cpu")
-    moved = configs.with_engine(cpu, "onnxruntime")
+    moved = configs.with_engine(cpu, "openvino")
     det = moved["op"]["det"]
     assert "mask_padding" not in det["local_service_conf"]
     assert {k: det["params"][k] for k in configs.UNPADDED_DET} == configs.UNPADDED_DET
     assert cpu["op"]["det"]["params"]["size_buckets"]  # the original is left alone
-    assert configs.with_engine(cpu, "torch")["op"]["det"]["params"] == cpu["op"]["det"]["params"]
+    for masking in ("torch", "onnxruntime"):
+        kept = configs.with_engine(cpu, masking)["op"]["det"]
+        assert kept["params"] == cpu["op"]["det"]["params"] and kept["local_service_conf"]["mask_padding"]
 
 
 def test_an_engine_override_refuses_an_engine_that_cannot_run_the_device():

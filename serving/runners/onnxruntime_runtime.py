@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import onnx
 
 from serving.config.schema import LocalServiceConf
 from serving.paths import user_cache_dir
 from serving.runners.onnx_export import onnx_file
+from serving.runners.padding_masks import CannotMask, mask_padding
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of, lone_gpu
 
@@ -185,7 +187,13 @@ def create_ort_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list[O
         require_providers(plan, available, ort.__version__)
     start = time.perf_counter()
     path = onnx_file(conf.model_config)
-    sessions = {gpu: new_session(ort, path, plan) for gpu, plan in plans.items()}
+    model: str | bytes = path
+    if conf.mask_padding:
+        try:
+            model = mask_padding(onnx.load(path)).SerializeToString()
+        except CannotMask as e:
+            raise ValueError(f"mask_padding: {path}: {e}") from None
+    sessions = {gpu: new_session(ort, model, plan) for gpu, plan in plans.items()}
     runners = [OrtRunner(sessions[gpu], plans[gpu]) for gpu in gpus]
     log.info(
         "loaded %s on ONNX Runtime %s in %.3fs (%d instance(s) on %s, %s, inputs=%s outputs=%s)",
@@ -201,7 +209,8 @@ def create_ort_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list[O
     return runners
 
 
-def new_session(ort: Any, path: str, plan: SessionPlan) -> Any:
+def new_session(ort: Any, model: str | bytes, plan: SessionPlan) -> Any:
+    """A session of ``model`` (its file, or the serialized graph) as ``plan`` says."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = plan.intra_op_num_threads
     options.inter_op_num_threads = 1
@@ -210,7 +219,7 @@ def new_session(ort: Any, path: str, plan: SessionPlan) -> Any:
         if name == TENSORRT:
             os.makedirs(provider["trt_engine_cache_path"], exist_ok=True)
     # no fallback: a GPU provider that fails is an error here, not a silent run on the CPU
-    session = ort.InferenceSession(path, sess_options=options, providers=list(plan.providers), enable_fallback=0)
+    session = ort.InferenceSession(model, sess_options=options, providers=list(plan.providers), enable_fallback=0)
     require_session_providers(plan, session.get_providers())
     return session
 

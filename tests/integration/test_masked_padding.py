@@ -1,4 +1,4 @@
-"""``mask_padding`` on the real det (PP-OCRv4, engine: torch, on the CPU): committed sample
+"""``mask_padding`` on the real det (PP-OCRv4, engine: torch and onnxruntime, on the CPU): committed sample
 pages of different sizes batched into one padded run read exactly as each reads alone, box
 for box; without the masks they do not. The masked det still freezes on ``meta`` (CUDA
 graphs), and configs that cannot use the masks are refused naming the key."""
@@ -21,10 +21,10 @@ ONE_BATCH = {"size_buckets": [480, 640, 800, 960], "bucket_step": 32, "max_paddi
 PAGES = ("00-en-1x32", "04-en-8x24", "11-en-4x30")
 
 
-def det(masked: bool):
+def det(masked: bool, engine: str = "torch"):
     from tests.support.loaded_ops import loaded_ops
 
-    keys = {**CPU, "mask_padding": True if masked else None}  # None: dropped (ocr_gpu.yml sets it)
+    keys = {**CPU, "engine": engine, "mask_padding": True if masked else None}  # None: dropped (ocr_gpu.yml sets it)
     return loaded_ops("ocr_gpu.yml", {"det": keys}, params={"det": ONE_BATCH})["det"]
 
 
@@ -53,10 +53,13 @@ def run_alone(op, runner, item):
     return out, op.postprocess(item, out).boxes
 
 
-def test_pages_of_different_sizes_batched_with_masks_read_as_each_alone():
+@pytest.mark.parametrize("engine", ["torch", "onnxruntime"])
+def test_pages_of_different_sizes_batched_with_masks_read_as_each_alone(engine):
     from serving.op import extent_input
 
-    op, runner = det(masked=True)
+    if engine == "onnxruntime":
+        pytest.importorskip("onnxruntime")
+    op, runner = det(masked=True, engine=engine)
     assert runner.input_names == ["x", extent_input("x")]
     items = [op.preprocess(d.image) for d in sample_pages()]
     sizes = {item.image.shape[1:] for item in items}
@@ -104,7 +107,11 @@ def test_the_masked_det_freezes_on_meta_for_cuda_graphs():
     ("op_name", "keys", "message"),
     [
         ("rec", {"mask_padding": True}, "does not feed its items' extents"),
-        ("det", {"mask_padding": True, "engine": "openvino", "cuda_graphs": None}, "is a PyTorch setting"),
+        (
+            "det",
+            {"mask_padding": True, "engine": "openvino", "cuda_graphs": None},
+            "is a PyTorch and ONNX Runtime setting: it needs engine: torch or onnxruntime",
+        ),
     ],
 )
 def test_a_config_that_cannot_use_the_masks_is_refused_naming_the_key(op_name, keys, message):

@@ -26,15 +26,20 @@ else:
 
 
 def foreign_keys(name: str) -> dict[str, Engine]:
-    """Keys other engines own -> their owner: ``engine: name`` must leave them at the owner's default."""
-    return {key: other for other in ENGINES.values() if other.name != name for key in other.own_keys}
+    """Keys other engines own and ``name`` does not -> an owner: ``engine: name`` must leave them
+    at the owner's default."""
+    mine = ENGINES[name].own_keys
+    return {key: other for other in ENGINES.values() if other.name != name for key in other.own_keys if key not in mine}
 
 
 def check_keys(name: str, conf: EngineSettings) -> None:
     """Refuse another engine's own keys (set away from their default), then ask the engine itself."""
     for key, owner in foreign_keys(name).items():
         if getattr(conf, key) != owner.own_keys[key]:
-            raise FieldProblem(key, f"is {owner.setting_phrase}: it needs engine: {owner.name} (or drop it)")
+            owners = [e for e in ENGINES.values() if key in e.own_keys]
+            what = owner.setting_phrase if len(owners) == 1 else f"a {' and '.join(e.runtime for e in owners)} setting"
+            names = " or ".join(e.name for e in owners)
+            raise FieldProblem(key, f"is {what}: it needs engine: {names} (or drop it)")
     ENGINES[name].check(conf)
 
 

@@ -51,6 +51,8 @@ ENGINE = Engine(
     "shared by its instances)",
     precisions=PRECISIONS,
     threads_overlap=True,
+    # shared with engine: torch (the rewritten graph is plain ONNX)
+    own_keys=MappingProxyType({"mask_padding": False}),
     loader="serving.runners.onnxruntime_runtime",
     model_files=torch_model_files,
     check=check,

@@ -115,7 +115,7 @@ class LocalServiceConf:
     mask_padding: bool = Field(
         default=False,
         strict=True,
-        description="`engine: torch` only, for an op class that feeds each item's extent (`ocr_det`): the "
+        description="`engine: torch` or `onnxruntime`, for an op class that feeds each item's extent (`ocr_det`): the "
         "model also takes each item's unpadded height and width, and masks the padding of a batch of "
         "different sizes (the input of every convolution wider than 1x1, every global pool), so that an item "
         "batched with larger ones computes what it computes alone: pages of different sizes batch with "
