@@ -54,7 +54,7 @@ LOCAL_OPS = frozenset(
         "Constant",
     }
 )
-SPATIAL_AXES = (2, 3)
+CHANNEL_AXIS = 1
 
 
 class CannotMask(ValueError):
@@ -122,8 +122,8 @@ def check_node(node: onnx.NodeProto, graph: onnx.GraphProto) -> None:
             )
         return
     if node.op_type == "Concat":
-        if attrs.get("axis", 0) % 4 in SPATIAL_AXES:
-            raise CannotMask(f"{label}: concatenates along a spatial axis")
+        if attrs.get("axis", 0) % 4 != CHANNEL_AXIS:  # along the batch, items' extents would move
+            raise CannotMask(f"{label}: concatenates along an axis other than the channels'")
         return
     if node.op_type == "Resize":
         mode = attrs.get("mode", b"nearest")

@@ -116,6 +116,7 @@ def test_the_masked_model_freezes_on_meta_tensors_for_cuda_graphs():
         (helper.make_node("Transpose", ["y"], ["z"], perm=[0, 1, 3, 2], name="turn"), [], "turn"),
         (helper.make_node("MaxPool", ["y"], ["z"], kernel_shape=[2, 2], name="pool"), [], "pool"),
         (helper.make_node("Concat", ["y", "y"], ["z"], axis=3, name="side_by_side"), [], "side_by_side"),
+        (helper.make_node("Concat", ["y", "y"], ["z"], axis=0, name="more_items"), [], "more_items"),
         (
             helper.make_node("ConvTranspose", ["y", "w5"], ["z"], kernel_shape=[3, 3], strides=[2, 2], name="up3"),
             [("w5", floats(1, 1, 3, 3))],
