@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ if __name__ == "__main__" and not __package__:
 
 import numpy as np  # noqa: E402
 
+from bench.lib.call_speed import interleaved_call_ms, wall_call_ms  # noqa: E402
 from bench.lib.results import RESULTS_DIR, write_result  # noqa: E402
 from bench.lib.script import BenchError, chosen, first_line, run_main  # noqa: E402
 
@@ -143,12 +143,7 @@ def call_ms(runner: Any, feed: Mapping[str, np.ndarray], device: str, calls: int
         from bench.lib.gpu.probe_curves import event_times
 
         return event_times(runner, feed, 1, calls)
-    times = []
-    for _ in range(calls):
-        began = time.perf_counter()
-        runner.run(feed)
-        times.append(1000.0 * (time.perf_counter() - began))
-    return times
+    return wall_call_ms(runner, feed, calls)
 
 
 def variants_of(case: Case, device: str) -> dict[str, dict[str, Any]]:
@@ -190,27 +185,26 @@ def measure_case(case: Case, args: argparse.Namespace) -> dict[str, Any]:
             compile_s = prepared(runner, fed(runner), args.budget_s)
             row["variants"][name] = {"compile_s": compile_s, "prepare_s": round(time.perf_counter() - began, 1)}
         outputs = {name: r.run(fed(r))[0][whole] for name, r in runners.items()}
-        times: dict[str, list[float]] = {name: [] for name in runners}
-        names = list(runners)
-        for k in range(args.rounds):
-            for name in names if k % 2 == 0 else names[::-1]:
-                times[name] += call_ms(runners[name], fed(runners[name]), args.device, args.calls)
+        ms = interleaved_call_ms(
+            runners,
+            feed,
+            calls=args.calls,
+            rounds=args.rounds,
+            timer=lambda runner, n: call_ms(runner, fed(runner), args.device, n),
+        )
     finally:
         for r in runners.values():
             r.close()
-    baseline = names[0]
-    for name in names:
-        ms = statistics.median(times[name])
+    baseline = next(iter(runners))
+    for name in runners:
         row["variants"][name].update(
-            ms=round(ms, 3),
-            speedup_vs_module=round(statistics.median(times[baseline]) / ms, 2),
+            ms=round(ms[name], 3),
+            speedup_vs_module=round(ms[baseline] / ms[name], 2),
             max_abs_diff_vs_module=float(np.max(np.abs(outputs[name] - outputs[baseline]))),
         )
-    if "graphs" in times:
-        for name in names:
-            row["variants"][name]["speedup_vs_graphs"] = round(
-                statistics.median(times["graphs"]) / statistics.median(times[name]), 2
-            )
+    if "graphs" in ms:
+        for name in runners:
+            row["variants"][name]["speedup_vs_graphs"] = round(ms["graphs"] / ms[name], 2)
     return row
 
 

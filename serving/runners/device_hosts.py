@@ -19,7 +19,6 @@ Design: docs/DESIGN_NOTES.md, "One process per device".
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import multiprocessing
 import secrets
@@ -34,6 +33,7 @@ from typing import Any
 from serving.config.schema import LocalServiceConf
 from serving.runners.cpu_plan import use_idle_cpu
 from serving.runners.process import (
+    STOP_REQUEST,
     ModelFactory,
     PredictorChild,
     log_as_the_server,
@@ -239,7 +239,7 @@ class HostedChild(PredictorChild):
         if self.proc.is_alive():
             if grace > 0:
                 try:
-                    self.conn.send_bytes(json.dumps({"op": "stop"}).encode())
+                    self.conn.send_bytes(STOP_REQUEST)
                 except OSError:
                     pass
             left = self._gone(LEAVE_S if self.refused else grace)

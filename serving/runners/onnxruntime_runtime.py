@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import onnx
 
 from serving.config.schema import LocalServiceConf
 from serving.paths import user_cache_dir
 from serving.runners.onnx_export import onnx_file
-from serving.runners.padding_masks import CannotMask, mask_padding
+from serving.runners.padding_masks import load_masked
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of, lone_gpu
 
@@ -187,12 +186,7 @@ def create_ort_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list[O
         require_providers(plan, available, ort.__version__)
     start = time.perf_counter()
     path = onnx_file(conf.model_config)
-    model: str | bytes = path
-    if conf.mask_padding:
-        try:
-            model = mask_padding(onnx.load(path)).SerializeToString()
-        except CannotMask as e:
-            raise ValueError(f"mask_padding: {path}: {e}") from None
+    model: str | bytes = load_masked(path).SerializeToString() if conf.mask_padding else path
     sessions = {gpu: new_session(ort, model, plan) for gpu, plan in plans.items()}
     runners = [OrtRunner(sessions[gpu], plans[gpu]) for gpu in gpus]
     log.info(

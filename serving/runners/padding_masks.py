@@ -24,6 +24,7 @@ such mask: a model holding one is refused, naming the node.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -33,6 +34,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from serving.op import extent_input
+from serving.runners.batch_norm_folding import constant_arrays
 
 # operators computed per position (or per channel) that keep a tensor's spatial layout
 LOCAL_OPS = frozenset(
@@ -72,8 +74,9 @@ def mask_padding(model: onnx.ModelProto) -> onnx.ModelProto:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < 13:
         raise CannotMask(f"mask_padding needs opset >= 13 (the model's is {opset}): convert it again")
+    constants = constant_arrays(graph)
     for node in graph.node:
-        check_node(node, graph)
+        check_node(node, constants)
     image = images[0].name
     extent = extent_input(image)
     writer = _Writer(image, extent)
@@ -101,6 +104,15 @@ def mask_padding(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
+def load_masked(path: str) -> onnx.ModelProto:
+    """The ONNX model at ``path`` rewritten by :func:`mask_padding` (what an engine loads for
+    ``mask_padding: true``); ValueError naming the file and the node it cannot mask."""
+    try:
+        return mask_padding(onnx.load(path))
+    except CannotMask as e:
+        raise ValueError(f"mask_padding: {path}: {e}") from None
+
+
 def reads_neighbours(conv: onnx.NodeProto) -> bool:
     """Whether a convolution's output at a position reads other positions (or its zero padding):
     a 1x1 convolution without pads reads its own only, so garbage in the padding stays there."""
@@ -108,7 +120,7 @@ def reads_neighbours(conv: onnx.NodeProto) -> bool:
     return any(k != 1 for k in attrs.get("kernel_shape", [0])) or any(attrs.get("pads", [0]))
 
 
-def check_node(node: onnx.NodeProto, graph: onnx.GraphProto) -> None:
+def check_node(node: onnx.NodeProto, constants: Mapping[str, np.ndarray]) -> None:
     """Refuse, naming it, a node after which an image's extent is not where the mask puts it."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     label = f"{node.op_type} node {node.name or node.output[0]!r}"
@@ -134,22 +146,11 @@ def check_node(node: onnx.NodeProto, graph: onnx.GraphProto) -> None:
             or attrs.get("nearest_mode", b"round_prefer_floor") != b"floor"
         ):
             raise CannotMask(f"{label}: only nearest, asymmetric, floor resizing maps extents exactly")
-        scales = _constant(graph, node.input[2]) if len(node.input) > 2 and node.input[2] else None
-        if scales is None or any(float(s) != int(s) or s < 1 for s in scales):
+        scales = constants.get(node.input[2]) if len(node.input) > 2 else None
+        if scales is None or any(float(s) != int(s) or s < 1 for s in scales.reshape(-1)):
             raise CannotMask(f"{label}: only constant whole-number upscaling maps extents exactly")
         return
     raise CannotMask(f"{label}: {node.op_type} moves values across positions; mask_padding cannot follow it")
-
-
-def _constant(graph: onnx.GraphProto, name: str) -> list[float] | None:
-    for init in graph.initializer:
-        if init.name == name:
-            return [float(v) for v in numpy_helper.to_array(init).reshape(-1)]
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output[0] == name:
-            value = next(a for a in node.attribute if a.name == "value")
-            return [float(v) for v in numpy_helper.to_array(value.t).reshape(-1)]
-    return None
 
 
 @dataclass(frozen=True)

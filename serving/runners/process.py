@@ -52,6 +52,15 @@ HANG_GRACE_S = 1.0
 RESTART_WAIT_S = 30.0
 
 
+#: what the server sends a predictor (process or device-process instance) to make it stop
+STOP_REQUEST = json.dumps({"op": "stop"}).encode()
+
+
+def error_reply(exc: BaseException) -> dict[str, Any]:
+    """What a predictor tells the server of a failure (to load, or to run a batch)."""
+    return {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+
+
 def log_as_the_server(level: int) -> None:
     """In a spawned child: log at the server's level to the stderr it inherited (a spawned
     interpreter starts with no handler, and would drop everything under WARNING)."""
@@ -111,7 +120,7 @@ def _child_main(
         if idle_cpu:
             use_idle_cpu()
     except Exception as exc:  # noqa: BLE001 - reported to the parent
-        conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
+        conn.send_bytes(json.dumps(error_reply(exc)).encode())
         return
     serve_instance(conn, lambda: factory(device_id) if factory is not None else load_one(conf, device_id), out_prefix)
 
@@ -123,7 +132,7 @@ def serve_instance(conn: Any, load: Callable[[], Any], out_prefix: str | None) -
     try:
         predictor = load()
     except Exception as exc:  # noqa: BLE001 - reported to the parent
-        conn.send_bytes(json.dumps({"status": "error", "message": f"{type(exc).__name__}: {exc}"}).encode())
+        conn.send_bytes(json.dumps(error_reply(exc)).encode())
         return
     conn.send_bytes(
         json.dumps({"status": "ready", "inputs": predictor.input_names, "outputs": predictor.output_names}).encode()
@@ -145,7 +154,7 @@ def serve_instance(conn: Any, load: Callable[[], Any], out_prefix: str | None) -
                 meta = write_arrays(out_segment, [(str(i), o) for i, o in enumerate(outputs)])
                 reply = {"status": "ok", "shm": out_segment.name, "outputs": meta}
             except Exception as exc:  # noqa: BLE001 - reported to the parent
-                reply = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+                reply = error_reply(exc)
             conn.send_bytes(json.dumps(reply).encode())
     finally:
         feed_segment.release(unlink=False)
@@ -207,7 +216,7 @@ class PredictorChild:
     def end(self, grace: float = 0.0) -> int | None:
         """Stop the child (asked to, for ``grace`` s; then killed) and remove the output
         segments a dead child never unlinked. Returns its exit code (negative: the signal)."""
-        stop_process(self.proc, self.conn, json.dumps({"op": "stop"}).encode(), grace)
+        stop_process(self.proc, self.conn, STOP_REQUEST, grace)
         self.release()
         return self.proc.exitcode
 

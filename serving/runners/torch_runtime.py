@@ -34,7 +34,7 @@ from serving.runners.bucket_cache import BucketCache, Form
 from serving.runners.frozen_plan import CaptureRefused, InputSpec, freeze
 from serving.runners.onnx_export import onnx_file
 from serving.runners.onnx_graph import OnnxGraph
-from serving.runners.padding_masks import CannotMask, mask_padding
+from serving.runners.padding_masks import load_masked
 from serving.runners.paddle_inference import check_feed
 from serving.runners.placement import gpu_of, lone_gpu
 from serving.runners.plan_compiler import PlanCompiler
@@ -246,14 +246,9 @@ def create_torch_runners(conf: LocalServiceConf, gpus: list[int | None]) -> list
         require_device(plan)
     start = time.perf_counter()
     path = onnx_file(conf.model_config)
-    model = onnx.load(path)
+    model = load_masked(path) if conf.mask_padding else onnx.load(path)
     set_cpu_threads(conf)
     strict_fp32(plans)
-    if conf.mask_padding:
-        try:
-            model = mask_padding(model)
-        except CannotMask as e:
-            raise ValueError(f"mask_padding: {path}: {e}") from None
     dtype = COMPUTE_DTYPES[conf.precision]
     if dtype is not None:
         model, folded = fold_batch_norms(model)
