@@ -21,6 +21,7 @@ a smaller extent: beside ``det``, what the masks cost.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import tempfile
@@ -148,12 +149,16 @@ def call_ms(runner: Any, feed: Mapping[str, np.ndarray], device: str, calls: int
 
 def variants_of(case: Case, device: str) -> dict[str, dict[str, Any]]:
     """The case's variants and their keys: with a torch setting (masks), each torch variant
-    with it and, beside it, without (what the setting costs); no other engine's."""
+    with it and, beside it, without (what the setting costs); no other engine's, nor one
+    whose runtime is not installed (OpenVINO on a GPU host's CPU)."""
     out: dict[str, dict[str, Any]] = {}
     for name, keys in VARIANTS[device].items():
+        engine = keys.get("engine", "torch")
+        if engine != "torch" and importlib.util.find_spec(engine) is None:
+            continue
         if not case.keys:
             out[name] = dict(keys)
-        elif keys.get("engine", "torch") == "torch":
+        elif engine == "torch":
             out[name] = {**keys, **case.keys}
             out[f"{name}, without {'+'.join(case.keys)}"] = dict(keys)
     return out

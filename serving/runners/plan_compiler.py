@@ -1,5 +1,5 @@
-"""TorchInductor for one model's frozen plans (``torch_compile``), compiled in a
-background thread within a budget of seconds.
+"""TorchInductor for one model's frozen plans (``torch_compile``), compiled on the
+process's compile thread within a budget of seconds.
 
 A bucket's plan is first traced to ATen operations (``make_fx`` runs it once and keeps
 a straight-line graph, every shape fixed), then Inductor compiles that graph, fusing
@@ -16,6 +16,7 @@ instances of a model on one device; it stops when the last of them leaves.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections import deque
@@ -43,9 +44,48 @@ class Pending:
 
 PENDING = Pending()
 
-# Inductor's compile is not thread-safe (torch.compile itself holds a process-wide lock around it),
-# and two ops in one process (a device process) each have a compiler: one compile at a time.
-_ONE_COMPILE_AT_A_TIME = threading.Lock()
+
+class CompileThread:
+    """The one thread a process compiles on, running the jobs given to it in turn; started at
+    the first job, it lives as long as the process.
+
+    One thread: Inductor's compile is not thread-safe (``torch.compile`` holds a process-wide
+    lock around it), and det and rec in one device process each have a compiler. A lasting
+    one: on a CUDA build of PyTorch where no GPU is visible, each ``make_fx`` trace registers
+    a no-op CUDA device guard, and once the first thread that registered one has exited, the
+    next registration crashes the process (seen with torch 2.11.0+cu130; docs/DESIGN_NOTES.md,
+    "torch_compile"). A daemon: a process that exits does not wait for a compile."""
+
+    def __init__(self, name: str = "bl-compile"):
+        self._name = name
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on the thread after the jobs before it (an exception it raises is logged)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+        self._jobs.put(job)
+
+    @property
+    def ident(self) -> int | None:
+        """The thread's id, once started."""
+        return self._thread.ident if self._thread is not None else None
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - the thread serves the process's other compiles
+                log.exception("a compile job failed")
+
+
+# The process's compile thread: a process-wide resource, as Inductor's own state is.
+PROCESS_COMPILE_THREAD = CompileThread()
 
 
 class CompiledPlan:
@@ -81,7 +121,8 @@ def inductor_compile(plan: FrozenPlan, device: torch.device) -> CompiledPlan:
 
 
 class PlanCompiler:
-    """Compiles the buckets asked for, one at a time, in order, in one daemon thread.
+    """Compiles the buckets asked for, one at a time, in order, on the process's compile
+    thread (a bucket a turn: two models' compiles alternate).
 
     The budget is checked before each compile: none starts once the seconds spent reach
     it, or would pass it if this compile took as long as the last. A compile that fails
@@ -95,6 +136,7 @@ class PlanCompiler:
         compile_plan: Callable[[FrozenPlan, torch.device], Any] = inductor_compile,
         clock: Callable[[], float] = time.monotonic,
         name: str = "model",
+        thread: CompileThread = PROCESS_COMPILE_THREAD,
     ):
         self._module = module
         self._device = torch.device(device)
@@ -105,7 +147,9 @@ class PlanCompiler:
         self._lock = threading.Lock()
         self._queue: deque[Bucket] = deque()
         self._results: dict[Bucket, Any] = {}
-        self._thread: threading.Thread | None = None
+        self._thread = thread
+        self._idle = threading.Event()  # nothing queued or compiling
+        self._idle.set()
         self._spent_s = 0.0
         self._last_s = 0.0
         self._users = 0
@@ -135,9 +179,9 @@ class PlanCompiler:
                 return
             self._results[bucket] = PENDING
             self._queue.append(bucket)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=f"bl-compile-{self._name}", daemon=True)
-                self._thread.start()
+            if self._idle.is_set():
+                self._idle.clear()
+                self._thread.submit(self._work)
 
     def result(self, bucket: Bucket) -> Any:
         """The compiled plan of ``bucket``; :data:`PENDING` while it waits or compiles; None where it
@@ -153,32 +197,32 @@ class PlanCompiler:
     @property
     def busy(self) -> bool:
         """A compile is queued or under way."""
-        with self._lock:
-            return self._thread is not None
+        return not self._idle.is_set()
 
     def wait(self, timeout_s: float) -> bool:
         """Wait until nothing is queued or compiling (True), or ``timeout_s`` passes (False)."""
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout_s)
-            return not thread.is_alive()
-        return True
+        return self._idle.wait(timeout_s)
 
     def _over_budget(self) -> bool:
         return self._spent_s >= self._budget_s or self._spent_s + self._last_s > self._budget_s
 
     def _work(self) -> None:
-        while True:
+        """One turn on the compile thread: the next bucket, then back in line behind the other
+        models' turns while buckets are left."""
+        with self._lock:
+            bucket = self._queue.popleft() if self._queue and not self._closed else None
+            if bucket is not None and self._over_budget():
+                self._give_up(bucket)
+                bucket = None
+        try:
+            if bucket is not None:
+                self._compile(bucket)
+        finally:
             with self._lock:
-                if self._closed or not self._queue:
-                    self._thread = None
-                    return
-                bucket = self._queue.popleft()
-                if self._over_budget():
-                    self._give_up(bucket)
-                    continue
-            self._compile(bucket)
+                if self._queue and not self._closed:
+                    self._thread.submit(self._work)
+                else:
+                    self._idle.set()
 
     def _give_up(self, bucket: Bucket) -> None:
         """Past the budget: this bucket and every one queued keep their plans (called holding the lock)."""
@@ -198,19 +242,18 @@ class PlanCompiler:
 
     def _compile(self, bucket: Bucket) -> None:
         compiled: Any = None
-        with _ONE_COMPILE_AT_A_TIME:  # the budget counts compiling, not waiting for another model's
-            began = self._clock()
-            try:
-                compiled = self._compile_plan(freeze(self._module, bucket, self._device), self._device)
-            except Exception as e:  # noqa: BLE001 - the plan still answers: compiling was an optimisation
-                log.warning(
-                    "torch_compile for %s: could not compile %s (%s: %s); it runs its plan",
-                    self._name,
-                    [s.shape for s in bucket],
-                    type(e).__name__,
-                    e,
-                )
-            took = self._clock() - began
+        began = self._clock()  # the budget counts compiling, not waiting for another model's turn
+        try:
+            compiled = self._compile_plan(freeze(self._module, bucket, self._device), self._device)
+        except Exception as e:  # noqa: BLE001 - the plan still answers: compiling was an optimisation
+            log.warning(
+                "torch_compile for %s: could not compile %s (%s: %s); it runs its plan",
+                self._name,
+                [s.shape for s in bucket],
+                type(e).__name__,
+                e,
+            )
+        took = self._clock() - began
         with self._lock:
             self._spent_s += took
             self._last_s = took

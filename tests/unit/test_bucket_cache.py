@@ -12,7 +12,7 @@ import torch
 from serving.runners.bucket_cache import BucketCache
 from serving.runners.frozen_plan import bucket_of, freeze
 from serving.runners.onnx_graph import OnnxGraph
-from serving.runners.plan_compiler import PENDING, PlanCompiler
+from serving.runners.plan_compiler import PENDING, CompileThread, PlanCompiler
 from tests.support.fake_clock import FakeClock
 from tests.support.onnx_nets import conv_net, floats
 
@@ -239,3 +239,57 @@ def test_two_models_in_one_process_compile_one_at_a_time_and_neither_pays_for_th
     assert all(c.wait(WAIT_S) for c in compilers)
     assert max(most) == 1
     assert [c.spent_s for c in compilers] == [10, 10]  # each its own compile's seconds
+
+
+def test_every_compile_of_a_process_runs_on_one_thread_that_outlives_its_compilers():
+    """A CUDA build of torch with no GPU visible crashes tracing on a thread once the first
+    thread that traced has exited: one thread compiles, and never exits."""
+    graph = OnnxGraph(conv_net()).eval()
+    thread = CompileThread(name="bl-compile-test")
+    ran_on = []
+
+    class Where(FakeCompile):
+        def __call__(self, plan, device):
+            ran_on.append(threading.get_ident())
+            return super().__call__(plan, device)
+
+    clock = FakeClock()
+    for name in ("det", "rec"):  # one compiler after the other has stopped, with its bursts between
+        compiler = PlanCompiler(graph, "cpu", 100, compile_plan=Where(clock), clock=clock, name=name, thread=thread)
+        compiler.attach()
+        for h in (4, 5):
+            compiler.request(bucket_of(inputs(h)))
+            assert compiler.wait(WAIT_S)
+        compiler.detach()
+    assert len(ran_on) == 4 and set(ran_on) == {thread.ident}
+    assert any(t.ident == thread.ident and t.is_alive() for t in threading.enumerate())
+
+
+def test_two_models_compiling_at_once_take_turns_a_shape_each():
+    graph = OnnxGraph(conv_net()).eval()
+    thread = CompileThread(name="bl-compile-test")
+    order = []
+    gate = threading.Event()
+
+    class Logged(FakeCompile):
+        def __init__(self, clock, name):
+            super().__init__(clock)
+            self.name = name
+
+        def __call__(self, plan, device):
+            gate.wait(WAIT_S)  # every shape is queued before the first compiles
+            order.append((self.name, plan.bucket[0].shape[2]))
+            return super().__call__(plan, device)
+
+    clock = FakeClock()
+    compilers = [
+        PlanCompiler(graph, "cpu", 100, compile_plan=Logged(clock, name), clock=clock, name=name, thread=thread)
+        for name in ("det", "rec")
+    ]
+    for compiler in compilers:
+        compiler.attach()
+        for h in (4, 5, 6):
+            compiler.request(bucket_of(inputs(h)))
+    gate.set()
+    assert all(c.wait(WAIT_S) for c in compilers)
+    assert order == [("det", 4), ("rec", 4), ("det", 5), ("rec", 5), ("det", 6), ("rec", 6)]
