@@ -75,7 +75,9 @@ def test_a_padded_batch_computes_what_each_image_computes_alone():
             alone = plain(torch.from_numpy(image[None]))[0]
             out_h, out_w = alone.shape[2:]  # the net's output is twice the input's size
             assert (out_h, out_w) == (2 * h, 2 * w)
-            torch.testing.assert_close(together[k : k + 1, :, :out_h, :out_w], alone, atol=1e-6, rtol=1e-5)
+            # float32 rounding of convolutions over another batch shape: up to 1.4e-5 over 60 draws of
+            # weights and images; the padding reaches a smaller image by 0.76 or more unmasked
+            torch.testing.assert_close(together[k : k + 1, :, :out_h, :out_w], alone, atol=1e-4, rtol=1e-4)
             if (h, w) != max(SIZES):  # the padding reaches a smaller image through the pool without the masks
                 assert (unmasked[k : k + 1, :, :out_h, :out_w] - alone).abs().max() > 1e-3
 
