@@ -16,6 +16,7 @@ instances of a model on one device; it stops when the last of them leaves.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -61,23 +62,27 @@ class CompileThread:
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._pid = 0  # the process the thread runs in: a forked child starts its own
 
     def submit(self, job: Callable[[], None]) -> None:
         """Run ``job`` on the thread after the jobs before it (an exception it raises is logged)."""
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            if self._thread is None or self._pid != os.getpid():
+                self._jobs = queue.SimpleQueue()
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, args=(self._jobs,), name=self._name, daemon=True)
                 self._thread.start()
-        self._jobs.put(job)
+            self._jobs.put(job)
 
     @property
     def ident(self) -> int | None:
         """The thread's id, once started."""
         return self._thread.ident if self._thread is not None else None
 
-    def _run(self) -> None:
+    @staticmethod
+    def _run(jobs: queue.SimpleQueue[Callable[[], None]]) -> None:
         while True:
-            job = self._jobs.get()
+            job = jobs.get()
             try:
                 job()
             except Exception:  # noqa: BLE001 - the thread serves the process's other compiles

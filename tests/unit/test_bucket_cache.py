@@ -293,3 +293,22 @@ def test_two_models_compiling_at_once_take_turns_a_shape_each():
     gate.set()
     assert all(c.wait(WAIT_S) for c in compilers)
     assert order == [("det", 4), ("rec", 4), ("det", 5), ("rec", 5), ("det", 6), ("rec", 6)]
+
+
+def test_a_forked_child_compiles_on_a_thread_of_its_own(monkeypatch):
+    """A fork copies the thread object, not the thread: the child starts its own at its first job."""
+    from serving.runners import plan_compiler
+
+    thread = CompileThread(name="bl-compile-test")
+    ran_on = []
+
+    def ran_on_the_thread() -> int:
+        done = threading.Event()
+        thread.submit(lambda: (ran_on.append(threading.get_ident()), done.set()))
+        assert done.wait(WAIT_S)
+        return ran_on[-1]
+
+    in_the_parent = ran_on_the_thread()
+    monkeypatch.setattr(plan_compiler.os, "getpid", lambda: 4242)  # now in a child
+    in_the_child = ran_on_the_thread()
+    assert in_the_child != in_the_parent and in_the_child == thread.ident
