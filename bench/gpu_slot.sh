@@ -22,8 +22,11 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
 [ -f "$carry/prepared.json" ] || { echo "$carry is not a folder --prepare filled (no prepared.json)"; exit 3; }
 if compgen -G "$carry/wheels/*.whl" > /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --find-links "$carry/wheels" "$carry"/wheels/*.whl \
-        || { echo "could not install the carried wheels from $carry/wheels"; exit 3; }
+    # beside the host's Python, not into it (its environment may be read-only), and first on the path
+    site=${TMPDIR:-/tmp}/bl-carried-site
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
+        "$carry"/wheels/*.whl || { echo "could not install the carried wheels from $carry/wheels"; exit 3; }
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 case "$half" in
     probe) python3 -m bench.gpu_probe --prepared "$carry" --out "$out/probe" "$@"; rc=$? ;;
