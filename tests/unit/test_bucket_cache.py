@@ -70,7 +70,9 @@ class FakeCompile:
 def compiler_for(graph, budget_s=100.0, cost_s=10.0):
     clock = FakeClock()
     fake = FakeCompile(clock, cost_s)
-    compiler = PlanCompiler(graph, "cpu", budget_s, compile_plan=fake, clock=clock, name="conv")
+    # a thread of the test's own: a compile the test holds delays no other test's
+    thread = CompileThread(name="bl-compile-test")
+    compiler = PlanCompiler(graph, "cpu", budget_s, compile_plan=fake, clock=clock, name="conv", thread=thread)
     compiler.attach()
     return compiler, fake
 
