@@ -54,7 +54,7 @@ class CompileThread:
     lock around it), and det and rec in one device process each have a compiler. A lasting
     one: on a CUDA build of PyTorch where no GPU is visible, each ``make_fx`` trace registers
     a no-op CUDA device guard, and once the first thread that registered one has exited, the
-    next registration crashes the process (seen with torch 2.11.0+cu130; docs/DESIGN_NOTES.md,
+    next registration crashes the process (torch 2.11.0+cu130, not 2.14.1; docs/DESIGN_NOTES.md,
     "torch_compile"). A daemon: a process that exits does not wait for a compile."""
 
     def __init__(self, name: str = "bl-compile"):
