@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from bench.lib.paths import ROOT
 from bench.lib.results import write_result
 from bench.lib.script import chosen, run_main
 from serving.config.engines import foreign_keys
@@ -80,9 +78,9 @@ def main() -> int:
     ap.add_argument("--only", default="")
     ap.add_argument("--together", action="store_true", help="det runs the 12 pages as one batch (else one by one)")
     args = ap.parse_args()
-    with open(os.path.join(ROOT, "tests", "data", "ocr", "answers.json"), encoding="utf-8") as f:
-        pages = json.load(f)["sample"]
-    wanted = {p["name"]: [line["text"] for line in p["paddleocr"]] for p in pages}
+    from tests.support import ocr_data
+
+    wanted = {p["name"]: [line["text"] for line in p["paddleocr"]] for p in ocr_data.answers()["sample"]}
     total = sum(len(lines) for lines in wanted.values())
     rows: dict[str, Any] = {}
     for variant in chosen(args.only, list(VARIANTS)):

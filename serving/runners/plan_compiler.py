@@ -96,10 +96,13 @@ PROCESS_COMPILE_THREAD = CompileThread()
 class CompiledPlan:
     """A bucket's plan compiled: ``compiled(*inputs)`` -> the graph's outputs, a tuple (fresh tensors)."""
 
-    def __init__(self, run: Callable[..., Sequence[Tensor]], bucket: Bucket, plan: FrozenPlan):
+    def __init__(self, run: Callable[..., Sequence[Tensor]], plan: FrozenPlan):
         self._run = run
-        self.bucket = bucket
         self.plan = plan  # held: the device tensors the trace took as constants are the plan's
+
+    @property
+    def bucket(self) -> Bucket:
+        return self.plan.bucket
 
     def __call__(self, *inputs: Tensor) -> tuple[Tensor, ...]:
         return tuple(self._run(*inputs))
@@ -122,7 +125,7 @@ def inductor_compile(plan: FrozenPlan, device: torch.device) -> CompiledPlan:
         run(*inputs)  # anything left to prepare on a first call happens here, not in a request
     if stream is not None:
         stream.synchronize()
-    return CompiledPlan(run, plan.bucket, plan)
+    return CompiledPlan(run, plan)
 
 
 class PlanCompiler:

@@ -11,7 +11,7 @@ from serving.config.engines.base import Engine, EngineSettings, gpu_label, refus
 from serving.config.errors import FieldProblem
 from serving.paths import torch_model_files
 
-DEFAULT_COMPILE_BUDGET_S = 600.0  # torch_compile_budget_s's default (the schema's)
+DEFAULT_COMPILE_BUDGET_S = 600.0  # torch_compile_budget_s's default (the schema takes it from here)
 PRECISIONS = MappingProxyType({0: ("fp32", "bf16"), 1: ("fp32", "fp16", "bf16")})
 
 

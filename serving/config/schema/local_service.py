@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from serving.config.engines import ENGINE_NAMES, ENGINES, EngineName, check_keys, engine_description
+from serving.config.engines.torch import DEFAULT_COMPILE_BUDGET_S
 from serving.config.errors import FieldProblem
 from serving.config.schema.value_checks import is_int
 from serving.paths import resolve_pkg_path
@@ -134,7 +135,7 @@ class LocalServiceConf:
         "`cuda_graphs`, and the time with `torch_compile_budget_s`.",
     )
     torch_compile_budget_s: float = Field(
-        default=600.0,
+        default=DEFAULT_COMPILE_BUDGET_S,
         gt=0,
         strict=True,
         description="With `torch_compile`: seconds of compiling per instance group (an op's instances on one "
