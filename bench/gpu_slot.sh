@@ -5,7 +5,8 @@
 # --prepare gpu-carry`, then carried with the checkout); each half's results come back as
 # one archive, as few files come back from such a machine.
 #   bash bench/gpu_slot.sh probe  [CARRY [OUT [ARGS...]]]   # <= 6 min: bench.gpu_probe
-#   bash bench/gpu_slot.sh check  [CARRY [OUT [ARGS...]]]   # bench.gpu_check at 1 and 32 clients, 5 s each
+#   bash bench/gpu_slot.sh check  [CARRY [OUT [ARGS...]]]   # bench.gpu_check at 1 and 32 clients, 5 s each,
+#                                                           # with its CPU reference on 2 cores
 #   bash bench/gpu_slot.sh compile [CARRY [OUT [ARGS...]]]  # bench.torch_compile: rec and det, each shape compiled once
 # ARGS go to the tool (e.g. --step parity,curves; --device cpu --quick is how its test runs it).
 # Nothing measured is lost to a stop: each tool writes its JSON as it goes; the archive is

@@ -20,7 +20,7 @@ batchline() { python -m serving.cli "$@"; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "thread budget: thread_num=${BENCH_THREADS:-2} per predictor (PaddleOCR cpu_threads the same); engines as the configs say (rec.yml, ocr.yml: OpenVINO; ernie bench: oneDNN; PaddleOCR peers: oneDNN); ocr_vs_peers runs configs/ocr.yml as shipped (prints its layout)"
 
-STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement field_labels simulate http_fronts null_op served_rec front_workers torch_cpu torch_compile det_padding)
+STEPS=(batching_gain idle_overhead ocr_vs_peers memory ernie_batching rec_curves engine_agreement field_labels simulate http_fronts null_op served_rec front_workers torch_cpu torch_compile det_padding cpu_engines)
 if [ $# -gt 0 ]; then STEPS=("$@"); fi
 failed=()
 ratios=()
@@ -69,6 +69,7 @@ for step in "${STEPS[@]}"; do
     torch_cpu)      run torch_cpu --rounds 3 ;;  # engine: torch against OpenVINO Runtime, in process
     torch_compile)  run torch_compile --cold-cache ;;  # engine: torch with and without torch_compile
     det_padding)    run det_padding ;;  # det's padding against PaddleOCR's lines (the GPU config's det, on the CPU)
+    cpu_engines)    run cpu_engines ;;  # the GPU check's CPU reference: configs/ocr.yml served on OpenVINO vs ONNX Runtime
     *) echo "unknown step $step"; failed+=("$step") ;;
   esac
 done

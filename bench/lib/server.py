@@ -27,22 +27,17 @@ def served(
     ``taskset`` would; the server plans its pinning inside them)."""
     from tests.support.server_process import ROOT, ServerProcess
 
-    mine = os.sched_getaffinity(0)
     try:
-        if cpus is not None:
-            # the child inherits this process's affinity at fork: narrow it for the start only
-            os.sched_setaffinity(0, set(cpus))
-        server = ServerProcess(
-            config_path,
-            ready_timeout=ready_timeout,
-            extra_args=("--host", "127.0.0.1"),
-            env=dict(env or {}),
-            root=root or ROOT,
-        )
+        with started_on(cpus):
+            server = ServerProcess(
+                config_path,
+                ready_timeout=ready_timeout,
+                extra_args=("--host", "127.0.0.1"),
+                env=dict(env or {}),
+                root=root or ROOT,
+            )
     except RuntimeError as exc:
         raise BenchError(f"server for {config_path} did not start: {exc}") from None
-    finally:
-        os.sched_setaffinity(0, mine)
     try:
         yield server
     finally:
@@ -50,15 +45,22 @@ def served(
 
 
 @contextmanager
-def served_together(config_paths: Mapping[str, str], *, ready_timeout: float = 300.0) -> Iterator[dict[str, Any]]:
+def served_together(
+    config_paths: Mapping[str, str],
+    *,
+    ready_timeout: float = 300.0,
+    cpus: Mapping[str, Sequence[int]] | None = None,
+) -> Iterator[dict[str, Any]]:
     """``batchline serve`` on each config at once (their imports and model loads overlap),
-    each on a free port; yields ``{key: ServerProcess}`` once every one is ready."""
+    each on a free port; yields ``{key: ServerProcess}`` once every one is ready.
+    ``cpus``: per key, the only CPUs that server may use (as in :func:`served`)."""
     from tests.support.server_process import ServerProcess
 
     servers: dict[str, Any] = {}
     try:
         for key, path in config_paths.items():
-            servers[key] = ServerProcess(path, extra_args=("--host", "127.0.0.1"), wait_ready=False)
+            with started_on((cpus or {}).get(key)):
+                servers[key] = ServerProcess(path, extra_args=("--host", "127.0.0.1"), wait_ready=False)
         for key, server in servers.items():
             try:
                 server.wait_ready(ready_timeout)
@@ -68,6 +70,21 @@ def served_together(config_paths: Mapping[str, str], *, ready_timeout: float = 3
     finally:
         for server in servers.values():
             stop_server(server)
+
+
+@contextmanager
+def started_on(cpus: Sequence[int] | None) -> Iterator[None]:
+    """A process started inside the block runs on ``cpus`` only (None: as this one): a child
+    inherits its parent's affinity at fork, so this process's is narrowed for the start only."""
+    if cpus is None:
+        yield
+        return
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(cpus))
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
 
 
 def stop_server(server: Any, timeout: float = 30.0) -> None:

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from bench.lib.configs import load_repo_config
-from bench.lib.gpu import configs, host, load, plan, report
+from bench.lib.gpu import configs, host, load, plan, reference, report
 from bench.lib.gpu.cli import parser
 from bench.lib.gpu.lines import line_check
 from bench.lib.gpu.prepare import pip_download_argv
@@ -142,6 +142,81 @@ def test_a_repository_holds_both_pipelines_and_loads(tmp_path, monkeypatch):
 
 def test_levels_alternate_which_server_goes_first():
     assert [load.order(i) for i in range(3)] == [("on", "off"), ("off", "on"), ("on", "off")]
+    assert [load.order(i, ["on", "off", "cpu"]) for i in range(2)] == [("on", "off", "cpu"), ("cpu", "off", "on")]
+
+
+def test_the_cpu_reference_is_the_shipped_cpu_config_under_the_gpu_pipeline_s_name():
+    """configs/ocr.yml as shipped (its engine, threads, batch sizes, PaddleOCR's params),
+    only renamed, or moved to ONNX Runtime without the keys OpenVINO owns."""
+    shipped = load_repo_config("ocr")
+    same = reference.reference_config("openvino", "ocr_gpu")
+    assert same["name"] == "ocr_gpu" and {**same, "name": shipped["name"]} == shipped
+    moved = reference.reference_config("onnxruntime", "ocr_gpu", max_batch_size=4)
+    for name, op in moved["op"].items():
+        svc, mine = op["local_service_conf"], shipped["op"][name]["local_service_conf"]
+        assert svc["engine"] == "onnxruntime" and svc["device_type"] == 0 and "conv_kernels" not in svc
+        assert (svc["instance_num"], svc["thread_num"]) == (mine["instance_num"], mine["thread_num"])
+        assert svc["max_batch_size"] == min(mine["max_batch_size"], 4)
+        assert op["params"] == shipped["op"][name]["params"]
+
+
+def test_auto_picks_the_best_cpu_engine_installed_and_none_skips_the_reference():
+    from bench.lib.script import BenchError
+
+    def only(*modules):
+        return lambda module: module in modules
+
+    assert reference.reference_engine("auto", only("openvino", "onnxruntime")) == "openvino"
+    assert reference.reference_engine("auto", only("onnxruntime")) == "onnxruntime"
+    assert reference.reference_engine("onnxruntime", only("openvino", "onnxruntime")) == "onnxruntime"
+    assert reference.reference_engine("none", only()) is None
+    with pytest.raises(BenchError, match="openvino or onnxruntime is not installed here"):
+        reference.reference_engine("auto", only("torch"))
+    with pytest.raises(BenchError, match="--cpu-reference openvino: openvino is not installed"):
+        reference.reference_engine("openvino", only("onnxruntime"))
+    assert parser().parse_args([]).cpu_reference == "auto"
+
+
+def test_the_reference_takes_two_physical_cores_where_the_host_has_them():
+    pairs = {0: {0, 8}, 8: {0, 8}, 1: {1, 9}, 9: {1, 9}}  # 2 cores x 2 threads, as Linux numbers them
+
+    def siblings_of(cpu):
+        return pairs.get(cpu, {cpu})
+
+    assert reference.distinct_cores([0, 1, 8, 9], siblings_of=siblings_of) == [0, 1]
+    assert reference.distinct_cores([0, 8], siblings_of=siblings_of) == [0, 8]  # one core: both its threads
+    assert reference.distinct_cores([3], siblings_of=siblings_of) == [3]
+    assert reference.describe("onnxruntime", [0, 1], siblings_of)["physical_cores"] == 2
+    assert reference.describe("onnxruntime", [0, 8], siblings_of)["physical_cores"] == 1
+    assert reference.parse_cpu_list("0-2,8\n") == [0, 1, 2, 8]
+
+
+def test_the_reference_serves_only_the_ocr_pipeline(tmp_path, monkeypatch):
+    from serving.config import load_config
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
+    data = reference.reference_config("onnxruntime", "ocr_gpu")
+    folder = configs.write_repository(data, reference.KEY, with_rec=False)
+    assert os.listdir(folder) == ["ocr.yml"]
+    assert load_config(configs.ocr_file(folder)).name == "ocr_gpu"
+
+
+def test_a_served_process_started_on_cpus_runs_there_and_this_one_keeps_its_own():
+    import subprocess
+
+    from bench.lib.server import started_on
+
+    mine = os.sched_getaffinity(0)
+    one = min(mine)
+    with started_on([one]):
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    assert child.stdout.strip() == str([one])
+    assert os.sched_getaffinity(0) == mine
 
 
 def test_level_summary_keeps_rate_latency_errors_and_batch_sizes():
@@ -209,6 +284,25 @@ def test_markdown_has_every_section_and_the_on_off_ratio():
     assert "| 1 | 10 | 5 | 5 | 5 | 2 | 3.5 | 0 |" in page
     assert "| batch | det ms/call | det ms/item | rec ms/call | rec ms/item |" in page
     assert "FAILED" in report.markdown(fake_doc(lines_ok=False))
+    assert "CPU reference" not in page
+
+
+def test_markdown_puts_the_cpu_reference_beside_the_gpu_servers():
+    doc = fake_doc()
+    level = doc["load"]["ocr"][0]["on"]
+    doc["load"]["ocr"][0]["cpu"] = {**level, "req_per_s": 0.5, "p99_ms": 900.0, "failed": 2}
+    doc["lines"]["cpu"] = doc["lines"]["on"]
+    doc["reference"] = reference.describe("onnxruntime", [0, 1], lambda cpu: {cpu})
+    page = report.markdown(doc)
+    assert "on onnxruntime, pinned to CPUs 0, 1 (2 physical cores)" in page
+    assert "## Served ocr: closed-loop clients, batching on and off and the CPU reference" in page
+    assert (
+        "| clients | on req/s | on p99 ms | off req/s | off p99 ms | cpu req/s | cpu p99 ms | on/off | on/cpu |" in page
+    )
+    assert "| 1 | 10 | 5 | 5 | 5 | 0.5 | 900 | 2 | 20 | 3.5 | 0 / 0 / 2 |" in page
+    assert "| CPU reference, all pages at once | 2 | 14 | 14 |" in page
+    assert reference.ratios(doc["load"]["ocr"]) == {1: 20.0}
+    assert reference.ratios([{"clients": 8, "on": {"error": "x"}, "cpu": level}]) == {8: None}
 
 
 def test_the_host_guard_refuses_what_neither_the_host_has_nor_travels():
@@ -283,3 +377,27 @@ def test_instance_mode_puts_every_op_in_that_mode():
     per_op = configs.check_config("cpu", instance_mode="process")
     assert {op["local_service_conf"]["instance_mode"] for op in per_op["op"].values()} == {"process"}
     assert parser().parse_args(["--instance-mode", "process"]).instance_mode == "process"
+
+
+def test_cpu_engines_takes_the_median_of_each_round_s_ratio_to_the_first_engine():
+    from bench.cpu_engines import median_ratios
+
+    def row(clients, ov, ort):
+        return {"clients": clients, "openvino": {"req_per_s": ov}, "onnxruntime": {"req_per_s": ort}}
+
+    rounds = [
+        [row(1, 4.0, 2.0), row(8, 8.0, 6.0)],
+        [row(1, 5.0, 3.0), row(8, 8.0, 2.0)],
+        [row(1, 4.0, 1.0), row(8, 7.0, 7.0)],
+    ]
+    summary = median_ratios(rounds, ["openvino", "onnxruntime"])
+    assert summary[0] == {
+        "clients": 1,
+        "openvino": 4.0,
+        "onnxruntime": 2.0,
+        "openvino/openvino": 1.0,
+        "onnxruntime/openvino": 0.5,
+    }
+    assert summary[1]["onnxruntime/openvino"] == 0.75 and summary[1]["onnxruntime"] == 6.0
+    rounds[2][1]["onnxruntime"] = {"error": "no request succeeded"}
+    assert median_ratios(rounds, ["openvino", "onnxruntime"])[1]["onnxruntime/openvino"] is None

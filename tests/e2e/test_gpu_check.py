@@ -1,7 +1,8 @@
 """``python -m bench.gpu_check --device cpu --quick``: the GPU check's every step on the CPU,
 with real servers and the real models: lines of two committed pages against PaddleOCR's,
 det's and rec's batch curves, the served OCR and rec pipelines at 1 and 8 clients with
-batching on and off; its JSON and markdown hold those values. (Without a GPU,
+batching on and off, and the OCR pipeline of the CPU reference (configs/ocr.yml on two
+cores) beside them; its JSON and markdown hold those values. (Without a GPU,
 ``--device cuda`` is refused: bench/tests/test_gpu_check.py.)"""
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def result(tmp_path_factory):
     return doc, (out / "gpu_check.md").read_text(encoding="utf-8"), stdout
 
 
-def test_lines_of_both_servers_are_paddleocr_s(result):
+def test_lines_of_every_server_are_paddleocr_s(result):
     doc, _, _ = result
-    assert set(doc["lines"]) == {"on", "off"}
+    assert set(doc["lines"]) == {"on", "off", "cpu"}
     for checked in doc["lines"].values():
         assert (checked["pages"], checked["lines"]) == (PAGES, LINES)
         assert checked["ok"] and checked["matched"] >= 0.98 * LINES and checked["rate"] >= checked["min_match"]
@@ -51,16 +52,29 @@ def test_curves_have_a_time_per_batch_size(result):
 def test_both_pipelines_ran_with_batching_on_and_off_at_each_level(result):
     doc, _, _ = result
     assert set(doc["load"]) == {"ocr", "rec"}
-    for rows in doc["load"].values():
+    for pipeline, rows in doc["load"].items():
         assert [r["clients"] for r in rows] == LEVELS
+        servers = ("on", "off", "cpu") if pipeline == "ocr" else ("on", "off")
         for row in rows:
-            for batching in ("on", "off"):
+            assert set(row) == {"clients", "first", *servers}
+            for batching in servers:
                 level = row[batching]
                 # every client's requests are counted (no warm-up), but a short window on 2 cores
                 # may close before 8 clients' first OCR answers: the rate can be 0 there
                 assert level["ok"] >= row["clients"] and level["failed"] == 0 and level["req_per_s"] >= 0
                 assert level["p99_ms"] >= level["p50_ms"] > 0
     assert doc["rec_crops"] >= LINES  # det's crops of the pages feed the rec pipeline
+
+
+def test_the_cpu_reference_is_configs_ocr_yml_on_two_cores(result):
+    import os
+
+    doc, page, _ = result
+    ref = doc["reference"]
+    assert ref["config"] == "configs/ocr.yml" and ref["engine"] in ("openvino", "onnxruntime")
+    assert len(ref["cpus"]) == min(2, len(os.sched_getaffinity(0))) and ref["physical_cores"] >= 1
+    assert set(ref["ocr_on_over_cpu"]) == {str(n) for n in LEVELS}
+    assert f"on {ref['engine']}, pinned to CPUs" in page and "| on/off | on/cpu |" in page
 
 
 def test_environment_and_the_ops_as_run(result):

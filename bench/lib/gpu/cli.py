@@ -1,6 +1,7 @@
 """The GPU check's command line and its steps, in order: environment (or refusal),
-batch curves in process, then two servers (batching on and off) for the lines and the
-served load, then the JSON and markdown written to ``--out``."""
+batch curves in process, then the servers (the GPU config with batching on and off, and the
+CPU reference: :mod:`.reference`) for the lines and the served load, then the JSON and
+markdown written to ``--out``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from bench.lib.results import write_result
 from bench.lib.script import BenchError
 from serving.runners.onnx_export import CACHE_ENV
 
-from . import configs, device, lines, load, plan, report
+from . import configs, device, lines, load, plan, reference, report
 
 RESULT = "gpu_check"
 # where a carried ONNX cache is looked up: the variable serving/runners/onnx_export.py reads
@@ -37,6 +38,13 @@ def parser() -> argparse.ArgumentParser:
         default="",
         choices=("", "thread", "process", "device_process"),
         help="every op in this instance_mode instead (process: one per op, against the shipped one per device)",
+    )
+    ap.add_argument(
+        "--cpu-reference",
+        default="auto",
+        choices=reference.CHOICES,
+        help="configs/ocr.yml served on 2 of this host's cores beside the GPU servers, on this engine "
+        f"(auto: the first of {', '.join(reference.ENGINES)} installed; none: no reference)",
     )
     ap.add_argument("--levels", default="", help="closed-loop client levels, e.g. 1,8,32,64 (default: the plan's)")
     ap.add_argument("--duration", type=float, default=0.0, help="measured seconds per level (default: the plan's)")
@@ -106,30 +114,51 @@ def run_check(args: argparse.Namespace, steps: plan.Plan, doc: dict[str, Any]) -
     timer = Steps(doc["steps_s"])
     data = configs.check_config(args.device, args.engine or None, steps.max_batch_size, args.instance_mode or None)
     doc["ops"] = {name: op["local_service_conf"] for name, op in data["op"].items()}
+    names = configs.pipeline_names(data)
     repositories = configs.served_repositories(data)
     print(f"configs: {repositories['on']} (batching on), {repositories['off']} (off)", flush=True)
+    cpus = reference_server(args.cpu_reference, names["ocr"], steps, repositories, doc)
     doc["curves"], crops = batch_curves(configs.ocr_file(repositories["on"]), steps)
     doc["rec_crops"] = len(crops)
     timer.done("curves")
-    with served_together(repositories) as servers:
+    with served_together(repositories, cpus=cpus) as servers:
         timer.done("servers_start")
-        urls = {batching: server.url for batching, server in servers.items()}
-        doc["lines"] = line_checks(urls, configs.pipeline_names(data)["ocr"], steps)
+        urls = {key: server.url for key, server in servers.items()}
+        doc["lines"] = line_checks(urls, names["ocr"], steps)
         timer.done("lines")
-        doc["load"] = served_load(urls, configs.pipeline_names(data), steps, crops)
+        doc["load"] = served_load(urls, names, steps, crops)
         timer.done("load")
+    if "reference" in doc:
+        doc["reference"]["ocr_on_over_cpu"] = reference.ratios(doc["load"]["ocr"])
+
+
+def reference_server(
+    choice: str, name: str, steps: plan.Plan, repositories: dict[str, str], doc: dict[str, Any]
+) -> dict[str, list[int]]:
+    """The CPU reference's repository into ``repositories`` (as ``cpu``) and what it is into
+    ``doc``; returns the CPUs it is to be served on (nothing without a reference)."""
+    engine = reference.reference_engine(choice)
+    if engine is None:
+        return {}
+    data = reference.reference_config(engine, name, steps.max_batch_size)
+    repositories[reference.KEY] = configs.write_repository(data, reference.KEY, with_rec=False)
+    cpus = reference.distinct_cores()
+    doc["reference"] = reference.describe(engine, cpus)
+    print(f"CPU reference: configs/{reference.CONFIG}.yml on {engine}, CPUs {cpus}", flush=True)
+    return {reference.KEY: cpus}
 
 
 def line_checks(urls: dict[str, str], name: str, steps: plan.Plan) -> dict[str, Any]:
-    """The pages' lines from each server: batching on with every page in flight at once (crops
-    of different pages share rec's calls), off one page after another."""
+    """The pages' lines from each server: batching off one page after another, the others
+    (batching on, the CPU reference) with every page in flight at once (crops of different
+    pages share rec's calls)."""
     pngs = lines.page_pngs(steps.pages)
     checked = {
-        batching: lines.line_check(steps.pages, lines.served_answers(urls[batching], name, pngs, batching == "on"))
-        for batching in configs.BATCHING
+        key: lines.line_check(steps.pages, lines.served_answers(url, name, pngs, key != "off"))
+        for key, url in urls.items()
     }
     for key, result in checked.items():
-        print(f"lines, batching {key}: {result['matched']}/{result['lines']} identical", flush=True)
+        print(f"lines, {key}: {result['matched']}/{result['lines']} identical", flush=True)
     return checked
 
 
@@ -138,9 +167,11 @@ def served_load(urls: dict[str, str], names: dict[str, str], steps: plan.Plan, c
     from bench.lib.measure import image_payloads
 
     inputs = {"ocr": lines.page_pngs(steps.pages), "rec": crops}
+    # the CPU reference serves the OCR pipeline only
+    servers = {"ocr": urls, "rec": {key: urls[key] for key in configs.BATCHING}}
     return {
         pipeline: load.levels(
-            urls,
+            servers[pipeline],
             names[pipeline],
             image_payloads(inputs[pipeline]),
             steps.levels,
@@ -179,9 +210,12 @@ def png_of(image: Any) -> bytes:
     return buf.tobytes()
 
 
-def progress(name: str, clients: int, batching: str, summary: dict[str, Any]) -> None:
+def progress(name: str, clients: int, server: str, summary: dict[str, Any]) -> None:
+    if "error" in summary:
+        print(f"  {name} {clients:>3} clients, {server:<3}: {summary['error']}", flush=True)
+        return
     print(
-        f"  {name} {clients:>3} clients, batching {batching:<3}: {summary['req_per_s']:8.1f} req/s, "
+        f"  {name} {clients:>3} clients, {server:<3}: {summary['req_per_s']:8.1f} req/s, "
         f"p99 {summary['p99_ms']:7.1f} ms, failed {summary['failed']}",
         flush=True,
     )

@@ -110,13 +110,14 @@ def served_repositories(data: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def write_repository(data: Mapping[str, Any], tag: str) -> str:
+def write_repository(data: Mapping[str, Any], tag: str, with_rec: bool = True) -> str:
     """A temp folder (under the bench's cache, never in the repo) holding ``data`` as ocr.yml
-    and its rec pipeline as rec.yml."""
+    and, ``with_rec``, its rec pipeline as rec.yml."""
     import yaml
 
     folder = tempfile.mkdtemp(prefix=f"batchline-gpu-check-{tag}-", dir=cache_dir("configs"))
-    for name, pipeline in (("ocr", dict(data)), ("rec", rec_pipeline(data))):
+    pipelines = [("ocr", dict(data))] + ([("rec", rec_pipeline(data))] if with_rec else [])
+    for name, pipeline in pipelines:
         with open(os.path.join(folder, f"{name}.yml"), "w", encoding="utf-8") as f:
             yaml.safe_dump(pipeline, f, sort_keys=False, allow_unicode=True)
     return folder

@@ -1,7 +1,7 @@
 """Served throughput and p99 against the number of closed-loop clients, batching on and
-off side by side: both servers up at once, each level measured on one then the other,
-the order alternating from level to level, so drift in the machine's state falls on
-both alike (as bench/rec_curves.py does)."""
+off (and the CPU reference, :mod:`.reference`) side by side: every server up at once, each
+level measured on one after the other, the order reversing from level to level, so drift in
+the machine's state falls on all alike (as bench/rec_curves.py does)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from bench.lib.script import BenchError, first_line
 from .configs import BATCHING
 
 
-def order(level_index: int) -> tuple[str, ...]:
-    """Which server a level measures first: on, off, then off, on, ..."""
-    return BATCHING if level_index % 2 == 0 else BATCHING[::-1]
+def order(level_index: int, servers: Sequence[str] = BATCHING) -> tuple[str, ...]:
+    """The order a level measures ``servers`` in: as given, then reversed, and so on."""
+    return tuple(servers) if level_index % 2 == 0 else tuple(servers)[::-1]
 
 
 def level_summary(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -43,19 +43,21 @@ def levels(
     warmup_s: float,
     measured: Callable[[str, int, str, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per client level: ``{"clients": c, "on": {...}, "off": {...}, "first": "on"}``;
-    ``measured(name, clients, batching, summary)`` is told of each measurement as it ends."""
+    """One row per client level: ``{"clients": c, "on": {...}, "off": {...}, "first": "on"}``,
+    a key per server of ``urls``; ``measured(name, clients, server, summary)`` is told of each
+    measurement as it ends."""
     rows = []
     for i, count in enumerate(clients):
-        row: dict[str, Any] = {"clients": count, "first": order(i)[0]}
-        for batching in order(i):
+        servers = order(i, list(urls))
+        row: dict[str, Any] = {"clients": count, "first": servers[0]}
+        for server in servers:
             try:
-                result = closed_loop(urls[batching], name, payloads, count, duration_s, warmup_s)
+                result = closed_loop(urls[server], name, payloads, count, duration_s, warmup_s)
             except BenchError as exc:  # no request answered at this level: the other levels still run
-                row[batching] = {"error": first_line(exc)}
+                row[server] = {"error": first_line(exc)}
             else:
-                row[batching] = level_summary(result)
+                row[server] = level_summary(result)
             if measured is not None:
-                measured(name, count, batching, row[batching])
+                measured(name, count, server, row[server])
         rows.append(row)
     return rows

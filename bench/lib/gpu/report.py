@@ -1,5 +1,5 @@
 """The GPU check's document as a markdown page: environment, lines, batch curves,
-served throughput with batching on and off."""
+served throughput with batching on and off and against the CPU reference."""
 
 from __future__ import annotations
 
@@ -27,12 +27,15 @@ def markdown(doc: Mapping[str, Any]) -> str:
         + (" (--quick)" if doc["quick"] else ""),
         environment_table(doc["environment"]),
     ]
+    if doc.get("reference"):
+        parts.append(reference_line(doc["reference"]))
     if "lines" in doc:
         parts += ["## Lines of the committed sample pages against PaddleOCR 2.10's answers", lines_table(doc["lines"])]
     if "curves" in doc:
         parts += ["## Batch curves: one predictor call, in process", curves_table(doc["curves"])]
     for pipeline, rows in doc.get("load", {}).items():
-        parts += [f"## Served {pipeline}: closed-loop clients, batching on and off", load_table(rows)]
+        against = " and the CPU reference" if any("cpu" in r for r in rows) else ""
+        parts += [f"## Served {pipeline}: closed-loop clients, batching on and off{against}", load_table(rows)]
     if doc.get("failed"):
         parts.append(f"**Stopped:** {doc['failed']}")
     steps = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in doc["steps_s"].items())
@@ -58,9 +61,22 @@ def environment_table(env: Mapping[str, Any]) -> str:
     return table(["", ""], [(label, env.get(key)) for key, label in ENV_ROWS if key in env])
 
 
+def reference_line(ref: Mapping[str, Any]) -> str:
+    """What the CPU reference ("cpu" in the tables) is."""
+    return (
+        f"CPU reference (`cpu` below): {ref['config']}, the shipped CPU config, on {ref['engine']}, pinned to "
+        f"CPUs {', '.join(map(str, ref['cpus']))} ({ref['physical_cores']} physical cores), served beside the GPU "
+        "servers and measured in the same rounds."
+    )
+
+
 def lines_table(lines: Mapping[str, Any]) -> str:
     """One row per server: how its pages were sent, lines matched, the verdict."""
-    how = {"on": "batching on, all pages at once", "off": "batching off, one page after another"}
+    how = {
+        "on": "batching on, all pages at once",
+        "off": "batching off, one page after another",
+        "cpu": "CPU reference, all pages at once",
+    }
     rows = [
         (
             how[key],
@@ -98,15 +114,29 @@ def curves_table(curves: Mapping[str, Any]) -> str:
 
 
 def load_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Clients against requests/s and p99 of each server, their ratio, and rec's mean batch
-    with batching on (whether crops did share calls); a level that measured nothing: its error."""
+    """Clients against requests/s and p99 of each server, batching on over off (and over the
+    CPU reference, where there is one), and rec's mean batch with batching on (whether crops
+    did share calls); a level that measured nothing: its error."""
+    servers = [key for key in ("on", "off", "cpu") if any(key in r for r in rows)]
+    header = ["clients"]
+    for key in servers:
+        header += [f"{key} req/s", f"{key} p99 ms"]
+    header += [f"on/{key}" for key in servers[1:]] + ["rec batch (on)", "failed"]
     out = []
     for r in rows:
-        on, off = r["on"], r["off"]
-        ratio = on["req_per_s"] / off["req_per_s"] if off.get("req_per_s") and "req_per_s" in on else None
-        batch = on.get("mean_batch", {}).get("rec")
-        failed = on.get("failed", on.get("error")), off.get("failed", off.get("error"))
-        row = (r["clients"], on.get("req_per_s"), on.get("p99_ms"), off.get("req_per_s"), off.get("p99_ms"))
-        out.append((*row, ratio, batch, failed[0] if failed[0] == failed[1] else f"{failed[0]} / {failed[1]}"))
-    header = ["clients", "on req/s", "on p99 ms", "off req/s", "off p99 ms", "on/off", "rec batch (on)", "failed"]
+        row: list[Any] = [r["clients"]]
+        for key in servers:
+            row += [r.get(key, {}).get("req_per_s"), r.get(key, {}).get("p99_ms")]
+        row += [ratio(r.get("on", {}), r.get(key, {})) for key in servers[1:]]
+        failed = [str(r.get(key, {}).get("failed", r.get(key, {}).get("error"))) for key in servers]
+        row += [
+            r.get("on", {}).get("mean_batch", {}).get("rec"),
+            failed[0] if len(set(failed)) == 1 else " / ".join(failed),
+        ]
+        out.append(row)
     return table(header, out)
+
+
+def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
+    """``a``'s requests/s over ``b``'s (None where either measured nothing)."""
+    return a["req_per_s"] / b["req_per_s"] if b.get("req_per_s") and "req_per_s" in a else None
