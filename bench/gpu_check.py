@@ -12,21 +12,10 @@ docs/DEPLOY.md ("GPU") gives the host's command line; bench/lib/gpu/ holds the s
 
 from __future__ import annotations
 
-import os
-import sys
-
-
-def rerun_as_module() -> None:
-    """Given to python as a file, this script sees bench/ on its path, not the checkout, and
-    the bench's imports (``bench.lib``) would not resolve: run it again as a module, with the
-    checkout on PYTHONPATH (the working folder stays: --out may be relative to it)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    os.execve(sys.executable, [sys.executable, "-m", "bench.gpu_check", *sys.argv[1:]], env)
-
-
 if __name__ == "__main__" and not __package__:
-    rerun_as_module()
+    from _as_module import rerun_as_module  # bench/ is on the path of a script run as a file
+
+    rerun_as_module(__file__)
 
 from bench.lib.gpu.cli import main  # noqa: E402  (after the re-run above, which needs no bench import)
 from bench.lib.script import run_main  # noqa: E402

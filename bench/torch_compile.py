@@ -23,24 +23,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def rerun_as_module() -> None:
-    """Given to python as a file, this script sees bench/ on its path, not the checkout: run it
-    again as a module with the checkout on PYTHONPATH."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    os.execve(sys.executable, [sys.executable, "-m", "bench.torch_compile", *sys.argv[1:]], env)
-
-
 if __name__ == "__main__" and not __package__:
-    rerun_as_module()
+    from _as_module import rerun_as_module  # bench/ is on the path of a script run as a file
+
+    rerun_as_module(__file__)
 
 import numpy as np  # noqa: E402
 

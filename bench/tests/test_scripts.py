@@ -10,6 +10,7 @@ import importlib
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -62,6 +63,28 @@ def test_every_script_imports_as_a_module_and_has_a_main_guard():
         module = importlib.import_module(f"bench.{name}")
         with open(module.__file__, encoding="utf-8") as f:
             assert 'if __name__ == "__main__":' in f.read(), name
+
+
+def test_the_scripts_a_gpu_host_may_get_as_files_run_as_their_module(tmp_path):
+    """bench/gpu_check.py given to python by its path (bench/ on the path, not the checkout) re-runs itself as
+    ``python -m bench.gpu_check``, from any folder; the others need ``-m``."""
+    as_files = []
+    for name in SCRIPTS:
+        with open(os.path.join(BENCH, f"{name}.py"), encoding="utf-8") as f:
+            if "from _as_module import rerun_as_module" in f.read():
+                as_files.append(name)
+    assert {"gpu_check", "gpu_probe", "torch_compile"} <= set(as_files)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for name in as_files:
+        proc = subprocess.run(
+            [sys.executable, os.path.join(BENCH, f"{name}.py"), "--help"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0 and "usage:" in proc.stdout, (name, proc.stderr[-2000:])
 
 
 def test_run_all_runs_existing_scripts_with_dash_m():
