@@ -401,3 +401,74 @@ def test_cpu_engines_takes_the_median_of_each_round_s_ratio_to_the_first_engine(
     assert summary[1]["onnxruntime/openvino"] == 0.75 and summary[1]["onnxruntime"] == 6.0
     rounds[2][1]["onnxruntime"] = {"error": "no request succeeded"}
     assert median_ratios(rounds, ["openvino", "onnxruntime"])[1]["onnxruntime/openvino"] is None
+
+
+def fake_gpus(utilization: int = 0, used: int = 0):
+    from serving.runners.gpus import open_gpus
+    from tests.support.fake_nvml import FakeGpu, FakeNvml
+
+    nvml = FakeNvml([FakeGpu("NVIDIA H100", utilization=utilization, used=used)])
+    return nvml, open_gpus(nvml)
+
+
+def test_the_sampler_reads_the_gpus_from_the_end_of_warm_up_to_the_end_of_the_level():
+    from bench.lib.gpu.busy import GpuSampler
+
+    nvml, gpus = fake_gpus(utilization=5, used=1 << 30)
+    waits = []
+    script = iter([(60, 3 << 30), (40, 2 << 30)])  # what the GPU reads after each wait
+
+    def wait(event, seconds):
+        waits.append(seconds)
+        try:
+            nvml.gpus[0].utilization, nvml.gpus[0].used = next(script)
+        except StopIteration:
+            return True  # the level ended
+        return False
+
+    with GpuSampler(gpus, delay_s=2.0, interval_s=0.1, wait=wait) as sampler:
+        pass
+    assert waits == [2.0, 0.1, 0.1]  # the warm-up, then between readings
+    assert sampler.summary() == {
+        "gpu0": {"util_mean_pct": 50.0, "util_max_pct": 60.0, "memory_max_mib": 3072, "samples": 2}
+    }
+
+
+def test_no_gpus_or_a_level_shorter_than_its_warm_up_samples_nothing():
+    from bench.lib.gpu.busy import GpuSampler, busiest, gpus_for
+
+    with GpuSampler(None) as idle:
+        pass
+    assert idle.summary() is None and busiest(None) is None
+    _, gpus = fake_gpus(utilization=50)
+    with GpuSampler(gpus, delay_s=600) as early:
+        pass  # left at once: the real wait returns as the level ends
+    assert early.summary() is None
+    assert gpus_for("cpu") is None
+
+
+def test_each_level_records_how_busy_the_gpu_was_and_the_table_shows_it(monkeypatch):
+    import time
+
+    nvml, gpus = fake_gpus(utilization=75, used=5 << 30)
+
+    def answered(*args):
+        return {"qps": 8.0, "latency_ms": {"p50": 1.0, "p99": 2.0}, "ok": 3, "failed": 0, "errors": {}}
+
+    def level_until_the_gpu_is_read(*args):
+        deadline = time.monotonic() + 30
+        while "nvmlDeviceGetUtilizationRates" not in nvml.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        nvml.calls.clear()
+        return answered()
+
+    monkeypatch.setattr(load, "closed_loop", level_until_the_gpu_is_read)
+    rows = load.levels({"on": "on", "off": "off"}, "ocr", [{}], [1], 1.0, 0.0, gpus=gpus)
+    for server in ("on", "off"):
+        assert rows[0][server]["gpu"]["gpu0"]["util_mean_pct"] == 75.0
+        assert rows[0][server]["gpu"]["gpu0"]["memory_max_mib"] == 5120
+    page = report.load_table(rows)
+    assert "| on/off | on GPU busy % | off GPU busy % | rec batch (on) | failed |" in page
+    assert "| 1 | 8 | 2 | 8 | 2 | 1 | 75 | 75 | - | 0 |" in page
+    monkeypatch.setattr(load, "closed_loop", answered)
+    assert "GPU busy" not in report.load_table(load.levels({"on": "on"}, "ocr", [{}], [1], 1.0, 0.0))

@@ -14,9 +14,10 @@ from typing import Any
 
 from bench.lib.results import write_result
 from bench.lib.script import BenchError
+from serving.runners.gpus import Gpus
 from serving.runners.onnx_export import CACHE_ENV
 
-from . import configs, device, lines, load, plan, reference, report
+from . import busy, configs, device, lines, load, plan, reference, report
 
 RESULT = "gpu_check"
 # where a carried ONNX cache is looked up: the variable serving/runners/onnx_export.py reads
@@ -126,7 +127,7 @@ def run_check(args: argparse.Namespace, steps: plan.Plan, doc: dict[str, Any]) -
         urls = {key: server.url for key, server in servers.items()}
         doc["lines"] = line_checks(urls, names["ocr"], steps)
         timer.done("lines")
-        doc["load"] = served_load(urls, names, steps, crops)
+        doc["load"] = served_load(urls, names, steps, crops, busy.gpus_for(args.device))
         timer.done("load")
     if "reference" in doc:
         doc["reference"]["ocr_on_over_cpu"] = reference.ratios(doc["load"]["ocr"])
@@ -162,8 +163,11 @@ def line_checks(urls: dict[str, str], name: str, steps: plan.Plan) -> dict[str, 
     return checked
 
 
-def served_load(urls: dict[str, str], names: dict[str, str], steps: plan.Plan, crops: list[bytes]) -> dict[str, Any]:
-    """The OCR pipeline on the pages, then the rec pipeline on det's crops of them."""
+def served_load(
+    urls: dict[str, str], names: dict[str, str], steps: plan.Plan, crops: list[bytes], gpus: Gpus | None = None
+) -> dict[str, Any]:
+    """The OCR pipeline on the pages, then the rec pipeline on det's crops of them (with
+    ``gpus``, how busy they were at each level)."""
     from bench.lib.measure import image_payloads
 
     inputs = {"ocr": lines.page_pngs(steps.pages), "rec": crops}
@@ -178,6 +182,7 @@ def served_load(urls: dict[str, str], names: dict[str, str], steps: plan.Plan, c
             steps.duration_s,
             steps.warmup_s,
             progress,
+            gpus,
         )
         for pipeline in ("ocr", "rec")
     }
@@ -214,9 +219,11 @@ def progress(name: str, clients: int, server: str, summary: dict[str, Any]) -> N
     if "error" in summary:
         print(f"  {name} {clients:>3} clients, {server:<3}: {summary['error']}", flush=True)
         return
+    gpu = busy.busiest(summary.get("gpu"))
     print(
         f"  {name} {clients:>3} clients, {server:<3}: {summary['req_per_s']:8.1f} req/s, "
-        f"p99 {summary['p99_ms']:7.1f} ms, failed {summary['failed']}",
+        f"p99 {summary['p99_ms']:7.1f} ms, failed {summary['failed']}"
+        + (f", GPU busy {gpu:.0f}%" if gpu is not None else ""),
         flush=True,
     )
 

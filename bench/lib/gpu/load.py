@@ -10,7 +10,9 @@ from typing import Any
 
 from bench.lib.measure import closed_loop
 from bench.lib.script import BenchError, first_line
+from serving.runners.gpus import Gpus
 
+from .busy import GpuSampler
 from .configs import BATCHING
 
 
@@ -42,21 +44,26 @@ def levels(
     duration_s: float,
     warmup_s: float,
     measured: Callable[[str, int, str, dict[str, Any]], None] | None = None,
+    gpus: Gpus | None = None,
 ) -> list[dict[str, Any]]:
     """One row per client level: ``{"clients": c, "on": {...}, "off": {...}, "first": "on"}``,
     a key per server of ``urls``; ``measured(name, clients, server, summary)`` is told of each
-    measurement as it ends."""
+    measurement as it ends. With ``gpus``, each summary has how busy they were (``gpu``:
+    :mod:`.busy`) while it was measured."""
     rows = []
     for i, count in enumerate(clients):
         servers = order(i, list(urls))
         row: dict[str, Any] = {"clients": count, "first": servers[0]}
         for server in servers:
+            sampler = GpuSampler(gpus, delay_s=warmup_s)  # the measured window only
             try:
-                result = closed_loop(urls[server], name, payloads, count, duration_s, warmup_s)
+                with sampler:
+                    result = closed_loop(urls[server], name, payloads, count, duration_s, warmup_s)
             except BenchError as exc:  # no request answered at this level: the other levels still run
                 row[server] = {"error": first_line(exc)}
             else:
-                row[server] = level_summary(result)
+                busy = sampler.summary()
+                row[server] = level_summary(result) | ({"gpu": busy} if busy else {})
             if measured is not None:
                 measured(name, count, server, row[server])
         rows.append(row)

@@ -17,6 +17,7 @@ def run(ctx: StepContext) -> None:
     from bench.lib.server import served_together
 
     from . import configs, load
+    from .busy import gpus_for
     from .cli import png_of
     from .lines import page_pngs
 
@@ -47,5 +48,6 @@ def run(ctx: StepContext) -> None:
                 plan.duration_s,
                 plan.warmup_s,
                 done,
+                gpus_for(ctx.device),
             )
             ctx.put(pipeline, rows)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .busy import busiest
+
 ENV_ROWS = (
     ("device", "device"),
     ("gpu", "GPU"),
@@ -115,19 +117,24 @@ def curves_table(curves: Mapping[str, Any]) -> str:
 
 def load_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Clients against requests/s and p99 of each server, batching on over off (and over the
-    CPU reference, where there is one), and rec's mean batch with batching on (whether crops
-    did share calls); a level that measured nothing: its error."""
+    CPU reference, where there is one), how busy the GPU was (where it was sampled), and rec's
+    mean batch with batching on (whether crops did share calls); a level that measured
+    nothing: its error."""
     servers = [key for key in ("on", "off", "cpu") if any(key in r for r in rows)]
+    # how busy the GPU was, where it was sampled (the CPU reference leaves it idle)
+    sampled = [key for key in servers if key != "cpu" and any(r.get(key, {}).get("gpu") for r in rows)]
     header = ["clients"]
     for key in servers:
         header += [f"{key} req/s", f"{key} p99 ms"]
-    header += [f"on/{key}" for key in servers[1:]] + ["rec batch (on)", "failed"]
+    header += [f"on/{key}" for key in servers[1:]] + [f"{key} GPU busy %" for key in sampled]
+    header += ["rec batch (on)", "failed"]
     out = []
     for r in rows:
         row: list[Any] = [r["clients"]]
         for key in servers:
             row += [r.get(key, {}).get("req_per_s"), r.get(key, {}).get("p99_ms")]
         row += [ratio(r.get("on", {}), r.get(key, {})) for key in servers[1:]]
+        row += [busiest(r.get(key, {}).get("gpu")) for key in sampled]
         failed = [str(r.get(key, {}).get("failed", r.get(key, {}).get("error"))) for key in servers]
         row += [
             r.get("on", {}).get("mean_batch", {}).get("rec"),
