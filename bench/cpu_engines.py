@@ -45,7 +45,7 @@ def median_ratios(rounds: list[list[dict[str, Any]]], engines: list[str]) -> lis
         level: dict[str, Any] = {"clients": first_round_row["clients"]}
         for engine in engines:
             rates = [row[engine].get("req_per_s") for row in rows]
-            level[engine] = statistics.median(r for r in rates if r is not None) if None not in rates else None
+            level[engine] = statistics.median(rates) if None not in rates else None
             pairs = [(row[engine].get("req_per_s"), row[engines[0]].get("req_per_s")) for row in rows]
             ratios = [a / b for a, b in pairs if a is not None and b]
             level[f"{engine}/{engines[0]}"] = round(statistics.median(ratios), 3) if len(ratios) == len(rows) else None

@@ -301,8 +301,8 @@ def test_markdown_puts_the_cpu_reference_beside_the_gpu_servers():
     )
     assert "| 1 | 10 | 5 | 5 | 5 | 0.5 | 900 | 2 | 20 | 3.5 | 0 / 0 / 2 |" in page
     assert "| CPU reference, all pages at once | 2 | 14 | 14 |" in page
-    assert reference.ratios(doc["load"]["ocr"]) == {1: 20.0}
-    assert reference.ratios([{"clients": 8, "on": {"error": "x"}, "cpu": level}]) == {8: None}
+    assert report.over_reference(doc["load"]["ocr"]) == {1: 20.0}
+    assert report.over_reference([{"clients": 8, "on": {"error": "x"}, "cpu": level}]) == {8: None}
 
 
 def test_the_host_guard_refuses_what_neither_the_host_has_nor_travels():

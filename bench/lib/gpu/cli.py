@@ -130,7 +130,7 @@ def run_check(args: argparse.Namespace, steps: plan.Plan, doc: dict[str, Any]) -
         doc["load"] = served_load(urls, names, steps, crops, busy.gpus_for(args.device))
         timer.done("load")
     if "reference" in doc:
-        doc["reference"]["ocr_on_over_cpu"] = reference.ratios(doc["load"]["ocr"])
+        doc["reference"]["ocr_on_over_cpu"] = report.over_reference(doc["load"]["ocr"])
 
 
 def reference_server(

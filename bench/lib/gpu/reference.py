@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from bench.lib.configs import load_repo_config
@@ -102,13 +102,3 @@ def describe(engine: str, cpus: Sequence[int], siblings_of: Callable[[int], set[
     """What the document records of the reference: its config, engine and cores."""
     cores = {frozenset(siblings_of(cpu) & set(cpus)) for cpu in cpus}
     return {"config": f"configs/{CONFIG}.yml", "engine": engine, "cpus": list(cpus), "physical_cores": len(cores)}
-
-
-def ratios(rows: Sequence[Mapping[str, Any]], gpu: str = "on", cpu: str = KEY) -> dict[int, float | None]:
-    """Per client level, the GPU server's requests/s over the CPU reference's (None where
-    either measured nothing)."""
-    out: dict[int, float | None] = {}
-    for row in rows:
-        a, b = row.get(gpu, {}).get("req_per_s"), row.get(cpu, {}).get("req_per_s")
-        out[row["clients"]] = round(a / b, 2) if a is not None and b else None
-    return out

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .busy import busiest
+from .reference import KEY as REFERENCE
 
 ENV_ROWS = (
     ("device", "device"),
@@ -36,7 +37,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
     if "curves" in doc:
         parts += ["## Batch curves: one predictor call, in process", curves_table(doc["curves"])]
     for pipeline, rows in doc.get("load", {}).items():
-        against = " and the CPU reference" if any("cpu" in r for r in rows) else ""
+        against = " and the CPU reference" if any(REFERENCE in r for r in rows) else ""
         parts += [f"## Served {pipeline}: closed-loop clients, batching on and off{against}", load_table(rows)]
     if doc.get("failed"):
         parts.append(f"**Stopped:** {doc['failed']}")
@@ -77,7 +78,7 @@ def lines_table(lines: Mapping[str, Any]) -> str:
     how = {
         "on": "batching on, all pages at once",
         "off": "batching off, one page after another",
-        "cpu": "CPU reference, all pages at once",
+        REFERENCE: "CPU reference, all pages at once",
     }
     rows = [
         (
@@ -120,9 +121,9 @@ def load_table(rows: Sequence[Mapping[str, Any]]) -> str:
     CPU reference, where there is one), how busy the GPU was (where it was sampled), and rec's
     mean batch with batching on (whether crops did share calls); a level that measured
     nothing: its error."""
-    servers = [key for key in ("on", "off", "cpu") if any(key in r for r in rows)]
+    servers = [key for key in ("on", "off", REFERENCE) if any(key in r for r in rows)]
     # how busy the GPU was, where it was sampled (the CPU reference leaves it idle)
-    sampled = [key for key in servers if key != "cpu" and any(r.get(key, {}).get("gpu") for r in rows)]
+    sampled = [key for key in servers if key != REFERENCE and any(r.get(key, {}).get("gpu") for r in rows)]
     header = ["clients"]
     for key in servers:
         header += [f"{key} req/s", f"{key} p99 ms"]
@@ -147,3 +148,10 @@ def load_table(rows: Sequence[Mapping[str, Any]]) -> str:
 def ratio(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
     """``a``'s requests/s over ``b``'s (None where either measured nothing)."""
     return a["req_per_s"] / b["req_per_s"] if b.get("req_per_s") and "req_per_s" in a else None
+
+
+def over_reference(rows: Sequence[Mapping[str, Any]]) -> dict[int, float | None]:
+    """Per client level, batching on's requests/s over the CPU reference's (None where either
+    measured nothing)."""
+    ratios = {row["clients"]: ratio(row.get("on", {}), row.get(REFERENCE, {})) for row in rows}
+    return {clients: None if r is None else round(r, 2) for clients, r in ratios.items()}
