@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
 import os
 import platform
@@ -28,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import numpy as np
 
 from bench.lib.paths import ROOT, cache_dir
 from bench.lib.script import BenchError, chosen, run_main
@@ -59,6 +62,71 @@ def kv(name: str, pairs: dict[str, str], *, group: int | None = None, fetch: lis
 def http_only(name: str, body: str, path: str | None = None) -> dict:
     """A request only HTTP can send (a malformed body, another path)."""
     return {"name": name, "sent": {"raw_body": body, "path": path}, "group": None, "http_body": body, "path": path}
+
+
+def tensors(name: str, request: dict, *, group: int | None = None) -> dict:
+    """A request in Paddle Serving's ``Request`` message, as proto3 JSON: the HTTP body, and over
+    gRPC the same message sent as it is (``PipelineService.inference``), however malformed."""
+    return {"name": name, "sent": {"request": request}, "group": group, "http_body": json.dumps(request)}
+
+
+def arrays(name: str, values: dict, *, use_tensor_bytes: bool = False) -> dict:
+    """numpy arrays (``{"dtype", "shape", "data"}``) sent by Paddle Serving's own PipelineClient with
+    ``pack_tensor_format=True``: gRPC only (its HTTP client has no tensor format)."""
+    sent = {"arrays": values, "pack_tensor_format": True, "use_tensor_bytes": use_tensor_bytes}
+    return {"name": name, "sent": sent, "group": None, "http_body": None}
+
+
+def npy_base64(array: np.ndarray) -> str:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def tensor_requests() -> list[dict]:
+    def one(**tensor: object) -> dict:
+        return {"tensors": [{"name": "x", **tensor}]}
+
+    floats = [0.5, -1.25, 3.0, 1e-3, 65504.0, 0.1]
+    npy = npy_base64(np.array([[1.5, 2.5], [3.5, 4.5]], "float32"))
+    row = {"dtype": "float32", "shape": [1, 3], "data": [0.25, 0.5, 0.75]}
+    return [
+        tensors("float32 2x3", one(elem_type=1, shape=[2, 3], float_data=floats)),
+        tensors("int64 3", one(elem_type=0, shape=[3], int64_data=[1, -2, 9007199254740993])),
+        tensors("int32 1x2", one(elem_type=2, shape=[1, 2], int_data=[7, -8])),
+        tensors("float64 2", one(elem_type=3, shape=[2], float64_data=[0.1, -2.5e300])),
+        tensors("int16 2 (wraps)", one(elem_type=4, shape=[2], int_data=[40000, -3])),
+        tensors("float16 3", one(elem_type=5, shape=[3], float_data=[0.1, 70000.0, -2.0])),
+        tensors("bf16 as uint16 2", one(elem_type=6, shape=[2], uint32_data=[16256, 70000])),
+        tensors("uint8 2x2", one(elem_type=7, shape=[2, 2], uint32_data=[0, 255, 256, 3])),
+        tensors("int8 2", one(elem_type=8, shape=[2], int_data=[-128, 200])),
+        tensors("bool 3", one(elem_type=9, shape=[3], bool_data=[True, False, True])),
+        tensors("string tensor, joined", one(elem_type=12, str_data=["ab", "cd"])),
+        tensors("npy bytes 2x2", one(elem_type=13, byte_data=npy)),
+        tensors("lod", one(elem_type=1, shape=[4, 1], float_data=[1, 2, 3, 4], lod=[0, 2, 0, 4])),
+        tensors("no shape, one element", one(elem_type=1, float_data=[2.5])),
+        tensors("no shape, no data", one(elem_type=2)),
+        tensors(
+            "two tensors and a key",
+            {
+                "key": ["note"],
+                "value": ["kept"],
+                "tensors": [
+                    {"name": "a", "elem_type": 2, "shape": [2], "int_data": [1, 2]},
+                    {"name": "b", "elem_type": 12, "str_data": ["text"]},
+                ],
+            },
+        ),
+        tensors("a tensor without a name", {"tensors": [{"elem_type": 2, "shape": [1], "int_data": [5]}]}),
+        tensors("bad: shape does not fit the data", one(elem_type=1, shape=[3], float_data=[1, 2])),
+        tensors("bad: lod of odd length", one(elem_type=1, shape=[2], float_data=[1, 2], lod=[0, 1, 2])),
+        tensors("bad: complex64 (elem_type 10)", one(elem_type=10, shape=[1], float_data=[1])),
+        tensors("bad: elem_type 99", one(elem_type=99, shape=[1], float_data=[1])),
+        tensors("bad: npy bytes that are not npy", one(elem_type=13, byte_data=base64.b64encode(b"not npy").decode())),
+        arrays("PipelineClient float32 2x13", {"x": dict(row, shape=[2, 13], data=[i / 8 for i in range(26)])}),
+        arrays("PipelineClient int64 and a str", {"ids": dict(row, dtype="int64", data=[3, 1, 4]), "s": "text"}),
+        arrays("PipelineClient use_tensor_bytes", {"x": row}, use_tensor_bytes=True),
+    ]
 
 
 def images() -> list[str]:
@@ -162,6 +230,8 @@ def case_requests(case: str) -> list[dict]:
             kv("bad: no a (left fails)", {"x": X1}),
             kv("bad: no x (right fails)", {"a": "only a"}),
         ]
+    if case == "tensor_inputs":
+        return tensor_requests()
     if case == "imdb_model_ensemble":
         return [
             kv("sad", {"words": "i am very sad | 0"}, fetch=["prediction"]),
@@ -231,9 +301,15 @@ def record_case(case_name: str, python: str, keep: bool) -> dict:
         default_path = f"/{case.service}/prediction" if case.service else "/imdb/prediction"
         job = {"rpc_port": rpc_port, "http_port": http_port, "requests": []}
         for req in requests:
-            item = {"group": req["group"], "http": {"path": req.get("path") or default_path, "body": req["http_body"]}}
+            item: dict = {"group": req["group"]}
+            if req["http_body"] is not None:
+                item["http"] = {"path": req.get("path") or default_path, "body": req["http_body"]}
             if "feed_dict" in req:
                 item["grpc"] = {"feed_dict": req["feed_dict"], "fetch": req["fetch"]}
+            elif "arrays" in req["sent"]:
+                item["grpc"] = {"arrays": req["sent"]["arrays"], "use_tensor_bytes": req["sent"]["use_tensor_bytes"]}
+            elif "request" in req["sent"]:
+                item["grpc"] = {"request": req["sent"]["request"]}
             job["requests"].append(item)
         t1 = time.perf_counter()
         out = subprocess.run(  # cwd: PipelineClient writes PipelineServingLogs/ where it runs

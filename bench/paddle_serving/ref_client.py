@@ -6,7 +6,10 @@ after a ``@@ANSWERS@@`` marker (``PipelineClient.predict`` prints to stdout).
 
 Job: ``{"rpc_port", "http_port", "requests": [{"group", "http": {"path", "body"},
 "grpc": {"feed_dict", "fetch"}}]}``; requests sharing a non-null ``group`` are sent
-concurrently (one thread each), door by door; the others one after another.
+concurrently (one thread each), door by door; the others one after another. A gRPC request
+may instead be ``{"arrays": {key: {"dtype", "shape", "data"} or a str}, "use_tensor_bytes"}``
+(numpy arrays, sent by ``PipelineClient.predict(..., pack_tensor_format=True)``) or
+``{"request": <a Request message as proto3 JSON>}`` (sent as it is); either side may be absent.
 """
 
 # PipelineClient is imported in the main thread: paddle_serving_server's serve.py
@@ -43,10 +46,28 @@ def http_call(port: int, spec: dict) -> dict:
     return out
 
 
+def _predict(client: PipelineClient, spec: dict):
+    if "request" in spec:
+        from google.protobuf import json_format
+        from paddle_serving_server.pipeline.proto import pipeline_service_pb2
+
+        request = json_format.ParseDict(spec["request"], pipeline_service_pb2.Request())
+        return client._stub.inference(request)
+    if "arrays" in spec:
+        import numpy as np
+
+        feed = {
+            key: value if isinstance(value, str) else np.array(value["data"], value["dtype"]).reshape(value["shape"])
+            for key, value in spec["arrays"].items()
+        }
+        return client.predict(feed_dict=feed, pack_tensor_format=True, use_tensor_bytes=spec["use_tensor_bytes"])
+    return client.predict(feed_dict=dict(spec["feed_dict"]), fetch=spec.get("fetch"))
+
+
 def grpc_call(client: PipelineClient, spec: dict) -> dict:
     start = time.perf_counter()
     try:
-        resp = client.predict(feed_dict=dict(spec["feed_dict"]), fetch=spec.get("fetch"))
+        resp = _predict(client, spec)
     except Exception as exc:  # noqa: BLE001 (recorded as the answer)
         return {"exception": f"{type(exc).__name__}: {exc}"}
     ms = (time.perf_counter() - start) * 1000

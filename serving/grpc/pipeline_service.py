@@ -13,8 +13,8 @@ import grpc
 
 from serving.errors import ServingError, Unauthorized, as_serving_error
 from serving.grpc.call import Call, bytes_handler, trailers
-from serving.grpc.pipeline_request import NUMERIC_FIELDS, OPTION_KEYS, numpy_refusal, parse_pipeline_request, route_of
-from serving.grpc.wire_count import RefusedField, RequestMessage
+from serving.grpc.pipeline_request import OPTION_KEYS, parse_pipeline_request, route_of
+from serving.grpc.wire_count import RequestMessage
 from serving.paddle_serving.door import PaddleServingDoor
 from serving.paddle_serving.stage import PADDLE_REQUEST
 from serving.protos import PIPELINE_PACKAGE, pipeline_messages
@@ -36,8 +36,9 @@ class PipelineService:
         self.services = services
         self.messages = pipeline_messages()
         self.door = PaddleServingDoor(services.core)
-        # numeric tensors refused as soon as the count meets one, whatever their size, as after parsing
-        self.request = RequestMessage(self.messages.Request, refuse=frozenset(f.full_name for f in NUMERIC_FIELDS))
+        # numeric tensors are counted as any repeated element: a user's web_service.py reads them (as over
+        # HTTP); batchline's own pipelines refuse them once the message names its pipeline (pipeline_request)
+        self.request = RequestMessage(self.messages.Request)
 
     def inference(self, messages: Iterator[bytes], context: grpc.ServicerContext) -> Any:
         call = Call.of(context)
@@ -59,10 +60,7 @@ class PipelineService:
     def _answer(self, messages: Iterator[bytes], call: Call) -> Any:
         core = self.services.core
         with self.services.room.holding(call) as claim:  # given back once the inputs are decoded
-            try:
-                request = self.services.read(messages, call, self.request, claim)
-            except RefusedField as refused:
-                raise numpy_refusal("a tensor", refused.field_name) from None
+            request = self.services.read(messages, call, self.request, claim)
             name, version = route_of(request, next(iter(core.repository.config.routes)))
             target = core.target(name, version, request.ByteSize())
             pipeline, limits = target

@@ -39,21 +39,12 @@ class WireError(ValueError):
     """The bytes are not a protobuf message (the parser would refuse them too)."""
 
 
-class RefusedField(Exception):
-    """The message holds a field the server refuses (``refuse`` of :class:`WireCount`)."""
-
-    def __init__(self, field_name: str):
-        super().__init__(field_name)
-        self.field_name = field_name
-
-
 @dataclass
 class FieldRule:
     name: str
     wire: int  # the wire type of the field's own encoding
     repeated: bool
     message: MessageRule | None = None  # a sub-message's fields
-    refused: bool = False
 
     @property
     def packable(self) -> bool:
@@ -85,7 +76,7 @@ def _wire_type(fd: FieldDescriptor) -> int:
     return VARINT
 
 
-def _rule(descriptor: Descriptor, rules: dict[str, MessageRule], refuse: frozenset[str]) -> MessageRule:
+def _rule(descriptor: Descriptor, rules: dict[str, MessageRule]) -> MessageRule:
     """``descriptor``'s rule, each message type made once (a recursive type refers to itself)."""
     found = rules.get(descriptor.full_name)
     if found is not None:
@@ -93,11 +84,11 @@ def _rule(descriptor: Descriptor, rules: dict[str, MessageRule], refuse: frozens
     rule = rules[descriptor.full_name] = MessageRule(descriptor.full_name)
     for fd in descriptor.fields:
         sub = (
-            _rule(fd.message_type, rules, refuse)
+            _rule(fd.message_type, rules)
             if fd.message_type is not None and fd.type == FieldDescriptor.TYPE_MESSAGE
             else None
         )
-        rule.fields[fd.number] = FieldRule(fd.name, _wire_type(fd), fd.is_repeated, sub, fd.full_name in refuse)
+        rule.fields[fd.number] = FieldRule(fd.name, _wire_type(fd), fd.is_repeated, sub)
     value = descriptor.fields_by_name.get("value")
     if descriptor.GetOptions().map_entry and value is not None and value.type == FieldDescriptor.TYPE_MESSAGE:
         rule.prepaid = value.number
@@ -149,11 +140,10 @@ def _packed_count(data: bytes, start: int, end: int, width: int, budget: _Budget
 
 
 class WireCount:
-    """The walk for one message type (its nested types included); ``refuse``: full names of
-    repeated fields refused when they hold an element."""
+    """The walk for one message type (its nested types included)."""
 
-    def __init__(self, descriptor: Descriptor, refuse: frozenset[str] = frozenset()):
-        self.rule = _rule(descriptor, {}, refuse)
+    def __init__(self, descriptor: Descriptor):
+        self.rule = _rule(descriptor, {})
 
     def check(self, data: bytes, limit: int) -> int:
         """What parsing ``data`` builds, counted; PayloadTooLarge once over ``limit``, WireError
@@ -181,10 +171,7 @@ class WireCount:
                 self._walk(data, payload, pos, known.message, budget, depth + 1)
             elif known.repeated:
                 packed = wire == LEN and known.wire != LEN
-                count = _packed_count(data, payload, pos, _WIDTH[known.wire], budget) if packed else 1
-                if known.refused and count:
-                    raise RefusedField(known.name)
-                budget.take(count)
+                budget.take(_packed_count(data, payload, pos, _WIDTH[known.wire], budget) if packed else 1)
             elif number in seen:
                 budget.take(1)
             else:
@@ -213,13 +200,12 @@ class WireCount:
 
 
 class RequestMessage:
-    """A method's request message: counted on the wire, then parsed (400 for bytes that are not one).
-    ``refuse``: repeated fields refused when they hold an element (RefusedField, for the caller to answer)."""
+    """A method's request message: counted on the wire, then parsed (400 for bytes that are not one)."""
 
-    def __init__(self, message_class: Any, refuse: frozenset[str] = frozenset()):
+    def __init__(self, message_class: Any):
         self.message_class = message_class
         self.name = message_class.DESCRIPTOR.full_name
-        self._count = WireCount(message_class.DESCRIPTOR, refuse)
+        self._count = WireCount(message_class.DESCRIPTOR)
 
     def parse(self, data: bytes, max_values: int) -> Any:
         """The message in ``data``: 413 when it holds over ``max_values`` values, else 400 unless it parses."""

@@ -34,6 +34,9 @@ _TENSOR_TYPES = {
     9: ("bool", "bool_data"),
 }
 _BYTES, _STRING = 13, 12
+NPY_ONLY = "pickled objects are not loaded here"
+#: the elem_types Paddle Serving knows (complex64 and complex128, 10 and 11, it knows but cannot read)
+_ELEM_TYPES = range(14)
 
 
 class OpError(RuntimeError):
@@ -151,15 +154,20 @@ def _fetches_match(fetch: Any, names: list[str]) -> bool:
 
 
 def tensor_to_numpy(tensor: Any) -> tuple[Any, Any]:
-    """A request Tensor -> (array, lod or None), as Paddle Serving's ``proto_tensor_2_numpy``."""
-    dims = list(tensor.shape) or [1]
+    """A request Tensor -> (array, lod or None), as Paddle Serving's ``proto_tensor_2_numpy``
+    (an empty shape is a 0-d array). ``np.save`` bytes are loaded without unpickling (Paddle
+    Serving unpickles them): an object array, or bytes that are not ``.npy``, fail the request."""
     lod = np.array(tensor.lod).astype(np.int32).reshape(2, -1) if len(tensor.lod) > 0 else None
     if tensor.elem_type == _BYTES:
-        return np.load(BytesIO(tensor.byte_data), allow_pickle=False), lod
+        try:
+            return np.load(BytesIO(tensor.byte_data), allow_pickle=False), lod
+        except (ValueError, EOFError):
+            why = f"the byte_data of tensor {tensor.name} is not an array np.save wrote: {NPY_ONLY}"
+            raise ValueError(why) from None
     if tensor.elem_type not in _TENSOR_TYPES:
         raise ValueError(f"Sorry, the type {tensor.elem_type} of tensor {tensor.name} is not supported.")
     dtype, field = _TENSOR_TYPES[tensor.elem_type]
-    return np.array(getattr(tensor, field)).astype(dtype).reshape(dims), lod
+    return np.array(getattr(tensor, field)).astype(dtype).reshape(list(tensor.shape)), lod
 
 
 class RequestOp(Op):
@@ -176,8 +184,8 @@ class RequestOp(Op):
         for idx, key in enumerate(request.key):  # more keys than values: IndexError, as in Paddle Serving
             dict_data[key] = request.value[idx]
         for tensor in request.tensors:
-            if not tensor.name:
-                raise ValueError("Tensor name is None.")
+            if tensor.elem_type not in _ELEM_TYPES:
+                raise ValueError(f"elem_type:{tensor.elem_type} error")
             if tensor.elem_type == _STRING:
                 dict_data[tensor.name] = "".join(tensor.str_data)
                 continue

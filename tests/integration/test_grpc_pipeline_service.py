@@ -153,7 +153,7 @@ def test_a_bad_request_gets_the_http_endpoints_err_no_and_the_server_goes_on(ser
     assert call(M.Request(key=["text"], value=["good"])).err_no == 0
 
 
-def test_numpy_tensors_are_refused_before_anything_is_decoded(serve):
+def test_numpy_tensors_are_refused_by_batchlines_own_pipelines_before_anything_is_decoded(serve):
     live = serve(ocr_config())
     request = M.Request()
     request.tensors.add(name="image", uint32_data=[255] * 12, shape=[2, 2, 3], elem_type=7)

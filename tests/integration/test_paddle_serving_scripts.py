@@ -10,6 +10,7 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 import requests
 import yaml
@@ -22,9 +23,10 @@ from tuning.server import free_port
 pytestmark = pytest.mark.slow  # servers with predictor processes
 
 SCRIPT_DIR = os.path.join(ROOT, "tests/data/paddle_serving/scripts/batched")
+MAX_INPUTS = 300  # a request's values: 4 x this + 256 (a tensor's elements are values, as a JSON body's numbers)
 
 
-def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=None, env=None):
+def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=None, max_inputs=None, env=None):
     folder = tmp_path / ("thread" if thread_op else "process")
     shutil.copytree(SCRIPT_DIR, folder)
     conf = yaml.safe_load((folder / "config.yml").read_text())
@@ -33,6 +35,8 @@ def _serve(tmp_path, *, thread_op, batch_size=1, concurrency=1, max_body_size=No
     conf["op"]["upper"].update(concurrency=concurrency, batch_size=batch_size, auto_batching_timeout=500)
     if max_body_size:
         conf["op"]["upper"]["local_service_conf"] = {"max_body_size": max_body_size}
+    if max_inputs:
+        conf["max_inputs_per_request"] = max_inputs
     (folder / "config.yml").write_text(yaml.safe_dump(conf))
     return ServerProcess(str(folder / "web_service.py"), ready_timeout=120, env=env), conf["rpc_port"]
 
@@ -48,7 +52,9 @@ def _answer(doc):
 
 @pytest.fixture(scope="module")
 def thread_server(tmp_path_factory):
-    server, rpc_port = _serve(tmp_path_factory.mktemp("ps"), thread_op=True, batch_size=4, max_body_size=65536)
+    server, rpc_port = _serve(
+        tmp_path_factory.mktemp("ps"), thread_op=True, batch_size=4, max_body_size=65536, max_inputs=MAX_INPUTS
+    )
     yield server, rpc_port
     server.stop()
 
@@ -146,6 +152,24 @@ def test_the_grpc_door_holds_the_same_limits_before_the_users_code(thread_server
     assert resp.err_no == 413 and "values" in resp.err_msg  # counted before the message is built
     resp = client.predict(feed_dict={"text": "after"})
     assert resp.err_no == 0 and dict(zip(resp.key, resp.value))["text"] == "AFTER!"
+
+
+def test_tensors_reach_the_users_code_on_both_doors_within_the_requests_values(thread_server):
+    server, rpc_port = thread_server
+    client = pipeline_client(rpc_port)
+    fits = np.arange(1200, dtype="float32").reshape(2, 600)  # under 4 x 300 + 256 values
+    for use_tensor_bytes in (False, True):
+        resp = client.predict(feed_dict={"x": fits}, pack_tensor_format=True, use_tensor_bytes=use_tensor_bytes)
+        assert resp.err_no == 0 and dict(zip(resp.key, resp.value))["text"] == "float32 (2, 600) 719400!"
+    tensor = {"name": "x", "elem_type": 2, "shape": [2, 2], "int_data": [1, 2, 3, 4]}
+    status, doc = _post(server, {"tensors": [tensor]})
+    assert status == 200 and _answer(doc)["text"] == "int32 (2, 2) 10!"
+    resp = client.predict(feed_dict={"x": np.zeros(2000, "float32")}, pack_tensor_format=True)
+    assert resp.err_no == 413 and "values" in resp.err_msg  # counted on the wire, never parsed
+    status, doc = _post(server, {"tensors": [dict(tensor, shape=[2000], int_data=[0] * 2000)]})
+    assert status == 413
+    status, doc = _post(server, {"tensors": [dict(tensor, shape=[3])]})  # 4 elements do not make shape [3]
+    assert status == 400 and doc["err_no"] == 8000 and "cannot reshape" in doc["err_msg"]
 
 
 def test_process_ops_run_in_processes_of_their_own(tmp_path):

@@ -72,6 +72,7 @@ CASES = {
         Case("no_model", service="nomodel"),
         Case("custom_request_response", service="custom"),
         Case("two_inputs", service="join", models=UCI),
+        Case("tensor_inputs", service="tensors"),
     )
 }
 

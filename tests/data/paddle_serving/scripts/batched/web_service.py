@@ -20,6 +20,8 @@ class UpperOp(Op):
         self.pending += 1
         if "image" in d:
             return {"size": str(len(base64.b64decode(d["image"])))}, False, None, ""
+        if "x" in d:  # a tensor (PipelineClient's pack_tensor_format, a JSON body's "tensors"): an array
+            return {"text": "{} {} {:g}".format(d["x"].dtype, d["x"].shape, d["x"].sum())}, False, None, ""
         return {"text": d["text"].upper()}, False, None, ""
 
     def postprocess(self, input_dicts, fetch_dict, data_id, log_id):
