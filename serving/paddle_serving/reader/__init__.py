@@ -9,11 +9,17 @@ Where ours differs on purpose: invalid arguments raise ``ValueError`` where the 
 ``ppocr_keys_v1.txt`` when its default ``./ppocr_keys_v1.txt`` is missing, and takes ``width_from_height=True``
 for PP-OCRv3/v4 rec models (height 48: see ocr_reader.py).
 
-Left out (text, video, segmentation and drawing readers; none is used by an OCR or image pipeline example):
-ChineseBertReader, LACReader, SentaReader, the IMDB, BERT, tokenization and batching modules, the PP-TSN video
+``ChineseBertReader`` (Paddle Serving's BERT pipeline example) and the BERT tokenization under it
+(``paddle_serving_app.reader.tokenization``: ``FullTokenizer``, ``BasicTokenizer``, ``WordpieceTokenizer``) are
+held to the real ones the same way (tests/unit/test_paddle_serving_bert_reader.py); without a ``vocab_file`` it
+refuses, where the real one downloads a vocabulary.
+
+Left out (text, video, segmentation and drawing readers; none is used by an OCR, image or BERT pipeline
+example): LACReader, SentaReader, the IMDB and batching modules, the tokenizers with sentencepiece, the PP-TSN video
 transforms (VideoDecoder, Sampler, Scale, TenCrop, Image2Array, Normalization), SegPostprocess,
 RCNNPostprocess and BlazeFacePostprocess. Importing one of those names fails with ImportError."""
 
+from serving.paddle_serving.reader.bert import ChineseBertReader
 from serving.paddle_serving.reader.boxes import FilterBoxes, GetRotateCropImage, SortedBoxes
 from serving.paddle_serving.reader.color import BGR2RGB, RGB2BGR, DetectionBGR2RGB
 from serving.paddle_serving.reader.compose import DetectionSequential, Sequential
@@ -35,6 +41,7 @@ __all__ = [
     "BGR2RGB",
     "Base64ToImage",
     "CenterCrop",
+    "ChineseBertReader",
     "DBPostProcess",
     "DetectionBGR2RGB",
     "DetectionFile2Image",
