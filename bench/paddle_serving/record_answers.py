@@ -232,6 +232,16 @@ def case_requests(case: str) -> list[dict]:
         ]
     if case == "tensor_inputs":
         return tensor_requests()
+    if case == "bert":  # the example's keys: "0", "1", ... one text each
+        return [
+            kv("one text", {"0": "今天天气很好"}),
+            kv("two texts", {"0": "北京是中国的首都", "1": "Hello, world! 你好"}),
+            kv("mixed, accents and punctuation", {"0": "Café ÜBER 1,234.5 —— 《测试》！"}),
+            kv("a text longer than 128 tokens", {"0": "中文文本" * 60}),
+            kv("empty text", {"0": ""}),
+            kv("bad: key is not '0'", {"text": "你好"}),
+            kv("bad: no keys", {}),
+        ]
     if case == "imdb_model_ensemble":
         return [
             kv("sad", {"words": "i am very sad | 0"}, fetch=["prediction"]),

@@ -1,5 +1,5 @@
 """Paddle Serving users' files served by batchline answer as the real Paddle Serving 0.9 does
-(issue 36). Each case of tests/data/paddle_serving/cases (Paddle Serving's OCR, simple and
+(issue 36). Each case of tests/data/paddle_serving/cases (Paddle Serving's OCR, simple, BERT and
 ensemble examples, PaddleOCR 2.10's pdserving, and one case per behaviour: thread and process
 ops, auto-batching, a skipped process, product errors, an op without a model, a custom
 RequestOp/ResponseOp through PipelineServer, an op with two inputs, tensor inputs) is served with

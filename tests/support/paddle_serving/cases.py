@@ -21,6 +21,9 @@ from tests.support.paddle_serving.model_folders import ocr_dictionary, write_ocr
 
 CASES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "data", "paddle_serving", "cases")
 CASES_DIR = os.path.normpath(CASES_DIR)
+ERNIE_VOCAB = os.path.normpath(
+    os.path.join(CASES_DIR, "..", "..", "..", "..", "pipelines", "ernie_fields", "model", "vocab.txt")
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,8 @@ class Case:
     """``entry``: the script the user runs; ``service``: the name in the HTTP path
     ``/<service>/prediction`` (WebService(name=...) / PipelineServer(name)); ``models``:
     serving folder -> tiny model name, or "ocr_det"/"ocr_rec"; ``dictionary``: where
-    ``ppocr_keys_v1.txt`` goes, relative to the case folder; ``subdir``: the case
+    ``ppocr_keys_v1.txt`` goes, relative to the case folder; ``vocab``: where a BERT
+    ``vocab.txt`` goes (the ERNIE vocabulary of pipelines/ernie_fields); ``subdir``: the case
     folder's place under ``dest`` (PaddleOCR's pdserving sits two levels below the
     repository root, where its ``../../ppocr/utils/ppocr_keys_v1.txt`` points)."""
 
@@ -37,6 +41,7 @@ class Case:
     service: str = ""
     models: dict[str, str] = field(default_factory=dict)
     dictionary: str = ""
+    vocab: str = ""
     subdir: str = ""
 
 
@@ -73,6 +78,7 @@ CASES = {
         Case("custom_request_response", service="custom"),
         Case("two_inputs", service="join", models=UCI),
         Case("tensor_inputs", service="tensors"),
+        Case("bert", service="bert", models={"bert_seq128_model": "bert"}, vocab="vocab.txt"),
     )
 }
 
@@ -103,4 +109,6 @@ def prepare_case(name: str, dest: str, python: str = sys.executable) -> str:
         path = os.path.normpath(os.path.join(target, case.dictionary))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         shutil.copyfile(ocr_dictionary(), path)
+    if case.vocab:
+        shutil.copyfile(ERNIE_VOCAB, os.path.join(target, case.vocab))
     return target

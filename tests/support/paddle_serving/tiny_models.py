@@ -5,6 +5,10 @@ the reference Paddle Serving venv (``bench/lib/paddle_serving_venv.py``).
 
 - ``uci``: fit-a-line (uci housing): ``x`` float32 [-1, 13] -> ``price`` [-1, 1]
   (the ``uci_housing_model`` of Paddle Serving's simple_web_service example);
+- ``bert``: a stand-in for the BERT pipeline example's ``bert_seq128_model``: ``input_ids``,
+  ``position_ids``, ``segment_ids`` int64 and ``input_mask`` float32, each [-1, 128, 1] ->
+  ``pooled_output`` [-1, 4] and ``sequence_output`` [-1, 128, 4] (embeddings summed, tanh, masked;
+  the first position through a dense layer);
 - ``imdb_bow`` / ``imdb_cnn``: stand-ins for the imdb_model_ensemble example's two
   models: ``words`` int64 [-1, 1] (LoD level 1, word ids < ``IMDB_VOCAB``) ->
   ``prediction`` float32 [1, 2] (softmax); bag of words (mean of embeddings) and a
@@ -25,9 +29,16 @@ import sys
 
 IMDB_VOCAB = 32  # ids 0..31; the case's imdb.vocab has 31 words, unknown = 31
 IMDB_EMBED = 8
+BERT_VOCAB = 8192  # ids of a vocabulary up to this size (the ERNIE vocabulary the case uses has 7,709)
+BERT_SEQ, BERT_HIDDEN = 128, 4
 
 # name -> (feed aliases, fetch aliases) of the serving folder
-ALIASES = {"uci": (["x"], ["price"]), "imdb_bow": (["words"], ["prediction"]), "imdb_cnn": (["words"], ["prediction"])}
+ALIASES = {
+    "bert": (["input_ids", "position_ids", "segment_ids", "input_mask"], ["pooled_output", "sequence_output"]),
+    "uci": (["x"], ["price"]),
+    "imdb_bow": (["words"], ["prediction"]),
+    "imdb_cnn": (["words"], ["prediction"]),
+}
 
 
 def _weights(shape: tuple[int, ...], seed: int):
@@ -77,12 +88,39 @@ def _build_in_process(name: str, out_dir: str) -> None:
             b = _param("fc_0.b_0", _weights((2,), 8))
             out = paddle.nn.functional.softmax(paddle.static.nn.fc(pooled, 2, weight_attr=w, bias_attr=b))
             feeds = [words]
+        elif name == "bert":
+            feeds = [paddle.static.data(n, [None, BERT_SEQ, 1], "int64") for n in ALIASES["bert"][0][:3]]
+            feeds.append(paddle.static.data("input_mask", [None, BERT_SEQ, 1], "float32"))
+            summed = None
+            for i, (feed, rows) in enumerate(zip(feeds, (BERT_VOCAB, BERT_SEQ, 2))):
+                weights = _weights((rows, BERT_HIDDEN), 10 + i)
+                table = paddle.static.create_parameter(
+                    [rows, BERT_HIDDEN], "float32", name=f"emb{i}.w_0", attr=_param(f"emb{i}.w_0", weights)
+                )
+                emb = paddle.reshape(paddle.gather(table, paddle.reshape(feed, [-1])), [-1, BERT_SEQ, BERT_HIDDEN])
+                summed = emb if summed is None else summed + emb
+            # tanh through fc's activation: Paddle 3's tanh() takes no legacy-program Variable
+            dense = [
+                _param(f"dense{i}.{p}_0", _weights(s, 14 + i))
+                for i in (0, 1)
+                for p, s in (("w", (BERT_HIDDEN,) * 2), ("b", (BERT_HIDDEN,)))
+            ]
+            sequence = paddle.static.nn.fc(
+                summed, BERT_HIDDEN, num_flatten_dims=2, weight_attr=dense[0], bias_attr=dense[1], activation="tanh"
+            )
+            sequence = sequence * feeds[3]
+            first = paddle.reshape(paddle.slice(sequence, axes=[1], starts=[0], ends=[1]), [-1, BERT_HIDDEN])
+            pooled = paddle.static.nn.fc(
+                first, BERT_HIDDEN, weight_attr=dense[2], bias_attr=dense[3], activation="tanh"
+            )
+            out = [pooled, sequence]
         else:
             raise ValueError(f"unknown tiny model {name!r}; known: {sorted(ALIASES)}")
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(startup)
     os.makedirs(out_dir, exist_ok=True)
-    paddle.static.save_inference_model(os.path.join(out_dir, "inference"), feeds, [out], exe, program=main)
+    outs = out if isinstance(out, list) else [out]
+    paddle.static.save_inference_model(os.path.join(out_dir, "inference"), feeds, outs, exe, program=main)
 
 
 def build(name: str, out_dir: str | os.PathLike[str], python: str = sys.executable) -> str:
