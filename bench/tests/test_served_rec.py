@@ -69,7 +69,7 @@ def test_contenders_are_distinct_and_name_their_commands():
 def test_bare_engine_loop_counts_only_its_window_and_uses_every_runner(monkeypatch):
     used = []
     monkeypatch.setattr(bare_rec, "read_crop", lambda op, runner, png: used.append((runner, png)) or ("t", 1.0))
-    result = bare_rec.bare_engine_loop(None, ["r0", "r1"], [b"a", b"b", b"c"], duration_s=0.2, warmup_s=0.05)
+    result = bare_rec.bare_engine_loop(None, ["r0", "r1"], [b"a", b"b", b"c"], duration_s=1.0, warmup_s=0.05)
     assert result.clients == 2 and 0 < result.ok <= len(used) and len(result.latencies_s) == result.ok
     assert {r for r, _ in used} == {"r0", "r1"} and {p for _, p in used} == {b"a", b"b", b"c"}
 

@@ -159,7 +159,7 @@ def test_recorded_case_agrees_with_paddle_serving(index: int, tmp_path: Path) ->
 def test_the_recording_covers_every_class_and_the_odd_answers() -> None:
     cases, _ = _recorded()
     covered = {case["cls"] for case in cases}
-    assert covered == set(reader.__all__) - {"URL2Image"}
+    assert covered == set(reader.__all__) - {"URL2Image", "ChineseBertReader"}  # the BERT reader: its own recording
     answers = [json.dumps(case.get("output")) for case in cases]
     assert any(case["cls"] == "ResizeByFactor" and '"t": [{"v": null}' in a for case, a in zip(cases, answers))
     assert any(case["cls"] == "DBPostProcess" and '{"l": []}' in a for case, a in zip(cases, answers))
