@@ -13,7 +13,15 @@ from serving.config.schema import OP_ALIASES, ServingConfig, device_type_value, 
 IGNORED_TOP_KEYS = frozenset({"grpc_gateway_port", "build_dag_each_worker"})
 IGNORED_DAG_KEYS = frozenset({"is_thread_op", "retry", "client_type", "channel_recv_frist_arrive"})
 IGNORED_OP_KEYS = frozenset(
-    {"client_type", "fetch_list", "workdir", "server_endpoints", "client_config", "use_encryption_model"}
+    {
+        "client_type",
+        "fetch_list",
+        "workdir",
+        "server_endpoints",
+        "client_config",
+        "use_encryption_model",
+        "encryption_key",  # Paddle Serving's key for a remote encrypted predictor (server_endpoints)
+    }
 )
 IGNORED_LOCAL_SERVICE_KEYS = frozenset(
     {
@@ -71,6 +79,24 @@ def _fold_aliases(op: dict, svc: Any, path: str, notes: Notes) -> None:
             value = -1  # Paddle Serving: <= 0 means no limit
         holder[key] = value
         notes.renamed[f"{path}.{target}"] = f"{path}.{alias}"
+
+
+def gpu_ids_given(devices: Any) -> bool:
+    """True when ``devices`` names GPU ids (``"0"``, ``"0,1"``, ``0``): non-empty once spaces are gone."""
+    if is_int(devices):
+        return True
+    return isinstance(devices, str) and devices.replace(" ", "") != ""
+
+
+def resolve_device_type(svc: dict) -> None:
+    """Paddle Serving's rule for a device left unset (``device_type`` -1, its default, or empty): the
+    ``devices`` decide, GPU ids meaning ``device_type`` 1. Left out with no ``devices``: the CPU."""
+    value = svc.get("device_type", -1)
+    unset = value is None or (is_int(value) and value == -1)
+    if unset and gpu_ids_given(svc.get("devices")):
+        svc["device_type"] = 1
+    elif unset and "device_type" in svc:
+        svc["device_type"] = 0
 
 
 def _apply_use_trt(svc: dict, path: str, notes: Notes) -> None:
@@ -150,6 +176,7 @@ def _normalize_op(name: str, op: Any, notes: Notes) -> Any:
     if isinstance(svc, dict):
         svc = dict(svc)
         _drop_ignored(svc, IGNORED_LOCAL_SERVICE_KEYS, path + ".local_service_conf.", notes)
+        resolve_device_type(svc)
         _apply_use_trt(svc, path, notes)
         _apply_use_calib(svc, path, notes)
     _fold_aliases(op, svc, path, notes)

@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Any
 
+from serving.config.compat import resolve_device_type
 from serving.config.documents import ConfigDocument
 from serving.config.schema.local_service import device_type_value
 from serving.paddle_serving.model_folder import engine_folder
@@ -58,6 +59,9 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
         folder = os.path.join(os.path.dirname(source), model)
         if os.path.isdir(folder):  # Paddle Serving's other file names, linked to the ones our engines read
             svc["model_config"] = engine_folder(folder, user_cache_dir("paddle_serving"))
+    resolve_device_type(svc)
+    _gpu_or_cpu(svc, f"op.{name}.local_service_conf", source)
+    _cpu_precision(svc, f"op.{name}.local_service_conf", source)
     fallback = _default_engine(svc, f"op.{name}.local_service_conf", source)
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
     batch = entry.get("batch_size", 1)
@@ -87,8 +91,44 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
 
 
 def _on_cpu(svc: dict) -> bool:
-    device = device_type_value(svc.get("device_type", 0))
-    return device == 0 or (device in (-1, None) and not svc.get("devices"))
+    return device_type_value(svc.get("device_type", 0)) == 0
+
+
+def paddle_sees_a_gpu() -> bool:
+    """Whether Paddle Inference here can run on a GPU: a CUDA build that sees one."""
+    try:
+        import paddle
+    except ImportError:
+        return False
+    return bool(paddle.device.is_compiled_with_cuda()) and paddle.device.cuda.device_count() > 0
+
+
+def _gpu_or_cpu(svc: dict, path: str, source: str) -> None:
+    """A GPU op (``device_type`` 1 or 2) where Paddle cannot reach one runs on the CPU, with a warning,
+    as Paddle Serving's does on a CPU build of Paddle (Paddle logs "Please use PaddlePaddle with GPU
+    version." and goes on): a service written for a GPU still answers on a CPU-only machine. An op
+    that names an engine other than Paddle Inference is left to that engine."""
+    if _on_cpu(svc) or svc.get("engine", "paddle") != "paddle" or paddle_sees_a_gpu():
+        return
+    log.warning(
+        "%s: %s: device_type %s (devices %r) asks for a GPU, and Paddle here sees none (a CPU build, or no GPU "
+        "visible): it runs on the CPU, as Paddle Serving does",
+        source,
+        path,
+        svc.get("device_type"),
+        svc.get("devices", ""),
+    )
+    svc["device_type"] = 0
+    svc["devices"] = ""
+
+
+def _cpu_precision(svc: dict, path: str, source: str) -> None:
+    """Paddle Serving runs ``fp16`` and ``int8`` on the CPU as ``fp32`` (its local predictor sets neither
+    there; int8 with a warning), so a script's answers stay its answers: fp32 here too."""
+    precision = svc.get("precision")
+    if _on_cpu(svc) and isinstance(precision, str) and precision.strip().lower() in ("fp16", "int8"):
+        log.info("%s: %s: precision %s runs as fp32 on the CPU, as in Paddle Serving", source, path, precision)
+        svc["precision"] = "fp32"
 
 
 def _default_engine(svc: dict, path: str, source: str) -> bool:

@@ -646,6 +646,28 @@ def test_paddle_serving_file_loads(models, caplog):
         assert key in notices[0]
 
 
+@pytest.mark.parametrize(
+    ("svc", "device_type"),
+    [
+        ({"devices": "0"}, 1),
+        ({"device_type": None, "devices": "0,1"}, 1),
+        ({"device_type": -1, "devices": 0}, 1),
+        ({"device_type": -1, "devices": " "}, 0),
+        ({"device_type": None}, 0),
+        ({}, 0),
+        ({"device_type": 0, "devices": "0"}, 0),
+    ],
+)
+def test_an_unset_device_type_follows_devices_as_in_paddle_serving(svc, device_type):
+    config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": svc}}})
+    assert config.op["a"].local_service_conf.device_type == device_type
+
+
+def test_paddle_servings_encryption_key_is_dropped_with_its_switch():
+    op = {"class": FAKE, "use_encryption_model": False, "encryption_key": ""}
+    assert parse_config({"op": {"a": op}}).op["a"].local_service_conf.device_type == 0
+
+
 def test_use_trt_on_gpu_means_device_type_2():
     config = parse_config({"op": {"a": {"class": FAKE, "local_service_conf": {"device_type": 1, "use_trt": True}}}})
     assert config.op["a"].local_service_conf.device_type == 2

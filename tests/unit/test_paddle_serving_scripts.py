@@ -2,11 +2,13 @@
 config.yml into batchline's (config_bridge.py): the graph walked back from the response op,
 the errors a script can make, and each op's worker model, keywords and engine."""
 
+import logging
 import sys
 import textwrap
 
 import pytest
 
+from serving.paddle_serving import config_bridge
 from serving.paddle_serving.config_bridge import FIRST_STAGE, STAGE, service_config
 from serving.paddle_serving.service_file import ServiceFileError, read_service
 
@@ -84,7 +86,8 @@ def test_each_op_becomes_an_engine_op_with_paddle_servings_worker_model(folder):
     assert data["name"] == "svc"
 
 
-def test_a_model_on_cpu_runs_on_openvino_unless_the_file_names_an_engine(folder):
+def test_a_model_on_cpu_runs_on_openvino_unless_the_file_names_an_engine(folder, monkeypatch):
+    monkeypatch.setattr(config_bridge, "paddle_sees_a_gpu", lambda: True)
     (folder / "m").mkdir()
     config = """
         op:
@@ -102,6 +105,43 @@ def test_a_model_on_cpu_runs_on_openvino_unless_the_file_names_an_engine(folder)
     assert ops["b"]["local_service_conf"]["engine"] == "paddle" and ops["b"]["local_service_conf"]["use_mkldnn"]
     assert "engine" not in ops["join"]["local_service_conf"]  # a GPU: Paddle Inference, as configured
     assert ops["a"]["local_service_conf"]["instance_mode"] == "thread"  # Paddle Serving's default
+
+
+def _local_services(folder, config):
+    (folder / "m").mkdir()
+    service = read_service(_script(folder, GRAPH.format(a_workers=1), config))
+    return {name: op["local_service_conf"] for name, op in service_config(service, service.config_file)["op"].items()}
+
+
+GPU_CONFIG = """
+    op:
+      a: {local_service_conf: {model_config: m, devices: "0", precision: fp16}}
+      b: {local_service_conf: {model_config: m, device_type: 1, devices: "0,1"}}
+      join: {local_service_conf: {model_config: m, device_type: 1, devices: "1", engine: torch}}
+"""
+
+
+def test_a_gpu_op_runs_on_a_gpu_paddle_sees_and_devices_decide_an_unset_device_type(folder, monkeypatch):
+    monkeypatch.setattr(config_bridge, "paddle_sees_a_gpu", lambda: True)
+    svc = _local_services(folder, GPU_CONFIG)
+    assert (svc["a"]["device_type"], svc["a"]["devices"], svc["a"]["precision"]) == (1, "0", "fp16")
+    assert svc["b"]["device_type"] == 1 and "engine" not in svc["a"] and "engine" not in svc["b"]
+
+
+def test_where_paddle_sees_no_gpu_a_gpu_op_runs_on_the_cpu_as_in_paddle_serving(folder, monkeypatch, caplog):
+    monkeypatch.setattr(config_bridge, "paddle_sees_a_gpu", lambda: False)
+    with caplog.at_level(logging.WARNING, logger=config_bridge.__name__):
+        svc = _local_services(folder, GPU_CONFIG)
+    for name in ("a", "b"):  # on the CPU: OpenVINO Runtime, fp32 (Paddle Serving's CPU ignores fp16)
+        assert (svc[name]["device_type"], svc[name]["devices"], svc[name]["engine"]) == (0, "", "openvino")
+    assert svc["a"]["precision"] == "fp32"
+    assert svc["join"]["device_type"] == 1  # another engine named: left to it
+    assert sum("asks for a GPU" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_int8_on_the_cpu_runs_as_fp32_as_in_paddle_serving(folder):
+    svc = _local_services(folder, "op:\n  a: {local_service_conf: {model_config: m, precision: INT8}}\n")
+    assert (svc["a"]["precision"], svc["a"]["engine"]) == ("fp32", "openvino")
 
 
 @pytest.mark.parametrize(

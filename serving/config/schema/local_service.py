@@ -146,7 +146,8 @@ class LocalServiceConf:
     device_type: int = Field(
         default=0,
         strict=True,
-        description="0 CPU, 1 GPU, 2 GPU + TensorRT.",
+        description="0 CPU, 1 GPU, 2 GPU + TensorRT. Unset (left out, empty or -1, Paddle Serving's default): "
+        "`devices` decide, GPU ids meaning 1.",
         json_schema_extra={"doc_type": "0, 1, 2 or `cpu`, `gpu`, `trt`"},
     )
     devices: str = Field(
