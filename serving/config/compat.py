@@ -37,6 +37,8 @@ IGNORED_LOCAL_SERVICE_KEYS = frozenset(
         "gpu_multi_stream",
     }
 )
+# Paddle Serving's switches folded into batchline's keys (_apply_use_trt, _apply_use_calib)
+FOLDED_LOCAL_SERVICE_KEYS = frozenset({"use_trt", "use_calib"})
 # Paddle Serving's separate /metrics server: dropped with a notice naming our /metrics URL
 PROMETHEUS_DAG_KEYS = ("enable_prometheus", "prometheus_port")
 

@@ -8,12 +8,16 @@ in Paddle Serving. An ``op:`` entry no op of the graph uses is dropped (Paddle S
 from __future__ import annotations
 
 import copy
+import difflib
 import logging
 import os
 from typing import Any
 
+from serving.config import compat
 from serving.config.compat import resolve_device_type
 from serving.config.documents import ConfigDocument
+from serving.config.errors import model_fields
+from serving.config.schema import DagConfig, LocalServiceConf, OpConfig, ServingConfig
 from serving.config.schema.local_service import device_type_value
 from serving.paddle_serving.model_folder import engine_folder
 from serving.paddle_serving.operator import DAG_EXECUTOR, Op
@@ -159,13 +163,52 @@ def service_config(service: Service, source: str) -> dict:
     if unused:
         log.info("%s: op entries no op of the graph uses (ignored, as Paddle Serving does): %s", source, unused)
     digest = content_key((service.script,))  # in the config: a reload rebuilds a pipeline whose script changed
+    dropped = _drop_unknown_keys(data, ops, service.ops, source)
     data["op"] = {
         name: _op_entry(service, name, op, ops.get(name), thread_default, source, digest)
         for name, op in service.ops.items()
     }
     if service.name:
         data["name"] = service.name
+    if dropped:
+        log.warning(
+            "%s: keys batchline does not know, ignored as Paddle Serving ignores them: %s", source, "; ".join(dropped)
+        )
     return data
+
+
+def _keys(model: Any, *more: frozenset[str] | tuple[str, ...]) -> frozenset[str]:
+    """The keys ``model`` takes in a file, and ``more``."""
+    fields = model_fields(model) or {}
+    known = {f.alias or name for name, f in fields.items()} | set(getattr(model, "yaml_extra_keys", ()))
+    for keys in more:
+        known |= set(keys)
+    return frozenset(known)
+
+
+def _drop(mapping: Any, known: frozenset[str], path: str, dropped: list[str]) -> None:
+    if not isinstance(mapping, dict):
+        return  # not a mapping: the loader says so
+    for key in [k for k in mapping if k not in known]:
+        mapping.pop(key)
+        close = difflib.get_close_matches(str(key), known, n=1)
+        dropped.append(f"{path}{key}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+def _drop_unknown_keys(data: dict, ops: dict, graph_ops: Any, source: str) -> list[str]:
+    """Paddle Serving reads the keys it knows and passes over the rest, so a ``config.yml`` that starts there
+    may hold keys no part of batchline reads (another tool's, a stale one, a misspelt one): they are dropped,
+    named in one warning, where a batchline config refuses them."""
+    dropped: list[str] = []
+    _drop(data, _keys(ServingConfig, compat.IGNORED_TOP_KEYS), "", dropped)
+    _drop(data.get("dag"), _keys(DagConfig, compat.IGNORED_DAG_KEYS, compat.PROMETHEUS_DAG_KEYS), "dag.", dropped)
+    for name in graph_ops:
+        entry = ops.get(name)
+        _drop(entry, _keys(OpConfig, compat.IGNORED_OP_KEYS), f"op.{name}.", dropped)
+        if isinstance(entry, dict):
+            svc_keys = _keys(LocalServiceConf, compat.IGNORED_LOCAL_SERVICE_KEYS, compat.FOLDED_LOCAL_SERVICE_KEYS)
+            _drop(entry.get("local_service_conf"), svc_keys, f"op.{name}.local_service_conf.", dropped)
+    return dropped
 
 
 def service_document(service: Service, config_file: str) -> ConfigDocument:

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from serving.paddle_serving import config_bridge
-from serving.paddle_serving.config_bridge import FIRST_STAGE, STAGE, service_config
+from serving.config import parse_config
+from serving.paddle_serving.config_bridge import FIRST_STAGE, STAGE, service_config, service_document
 from serving.paddle_serving.service_file import ServiceFileError, read_service
 
 pytestmark = pytest.mark.unit
@@ -107,10 +108,14 @@ def test_a_model_on_cpu_runs_on_openvino_unless_the_file_names_an_engine(folder,
     assert ops["a"]["local_service_conf"]["instance_mode"] == "thread"  # Paddle Serving's default
 
 
-def _local_services(folder, config):
-    (folder / "m").mkdir()
+def _service(folder, config):
+    (folder / "m").mkdir(exist_ok=True)
     service = read_service(_script(folder, GRAPH.format(a_workers=1), config))
-    return {name: op["local_service_conf"] for name, op in service_config(service, service.config_file)["op"].items()}
+    return service, service.config_file
+
+
+def _local_services(folder, config):
+    return {name: op["local_service_conf"] for name, op in service_config(*_service(folder, config))["op"].items()}
 
 
 GPU_CONFIG = """
@@ -137,6 +142,27 @@ def test_where_paddle_sees_no_gpu_a_gpu_op_runs_on_the_cpu_as_in_paddle_serving(
     assert svc["a"]["precision"] == "fp32"
     assert svc["join"]["device_type"] == 1  # another engine named: left to it
     assert sum("asks for a GPU" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_keys_batchline_does_not_know_are_dropped_with_a_warning_as_paddle_serving_ignores_them(folder, caplog):
+    config = """
+        max_body_size: 1024
+        dag: {is_thread_op: true, tracer: {interval_s: -1}, channel_sise: 8}
+        op:
+          a: {concurency: 2, timeout: 100, local_service_conf: {model_config: m, use_gpu: true, use_calib: false}}
+          b: {local_service_conf: {model_config: m, thread_num: 3}}
+    """
+    with caplog.at_level(logging.WARNING, logger=config_bridge.__name__):
+        data = service_config(*_service(folder, config))
+    (warning,) = [r.getMessage() for r in caplog.records if "does not know" in r.getMessage()]
+    for key in ("max_body_size", "dag.channel_sise (did you mean 'channel_size'?)", "op.a.concurency", "use_gpu"):
+        assert key in warning
+    assert "max_body_size" not in data and "channel_sise" not in data["dag"] and "concurency" not in data["op"]["a"]
+    assert data["op"]["a"]["timeout"] == 100 and data["op"]["b"]["local_service_conf"]["thread_num"] == 3
+    assert data["op"]["a"]["local_service_conf"]["use_calib"] is False  # Paddle Serving's: folded by the loader
+    (folder / "m" / "inference.pdmodel").write_bytes(b"")  # the loader checks a model file is there
+    document = service_document(*_service(folder, config))
+    assert parse_config(document.data, source=document.source).op["a"].timeout_ms == 100  # the rest as written
 
 
 def test_int8_on_the_cpu_runs_as_fp32_as_in_paddle_serving(folder):
