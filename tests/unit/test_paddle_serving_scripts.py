@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from serving.paddle_serving import config_bridge
 from serving.config import parse_config
+from serving.paddle_serving import config_bridge
 from serving.paddle_serving.config_bridge import FIRST_STAGE, STAGE, service_config, service_document
 from serving.paddle_serving.service_file import ServiceFileError, read_service
 
