@@ -34,7 +34,7 @@ _TENSOR_TYPES = {
     9: ("bool", "bool_data"),
 }
 _BYTES, _STRING = 13, 12
-NPY_ONLY = "pickled objects are not loaded here"
+NPY_ONLY = "np.save bytes of an array without objects: nothing is unpickled here"
 #: the elem_types Paddle Serving knows (complex64 and complex128, 10 and 11, it knows but cannot read)
 _ELEM_TYPES = range(14)
 
@@ -161,8 +161,8 @@ def tensor_to_numpy(tensor: Any) -> tuple[Any, Any]:
     if tensor.elem_type == _BYTES:
         try:
             return np.load(BytesIO(tensor.byte_data), allow_pickle=False), lod
-        except (ValueError, EOFError):
-            why = f"the byte_data of tensor {tensor.name} is not an array np.save wrote: {NPY_ONLY}"
+        except (ValueError, EOFError, MemoryError):  # MemoryError: a header naming more than the bytes hold
+            why = f"the byte_data of tensor {tensor.name} is not a whole .npy array ({NPY_ONLY})"
             raise ValueError(why) from None
     if tensor.elem_type not in _TENSOR_TYPES:
         raise ValueError(f"Sorry, the type {tensor.elem_type} of tensor {tensor.name} is not supported.")

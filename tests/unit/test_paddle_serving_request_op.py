@@ -6,6 +6,7 @@ import io
 
 import numpy as np
 import pytest
+from numpy.lib.format import write_array_header_1_0
 
 from serving.paddle_serving.operator import NPY_ONLY, RequestOp
 from serving.protos import pipeline_messages
@@ -57,7 +58,9 @@ def test_npy_bytes_are_loaded_without_unpickling():
     assert data["x"].dtype == np.int16 and data["x"].tolist() == [[0, 1], [2, 3]]
     buffer = io.BytesIO()
     np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    for raw in (buffer.getvalue(), b"not npy", b""):
+    huge = io.BytesIO()
+    write_array_header_1_0(huge, {"descr": "<f8", "fortran_order": False, "shape": (10**12,)})
+    for raw in (buffer.getvalue(), b"not npy", b"", huge.getvalue() + bytes(64)):
         with pytest.raises(ValueError, match=NPY_ONLY):
             unpack({"name": "x", "elem_type": 13, "byte_data": raw})
 

@@ -32,7 +32,7 @@ SERVICE_NAME_ERROR = 3002
 ON_PURPOSE = {
     ("tensor_inputs", "bad: npy bytes that are not npy"): {
         "err_no": 8000,
-        "err_msg": f"rpc package error: the byte_data of tensor x is not an array np.save wrote: {NPY_ONLY}",
+        "err_msg": f"rpc package error: the byte_data of tensor x is not a whole .npy array ({NPY_ONLY})",
         "key": [],
         "value": [],
     },
