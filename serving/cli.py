@@ -173,7 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(predict, bench, pipelines) are registered when batchline is installed: pip install -e .\n"
         )
         return 2
+    script_args: list[str] = []
+    if chosen == "serve":  # a Paddle Serving script's own arguments follow it
+        argv, script_args = _load_serve().split_argv(argv)
     args = build_parser(argv).parse_args(argv)
+    args.script_args = script_args
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -5,6 +5,7 @@ SIGHUP, and drain on SIGTERM/SIGINT: stop admitting (503), answer what was accep
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import logging
 import signal
@@ -248,7 +249,8 @@ def main(args: argparse.Namespace) -> int:
         if args.front_workers:
             log.error("--front-workers: a Paddle Serving script's request and response ops run in this process")
             return 2
-        loader, args.front_workers = load_service_repository, 0
+        loader = functools.partial(load_service_repository, script_args=getattr(args, "script_args", []))
+        args.front_workers = 0
     try:
         config = loader(args.config)
     except ConfigError as exc:

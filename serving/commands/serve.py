@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 
 from serving import server
 from serving.config import ConfigError
@@ -28,6 +29,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --ray: the cluster to deploy on ('auto': the one `ray start` made on this machine; "
         "'ray://HOST:10001': a remote one); default: start a local cluster for this command",
     )
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``batchline serve [options] web_service.py [its arguments]``: after a Paddle Serving script, what
+    ``python web_service.py ...`` would have been given is the script's (``-c config.yml``,
+    ``--model_dir m``), but for ``serve``'s own options, which stay batchline's wherever they are; after
+    ``--`` everything is the script's (for an option of the script's spelt as one of batchline's)."""
+    argv = list(argv)
+    script = next((i for i, a in enumerate(argv) if a.endswith(".py") and not a.startswith("-")), None)
+    if script is None or "serve" not in argv[:script]:
+        return argv, []
+    probe = argparse.ArgumentParser(add_help=False)
+    add_arguments(probe)
+    # argparse's own table of option strings: whether each takes a value
+    takes_value = {s: a.nargs != 0 for a in probe._actions for s in a.option_strings}  # noqa: SLF001
+    ours, theirs = argv[: script + 1], []
+    i = script + 1
+    while i < len(argv):
+        arg = argv[i]
+        name = arg.split("=", 1)[0]
+        if arg == "--":
+            theirs.extend(argv[i + 1 :])
+            break
+        if name in takes_value:
+            value = takes_value[name] and "=" not in arg and i + 1 < len(argv)
+            ours.extend(argv[i : i + 1 + value])
+            i += 1 + value
+            continue
+        theirs.append(arg)
+        i += 1
+    return ours, theirs
 
 
 def main(args: argparse.Namespace) -> int:

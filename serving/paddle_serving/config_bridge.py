@@ -85,6 +85,7 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     entry["input_ops"] = [] if fed_by_request else list(inputs)
     entry["params"] = {
         "script": service.script,
+        "script_args": list(service.args),
         "script_digest": digest,
         "op": name,
         "thread_op": thread_op,

@@ -17,11 +17,12 @@ def is_service_script(sources: Sequence[str]) -> bool:
     return len(sources) == 1 and str(sources[0]).endswith(".py")
 
 
-def load_service_repository(sources: Sequence[str]) -> RepositoryConfig:
-    """The repository of the one script in ``sources``; a ConfigError naming what is wrong."""
+def load_service_repository(sources: Sequence[str], script_args: Sequence[str] = ()) -> RepositoryConfig:
+    """The repository of the one script in ``sources`` (run with ``script_args`` as its command line);
+    a ConfigError naming what is wrong."""
     (script,) = sources
     try:
-        service = read_service(script)
+        service = read_service(script, script_args)
         document = service_document(service, service.config_file)
     except ServiceFileError as exc:
         raise ConfigError(script, FILE_KEY, str(exc)) from None

@@ -10,7 +10,7 @@ import contextlib
 import os
 import runpy
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -37,6 +37,7 @@ class Service:
     inputs: dict[str, list[str]]  # op -> its input ops' names (the request op: DAG_EXECUTOR)
     config: dict = field(default_factory=dict)  # the config.yml it prepared, as read
     config_file: str = ""  # where (the script itself for a yml_dict)
+    args: tuple[str, ...] = ()  # its command line (what ``python script ...`` would have been given)
 
     @property
     def folder(self) -> str:
@@ -67,13 +68,25 @@ def _reading() -> Iterator[None]:
         READING.reset(token)
 
 
-def describe(script: str) -> ServiceDescription:
-    """Run ``script`` until it describes its service."""
+@contextlib.contextmanager
+def _argv(script: str, args: Sequence[str]) -> Iterator[None]:
+    """``sys.argv`` as ``python script args...`` gives it, while the script's top level runs (scripts
+    parse their own options there: ``-c config.yml``, ``--model_dir``)."""
+    saved = sys.argv
+    sys.argv = [script, *args]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def describe(script: str, args: Sequence[str] = ()) -> ServiceDescription:
+    """Run ``script`` (with ``args`` as its command line) until it describes its service."""
     script = os.path.abspath(script)
     if not os.path.isfile(script):
         raise ServiceFileError(f"{script}: no such file")
     enter_folder(script)
-    with _reading():
+    with _reading(), _argv(script, args):
         try:
             runpy.run_path(script, run_name="__main__")
         except Described as described:
@@ -139,10 +152,11 @@ def _config(description: ServiceDescription, script: str) -> dict:
     return data
 
 
-def read_service(script: str) -> Service:
-    """The service ``script`` describes: its ops, their graph and its config."""
+def read_service(script: str, args: Sequence[str] = ()) -> Service:
+    """The service ``script`` describes (run with ``args`` as its command line): its ops, their graph
+    and its config."""
     script = os.path.abspath(script)
-    description = describe(script)
+    description = describe(script, args)
     request_op, ops, inputs = _graph(description, script)
     return Service(
         script,
@@ -153,4 +167,5 @@ def read_service(script: str) -> Service:
         inputs,
         _config(description, script),
         _config_file(description, script),
+        tuple(args),
     )

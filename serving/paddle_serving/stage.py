@@ -47,6 +47,7 @@ class StageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     script: str  # the web_service.py the op is defined in
+    script_args: list[str] = []  # its command line, as given after it to batchline serve
     script_digest: str = ""  # its content's: a changed script is a changed config (reload)
     op: str  # its name there
     thread_op: bool = True
@@ -144,7 +145,7 @@ def start_process_worker(script: str, name: str, op_conf: Any, device_id: int | 
     """Build a process op's worker in its predictor process (the engine's model factory)."""
     from serving.runners.runner_modules import load_one
 
-    service = read_service(script)
+    service = read_service(script, op_conf.params_model.script_args)
     op = service.ops[name]
     op._fetch_names = op_conf.params_model.fetch_list
     folder, has_model = _model(op_conf)
@@ -177,7 +178,7 @@ class PaddleServingStage(EngineOp):
         if self.params.thread_op or isinstance(self, PaddleServingFirstStage):
             # a thread op's workers share this Op; a first stage holds the request and response ops.
             # A process op's workers read the script in their own processes.
-            self.service = read_service(self.params.script)
+            self.service = read_service(self.params.script, self.params.script_args)
 
     def create_runners(self, count: int) -> list[Runner] | None:
         if not self.params.thread_op:

@@ -172,6 +172,50 @@ def test_tensors_reach_the_users_code_on_both_doors_within_the_requests_values(t
     assert status == 400 and doc["err_no"] == 8000 and "cannot reshape" in doc["err_msg"]
 
 
+ARGV_SCRIPT = """
+import argparse
+import os
+
+from paddle_serving_server.web_service import Op, WebService
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-c", "--config", required=True)
+parser.add_argument("--greeting", default="hello")
+ARGS = parser.parse_args()  # as PaddleOCR's ArgsParser and PaddleDetection's --model_dir do
+
+
+class GreetOp(Op):
+    def preprocess(self, input_dicts, data_id, log_id):
+        ((_, d),) = input_dicts.items()
+        return {"text": ARGS.greeting + " " + d["text"], "pid": str(os.getpid())}, False, None, ""
+
+
+class Service(WebService):
+    def get_pipeline_response(self, read_op):
+        return GreetOp(name="greet", input_ops=[read_op])
+
+
+service = Service(name="greet")
+service.prepare_pipeline_config(ARGS.config)
+service.run_service()
+"""
+
+
+def test_a_script_gets_the_arguments_after_it_in_every_process(tmp_path):
+    """``batchline serve web_service.py -c my.yml --greeting hi``: the script parses its own command line,
+    in the server's process and in each op process; batchline's options after it stay batchline's."""
+    (tmp_path / "web_service.py").write_text(ARGV_SCRIPT)
+    conf = {"rpc_port": free_port(), "dag": {"is_thread_op": False}, "op": {"greet": {"concurrency": 1}}}
+    (tmp_path / "my.yml").write_text(yaml.safe_dump(conf))
+    server = ServerProcess(str(tmp_path / "web_service.py"), extra_args=("-c", "my.yml", "--greeting", "hi"))
+    try:
+        status, doc = _post(server, {"key": ["text"], "value": ["there"]}, path="/greet/prediction")
+        assert status == 200 and _answer(doc)["text"] == "hi there"
+        assert _answer(doc)["pid"] != str(server.proc.pid)  # parsed again in the op's own process
+    finally:
+        server.stop()
+
+
 def test_process_ops_run_in_processes_of_their_own(tmp_path):
     server, _ = _serve(tmp_path, thread_op=False, concurrency=2)
     try:

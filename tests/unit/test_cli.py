@@ -150,3 +150,28 @@ def test_check_of_several_files_reports_every_problem_and_exits_2(tmp_path, caps
         f"{b}: name: pipeline 'ocr' version 1 is already defined in {a}",
         f"{b}: http_port: 9090 conflicts with 8080 in {a} (one server listens on one port)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "ours", "theirs"),
+    [
+        (["serve", "web_service.py"], ["serve", "web_service.py"], []),
+        (
+            ["serve", "ws.py", "--host", "127.0.0.1", "--port", "9", "-c", "config.yml", "-o", "a=b"],
+            ["serve", "ws.py", "--host", "127.0.0.1", "--port", "9"],
+            ["-c", "config.yml", "-o", "a=b"],
+        ),
+        (
+            ["--log-level", "DEBUG", "serve", "--port", "5", "ws.py", "--model_dir", "m", "--no-warmup"],
+            ["--log-level", "DEBUG", "serve", "--port", "5", "ws.py", "--no-warmup"],
+            ["--model_dir", "m"],
+        ),
+        (["serve", "ws.py", "--", "--port", "7"], ["serve", "ws.py"], ["--port", "7"]),
+        (["serve", "ws.py", "--port=4", "x", "-h"], ["serve", "ws.py", "--port=4"], ["x", "-h"]),
+        (["serve", "a.yml", "--port", "3"], ["serve", "a.yml", "--port", "3"], []),
+    ],
+)
+def test_a_paddle_serving_scripts_own_arguments_follow_it(argv, ours, theirs):
+    from serving.commands.serve import split_argv
+
+    assert split_argv(argv) == (ours, theirs)
