@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import yaml
 
+from serving.paddle_serving.numpy_compat import give_back_numpy_1_spellings
 from serving.paddle_serving.operator import Op, RequestOp, ResponseOp
 from serving.paddle_serving.web_service import READING, Described, ServiceDescription
 
@@ -86,6 +87,7 @@ def describe(script: str, args: Sequence[str] = ()) -> ServiceDescription:
     if not os.path.isfile(script):
         raise ServiceFileError(f"{script}: no such file")
     enter_folder(script)
+    give_back_numpy_1_spellings()
     with _reading(), _argv(script, args):
         try:
             runpy.run_path(script, run_name="__main__")

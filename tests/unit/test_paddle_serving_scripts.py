@@ -79,6 +79,7 @@ def test_each_op_becomes_an_engine_op_with_paddle_servings_worker_model(folder):
     assert len(ops["join"]["params"].pop("script_digest")) == 24
     assert ops["join"]["params"] == {
         "script": service.script,
+        "script_args": [],
         "op": "join",
         "thread_op": False,
         "fetch_list": None,
