@@ -26,8 +26,9 @@ _MARK = "__batchline_numpy_1__"  # on our fromstring: given back once per proces
 
 
 def _binary_fromstring_removed() -> bool:
+    fromstring: Any = np.fromstring  # typed for text mode (sep=) only: binary mode is what is probed
     try:
-        np.fromstring(b"\x00", dtype=np.uint8)
+        fromstring(b"\x00", dtype=np.uint8)
     except ValueError:
         return True
     return False
