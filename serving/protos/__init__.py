@@ -22,10 +22,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 PIPELINE = "paddle_serving_pipeline"  # package baidu.paddle_serving.pipeline_serving
 INFERENCE = "open_inference"  # package inference
-PROTOS = (PIPELINE, INFERENCE)
+MODEL_CONFIG = "paddle_serving_model_config"  # package baidu.paddle_serving.configure
+PROTOS = (PIPELINE, INFERENCE, MODEL_CONFIG)
 
 PIPELINE_PACKAGE = "baidu.paddle_serving.pipeline_serving"
 INFERENCE_PACKAGE = "inference"
+MODEL_CONFIG_PACKAGE = "baidu.paddle_serving.configure"
 
 
 def descriptor_set_path(proto: str) -> str:
@@ -66,6 +68,11 @@ class Messages:
 def pipeline_messages() -> Messages:
     """Paddle Serving's ``Request``, ``Response`` and ``Tensor``."""
     return Messages(PIPELINE, PIPELINE_PACKAGE)
+
+
+def model_config_messages() -> Messages:
+    """Paddle Serving's serving model folder config: ``GeneralModelConfig``, ``FeedVar``, ``FetchVar``."""
+    return Messages(MODEL_CONFIG, MODEL_CONFIG_PACKAGE)
 
 
 def inference_messages() -> Messages:

@@ -35,3 +35,25 @@ def test_pipeline_messages_carry_paddle_serving_0_9_fields():
     response = m.Response(err_no=413, err_msg="too large", key=["result"], value=["[]"])
     assert [f.number for f in response.DESCRIPTOR.fields] == [1, 2, 3, 4, 5]
     assert m.Request.DESCRIPTOR.full_name == "baidu.paddle_serving.pipeline_serving.Request"
+
+
+def test_a_serving_model_folders_config_parses_as_paddle_servings_general_model_config(monkeypatch):
+    """What PaddleDetection's serving script does: text_format.Merge of serving_server_conf.prototxt into
+    paddle_serving_server.proto.general_model_config_pb2.GeneralModelConfig; the bytes are the real one's
+    (config_bytes is held to Paddle Serving's own pb2 by bench/paddle_serving/check_model_folders.py)."""
+    import importlib
+    import sys
+
+    from google.protobuf import text_format
+
+    from serving.paddle_serving.service_file import SHIM_DIR
+    from tests.support.paddle_serving.model_folders import ModelVar, config_bytes, config_text
+
+    monkeypatch.setattr(sys, "path", [SHIM_DIR, *sys.path])
+    m_config = importlib.import_module("paddle_serving_server.proto.general_model_config_pb2")
+    feeds = [ModelVar("x", "image", False, 1, [3, -1, -1]), ModelVar("im_shape", "im_shape", True, 1, [2])]
+    fetches = [ModelVar("save_infer_model/scale_0.tmp_1", "bbox", False, 1, [-1, 6])]
+    parsed = text_format.Merge(config_text(feeds, fetches), m_config.GeneralModelConfig())
+    assert [v.name for v in parsed.feed_var] == ["x", "im_shape"] and parsed.feed_var[1].is_lod_tensor
+    assert [v.alias_name for v in parsed.fetch_var] == ["bbox"] and list(parsed.fetch_var[0].shape) == [-1, 6]
+    assert parsed.SerializeToString() == config_bytes(feeds, fetches)
