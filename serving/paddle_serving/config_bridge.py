@@ -66,6 +66,7 @@ def _op_entry(service: Service, name: str, op: Op, raw: Any, thread_default: boo
     resolve_device_type(svc)
     _gpu_or_cpu(svc, f"op.{name}.local_service_conf", source)
     _cpu_precision(svc, f"op.{name}.local_service_conf", source)
+    _trt_dynamic_shapes(svc, op.dynamic_shape_info, f"op.{name}.local_service_conf", source)
     fallback = _default_engine(svc, f"op.{name}.local_service_conf", source)
     svc.setdefault("instance_mode", "thread" if thread_op else "process")
     batch = entry.get("batch_size", 1)
@@ -125,6 +126,26 @@ def _gpu_or_cpu(svc: dict, path: str, source: str) -> None:
     )
     svc["device_type"] = 0
     svc["devices"] = ""
+
+
+def _trt_dynamic_shapes(svc: dict, info: Any, path: str, source: str) -> None:
+    """An op's ``set_dynamic_shape_info()`` (``{"min_input_shape": {name: shape}, "max_input_shape": ...,
+    "opt_input_shape": ...}``), which Paddle Serving hands to Paddle-TensorRT with ``device_type: 2``:
+    ``tensorrt.dynamic_shape`` of the op, unless its config gives one. Names not in all three are left out."""
+    if device_type_value(svc.get("device_type", 0)) != 2 or not isinstance(info, dict) or not info:
+        return
+    trt = svc.get("tensorrt")
+    if trt is None:  # a new block keeps the file's min_subgraph_size, as use_calib's does (compat.py)
+        trt = {k: svc[k] for k in ("min_subgraph_size",) if k in svc}
+    if not isinstance(trt, dict) or "dynamic_shape" in trt:
+        return  # the config's own (or a wrong block, which the loader reports)
+    ranges = [info.get(f"{end}_input_shape") or {} for end in ("min", "opt", "max")]
+    names = [n for n in ranges[0] if all(n in r for r in ranges[1:])]
+    left_out = sorted(set().union(*ranges) - set(names))
+    if left_out:
+        log.info("%s: %s: dynamic shapes without a min, opt and max left out: %s", source, path, left_out)
+    trt["dynamic_shape"] = {n: dict(zip(("min", "opt", "max"), (list(r[n]) for r in ranges))) for n in names}
+    svc["tensorrt"] = trt
 
 
 def _cpu_precision(svc: dict, path: str, source: str) -> None:

@@ -83,7 +83,8 @@ class Op:
         self.set_dynamic_shape_info()
 
     def set_dynamic_shape_info(self) -> None:
-        """TensorRT dynamic shapes in Paddle Serving; read here and unused (our engines size themselves)."""
+        """Set ``self.dynamic_shape_info`` (``min_input_shape``, ``max_input_shape``, ``opt_input_shape``): with
+        ``device_type: 2`` the op's ``tensorrt.dynamic_shape``, as Paddle Serving hands it to Paddle-TensorRT."""
 
     def init_op(self) -> None:
         """Called once per worker before it serves (per process for process ops, once for thread ops)."""

@@ -166,6 +166,48 @@ def test_keys_batchline_does_not_know_are_dropped_with_a_warning_as_paddle_servi
     assert parse_config(document.data, source=document.source).op["a"].timeout_ms == 100  # the rest as written
 
 
+TRT_SCRIPT = """
+class A(Op):
+    def set_dynamic_shape_info(self):
+        self.dynamic_shape_info = {
+            "min_input_shape": {"x": [1, 3, 32, 32], "t": [1, 1]},
+            "opt_input_shape": {"x": [1, 3, 640, 640], "t": [1, 8]},
+            "max_input_shape": {"x": (4, 3, 1536, 1536)},
+        }
+
+class S(WebService):
+    def get_pipeline_response(self, read_op):
+        a = A(name="a", input_ops=[read_op])
+        return A(name="b", input_ops=[a])
+
+s = S(name="svc")
+s.prepare_pipeline_config("config.yml")
+s.run_service()
+"""
+
+
+def test_set_dynamic_shape_info_is_the_ops_tensorrt_dynamic_shape_on_tensorrt(folder, monkeypatch):
+    monkeypatch.setattr(config_bridge, "paddle_sees_a_gpu", lambda: True)
+    (folder / "m").mkdir()
+    config = """
+        op:
+          a: {local_service_conf: {model_config: m, device_type: 2, devices: "0", min_subgraph_size: 5}}
+          b: {local_service_conf: {model_config: m, device_type: 1, devices: "0"}}
+    """
+    service = read_service(_script(folder, TRT_SCRIPT, config))
+    svc = {name: op["local_service_conf"] for name, op in service_config(service, service.config_file)["op"].items()}
+    assert svc["a"]["tensorrt"] == {
+        "min_subgraph_size": 5,
+        "dynamic_shape": {"x": {"min": [1, 3, 32, 32], "opt": [1, 3, 640, 640], "max": [4, 3, 1536, 1536]}},
+    }
+    assert "tensorrt" not in svc["b"]  # no TensorRT: Paddle Serving does not use them either
+    for name in ("inference.pdmodel", "inference.pdiparams"):  # the loader checks Paddle's model files are there
+        (folder / "m" / name).write_bytes(b"")
+    document = service_document(service, service.config_file)
+    trt = parse_config(document.data, source=document.source).op["a"].local_service_conf.tensorrt
+    assert trt is not None and trt.dynamic_shape["x"].max == [4, 3, 1536, 1536] and trt.min_subgraph_size == 5
+
+
 def test_int8_on_the_cpu_runs_as_fp32_as_in_paddle_serving(folder):
     svc = _local_services(folder, "op:\n  a: {local_service_conf: {model_config: m, precision: INT8}}\n")
     assert (svc["a"]["precision"], svc["a"]["engine"]) == ("fp32", "openvino")
