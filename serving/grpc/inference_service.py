@@ -15,6 +15,9 @@ import grpc
 from serving.errors import BadRequest, ServingError, as_serving_error
 from serving.grpc.call import Call, bytes_handler, without_frames
 from serving.grpc.wire_count import RequestMessage
+from serving.paddle_serving.door import PaddleServingDoor
+from serving.paddle_serving.open_inference import answer_script
+from serving.paddle_serving.stage import PADDLE_REQUEST
 from serving.protos import INFERENCE_PACKAGE, inference_messages
 from serving.service.limits import RequestLimits
 from serving.service.open_inference.infer import CallFacts, model, prepare
@@ -40,15 +43,34 @@ def parameters(entries: Mapping[str, Any]) -> dict[str, Any]:
     return plain
 
 
+#: the contents field of each datatype (BYTES: bytes_contents); a script reads numeric tensors
+CONTENTS = {
+    "BOOL": "bool_contents",
+    "INT8": "int_contents",
+    "INT16": "int_contents",
+    "INT32": "int_contents",
+    "INT64": "int64_contents",
+    "UINT8": "uint_contents",
+    "UINT16": "uint_contents",
+    "UINT32": "uint_contents",
+    "UINT64": "uint64_contents",
+    "FP16": "fp32_contents",
+    "FP32": "fp32_contents",
+    "FP64": "fp64_contents",
+    "BYTES": "bytes_contents",
+}
+
+
 def infer_request(message: Any) -> InferRequest:
-    """A ``ModelInferRequest`` as the protocol-neutral request (nothing read of its elements yet)."""
+    """A ``ModelInferRequest`` as the protocol-neutral request (its elements counted on the wire already)."""
     request_id = checked_id(message.id)
     raw = message.raw_input_contents
     if raw and len(raw) != len(message.inputs):
         raise BadRequest(f"raw_input_contents has {len(raw)} entries for {len(message.inputs)} inputs")
     inputs = []
     for i, tensor in enumerate(message.inputs):
-        elements = tensor.contents.bytes_contents if tensor.HasField("contents") else None
+        field = CONTENTS.get(tensor.datatype, "bytes_contents")
+        elements = getattr(tensor.contents, field) if tensor.HasField("contents") else None
         inputs.append(
             InputTensor(
                 tensor.name,
@@ -71,6 +93,7 @@ class InferenceService:
         self.services = services
         self.messages = inference_messages()
         self.views = ModelViews()
+        self.door = PaddleServingDoor(services.core)
         m = self.messages
         self.requests = {
             name: RequestMessage(getattr(m, name))
@@ -127,13 +150,13 @@ class InferenceService:
             request = self._request(messages, call, "ModelMetadataRequest")
             view = model(self.services.core, self.views, request.name, request.version)
             tensor = self.messages.ModelMetadataResponse.TensorMetadata
-            specs = [tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in (view.input, *view.outputs)]
+            inputs = [] if view.input is None else [view.input]
             return self.messages.ModelMetadataResponse(
                 name=view.name,
                 versions=[str(v) for v in view.versions],
                 platform=PLATFORM,
-                inputs=specs[:1],
-                outputs=specs[1:],
+                inputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in inputs],
+                outputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in view.outputs],
             )
 
         return self._answer(context, metadata)
@@ -153,10 +176,15 @@ class InferenceService:
                     cap_timeout_ms=call.timeout_ms,
                     submitted=claim.release,
                 )
-                held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
-                del message
-                read: Callable[[RequestLimits], InferRequest] = lambda limits: infer_request(held.pop())
-                answer = prepare(self.services.core, self.views, name, parse_version(version), read, facts).run()
+                number = parse_version(version)
+                target = self.services.core.target(name, number, facts.size)
+                if target[0].input_kind() == PADDLE_REQUEST:  # a Paddle Serving script's pipeline
+                    answer = answer_script(self.door, name, number, target, infer_request(message), facts)
+                else:
+                    held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
+                    del message
+                    read: Callable[[RequestLimits], InferRequest] = lambda limits: infer_request(held.pop())
+                    answer = prepare(self.services.core, self.views, name, number, read, facts).run()
             finally:
                 claim.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor

@@ -48,7 +48,8 @@ def plain_kind(kind: str | None, name: str) -> str:
     if kind not in KEYS_BY_KIND:
         raise BadRequest(
             f"pipeline {name!r} runs a Paddle Serving web_service.py: send it Paddle Serving's Request "
-            f"(POST /{name}/prediction, or PipelineService over gRPC)"
+            f"(POST /{name}/prediction, or PipelineService over gRPC) or the Open Inference Protocol's "
+            f"(POST /v2/models/{name}/infer)"
         )
     return kind
 

@@ -172,6 +172,36 @@ def test_tensors_reach_the_users_code_on_both_doors_within_the_requests_values(t
     assert status == 400 and doc["err_no"] == 8000 and "cannot reshape" in doc["err_msg"]
 
 
+def test_the_open_inference_protocol_reaches_a_script_over_http_and_grpc(thread_server):
+    """tritonclient, as a KServe v2 user has it: a BYTES input of one element is a key/value string, a
+    numeric one a numpy array (as from pack_tensor_format=True); each answer key is a BYTES output."""
+    import tritonclient.grpc as triton_grpc
+    import tritonclient.http as triton_http
+    from tritonclient.utils import InferenceServerException
+
+    server, rpc_port = thread_server
+    for triton, url in ((triton_http, server.url.removeprefix("http://")), (triton_grpc, f"127.0.0.1:{rpc_port}")):
+        client = triton.InferenceServerClient(url)
+        text = triton.InferInput("text", [1], "BYTES")
+        text.set_data_from_numpy(np.array([b"over v2"], dtype=object))
+        answer = client.infer("echo", [text])
+        assert answer.as_numpy("text").tolist() == [b"OVER V2!"] and answer.as_numpy("batch") is not None
+        x = triton.InferInput("x", [2, 2], "FP32")
+        x.set_data_from_numpy(np.array([[1, 2], [3, 4.5]], dtype=np.float32))
+        answer = client.infer("echo", [x], outputs=[triton.InferRequestedOutput("text")])
+        assert answer.as_numpy("text").tolist() == [b"float32 (2, 2) 10.5!"] and answer.as_numpy("pid") is None
+        fail = triton.InferInput("fail", [1], "BYTES")
+        fail.set_data_from_numpy(np.array([b"pre"], dtype=object))
+        with pytest.raises(InferenceServerException, match="err_no 61: refused in preprocess"):
+            client.infer("echo", [text, fail])
+        big = triton.InferInput("x", [2000], "FP32")
+        big.set_data_from_numpy(np.zeros(2000, dtype=np.float32))
+        with pytest.raises(InferenceServerException, match="values"):  # over 4 x 300 + 256: before it is read
+            client.infer("echo", [big])
+        metadata = client.get_model_metadata("echo")
+        assert (metadata["inputs"], metadata["outputs"]) == ([], []) if triton is triton_http else not metadata.inputs
+
+
 ARGV_SCRIPT = """
 import argparse
 import os

@@ -15,8 +15,11 @@ from serving.http import v2_body as http_body
 from serving.http.json_answer import json_response
 from serving.http.pending import Pending
 from serving.http.wsgi_call import client_gone
+from serving.paddle_serving.door import PaddleServingDoor
+from serving.paddle_serving.open_inference import answer_script
+from serving.paddle_serving.stage import PADDLE_REQUEST
 from serving.service.limits import RequestLimits
-from serving.service.open_inference.infer import CallFacts, prepare
+from serving.service.open_inference.infer import CallFacts, InferAnswer, prepare
 from serving.service.open_inference.model import ModelViews, server_metadata
 from serving.service.open_inference.request import InferRequest
 
@@ -32,6 +35,7 @@ class InferenceProtocolRoutes:
     def __init__(self, ctx: RouteContext):
         self.ctx = ctx
         self.views = ModelViews()
+        self.door = PaddleServingDoor(ctx.core)
 
     def register(self, app: HttpApp) -> None:
         app.add_url_rule("/v2", "v2_server", self.server, methods=["GET"])
@@ -53,7 +57,7 @@ class InferenceProtocolRoutes:
         ready = self.ctx.repository.ready
         return json_response({"name": name, "ready": ready}, 200 if ready else 503)
 
-    def infer(self, request: Request, name: str, version: int | None) -> Pending:
+    def infer(self, request: Request, name: str, version: int | None) -> Pending | Response:
         if request.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
             raise UnsupportedMediaType("compressed request bodies are not supported (Content-Encoding)")
         choices: list[http_body.BinaryChoice] = []
@@ -72,17 +76,25 @@ class InferenceProtocolRoutes:
             header=request.headers.get,
             gone=client_gone(request.environ),
         )
+        target = self.ctx.core.target(name, version, call.size)
+        if target[0].input_kind() == PADDLE_REQUEST:  # a Paddle Serving script's pipeline
+            answer = answer_script(self.door, name, version, target, read(target[1]), call)
+            return self._response(answer, choices[0])
         prepared = prepare(self.ctx.core, self.views, name, version, read, call)
 
         def finish(handles: Sequence[RequestState]) -> Response:
-            body, header_length = http_body.write_answer(prepared.answer(handles), choices[0])
-            if header_length is None:
-                return Response(body, content_type="application/json")
-            response = Response(body, content_type="application/octet-stream")
-            response.headers[http_body.HEADER_LENGTH] = str(header_length)
-            return response
+            return self._response(prepared.answer(handles), choices[0])
 
         return Pending(start=prepared.start, finish=finish, gone=call.gone, light=prepared.light)
+
+    @staticmethod
+    def _response(answer: InferAnswer, choice: http_body.BinaryChoice) -> Response:
+        body, header_length = http_body.write_answer(answer, choice)
+        if header_length is None:
+            return Response(body, content_type="application/json")
+        response = Response(body, content_type="application/octet-stream")
+        response.headers[http_body.HEADER_LENGTH] = str(header_length)
+        return response
 
 
 def register(app: HttpApp, ctx: RouteContext) -> None:

@@ -1,7 +1,8 @@
 """A pipeline as an Open Inference Protocol model: one BYTES input named after the input
 kind; outputs ``result`` (each row's JSON) and the typed fields the final op declares
 (:meth:`serving.op.Op.answer_fields`). Without a version, a model offers the fields every
-version offers, as any of them may answer."""
+version offers, as any of them may answer. A pipeline that reads its own requests (a Paddle
+Serving script's) names no inputs or outputs: they are whatever its code reads and answers."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from serving.batching.live_pipelines import find_pipeline
 from serving.config.file_set import RepositoryConfig
 from serving.config.schema import ServingConfig
 from serving.errors import NotFound
-from serving.service.decode import plain_kind
+from serving.service.decode import KEYS_BY_KIND, plain_kind
 
 PLATFORM = SERVER_NAME = "batchline"
 #: the protocol's extensions this server implements
@@ -44,7 +45,7 @@ class ModelView:
     name: str
     version: int | None
     versions: tuple[int, ...]
-    input: TensorSpec
+    input: TensorSpec | None  # None: the pipeline reads its own requests (serving.paddle_serving.open_inference)
     outputs: tuple[TensorSpec, ...]
 
     def metadata(self) -> dict[str, object]:
@@ -53,7 +54,7 @@ class ModelView:
             "name": self.name,
             "versions": [str(v) for v in self.versions],
             "platform": PLATFORM,
-            "inputs": [self.input.as_dict()],
+            "inputs": [] if self.input is None else [self.input.as_dict()],
             "outputs": [o.as_dict() for o in self.outputs],
         }
 
@@ -98,6 +99,8 @@ def model_view(config: RepositoryConfig, name: str, version: int | None) -> Mode
     versions = {} if route is None else {(name, v): c for v, c in route.versions.items()}
     chosen = find_pipeline(config, versions, name, version)  # its 404 names what is served
     assert route is not None  # find_pipeline raised otherwise
+    if (chosen.input_kind or "image") not in KEYS_BY_KIND:  # a script's: its code reads what it is sent
+        return ModelView(name=name, version=version, versions=tuple(route.versions), input=None, outputs=())
     answering: Iterable[ServingConfig] = [chosen] if version is not None else route.versions.values()
     return ModelView(
         name=name,
