@@ -11,6 +11,7 @@ import copy
 import difflib
 import logging
 import os
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from serving.config import compat
@@ -101,7 +102,12 @@ def _on_cpu(svc: dict) -> bool:
 
 
 def paddle_sees_a_gpu() -> bool:
-    """Whether Paddle Inference here can run on a GPU: a CUDA build that sees one."""
+    """Whether Paddle Inference here can run on a GPU: a CUDA build (``paddlepaddle-gpu``) that sees one.
+    Without that package nothing is imported (importing Paddle costs this process about 300 MB)."""
+    try:
+        version("paddlepaddle-gpu")
+    except PackageNotFoundError:
+        return False
     try:
         import paddle
     except ImportError:
