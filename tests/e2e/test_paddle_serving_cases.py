@@ -1,8 +1,9 @@
 """Paddle Serving users' files served by batchline answer as the real Paddle Serving 0.9 does
-(issue 36). Each case of tests/data/paddle_serving/cases (Paddle Serving's OCR, simple, BERT and
+(issue 36). Each case of tests/data/paddle_serving/cases (Paddle Serving's OCR, simple and
 ensemble examples, PaddleOCR 2.10's pdserving, and one case per behaviour: thread and process
 ops, auto-batching, a skipped process, product errors, an op without a model, a custom
-RequestOp/ResponseOp through PipelineServer, an op with two inputs, tensor inputs) is served with
+RequestOp/ResponseOp through PipelineServer, an op with two inputs, tensor inputs, a BERT service
+written for a GPU) is served with
 ``batchline serve <script>``; every request the real server answered
 (tests/data/paddle_serving/answers, recorded by bench/paddle_serving/record_answers.py) is
 sent over HTTP and with PipelineClient over gRPC, and the answers compared: err_no, err_msg
