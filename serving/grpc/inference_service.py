@@ -184,7 +184,7 @@ class InferenceService:
                     held = [message]  # handed over once, so nothing here keeps it while the answer is awaited
                     del message
                     read: Callable[[RequestLimits], InferRequest] = lambda limits: infer_request(held.pop())
-                    answer = prepare(self.services.core, self.views, name, number, read, facts).run()
+                    answer = prepare(self.services.core, self.views, name, number, target, read, facts).run()
             finally:
                 claim.release()
             tensor = self.messages.ModelInferResponse.InferOutputTensor

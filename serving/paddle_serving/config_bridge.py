@@ -230,11 +230,12 @@ def _drop_unknown_keys(data: dict, ops: dict, graph_ops: Any, source: str) -> li
     dropped: list[str] = []
     _drop(data, _keys(ServingConfig, compat.IGNORED_TOP_KEYS), "", dropped)
     _drop(data.get("dag"), _keys(DagConfig, compat.IGNORED_DAG_KEYS, compat.PROMETHEUS_DAG_KEYS), "dag.", dropped)
+    op_keys = _keys(OpConfig, compat.IGNORED_OP_KEYS)
+    svc_keys = _keys(LocalServiceConf, compat.IGNORED_LOCAL_SERVICE_KEYS, compat.FOLDED_LOCAL_SERVICE_KEYS)
     for name in graph_ops:
         entry = ops.get(name)
-        _drop(entry, _keys(OpConfig, compat.IGNORED_OP_KEYS), f"op.{name}.", dropped)
+        _drop(entry, op_keys, f"op.{name}.", dropped)
         if isinstance(entry, dict):
-            svc_keys = _keys(LocalServiceConf, compat.IGNORED_LOCAL_SERVICE_KEYS, compat.FOLDED_LOCAL_SERVICE_KEYS)
             _drop(entry.get("local_service_conf"), svc_keys, f"op.{name}.local_service_conf.", dropped)
     return dropped
 

@@ -16,8 +16,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from serving.errors import BadRequest, PayloadTooLarge, error_for_status
 from serving.paddle_serving.door import PaddleServingDoor
 from serving.protos import pipeline_messages
@@ -26,13 +24,13 @@ from serving.service.limits import RequestLimits
 from serving.service.open_inference.infer import CallFacts, InferAnswer, OutputTensor
 from serving.service.open_inference.model import BYTES
 from serving.service.open_inference.request import (
+    MAX_NAME_CHARS,
     InferRequest,
-    InputTensor,
     RequestedOutput,
     priority_level,
+    tensor_elements,
     timeout_ms,
 )
-from serving.service.open_inference.tensors import deserialize_bytes
 from serving.service.parse import ParsedRequest
 from serving.service.served_pipelines import ServedPipeline
 
@@ -48,40 +46,6 @@ NUMERIC = {
     "INT8": (8, "int_data", "i1"),
     "BOOL": (9, "bool_data", "?"),
 }
-MAX_NAME_CHARS = 64
-
-
-def _flat(elements: Sequence[Any]) -> list[Any]:
-    """JSON data as given, nested by the shape or flat, as Triton takes both."""
-    out: list[Any] = []
-    stack = [iter(elements)]
-    while stack:
-        for item in stack[-1]:
-            if isinstance(item, list):
-                stack.append(iter(item))
-                break
-            out.append(item)
-        else:
-            stack.pop()
-    return out
-
-
-def _elements(tensor: InputTensor, n: int, dtype: str | None, where: str) -> list[Any]:
-    if tensor.serialized is not None and tensor.elements is not None:
-        raise BadRequest(f"{where}: data given twice (as elements and in binary form)")
-    if tensor.serialized is not None:
-        if dtype is None:
-            return list(deserialize_bytes(tensor.serialized, n, where))
-        size = n * np.dtype(dtype).itemsize
-        if len(tensor.serialized) != size:
-            raise BadRequest(f"{where}: {len(tensor.serialized)} bytes of binary data for {n} elements ({size} bytes)")
-        return np.frombuffer(tensor.serialized, dtype=dtype).tolist()
-    if tensor.elements is None:
-        raise BadRequest(f"{where}: no data")
-    values = _flat(tensor.elements)
-    if len(values) != n:
-        raise BadRequest(f"{where}: {len(values)} elements for shape {list(tensor.shape)[:8]}")
-    return values
 
 
 def script_request(request: InferRequest, max_values: int) -> Any:
@@ -107,7 +71,7 @@ def script_request(request: InferRequest, max_values: int) -> Any:
         if tensor.datatype == BYTES:
             if n != 1:
                 raise BadRequest(f"{where}: a script's input is one value (shape [1]), this one holds {n}")
-            (value,) = _elements(tensor, 1, None, where)
+            (value,) = tensor_elements(tensor, 1, where)
             if isinstance(value, bytes):
                 try:
                     value = value.decode("utf-8")
@@ -122,7 +86,7 @@ def script_request(request: InferRequest, max_values: int) -> Any:
             known = ", ".join([BYTES, *NUMERIC])
             raise BadRequest(f"{where}: datatype {tensor.datatype[:16]!r} (a script takes {known})")
         elem_type, field, dtype = NUMERIC[tensor.datatype]
-        values = _elements(tensor, n, dtype, where)
+        values = tensor_elements(tensor, n, where, numbers=dtype)
         added = message.tensors.add(name=tensor.name, elem_type=elem_type, shape=list(tensor.shape))
         try:
             getattr(added, field).extend(values)

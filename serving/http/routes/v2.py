@@ -80,7 +80,7 @@ class InferenceProtocolRoutes:
         if target[0].input_kind() == PADDLE_REQUEST:  # a Paddle Serving script's pipeline
             answer = answer_script(self.door, name, version, target, read(target[1]), call)
             return self._response(answer, choices[0])
-        prepared = prepare(self.ctx.core, self.views, name, version, read, call)
+        prepared = prepare(self.ctx.core, self.views, name, version, target, read, call)
 
         def finish(handles: Sequence[RequestState]) -> Response:
             return self._response(prepared.answer(handles), choices[0])

@@ -129,12 +129,13 @@ def prepare(
     views: ModelViews,
     name: str,
     version: int | None,
+    target: tuple[ServedPipeline, RequestLimits],
     read: Callable[[RequestLimits], InferRequest],
     call: CallFacts,
 ) -> PreparedInfer:
-    """Read the request ``read`` gives (called once the pipeline's limits are known: it is
-    the transport's to bound by them) for model ``name`` at ``version``, and check it."""
-    target = core.target(name, version, call.size)
+    """Read the request ``read`` gives (called with the limits of ``target``, ``core.target``'s
+    pipeline for it: the transport's to bound the request by) for model ``name`` at ``version``,
+    and check it."""
     pipeline, limits = target
     request = read(limits)
     view = views.get(core.repository.config, name, version)

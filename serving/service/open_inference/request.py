@@ -13,7 +13,7 @@ from typing import Any
 from serving.errors import BadRequest
 from serving.service.decode import KEYS_BY_KIND, key_kind
 from serving.service.open_inference.model import BYTES, TensorSpec
-from serving.service.open_inference.tensors import deserialize_bytes
+from serving.service.open_inference.tensors import deserialize_bytes, deserialize_numbers
 from serving.service.parse import ParsedRequest, check_count
 
 MAX_NAME_CHARS = 64  # of a name quoted back in an error
@@ -68,16 +68,37 @@ def _flat(elements: Sequence[Any], shape: Sequence[int]) -> Sequence[Any]:
     return elements
 
 
-def _elements(tensor: InputTensor, n: int, where: str) -> Sequence[Any]:
+def _flat_all(elements: Sequence[Any]) -> list[Any]:
+    """JSON data of any nesting (a numeric tensor's, nested by its shape), flat."""
+    out: list[Any] = []
+    stack = [iter(elements)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                stack.append(iter(item))
+                break
+            out.append(item)
+        else:
+            stack.pop()
+    return out
+
+
+def tensor_elements(tensor: InputTensor, n: int, where: str, numbers: str | None = None) -> Sequence[Any]:
+    """The ``n`` elements of ``tensor``, from its JSON data or its binary form (never both); 400 otherwise.
+    ``numbers``: the numpy dtype of a numeric tensor's binary form (its JSON data may nest any deep);
+    None: BYTES, ``n`` rows of ``[N]`` or ``[N, 1]``."""
     if tensor.serialized is not None and tensor.elements is not None:
         raise BadRequest(f"{where}: data given twice (as elements and in binary form)")
     if tensor.serialized is not None:
-        return deserialize_bytes(tensor.serialized, n, where)
+        if numbers is None:
+            return deserialize_bytes(tensor.serialized, n, where)
+        return deserialize_numbers(tensor.serialized, n, numbers, where)
     if tensor.elements is None:
         raise BadRequest(f"{where}: no data")
-    elements = _flat(tensor.elements, tensor.shape)
+    elements = _flat(tensor.elements, tensor.shape) if numbers is None else _flat_all(tensor.elements)
     if len(elements) != n:
-        raise BadRequest(f"{where}: {len(elements)} elements for shape {list(tensor.shape)} ({n} rows)")
+        rows = f" ({n} rows)" if numbers is None else ""
+        raise BadRequest(f"{where}: {len(elements)} elements for shape {list(tensor.shape)[:8]}{rows}")
     return elements
 
 
@@ -123,7 +144,7 @@ def parse_request(request: InferRequest, *, kind: str, max_inputs: int, priority
     n = rows(tensor.shape, where)
     check_count(n, max_inputs)  # before any element is read
     parsed = ParsedRequest(
-        inputs=[_input(kind, v, f"{where} element {i}") for i, v in enumerate(_elements(tensor, n, where))],
+        inputs=[_input(kind, v, f"{where} element {i}") for i, v in enumerate(tensor_elements(tensor, n, where))],
         priority=priority_level(request.parameters, priority_levels),
         timeout_ms=timeout_ms(request.parameters),
     )

@@ -1,10 +1,11 @@
 """The binary form of tensors (HTTP's binary tensor extension, gRPC's raw contents): BYTES
-as each element's 4-byte little-endian length then its bytes, FP32 as little-endian floats."""
+as each element's 4-byte little-endian length then its bytes, numbers (FP32, ...) little-endian."""
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,14 @@ def deserialize_bytes(data: bytes | memoryview, count: int, where: str) -> list[
     if pos != end:
         raise BadRequest(f"{where}: {end - pos} bytes of binary data left after the {count} elements of its shape")
     return items
+
+
+def deserialize_numbers(data: bytes | memoryview, count: int, dtype: str, where: str) -> list[Any]:
+    """Exactly ``count`` numbers of ``dtype`` (a numpy dtype string, little-endian) filling ``data``, else 400."""
+    size = count * np.dtype(dtype).itemsize
+    if len(data) != size:
+        raise BadRequest(f"{where}: {len(data)} bytes of binary data for {count} elements ({size} bytes)")
+    return np.frombuffer(data, dtype=dtype).tolist()
 
 
 def serialize_fp32(values: Iterable[float]) -> bytes:
