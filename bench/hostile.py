@@ -19,6 +19,7 @@ every attack stayed within its bound.
     python -m bench.hostile --doors --front asyncio --max-body-mb 8 --only chunked_crumbs
     python -m bench.hostile --doors --base 866b69d         # the same attacks on that revision first
     python -m bench.hostile --doors --doors-config configs/ocr.yml --front asyncio   # on the real models
+    python -m bench.hostile --doors --doors-script --max-body-mb 8   # a Paddle Serving script's doors
 
 ``--doors`` runs tests/support/reliability/door_attacks.py instead, against a
 model-free image pipeline with a token and gRPC (the HTTP framing attacks on
@@ -49,6 +50,7 @@ from tests.support.reliability.door_attacks import (
     run_door_attack,
     settled_rss,
     start_door_server,
+    start_script_door_server,
 )
 from tests.support.reliability.hostile import attacks, format_table, run_attack
 from tests.support.reliability.known_good import check_alive, valid_image
@@ -72,7 +74,7 @@ def doors(args: argparse.Namespace) -> int:
             for i, front in enumerate(args.front):
                 attacks = [a for a in chosen if not a.grpc or i == 0]  # gRPC does not depend on the HTTP front
                 for label, root in roots.items():
-                    result = door_run(attacks, front, body_mb, root, args.doors_config)
+                    result = door_run(attacks, front, body_mb, root, args.doors_config, script=args.doors_script)
                     print(f"\n### {label}: http.front: {front}, max_body_size: {body_mb} MiB\n")
                     print(result["table"])
                     print(
@@ -89,15 +91,21 @@ def doors(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def door_run(attacks: list[DoorAttack], front: str, body_mb: int, root: str, config: str | None) -> dict[str, Any]:
+def door_run(
+    attacks: list[DoorAttack], front: str, body_mb: int, root: str, config: str | None, *, script: bool = False
+) -> dict[str, Any]:
     """``attacks`` on a fresh server of ``root``'s code (``config``: a config file, else the
-    model-free one), then (with gRPC) the burst of maximal messages: the table, RSS before the
-    attacks, after them and after the burst, problems."""
+    model-free one; ``script``: a Paddle Serving script's doors instead), then (with gRPC) the
+    burst of maximal messages: the table, RSS before the attacks, after them and after the burst,
+    problems."""
     bursts = burst_attacks() if any(a.grpc for a in attacks) else []
     with tempfile.TemporaryDirectory() as folder:
-        server, door = start_door_server(
-            f"{folder}/doors.yml", front=front, body_limit=body_mb * MB, root=root, config=config
-        )
+        if script:
+            server, door = start_script_door_server(f"{folder}/script", body_limit=body_mb * MB, root=root)
+        else:
+            server, door = start_door_server(
+                f"{folder}/doors.yml", front=front, body_limit=body_mb * MB, root=root, config=config
+            )
         try:
             start = tree_rss_bytes(server.proc.pid)
             outcomes = []
@@ -145,6 +153,11 @@ def main() -> int:
     ap.add_argument("--max-body-mb", action="append", type=int, help="--doors: the max_body_size values (MiB)")
     ap.add_argument("--base", help="--doors: the same attacks on this revision's server first (a before and after)")
     ap.add_argument("--doors-config", help="--doors: serve this config (configs/ocr.yml: the real models)")
+    ap.add_argument(
+        "--doors-script",
+        action="store_true",
+        help="--doors: a Paddle Serving script's doors (tests/data/paddle_serving/scripts/batched; no model)",
+    )
     args = ap.parse_args()
     if args.doors:
         args.front = args.front or ["asyncio"]

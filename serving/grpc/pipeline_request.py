@@ -17,7 +17,8 @@ PROFILE_KEY = "pipeline.profile"
 OPTION_KEYS = ("priority", "timeout_ms")
 #: what np.save writes first (PipelineClient's use_tensor_bytes)
 NPY_MAGIC = b"\x93NUMPY"
-#: the Tensor fields that carry numbers (refused on the wire already: serving/grpc/pipeline_service.py)
+#: the Tensor fields that carry numbers: a user's script reads them, batchline's own pipelines refuse them
+#: (counted on the wire first, as every repeated element: serving/grpc/wire_count.py)
 NUMERIC_FIELDS = tuple(
     f
     for f in pipeline_messages().Tensor.DESCRIPTOR.fields
